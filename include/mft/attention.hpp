@@ -1,0 +1,40 @@
+// One attention head over one sequence: forward and reverse kernels.
+//
+// For queries i in [q.begin, q.end) of a sequence of N tokens x_j (MODEL.md):
+//   a[i,j] = beta <Q x_i, K x_j>,  P[i,j] = softmax_j a[i,j]  (j <= i if causal)
+//   y_i    = sum_j P[i,j] w_j,  w_j = V x_j                    (dv entries)
+//   Attn(x_i) = y_i (qkv: A = V)  or  O y_i (qkvo: A = O V)
+// Rows are evaluated one at a time with the row maximum subtracted: no N x N
+// matrix is stored, only the projections of the N keys.
+#pragma once
+
+#include "mft/grid.hpp"
+#include "mft/heads.hpp"
+
+#include <vector>
+
+namespace mft {
+
+// Scratch space for the kernels, sized once for the largest sequence.
+struct AttentionWork {
+  std::vector<double> q, kappa, w, p, y, dy, dq, dkappa, dw;
+  void reserve(const HeadShape &s, PetscInt N);
+};
+
+struct AttentionOptions {
+  double beta = 1.0;
+  bool causal = false;
+};
+
+// out[(i - q.begin) * d + c] += scale * Attn_theta(x_i)_c for i in q.
+void attention_forward(const HeadShape &s, const double *theta, const AttentionOptions &o, const double *x,
+                       PetscInt N, Range q, double scale, double *out, AttentionWork &w);
+
+// The transpose of the forward map's Jacobian applied to lam (one row of d
+// entries per query i in q, weighted by scale): adds to dx (N x d: every
+// token, as query and as key) and to dtheta (the head's entries).
+void attention_reverse(const HeadShape &s, const double *theta, const AttentionOptions &o, const double *x,
+                       PetscInt N, Range q, double scale, const double *lam, double *dx, double *dtheta,
+                       AttentionWork &w);
+
+} // namespace mft

@@ -1,0 +1,36 @@
+// The PETSc TS glue: the L-layer transformer as the explicit Euler scheme of
+// the token ODE dx/ds = f_l(x), s in [0, 1], step 1/L (MODEL.md, 'Depth'),
+// and its backward adjoint through TSAdjoint.
+//
+// TSRK with TSRK1FE is x_{n+1} = x_n + (1/L) f_n(x_n) exactly, and has an
+// adjoint in PETSc 3.18 (TSEULER has none). The layer is the step number,
+// never floor(s L): accumulated time is inexact (PETSC-NOTES.md). The
+// Jacobians are matrix-free shells of which PETSc only calls MatMultTranspose.
+#pragma once
+
+#include "mft/velocity.hpp"
+
+#include <petscts.h>
+
+namespace mft {
+
+struct Flow {
+  TS ts = nullptr;
+  Mat J = nullptr;   // df/dx, state x state
+  Mat Jp = nullptr;  // df/dtheta, state x parameters
+  Velocity *velocity = nullptr;
+  PetscInt L = 0;
+};
+
+// theta is a template of the parameter layout (the columns of Jp).
+PetscErrorCode FlowCreate(Velocity *v, PetscInt L, Vec theta, Flow *f);
+PetscErrorCode FlowDestroy(Flow *f);
+
+// x <- x(1): the L layers applied to x = x(0).
+PetscErrorCode FlowForward(Flow *f, Vec x);
+
+// After FlowForward: lam <- dR/dx(0) from lam = dR/dx(1), and
+// dtheta <- dR/dtheta (overwritten).
+PetscErrorCode FlowAdjoint(Flow *f, Vec lam, Vec dtheta);
+
+} // namespace mft

@@ -1,0 +1,37 @@
+// The 2-D process grid: head groups x token groups.
+//
+// Rank r of `comm` sits at head group a = r % Ph and token group b = r / Ph.
+// The ranks of one token group are consecutive, so that the token state, in
+// its natural (m, i, c) order, is owned by token group 0, then 1, ... Every
+// rank of head group a holds the heads [h0, h1) of every layer.
+//   head_comm:  the Ph ranks of one token group (reduce the velocity over heads)
+//   token_comm: the Pt ranks of one head group (reduce head gradients over tokens)
+#pragma once
+
+#include <petscsys.h>
+
+namespace mft {
+
+// Even split of n items into parts; part p gets [begin, end).
+struct Range {
+  PetscInt begin = 0, end = 0;
+  PetscInt size() const { return end - begin; }
+};
+Range split(PetscInt n, PetscInt parts, PetscInt p);
+
+struct Grid {
+  MPI_Comm comm = MPI_COMM_NULL;
+  MPI_Comm head_comm = MPI_COMM_NULL;
+  MPI_Comm token_comm = MPI_COMM_NULL;
+  PetscMPIInt rank = 0, size = 1;
+  PetscInt Ph = 1, Pt = 1;  // head groups, token groups
+  PetscInt a = 0, b = 0;    // this rank's head group and token group
+};
+
+// Creates the grid on comm. head_groups = 0 chooses Ph: 1 (tokens only) when
+// there are at least as many tokens as ranks, else the smallest divisor of
+// the rank count that leaves each token group a token.
+PetscErrorCode GridCreate(MPI_Comm comm, PetscInt head_groups, PetscInt H, PetscInt tokens, Grid *g);
+PetscErrorCode GridDestroy(Grid *g);
+
+} // namespace mft

@@ -1,0 +1,64 @@
+// Attention-head parameters: storage (layer x head x block), initialisation, norms.
+//
+// The parameters of all L*H heads form one PETSc Vec `theta` in the natural
+// order (l, h, block entries); each head is stored whole, blocks in the order
+// Q (k x d), K (k x d), V (dv x d), O (d x k, qkvo only), row-major, with
+// dv = d for qkv and dv = k for qkvo (MODEL.md, 'One attention head'). Ranks
+// own whole heads of theta. For the attention kernels, every rank of head
+// group a keeps a replica `local` of heads [h0, h1) of every layer, gathered
+// once per parameter update.
+#pragma once
+
+#include "mft/grid.hpp"
+#include "mft/settings.hpp"
+
+#include <petscvec.h>
+
+#include <vector>
+
+namespace mft {
+
+struct HeadShape {
+  HeadKind kind = HeadKind::qkv;
+  PetscInt d = 0, k = 0, dv = 0;          // dv: rows of V (d for qkv, k for qkvo)
+  PetscInt size = 0;                      // entries of one head
+  PetscInt offQ = 0, offK = 0, offV = 0, offO = 0;
+  PetscInt blocks() const { return kind == HeadKind::qkv ? 3 : 4; }
+  PetscInt block_offset(PetscInt b) const { return b == 0 ? offQ : b == 1 ? offK : b == 2 ? offV : offO; }
+  PetscInt block_rows(PetscInt b) const { return b < 2 ? k : b == 2 ? dv : d; }
+  PetscInt block_cols(PetscInt b) const { return b < 3 ? d : k; }
+};
+HeadShape head_shape(HeadKind kind, PetscInt d, PetscInt k);
+const char *block_name(PetscInt b); // "Q", "K", "V", "O"
+
+struct Heads {
+  HeadShape shape;
+  PetscInt L = 0, H = 0;
+  Range group;               // heads [h0, h1) of each layer held in `local`
+  Range owned;               // flat heads l*H+h owned in theta
+  Vec theta = nullptr;       // all parameters, distributed
+  std::vector<double> local; // replica [l][h - h0][entries]
+  Vec local_vec = nullptr;   // sequential Vec on `local`
+  VecScatter gather = nullptr;
+  std::vector<VecScatter> layer_add; // per layer: head-group gradient -> theta layout
+  Vec layer_vec = nullptr;           // sequential, one layer of the group's heads
+  std::vector<double> layer_grad;    // its storage
+
+  const double *head(PetscInt l, PetscInt h_local) const { return local.data() + (l * group.size() + h_local) * shape.size; }
+};
+
+PetscErrorCode HeadsCreate(const Grid &g, const ModelSettings &m, Heads *h);
+PetscErrorCode HeadsDestroy(Heads *h);
+
+// Draws every head i.i.d. from rho_0 (MODEL.md, 'Initialisation') into theta:
+// entry = mean * I[r][c] + spread * xi, xi standard normal or uniform with
+// unit variance, spread = gain / sqrt(fan-in); one random stream per (l, h).
+PetscErrorCode HeadsInitialize(Heads *h, const InitSettings &s, std::uint64_t seed, Vec theta);
+
+// Copies theta into the local replica (call after every change of theta).
+PetscErrorCode HeadsGather(Heads *h);
+
+// Largest Frobenius norm of one head (all its blocks) over every head of theta.
+PetscErrorCode HeadsMaxNorm(const Heads &h, Vec theta, double *norm);
+
+} // namespace mft

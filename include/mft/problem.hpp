@@ -1,0 +1,44 @@
+// One problem: data, targets, heads and the flow that maps them to a risk.
+//
+// Creation reads or generates the data (the same on any number of ranks),
+// makes the targets with a teacher (a random model of the same shape with its
+// own seed, so that the global minimum of the risk is zero) or reads them,
+// and draws the initial heads.
+#pragma once
+
+#include "mft/flow.hpp"
+#include "mft/risk.hpp"
+
+namespace mft {
+
+struct Problem {
+  Settings settings;
+  Grid grid;
+  TokenLayout tokens;
+  Heads heads;
+  Velocity velocity;
+  Flow flow;
+  Vec x0 = nullptr;     // input tokens x(0)
+  Targets targets;
+  Vec x1 = nullptr;     // output tokens x(1) at the current heads
+  Vec adjoint = nullptr;// dR/dx(1), then dR/dx(0) after an adjoint solve
+  Vec grad = nullptr;   // g = L H dR/dtheta (MODEL.md, 'Gradients')
+  double risk = 0;
+
+  Problem() = default;
+  Problem(const Problem &) = delete; // the flow points into it
+  Problem &operator=(const Problem &) = delete;
+};
+
+// Builds everything from the settings (s is completed from a data file).
+PetscErrorCode ProblemCreate(MPI_Comm comm, const Settings &s, Problem *p);
+PetscErrorCode ProblemDestroy(Problem *p);
+
+// Forward pass at the current heads (p->heads.theta): x1 and risk; with
+// gradient, also the adjoint solve: grad.
+PetscErrorCode ProblemEvaluate(Problem *p, PetscBool gradient);
+
+// After a change of p->heads.theta: refresh the head replicas.
+PetscErrorCode ProblemSetHeads(Problem *p);
+
+} // namespace mft

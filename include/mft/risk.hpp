@@ -1,0 +1,33 @@
+// The risks of MODEL.md ('Tokens and data') and their gradients dR/dx(1).
+//   token:  R = (1/M) sum_m (1/N) sum_i 1/2 |x[m,i](1) - y[m,i]|^2
+//   pooled: R = (1/M) sum_m 1/2 |W xbar[m](1) - z[m]|^2,  xbar[m] = (1/N) sum_i x[m,i]
+#pragma once
+
+#include "mft/settings.hpp"
+#include "mft/tokens.hpp"
+
+#include <vector>
+
+namespace mft {
+
+struct Targets {
+  LossKind kind = LossKind::token;
+  Vec y = nullptr;           // token: (M, N, d) in the state layout
+  PetscInt c = 0;            // pooled: outputs per sequence
+  std::vector<double> z;     // pooled: (M, c), on every rank
+  std::vector<double> W;     // pooled: readout (c, d), on every rank
+};
+
+PetscErrorCode TargetsDestroy(Targets *t);
+
+// Per-sequence means xbar (M x d, on every rank) of a state vector.
+PetscErrorCode SequenceMeans(const TokenLayout &t, Vec x, std::vector<double> &xbar);
+
+// Pooled outputs W xbar[m] (M x c, on every rank).
+PetscErrorCode PooledOutputs(const TokenLayout &t, const std::vector<double> &W, PetscInt c, Vec x,
+                             std::vector<double> &out);
+
+// R at x1; when dRdx is not null, also dR/dx(1) into it.
+PetscErrorCode RiskEvaluate(const TokenLayout &t, const Targets &y, Vec x1, Vec dRdx, double *R);
+
+} // namespace mft

@@ -1,0 +1,113 @@
+// Every option of the mft program: its default, its meaning and its check.
+//
+// Options have dotted names (`model.L`, `train.lr`). They come from an INI file
+// given by `--config FILE` (sections [model], [data], [init], [loss], [train],
+// [output], [parallel]) and from the command line, which overrides the file.
+// Arguments with a single dash (`-ts_monitor`, `-log_view`) belong to PETSc.
+#pragma once
+
+#include <petscsys.h>
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace mft {
+
+enum class HeadKind { qkv, qkvo };
+enum class LossKind { token, pooled };
+enum class InitLaw { gaussian, uniform };
+
+struct ModelSettings {
+  PetscInt L = 8;             // layers: the Euler step is 1/L
+  PetscInt H = 8;             // heads per layer
+  PetscInt d = 4;             // token dimension
+  PetscInt k = 2;             // query/key (and qkvo value) dimension
+  HeadKind head_kind = HeadKind::qkv;
+  double beta = 1.0;          // inverse temperature of the softmax
+  bool causal = false;        // decoder mask j <= i
+};
+
+struct DataSettings {
+  PetscInt M = 4;             // sequences
+  PetscInt N = 8;             // tokens per sequence
+  std::string family = "discrete";
+  double param_min = 1.0;     // per-sequence parameter range (radius, scale, separation)
+  double param_max = 1.0;
+  double mix_std = 0.5;       // gauss_mix2: component standard deviation s
+  double mean_spread = 1.0;   // gaussian: spread of the per-sequence means
+  std::uint64_t seed = 1;     // tokens
+  std::uint64_t teacher_seed = 2;  // heads of the teacher that makes the targets
+  std::string file;           // user data in the MODEL.md layout (overrides the family)
+};
+
+struct InitSettings {
+  InitLaw law = InitLaw::gaussian;
+  std::uint64_t seed = 3;
+  // Entry spread of each block: gain / sqrt(fan-in); block mean: mean * I (rectangular).
+  double q_gain = 1.0, k_gain = 1.0, v_gain = 1.0, o_gain = 1.0;
+  double q_mean = 0.0, k_mean = 0.0, v_mean = 0.0, o_mean = 0.0;
+};
+
+struct LossSettings {
+  LossKind kind = LossKind::token;
+  PetscInt c = 1;             // pooled: outputs per sequence
+  std::uint64_t readout_seed = 4;
+};
+
+struct TrainSettings {
+  std::string optimizer = "gd";
+  double lr = 0.1;
+  PetscInt steps = 100;
+  PetscInt log_every = 10;
+};
+
+struct OutputSettings {
+  std::string file = "run.h5";
+};
+
+struct ParallelSettings {
+  PetscInt head_groups = 0;   // 0: chosen automatically
+};
+
+struct Settings {
+  std::string command;        // forward, train, ...
+  ModelSettings model;
+  DataSettings data;
+  InitSettings init;
+  LossSettings loss;
+  TrainSettings train;
+  OutputSettings output;
+  ParallelSettings parallel;
+  bool gradient = false;      // forward: also compute and write /grad
+  // Every option as (dotted key, value as text), for the run file's attributes.
+  std::vector<std::pair<std::string, std::string>> record;
+  // Keys the user set explicitly (file or command line), for consistency checks.
+  std::vector<std::string> explicit_keys;
+
+  bool is_explicit(const std::string &key) const;
+  // Replaces the recorded value of key (after sizes are taken from a data file).
+  void update(const std::string &key, const std::string &value);
+};
+
+// Values as they are written in settings and attributes.
+const char *to_string(HeadKind);
+const char *to_string(LossKind);
+const char *to_string(InitLaw);
+
+// Splits argv into the options for mft (returned) and those for PETSc (kept in
+// petsc_args, with argv[0] first), so that each parser sees only its own.
+std::vector<std::string> split_arguments(int argc, char **argv, std::vector<std::string> &petsc_args);
+
+// Parses and checks the options of one subcommand. Returns 0 and fills *s;
+// on a bad option returns PETSC_ERR_USER_INPUT with one clear message. When
+// --help is given, prints the options on rank 0 and sets *help.
+PetscErrorCode SettingsParse(MPI_Comm comm, const std::string &command, const std::vector<std::string> &args,
+                             Settings *s, PetscBool *help);
+
+// Checks the sizes that depend on the data (after a data file is read) and
+// the process grid; the same one-line errors.
+PetscErrorCode SettingsCheck(MPI_Comm comm, const Settings &s);
+
+} // namespace mft

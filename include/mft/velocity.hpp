@@ -1,0 +1,55 @@
+// The mean-field velocity of one layer and its transposed Jacobians.
+//
+//   f(x)_i = (1/H) sum_h Attn_{theta[l,h]}(x_i)            (MODEL.md, 'Depth')
+//
+// Forward: each rank gathers the sequences of its token group, adds the
+// contributions of its head group for the group's queries, and the head
+// groups' partial sums are reduce-scattered onto the owned tokens.
+// Reverse: one sweep per layer gives both (df/dx)^T lam, the state part with
+// its mean-field term (a key token receives from every query that attends to
+// it), and (df/dtheta)^T lam for the layer's heads. PETSc asks for the two
+// separately, with the same lam: the parameter part is kept from the sweep.
+#pragma once
+
+#include "mft/attention.hpp"
+#include "mft/heads.hpp"
+#include "mft/tokens.hpp"
+
+#include <petscvec.h>
+
+namespace mft {
+
+struct Velocity {
+  const Grid *grid = nullptr;
+  const TokenLayout *tokens = nullptr;
+  Heads *heads = nullptr;
+  AttentionOptions options;
+  Vec x_local = nullptr;   // gathered sequences of the state
+  Vec lam_local = nullptr; // gathered sequences of the adjoint
+  Vec dx_local = nullptr;  // contributions to every gathered token
+  Vec scratch = nullptr;   // a state-layout vector for a lone parameter transpose
+  std::vector<double> partial; // the head group's velocity at the group's queries
+  AttentionWork work;
+  PetscInt layer = -1;     // layer whose state is gathered in x_local
+  // Identity of the adjoint vector whose parameter part is in heads->layer_grad.
+  PetscInt grad_layer = -1;
+  PetscObjectId grad_id = 0;
+  PetscObjectState grad_state = 0;
+};
+
+PetscErrorCode VelocityCreate(const Grid &g, const TokenLayout &t, Heads *h, const ModelSettings &m, Velocity *v);
+PetscErrorCode VelocityDestroy(Velocity *v);
+
+// f = velocity of layer l at state x.
+PetscErrorCode VelocityEvaluate(Velocity *v, PetscInt l, Vec x, Vec f);
+
+// Gathers the state x of layer l for the transposes that follow.
+PetscErrorCode VelocityPrepare(Velocity *v, PetscInt l, Vec x);
+
+// dx = (df/dx)^T lam at the prepared state; keeps (df/dtheta)^T lam.
+PetscErrorCode VelocityReverse(Velocity *v, Vec lam, Vec dx);
+
+// dtheta = (df/dtheta)^T lam, zero outside the prepared layer's heads.
+PetscErrorCode VelocityReverseParameters(Velocity *v, Vec lam, Vec dtheta);
+
+} // namespace mft

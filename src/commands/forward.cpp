@@ -1,0 +1,35 @@
+// mft forward: the L-layer forward pass (and with --gradient the adjoint) at
+// the initial heads; writes the run file and one summary line.
+#include "mft/commands.hpp"
+#include "mft/report.hpp"
+#include "mft/runfile.hpp"
+
+namespace mft {
+
+PetscErrorCode CommandForward(MPI_Comm comm, const std::vector<std::string> &args) {
+  Settings s;
+  PetscBool help;
+  Problem p;
+  PetscReal gnorm = 0;
+  PetscFunctionBeginUser;
+  PetscCall(SettingsParse(comm, "forward", args, &s, &help));
+  if (help) PetscFunctionReturn(0);
+  PetscCall(ProblemCreate(comm, s, &p));
+  PetscCall(ReportHeader(p));
+  const double t0 = seconds();
+  PetscCall(ProblemEvaluate(&p, s.gradient ? PETSC_TRUE : PETSC_FALSE));
+  const double elapsed = seconds() - t0;
+  if (s.gradient) PetscCall(VecNorm(p.grad, NORM_2, &gnorm));
+  PetscCall(RunFileWrite(p, History(), 0, s.gradient ? PETSC_TRUE : PETSC_FALSE, s.output.file));
+  PetscCall(PetscPrintf(comm, "risk %.10e%s, %.3f s, wrote %s\n", p.risk,
+                        s.gradient ? (", |g| " + std::to_string(gnorm)).c_str() : "", elapsed, s.output.file.c_str()));
+  Summary sum;
+  sum.add("command", std::string("forward")).add("risk", p.risk);
+  if (s.gradient) sum.add("grad_norm", (double)gnorm);
+  sum.add("seconds", elapsed).add("ranks", (long long)p.grid.size).add("file", s.output.file);
+  PetscCall(sum.print(comm));
+  PetscCall(ProblemDestroy(&p));
+  PetscFunctionReturn(0);
+}
+
+} // namespace mft

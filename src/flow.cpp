@@ -1,0 +1,130 @@
+// TS callbacks (named after what PETSc calls them for) and the two solves.
+#include "mft/flow.hpp"
+
+namespace mft {
+
+static PetscErrorCode StepLayer(TS ts, PetscInt L, PetscInt *l) {
+  PetscFunctionBeginUser;
+  PetscCall(TSGetStepNumber(ts, l));
+  PetscCheck(*l >= 0 && *l < L, PetscObjectComm((PetscObject)ts), PETSC_ERR_PLIB,
+             "time step %" PetscInt_FMT " is not a layer of the %" PetscInt_FMT "-layer model", *l, L);
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode RHSFunction(TS ts, PetscReal s, Vec x, Vec f, void *ctx) {
+  Flow *flow = (Flow *)ctx;
+  PetscInt l;
+  PetscFunctionBeginUser;
+  PetscCall(StepLayer(ts, flow->L, &l));
+  PetscCall(VelocityEvaluate(flow->velocity, l, x, f));
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode RHSJacobian(TS ts, PetscReal s, Vec x, Mat A, Mat B, void *ctx) {
+  Flow *flow = (Flow *)ctx;
+  PetscInt l;
+  PetscFunctionBeginUser;
+  PetscCall(StepLayer(ts, flow->L, &l));
+  PetscCall(VelocityPrepare(flow->velocity, l, x));
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode RHSJacobianP(TS ts, PetscReal s, Vec x, Mat A, void *ctx) {
+  Flow *flow = (Flow *)ctx;
+  PetscInt l;
+  PetscFunctionBeginUser;
+  PetscCall(StepLayer(ts, flow->L, &l));
+  // RHSJacobian has gathered this layer's state already when PETSc keeps its order.
+  if (flow->velocity->layer != l) PetscCall(VelocityPrepare(flow->velocity, l, x));
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode JacobianMultTranspose(Mat J, Vec lam, Vec out) {
+  Flow *flow;
+  PetscFunctionBeginUser;
+  PetscCall(MatShellGetContext(J, &flow));
+  PetscCall(VelocityReverse(flow->velocity, lam, out));
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode JacobianPMultTranspose(Mat Jp, Vec lam, Vec out) {
+  Flow *flow;
+  PetscFunctionBeginUser;
+  PetscCall(MatShellGetContext(Jp, &flow));
+  PetscCall(VelocityReverseParameters(flow->velocity, lam, out));
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode FlowCreate(Velocity *v, PetscInt L, Vec theta, Flow *f) {
+  MPI_Comm comm = v->grid->comm;
+  PetscInt nx, Nx, np, Np;
+  TSAdapt adapt;
+  TSTrajectory trajectory;
+  PetscFunctionBeginUser;
+  f->velocity = v;
+  f->L = L;
+  PetscCall(VecGetLocalSize(v->tokens->state, &nx));
+  PetscCall(VecGetSize(v->tokens->state, &Nx));
+  PetscCall(VecGetLocalSize(theta, &np));
+  PetscCall(VecGetSize(theta, &Np));
+  PetscCall(MatCreateShell(comm, nx, nx, Nx, Nx, f, &f->J));
+  PetscCall(MatShellSetOperation(f->J, MATOP_MULT_TRANSPOSE, (void (*)(void))JacobianMultTranspose));
+  PetscCall(MatCreateShell(comm, nx, np, Nx, Np, f, &f->Jp));
+  PetscCall(MatShellSetOperation(f->Jp, MATOP_MULT_TRANSPOSE, (void (*)(void))JacobianPMultTranspose));
+
+  PetscCall(TSCreate(comm, &f->ts));
+  PetscCall(TSSetProblemType(f->ts, TS_NONLINEAR));
+  PetscCall(TSSetRHSFunction(f->ts, nullptr, RHSFunction, f));
+  PetscCall(TSSetRHSJacobian(f->ts, f->J, f->J, RHSJacobian, f));
+  PetscCall(TSSetRHSJacobianP(f->ts, f->Jp, RHSJacobianP, f));
+  // Monitors and viewers (-ts_monitor, -ts_view) from the options; the scheme
+  // itself is the model and is set after them.
+  PetscCall(TSSetFromOptions(f->ts));
+  PetscCall(TSSetType(f->ts, TSRK));
+  PetscCall(TSRKSetType(f->ts, TSRK1FE));
+  PetscCall(TSGetAdapt(f->ts, &adapt));
+  PetscCall(TSAdaptSetType(adapt, TSADAPTNONE));
+  PetscCall(TSSetExactFinalTime(f->ts, TS_EXACTFINALTIME_STEPOVER));
+  PetscCall(TSSetSaveTrajectory(f->ts));
+  PetscCall(TSGetTrajectory(f->ts, &trajectory));
+  PetscCall(TSTrajectorySetType(trajectory, f->ts, TSTRAJECTORYMEMORY));
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode FlowDestroy(Flow *f) {
+  PetscFunctionBeginUser;
+  PetscCall(TSDestroy(&f->ts));
+  PetscCall(MatDestroy(&f->J));
+  PetscCall(MatDestroy(&f->Jp));
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode FlowForward(Flow *f, Vec x) {
+  PetscInt steps;
+  TSTrajectory trajectory;
+  PetscFunctionBeginUser;
+  // The memory trajectory keeps the previous solve's stack: empty it.
+  PetscCall(TSGetTrajectory(f->ts, &trajectory));
+  PetscCall(TSTrajectoryReset(trajectory));
+  // A reused TS is left at the first step with a negative step by the adjoint.
+  PetscCall(TSSetTime(f->ts, 0.0));
+  PetscCall(TSSetStepNumber(f->ts, 0));
+  PetscCall(TSSetTimeStep(f->ts, 1.0 / (PetscReal)f->L));
+  PetscCall(TSSetMaxTime(f->ts, 1.0 + 0.5 / (PetscReal)f->L));
+  PetscCall(TSSetMaxSteps(f->ts, f->L));
+  PetscCall(TSSolve(f->ts, x));
+  PetscCall(TSGetStepNumber(f->ts, &steps));
+  PetscCheck(steps == f->L, PetscObjectComm((PetscObject)f->ts), PETSC_ERR_PLIB,
+             "the forward solve took %" PetscInt_FMT " steps for %" PetscInt_FMT " layers", steps, f->L);
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode FlowAdjoint(Flow *f, Vec lam, Vec dtheta) {
+  PetscFunctionBeginUser;
+  PetscCall(VecSet(dtheta, 0.0)); // TSAdjoint accumulates into it
+  PetscCall(TSSetCostGradients(f->ts, 1, &lam, &dtheta));
+  PetscCall(TSAdjointSolve(f->ts));
+  PetscFunctionReturn(0);
+}
+
+} // namespace mft

@@ -1,0 +1,45 @@
+// The 2-D process grid and its communicators.
+#include "mft/grid.hpp"
+
+namespace mft {
+
+Range split(PetscInt n, PetscInt parts, PetscInt p) {
+  const PetscInt q = n / parts, r = n % parts;
+  Range out;
+  out.begin = p * q + (p < r ? p : r);
+  out.end = out.begin + q + (p < r ? 1 : 0);
+  return out;
+}
+
+PetscErrorCode GridCreate(MPI_Comm comm, PetscInt head_groups, PetscInt H, PetscInt tokens, Grid *g) {
+  PetscFunctionBeginUser;
+  g->comm = comm;
+  PetscCallMPI(MPI_Comm_rank(comm, &g->rank));
+  PetscCallMPI(MPI_Comm_size(comm, &g->size));
+  PetscInt Ph = head_groups;
+  if (Ph == 0) {
+    Ph = 1;
+    while (g->size / Ph > tokens || g->size % Ph != 0) ++Ph;
+    PetscCheck(Ph <= H, comm, PETSC_ERR_USER_INPUT,
+               "%d ranks are more than the %" PetscInt_FMT " tokens times %" PetscInt_FMT " heads can share",
+               g->size, tokens, H);
+  }
+  PetscCheck(g->size % Ph == 0 && Ph <= H, comm, PETSC_ERR_USER_INPUT,
+             "parallel.head_groups = %" PetscInt_FMT " must divide the %d ranks and be at most model.H", Ph, g->size);
+  g->Ph = Ph;
+  g->Pt = g->size / Ph;
+  g->a = g->rank % Ph;
+  g->b = g->rank / Ph;
+  PetscCallMPI(MPI_Comm_split(comm, (int)g->b, (int)g->a, &g->head_comm));
+  PetscCallMPI(MPI_Comm_split(comm, (int)g->a, (int)g->b, &g->token_comm));
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode GridDestroy(Grid *g) {
+  PetscFunctionBeginUser;
+  if (g->head_comm != MPI_COMM_NULL) PetscCallMPI(MPI_Comm_free(&g->head_comm));
+  if (g->token_comm != MPI_COMM_NULL) PetscCallMPI(MPI_Comm_free(&g->token_comm));
+  PetscFunctionReturn(0);
+}
+
+} // namespace mft

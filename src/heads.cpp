@@ -1,0 +1,115 @@
+// Head parameters: layout, initialisation, replica gather, norms.
+#include "mft/heads.hpp"
+
+#include "mft/random.hpp"
+
+#include <cmath>
+
+namespace mft {
+
+HeadShape head_shape(HeadKind kind, PetscInt d, PetscInt k) {
+  HeadShape s;
+  s.kind = kind;
+  s.d = d;
+  s.k = k;
+  s.dv = kind == HeadKind::qkv ? d : k;
+  s.offQ = 0;
+  s.offK = k * d;
+  s.offV = 2 * k * d;
+  s.offO = s.offV + s.dv * d;
+  s.size = s.offO + (kind == HeadKind::qkvo ? d * k : 0);
+  return s;
+}
+
+const char *block_name(PetscInt b) { return b == 0 ? "Q" : b == 1 ? "K" : b == 2 ? "V" : "O"; }
+
+PetscErrorCode HeadsCreate(const Grid &g, const ModelSettings &m, Heads *h) {
+  PetscFunctionBeginUser;
+  h->shape = head_shape(m.head_kind, m.d, m.k);
+  h->L = m.L;
+  h->H = m.H;
+  h->group = split(m.H, g.Ph, g.a);
+  h->owned = split(m.L * m.H, g.size, g.rank);
+  const PetscInt P = h->shape.size, Hl = h->group.size();
+  PetscCall(VecCreateMPI(g.comm, h->owned.size() * P, m.L * m.H * P, &h->theta));
+
+  h->local.assign((size_t)(m.L * Hl * P), 0.0);
+  PetscCall(VecCreateSeqWithArray(PETSC_COMM_SELF, 1, m.L * Hl * P, h->local.data(), &h->local_vec));
+  std::vector<PetscInt> idx((size_t)(m.L * Hl * P));
+  for (PetscInt l = 0, n = 0; l < m.L; ++l)
+    for (PetscInt e = (l * m.H + h->group.begin) * P; e < (l * m.H + h->group.end) * P; ++e) idx[n++] = e;
+  IS from;
+  PetscCall(ISCreateGeneral(PETSC_COMM_SELF, (PetscInt)idx.size(), idx.data(), PETSC_COPY_VALUES, &from));
+  PetscCall(VecScatterCreate(h->theta, from, h->local_vec, nullptr, &h->gather));
+  PetscCall(ISDestroy(&from));
+
+  h->layer_grad.assign((size_t)(Hl * P), 0.0);
+  PetscCall(VecCreateSeqWithArray(PETSC_COMM_SELF, 1, Hl * P, h->layer_grad.data(), &h->layer_vec));
+  h->layer_add.resize(m.L);
+  for (PetscInt l = 0; l < m.L; ++l) {
+    IS to;
+    PetscCall(ISCreateStride(PETSC_COMM_SELF, Hl * P, (l * m.H + h->group.begin) * P, 1, &to));
+    PetscCall(VecScatterCreate(h->layer_vec, nullptr, h->theta, to, &h->layer_add[l]));
+    PetscCall(ISDestroy(&to));
+  }
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode HeadsDestroy(Heads *h) {
+  PetscFunctionBeginUser;
+  for (auto &s : h->layer_add) PetscCall(VecScatterDestroy(&s));
+  PetscCall(VecScatterDestroy(&h->gather));
+  PetscCall(VecDestroy(&h->layer_vec));
+  PetscCall(VecDestroy(&h->local_vec));
+  PetscCall(VecDestroy(&h->theta));
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode HeadsInitialize(Heads *h, const InitSettings &s, std::uint64_t seed, Vec theta) {
+  const HeadShape &sh = h->shape;
+  const double gain[4] = {s.q_gain, s.k_gain, s.v_gain, s.o_gain};
+  const double mean[4] = {s.q_mean, s.k_mean, s.v_mean, s.o_mean};
+  PetscScalar *t;
+  PetscFunctionBeginUser;
+  PetscCall(VecGetArray(theta, &t));
+  for (PetscInt flat = h->owned.begin; flat < h->owned.end; ++flat) {
+    Stream r(seed, kHeads, (std::uint64_t)(flat / h->H), (std::uint64_t)(flat % h->H));
+    double *head = t + (flat - h->owned.begin) * sh.size;
+    for (PetscInt b = 0; b < sh.blocks(); ++b) {
+      const PetscInt rows = sh.block_rows(b), cols = sh.block_cols(b);
+      const double spread = gain[b] / std::sqrt((double)cols);
+      double *block = head + sh.block_offset(b);
+      for (PetscInt i = 0; i < rows; ++i)
+        for (PetscInt j = 0; j < cols; ++j) {
+          const double xi = s.law == InitLaw::gaussian ? r.normal() : std::sqrt(3.0) * (2.0 * r.uniform() - 1.0);
+          block[i * cols + j] = (i == j ? mean[b] : 0.0) + spread * xi;
+        }
+    }
+  }
+  PetscCall(VecRestoreArray(theta, &t));
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode HeadsGather(Heads *h) {
+  PetscFunctionBeginUser;
+  PetscCall(VecScatterBegin(h->gather, h->theta, h->local_vec, INSERT_VALUES, SCATTER_FORWARD));
+  PetscCall(VecScatterEnd(h->gather, h->theta, h->local_vec, INSERT_VALUES, SCATTER_FORWARD));
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode HeadsMaxNorm(const Heads &h, Vec theta, double *norm) {
+  const PetscScalar *t;
+  double local = 0;
+  PetscFunctionBeginUser;
+  PetscCall(VecGetArrayRead(theta, &t));
+  for (PetscInt n = 0; n < h.owned.size(); ++n) {
+    double s = 0;
+    for (PetscInt e = 0; e < h.shape.size; ++e) s += t[n * h.shape.size + e] * t[n * h.shape.size + e];
+    local = std::fmax(local, std::sqrt(s));
+  }
+  PetscCall(VecRestoreArrayRead(theta, &t));
+  PetscCallMPI(MPI_Allreduce(&local, norm, 1, MPI_DOUBLE, MPI_MAX, PetscObjectComm((PetscObject)theta)));
+  PetscFunctionReturn(0);
+}
+
+} // namespace mft

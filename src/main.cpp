@@ -1,0 +1,54 @@
+// mft: the mean-field transformer solver.
+//
+//   mft forward [options]   forward pass (and gradient) at the initial heads
+//   mft train   [options]   gradient-flow training
+//
+// Options: `mft CMD --help`. Arguments with one dash go to PETSc.
+#include "mft/commands.hpp"
+#include "mft/error.hpp"
+#include "mft/settings.hpp"
+
+#include <cstdio>
+#include <cstring>
+
+static const char help[] = "mft: simulates and trains attention-only transformers in the mean-field limit.\n";
+
+static void usage(FILE *out) {
+  std::fprintf(out, "usage: mft COMMAND [--config FILE] [--section.key VALUE ...] [PETSc options]\n"
+                    "commands:\n"
+                    "  forward   forward pass x(1), risk (and --gradient g) at the initial heads\n"
+                    "  train     train the heads (gradient flow), write the run file\n"
+                    "`mft COMMAND --help` lists every option with its default.\n");
+}
+
+int main(int argc, char **argv) {
+  if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h")) {
+    usage(argc < 2 ? stderr : stdout);
+    return argc < 2 ? mft::kExitInput : mft::kExitOk;
+  }
+  const std::string command = argv[1];
+  std::vector<std::string> petsc_args;
+  const std::vector<std::string> args = mft::split_arguments(argc - 1, argv + 1, petsc_args);
+  std::vector<char *> pargv;
+  for (auto &a : petsc_args) pargv.push_back(const_cast<char *>(a.c_str()));
+  pargv.push_back(nullptr);
+  int pargc = (int)petsc_args.size();
+  char **pargvp = pargv.data();
+
+  PetscCall(PetscInitialize(&pargc, &pargvp, nullptr, help));
+  PetscCall(PetscPushErrorHandler(mft::ErrorHandler, nullptr));
+  PetscErrorCode err;
+  if (command == "forward") err = mft::CommandForward(PETSC_COMM_WORLD, args);
+  else if (command == "train") err = mft::CommandTrain(PETSC_COMM_WORLD, args);
+  else {
+    int rank;
+    MPI_Comm_rank(PETSC_COMM_WORLD, &rank);
+    if (rank == 0) std::fprintf(stderr, "mft: error: unknown command '%s' (forward, train)\n", command.c_str());
+    err = PETSC_ERR_USER_INPUT;
+  }
+  const int code = mft::exit_code(err);
+  // An internal error may have left other ranks inside a collective call.
+  if (code == mft::kExitInternal) MPI_Abort(PETSC_COMM_WORLD, code);
+  PetscFinalize();
+  return code;
+}

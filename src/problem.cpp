@@ -1,0 +1,113 @@
+// Problem assembly: data, teacher targets, initial heads; forward and adjoint.
+#include "mft/problem.hpp"
+
+#include "mft/families.hpp"
+#include "mft/random.hpp"
+#include "mft/runfile.hpp"
+
+#include <cmath>
+
+namespace mft {
+
+// Tokens of the owned range, sequence by sequence from the family.
+static PetscErrorCode GenerateTokens(const DataSettings &s, const TokenLayout &t, Vec x0) {
+  PetscScalar *xa;
+  std::vector<double> seq((size_t)(t.N * t.d));
+  PetscFunctionBeginUser;
+  PetscCall(VecGetArray(x0, &xa));
+  for (PetscInt tok = t.owned.begin; tok < t.owned.end;) {
+    const PetscInt m = tok / t.N;
+    family_sample(s, t.d, m, t.N, seq.data());
+    const PetscInt last = std::min(t.owned.end, (m + 1) * t.N);
+    for (; tok < last; ++tok)
+      for (PetscInt c = 0; c < t.d; ++c) xa[(tok - t.owned.begin) * t.d + c] = seq[(tok - m * t.N) * t.d + c];
+  }
+  PetscCall(VecRestoreArray(x0, &xa));
+  PetscFunctionReturn(0);
+}
+
+// Targets from the teacher: x(1) (token) or W xbar(1) (pooled) of a random model.
+static PetscErrorCode TeacherTargets(Problem *p) {
+  Settings &s = p->settings;
+  Targets &y = p->targets;
+  PetscFunctionBeginUser;
+  if (y.kind == LossKind::pooled) {
+    y.c = s.loss.c;
+    y.W.resize((size_t)(y.c * s.model.d));
+    Stream r(s.loss.readout_seed, kReadout);
+    for (auto &w : y.W) w = r.normal() / std::sqrt((double)s.model.d);
+  }
+  PetscCall(HeadsInitialize(&p->heads, s.init, s.data.teacher_seed, p->heads.theta));
+  PetscCall(ProblemSetHeads(p));
+  PetscCall(VecCopy(p->x0, p->x1));
+  PetscCall(FlowForward(&p->flow, p->x1));
+  if (y.kind == LossKind::token) {
+    PetscCall(VecDuplicate(p->x1, &y.y));
+    PetscCall(VecCopy(p->x1, y.y));
+  } else {
+    PetscCall(PooledOutputs(p->tokens, y.W, y.c, p->x1, y.z));
+  }
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode ProblemCreate(MPI_Comm comm, const Settings &settings, Problem *p) {
+  PetscFunctionBeginUser;
+  p->settings = settings;
+  Settings &s = p->settings;
+  if (!s.data.file.empty()) PetscCall(DataFileConform(comm, &s));
+  PetscCall(SettingsCheck(comm, s));
+  PetscCall(GridCreate(comm, s.parallel.head_groups, s.model.H, s.data.M * s.data.N, &p->grid));
+  PetscCall(TokenLayoutCreate(p->grid, s.data.M, s.data.N, s.model.d, &p->tokens));
+  PetscCall(HeadsCreate(p->grid, s.model, &p->heads));
+  PetscCall(VelocityCreate(p->grid, p->tokens, &p->heads, s.model, &p->velocity));
+  PetscCall(FlowCreate(&p->velocity, s.model.L, p->heads.theta, &p->flow));
+  PetscCall(VecDuplicate(p->tokens.state, &p->x0));
+  PetscCall(VecDuplicate(p->tokens.state, &p->x1));
+  PetscCall(VecDuplicate(p->tokens.state, &p->adjoint));
+  PetscCall(VecDuplicate(p->heads.theta, &p->grad));
+  p->targets.kind = s.loss.kind;
+  if (s.data.file.empty()) {
+    PetscCall(GenerateTokens(s.data, p->tokens, p->x0));
+    PetscCall(TeacherTargets(p));
+  } else {
+    PetscCall(DataFileRead(comm, s.data.file, p->tokens, p->x0, &p->targets));
+  }
+  PetscCall(HeadsInitialize(&p->heads, s.init, s.init.seed, p->heads.theta));
+  PetscCall(ProblemSetHeads(p));
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode ProblemDestroy(Problem *p) {
+  PetscFunctionBeginUser;
+  PetscCall(VecDestroy(&p->x0));
+  PetscCall(VecDestroy(&p->x1));
+  PetscCall(VecDestroy(&p->adjoint));
+  PetscCall(VecDestroy(&p->grad));
+  PetscCall(TargetsDestroy(&p->targets));
+  PetscCall(FlowDestroy(&p->flow));
+  PetscCall(VelocityDestroy(&p->velocity));
+  PetscCall(HeadsDestroy(&p->heads));
+  PetscCall(TokenLayoutDestroy(&p->tokens));
+  PetscCall(GridDestroy(&p->grid));
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode ProblemSetHeads(Problem *p) {
+  PetscFunctionBeginUser;
+  PetscCall(HeadsGather(&p->heads));
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode ProblemEvaluate(Problem *p, PetscBool gradient) {
+  PetscFunctionBeginUser;
+  PetscCall(VecCopy(p->x0, p->x1));
+  PetscCall(FlowForward(&p->flow, p->x1));
+  PetscCall(RiskEvaluate(p->tokens, p->targets, p->x1, gradient ? p->adjoint : nullptr, &p->risk));
+  if (gradient) {
+    PetscCall(FlowAdjoint(&p->flow, p->adjoint, p->grad));
+    PetscCall(VecScale(p->grad, (PetscScalar)(p->settings.model.L * p->settings.model.H)));
+  }
+  PetscFunctionReturn(0);
+}
+
+} // namespace mft

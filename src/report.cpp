@@ -1,0 +1,60 @@
+// Run header and summary line.
+#include "mft/report.hpp"
+
+#include <cmath>
+#include <sstream>
+
+namespace mft {
+
+PetscErrorCode ReportHeader(const Problem &p) {
+  const Settings &s = p.settings;
+  const ModelSettings &m = s.model;
+  PetscFunctionBeginUser;
+  PetscCall(PetscPrintf(p.grid.comm,
+                        "mft %s: L=%" PetscInt_FMT " H=%" PetscInt_FMT " d=%" PetscInt_FMT " k=%" PetscInt_FMT
+                        " %s beta=%g%s | M=%" PetscInt_FMT " N=%" PetscInt_FMT " %s | loss %s | %d ranks (%" PetscInt_FMT
+                        " head groups x %" PetscInt_FMT " token groups)\n",
+                        s.command.c_str(), m.L, m.H, m.d, m.k, to_string(m.head_kind), m.beta,
+                        m.causal ? " causal" : "", p.tokens.M, p.tokens.N,
+                        s.data.file.empty() ? s.data.family.c_str() : s.data.file.c_str(), to_string(s.loss.kind),
+                        p.grid.size, p.grid.Ph, p.grid.Pt));
+  PetscFunctionReturn(0);
+}
+
+static std::string number(double v) {
+  if (!std::isfinite(v)) return "null";
+  std::ostringstream os;
+  os.precision(17);
+  os << v;
+  return os.str();
+}
+
+Summary &Summary::add(const std::string &key, double value) {
+  items_.emplace_back(key, number(value));
+  return *this;
+}
+
+Summary &Summary::add(const std::string &key, long long value) {
+  items_.emplace_back(key, std::to_string(value));
+  return *this;
+}
+
+Summary &Summary::add(const std::string &key, const std::string &value) {
+  std::string quoted = "\"";
+  for (char c : value) quoted += (c == '"' || c == '\\') ? std::string("\\") + c : std::string(1, c);
+  items_.emplace_back(key, quoted + "\"");
+  return *this;
+}
+
+PetscErrorCode Summary::print(MPI_Comm comm) const {
+  std::string line = "mft-summary {";
+  for (size_t i = 0; i < items_.size(); ++i) line += (i ? ", \"" : "\"") + items_[i].first + "\": " + items_[i].second;
+  line += "}\n";
+  PetscFunctionBeginUser;
+  PetscCall(PetscPrintf(comm, "%s", line.c_str()));
+  PetscFunctionReturn(0);
+}
+
+double seconds() { return MPI_Wtime(); }
+
+} // namespace mft

@@ -1,0 +1,311 @@
+// Options of the mft program: declaration, parsing (INI + command line) and checks.
+#include "mft/settings.hpp"
+
+#include <boost/program_options.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <functional>
+#include <iostream>
+#include <limits>
+#include <sstream>
+#include <stdexcept>
+
+namespace po = boost::program_options;
+
+namespace mft {
+
+const char *to_string(HeadKind h) { return h == HeadKind::qkv ? "qkv" : "qkvo"; }
+const char *to_string(LossKind l) { return l == LossKind::token ? "token" : "pooled"; }
+const char *to_string(InitLaw l) { return l == InitLaw::gaussian ? "gaussian" : "uniform"; }
+
+bool Settings::is_explicit(const std::string &key) const {
+  return std::find(explicit_keys.begin(), explicit_keys.end(), key) != explicit_keys.end();
+}
+
+void Settings::update(const std::string &key, const std::string &value) {
+  for (auto &kv : record)
+    if (kv.first == key) kv.second = value;
+}
+
+namespace {
+
+// A bad value: the message names the key and what is wrong.
+struct BadValue : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// One option: its key, its default as text, its meaning, and how it is stored.
+struct Option {
+  std::string key, def, help;
+  std::function<void(const std::string &)> set;
+};
+
+long long parse_integer(const std::string &v) {
+  size_t pos = 0;
+  long long x = 0;
+  try {
+    x = std::stoll(v, &pos);
+  } catch (const std::exception &) {
+    throw BadValue("'" + v + "' is not an integer");
+  }
+  if (pos != v.size()) throw BadValue("'" + v + "' is not an integer");
+  return x;
+}
+
+double parse_real(const std::string &v) {
+  size_t pos = 0;
+  double x = 0;
+  try {
+    x = std::stod(v, &pos);
+  } catch (const std::exception &) {
+    throw BadValue("'" + v + "' is not a number");
+  }
+  if (pos != v.size() || !std::isfinite(x)) throw BadValue("'" + v + "' is not a finite number");
+  return x;
+}
+
+bool parse_bool(const std::string &v) {
+  std::string s = v;
+  std::transform(s.begin(), s.end(), s.begin(), ::tolower);
+  if (s == "1" || s == "true" || s == "yes" || s == "on") return true;
+  if (s == "0" || s == "false" || s == "no" || s == "off") return false;
+  throw BadValue("'" + v + "' is not true or false");
+}
+
+std::string format_real(double x) {
+  std::ostringstream os;
+  os.precision(17);
+  os << x;
+  return os.str();
+}
+
+// Integer option with a lower bound.
+Option integer(const std::string &key, PetscInt *dst, PetscInt lo, const std::string &help) {
+  return {key, std::to_string(*dst), help, [=](const std::string &v) {
+            long long x = parse_integer(v);
+            if (x < lo) throw BadValue("must be at least " + std::to_string(lo) + ", got " + v);
+            if (x > std::numeric_limits<PetscInt>::max()) throw BadValue("is too large: " + v);
+            *dst = (PetscInt)x;
+          }};
+}
+
+Option seed(const std::string &key, std::uint64_t *dst, const std::string &help) {
+  return {key, std::to_string(*dst), help, [=](const std::string &v) {
+            long long x = parse_integer(v);
+            if (x < 0) throw BadValue("must be a non-negative integer, got " + v);
+            *dst = (std::uint64_t)x;
+          }};
+}
+
+// Real option in [lo, hi]; open_lo excludes lo itself.
+Option real(const std::string &key, double *dst, double lo, bool open_lo, const std::string &help) {
+  return {key, format_real(*dst), help, [=](const std::string &v) {
+            double x = parse_real(v);
+            if (x < lo || (open_lo && x == lo))
+              throw BadValue(std::string("must be ") + (open_lo ? "greater than " : "at least ") + format_real(lo) +
+                             ", got " + v);
+            *dst = x;
+          }};
+}
+
+Option flag(const std::string &key, bool *dst, const std::string &help) {
+  return {key, *dst ? "true" : "false", help, [=](const std::string &v) { *dst = parse_bool(v); }};
+}
+
+Option text(const std::string &key, std::string *dst, const std::string &help) {
+  return {key, *dst, help, [=](const std::string &v) { *dst = v; }};
+}
+
+// One of a fixed list of words, stored through `store`.
+Option choice(const std::string &key, const std::string &def, const std::vector<std::string> &words,
+              std::function<void(const std::string &)> store, const std::string &help) {
+  std::string list;
+  for (auto &w : words) list += (list.empty() ? "" : "|") + w;
+  return {key, def, help + " (" + list + ")", [=](const std::string &v) {
+            if (std::find(words.begin(), words.end(), v) == words.end())
+              throw BadValue("'" + v + "' is not one of " + list);
+            store(v);
+          }};
+}
+
+std::vector<Option> declare(Settings &s) {
+  ModelSettings &m = s.model;
+  DataSettings &d = s.data;
+  InitSettings &i = s.init;
+  LossSettings &l = s.loss;
+  TrainSettings &t = s.train;
+  return {
+      integer("model.L", &m.L, 1, "layers (Euler step 1/L in depth)"),
+      integer("model.H", &m.H, 1, "attention heads per layer"),
+      integer("model.d", &m.d, 1, "token dimension"),
+      integer("model.k", &m.k, 1, "query/key dimension (and value dimension of qkvo heads), at most d"),
+      choice("model.head_kind", "qkv", {"qkv", "qkvo"},
+             [&m](const std::string &v) { m.head_kind = v == "qkv" ? HeadKind::qkv : HeadKind::qkvo; },
+             "head parameters: qkv (A = V) or qkvo (A = O V)"),
+      real("model.beta", &m.beta, 0.0, false, "inverse temperature of the softmax"),
+      flag("model.causal", &m.causal, "causal mask: token i attends to j <= i only"),
+
+      integer("data.M", &d.M, 1, "sequences in the data set"),
+      integer("data.N", &d.N, 1, "tokens per sequence"),
+      choice("data.family", d.family, {"discrete", "uniform_cube", "laplace", "gauss_mix2", "gaussian"},
+             [&d](const std::string &v) { d.family = v; }, "token distribution family"),
+      real("data.param_min", &d.param_min, 0.0, true,
+           "smallest per-sequence parameter: atom std (discrete), radius r (uniform_cube), std (laplace, "
+           "gaussian: S = s^2 I), separation |m| (gauss_mix2)"),
+      real("data.param_max", &d.param_max, 0.0, true, "largest per-sequence parameter (drawn uniformly in range)"),
+      real("data.mix_std", &d.mix_std, 0.0, false, "gauss_mix2: standard deviation s of each component"),
+      real("data.mean_spread", &d.mean_spread, 0.0, false, "gaussian: per-sequence means drawn N(0, spread^2 I)"),
+      seed("data.seed", &d.seed, "seed of the input tokens"),
+      seed("data.teacher_seed", &d.teacher_seed, "seed of the teacher heads that produce the targets"),
+      text("data.file", &d.file, "HDF5 file with /data/tokens, /data/targets (and /data/readout); replaces the family"),
+
+      choice("init.law", "gaussian", {"gaussian", "uniform"},
+             [&i](const std::string &v) { i.law = v == "gaussian" ? InitLaw::gaussian : InitLaw::uniform; },
+             "law of every parameter entry (uniform: compact support, same mean and std)"),
+      seed("init.seed", &i.seed, "seed of the initial heads"),
+      real("init.q_gain", &i.q_gain, 0.0, false, "Q entries: std = gain / sqrt(d)"),
+      real("init.k_gain", &i.k_gain, 0.0, false, "K entries: std = gain / sqrt(d)"),
+      real("init.v_gain", &i.v_gain, 0.0, false, "V entries: std = gain / sqrt(d)"),
+      real("init.o_gain", &i.o_gain, 0.0, false, "O entries: std = gain / sqrt(k)"),
+      real("init.q_mean", &i.q_mean, -1e300, false, "Q mean: this multiple of the (rectangular) identity"),
+      real("init.k_mean", &i.k_mean, -1e300, false, "K mean: multiple of the identity"),
+      real("init.v_mean", &i.v_mean, -1e300, false, "V mean: multiple of the identity (nonzero: limit velocity != 0)"),
+      real("init.o_mean", &i.o_mean, -1e300, false, "O mean: multiple of the identity"),
+
+      choice("loss.kind", "token", {"token", "pooled"},
+             [&l](const std::string &v) { l.kind = v == "token" ? LossKind::token : LossKind::pooled; },
+             "risk: token targets y[m,i] or pooled targets z[m] through a readout W"),
+      integer("loss.c", &l.c, 1, "pooled: outputs per sequence (rows of the readout W)"),
+      seed("loss.readout_seed", &l.readout_seed, "pooled: seed of the readout W (entries N(0, 1/d))"),
+
+      choice("train.optimizer", t.optimizer, {"gd"}, [&t](const std::string &v) { t.optimizer = v; },
+             "gd: conditional Wasserstein gradient flow theta <- theta - lr g"),
+      real("train.lr", &t.lr, 0.0, true, "learning rate (training-time step)"),
+      integer("train.steps", &t.steps, 0, "training steps"),
+      integer("train.log_every", &t.log_every, 1, "print progress every this many steps"),
+
+      text("output.file", &s.output.file, "run file written at the end (HDF5, MODEL.md layout)"),
+      integer("parallel.head_groups", &s.parallel.head_groups, 0,
+              "head groups of the process grid (must divide the rank count; 0: automatic)"),
+  };
+}
+
+} // namespace
+
+std::vector<std::string> split_arguments(int argc, char **argv, std::vector<std::string> &petsc_args) {
+  std::vector<std::string> mine;
+  petsc_args.assign(1, argc > 0 ? argv[0] : "mft");
+  bool in_petsc = false;
+  for (int a = 1; a < argc; ++a) {
+    std::string s = argv[a];
+    bool single_dash = s.size() > 1 && s[0] == '-' && s[1] != '-' && !std::isdigit((unsigned char)s[1]) && s[1] != '.';
+    bool double_dash = s.rfind("--", 0) == 0;
+    if (single_dash) in_petsc = true;
+    else if (double_dash) in_petsc = false;
+    (in_petsc ? petsc_args : mine).push_back(s);
+  }
+  return mine;
+}
+
+PetscErrorCode SettingsParse(MPI_Comm comm, const std::string &command, const std::vector<std::string> &args,
+                             Settings *s, PetscBool *help) {
+  PetscFunctionBeginUser;
+  *s = Settings();
+  s->command = command;
+  *help = PETSC_FALSE;
+  std::vector<Option> options = declare(*s);
+
+  po::options_description general("General");
+  general.add_options()("help,h", "print the options and exit")("config", po::value<std::string>(),
+                                                                 "INI file with [model], [data], ... sections");
+  if (command == "forward") general.add_options()("gradient", "also compute g = L H dR/dtheta and write /grad");
+  po::options_description keyed;
+  std::vector<std::pair<std::string, po::options_description>> sections;
+  for (auto &o : options) {
+    std::string section = o.key.substr(0, o.key.find('.'));
+    if (sections.empty() || sections.back().first != section) sections.emplace_back(section, po::options_description("[" + section + "]"));
+    sections.back().second.add_options()(o.key.c_str(), po::value<std::string>()->default_value(o.def),
+                                         o.help.c_str());
+    keyed.add_options()(o.key.c_str(), po::value<std::string>()->default_value(o.def), o.help.c_str());
+  }
+
+  po::variables_map vm;
+  std::string problem;
+  try {
+    po::options_description all;
+    all.add(general).add(keyed);
+    po::store(po::command_line_parser(args).options(all).run(), vm);
+    if (vm.count("config")) {
+      std::string path = vm["config"].as<std::string>();
+      std::ifstream in(path);
+      if (!in) throw BadValue("cannot open config file '" + path + "'");
+      po::store(po::parse_config_file(in, keyed, false), vm);
+    }
+    po::notify(vm);
+  } catch (const BadValue &e) {
+    problem = e.what();
+  } catch (const po::error &e) {
+    problem = e.what();
+    if (problem.find("unrecognised option") != std::string::npos && vm.count("config"))
+      problem += " (on the command line or in " + vm["config"].as<std::string>() + ")";
+  }
+  PetscCheck(problem.empty(), comm, PETSC_ERR_USER_INPUT, "%s", problem.c_str());
+
+  if (vm.count("help")) {
+    *help = PETSC_TRUE;
+    std::ostringstream os;
+    os << "usage: mft " << command << " [--config FILE] [--section.key VALUE ...] [PETSc options]\n\n" << general;
+    for (auto &sec : sections) os << "\n" << sec.second;
+    PetscCall(PetscPrintf(comm, "%s", os.str().c_str()));
+    PetscFunctionReturn(0);
+  }
+  s->gradient = vm.count("gradient") > 0;
+
+  for (auto &o : options) {
+    const std::string &v = vm[o.key].as<std::string>();
+    if (!vm[o.key].defaulted()) s->explicit_keys.push_back(o.key);
+    try {
+      o.set(v);
+    } catch (const BadValue &e) {
+      problem = o.key + " " + e.what();
+      break;
+    }
+    s->record.emplace_back(o.key, v);
+  }
+  PetscCheck(problem.empty(), comm, PETSC_ERR_USER_INPUT, "%s", problem.c_str());
+  PetscCheck(s->data.param_max >= s->data.param_min, comm, PETSC_ERR_USER_INPUT,
+             "data.param_max (%g) is smaller than data.param_min (%g)", s->data.param_max, s->data.param_min);
+  PetscCheck(!s->output.file.empty(), comm, PETSC_ERR_USER_INPUT, "output.file is empty");
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode SettingsCheck(MPI_Comm comm, const Settings &s) {
+  const ModelSettings &m = s.model;
+  const DataSettings &d = s.data;
+  PetscMPIInt size;
+  PetscFunctionBeginUser;
+  PetscCallMPI(MPI_Comm_size(comm, &size));
+  PetscCheck(m.k <= m.d, comm, PETSC_ERR_USER_INPUT,
+             "model.k = %" PetscInt_FMT " exceeds model.d = %" PetscInt_FMT ": a head's key dimension is at most d",
+             m.k, m.d);
+  const double limit = (double)std::numeric_limits<PetscInt>::max();
+  const double tokens = (double)d.M * d.N * m.d;
+  PetscCheck(tokens <= limit, comm, PETSC_ERR_USER_INPUT,
+             "data.M * data.N * model.d = %.0f exceeds the largest vector this PETSc can index (%.0f)", tokens, limit);
+  const double head = m.head_kind == HeadKind::qkv ? 2.0 * m.k * m.d + (double)m.d * m.d : 4.0 * m.k * m.d;
+  PetscCheck(head * m.L * m.H <= limit, comm, PETSC_ERR_USER_INPUT,
+             "model.L * model.H * (parameters per head) = %.0f exceeds the largest vector this PETSc can index (%.0f)",
+             head * m.L * m.H, limit);
+  const PetscInt hg = s.parallel.head_groups;
+  if (hg > 0) {
+    PetscCheck(size % hg == 0, comm, PETSC_ERR_USER_INPUT,
+               "parallel.head_groups = %" PetscInt_FMT " does not divide the %d ranks", hg, size);
+    PetscCheck(hg <= m.H, comm, PETSC_ERR_USER_INPUT,
+               "parallel.head_groups = %" PetscInt_FMT " exceeds model.H = %" PetscInt_FMT, hg, m.H);
+  }
+  PetscFunctionReturn(0);
+}
+
+} // namespace mft
