@@ -106,6 +106,7 @@ PetscErrorCode VelocityReverse(Velocity *v, Vec lam, Vec dx) {
   PetscCall(VecScatterBegin(t.gather, v->dx_local, dx, ADD_VALUES, SCATTER_REVERSE));
   PetscCall(VecScatterEnd(t.gather, v->dx_local, dx, ADD_VALUES, SCATTER_REVERSE));
   v->grad_layer = l;
+  ++v->sweeps;
   PetscCall(PetscObjectGetId((PetscObject)lam, &v->grad_id));
   PetscCall(PetscObjectStateGet((PetscObject)lam, &v->grad_state));
   PetscFunctionReturn(0);

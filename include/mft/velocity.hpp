@@ -31,6 +31,7 @@ struct Velocity {
   std::vector<double> partial; // the head group's velocity at the group's queries
   AttentionWork work;
   PetscInt layer = -1;     // layer whose state is gathered in x_local
+  PetscInt sweeps = 0;     // reverse sweeps done (one per layer and adjoint solve)
   // Identity of the adjoint vector whose parameter part is in heads->layer_grad.
   PetscInt grad_layer = -1;
   PetscObjectId grad_id = 0;

@@ -1,0 +1,19 @@
+// The plain reference of the L-layer transformer (HPCG-style): one process,
+// no TS, no streaming, every N x N attention matrix formed as MODEL.md writes
+// it, with A = V or O V and B = beta Q^T K multiplied out:
+//   a[i,j] = x_i^T B x_j,  P = softmax rows,  m_i = sum_j P[i,j] x_j,
+//   x^{l+1}_i = x^l_i + (1/L)(1/H) sum_h A_h m_i
+// It is slow and simple on purpose: the fast path is checked against it.
+#pragma once
+
+#include "mft/heads.hpp"
+
+#include <vector>
+
+namespace mft {
+
+// theta: all heads in the natural (l, h, entries) order; x: (M, N, d), in place.
+void reference_forward(const ModelSettings &m, const std::vector<double> &theta, PetscInt M, PetscInt N,
+                       std::vector<double> &x);
+
+} // namespace mft

@@ -1,0 +1,58 @@
+// Reference forward pass: full attention matrices, a loop over layers.
+#include "mft/reference.hpp"
+
+#include <cmath>
+
+namespace mft {
+
+void reference_forward(const ModelSettings &m, const std::vector<double> &theta, PetscInt M, PetscInt N,
+                       std::vector<double> &x) {
+  const HeadShape s = head_shape(m.head_kind, m.d, m.k);
+  const PetscInt d = m.d;
+  std::vector<double> B(d * d), A(d * d), a(N * N), v(M * N * d);
+  for (PetscInt l = 0; l < m.L; ++l) {
+    std::fill(v.begin(), v.end(), 0.0);
+    for (PetscInt h = 0; h < m.H; ++h) {
+      const double *th = theta.data() + (l * m.H + h) * s.size;
+      const double *Q = th + s.offQ, *K = th + s.offK, *V = th + s.offV, *O = th + s.offO;
+      for (PetscInt r = 0; r < d; ++r)
+        for (PetscInt c = 0; c < d; ++c) {
+          double b = 0, av = 0;
+          for (PetscInt q = 0; q < m.k; ++q) b += Q[q * d + r] * K[q * d + c];
+          B[r * d + c] = m.beta * b;
+          if (m.head_kind == HeadKind::qkv) av = V[r * d + c];
+          else
+            for (PetscInt q = 0; q < m.k; ++q) av += O[r * m.k + q] * V[q * d + c];
+          A[r * d + c] = av;
+        }
+      for (PetscInt seq = 0; seq < M; ++seq) {
+        const double *xs = x.data() + seq * N * d;
+        for (PetscInt i = 0; i < N; ++i) {
+          const PetscInt nj = m.causal ? i + 1 : N;
+          double amax = -INFINITY, Z = 0;
+          for (PetscInt j = 0; j < nj; ++j) {
+            double e = 0;
+            for (PetscInt r = 0; r < d; ++r)
+              for (PetscInt c = 0; c < d; ++c) e += xs[i * d + r] * B[r * d + c] * xs[j * d + c];
+            a[i * N + j] = e;
+            amax = std::fmax(amax, e);
+          }
+          for (PetscInt j = 0; j < nj; ++j) Z += std::exp(a[i * N + j] - amax);
+          std::vector<double> mi(d, 0.0);
+          for (PetscInt j = 0; j < nj; ++j) {
+            const double P = std::exp(a[i * N + j] - amax) / Z;
+            for (PetscInt c = 0; c < d; ++c) mi[c] += P * xs[j * d + c];
+          }
+          for (PetscInt r = 0; r < d; ++r) {
+            double am = 0;
+            for (PetscInt c = 0; c < d; ++c) am += A[r * d + c] * mi[c];
+            v[(seq * N + i) * d + r] += am / (double)m.H;
+          }
+        }
+      }
+    }
+    for (size_t e = 0; e < x.size(); ++e) x[e] += v[e] / (double)m.L;
+  }
+}
+
+} // namespace mft

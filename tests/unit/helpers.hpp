@@ -1,0 +1,36 @@
+// Test helpers: problems from option lists, whole vectors on every rank.
+#pragma once
+
+#include "mft/problem.hpp"
+
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace mft::test {
+
+// Settings of a command parsed from "--key value" pairs, as mft would.
+Settings settings(const std::vector<std::string> &args, const std::string &command = "forward");
+
+// A problem on comm from option pairs; destroyed with the pointer.
+struct ProblemDeleter {
+  void operator()(Problem *p) const;
+};
+using ProblemPtr = std::unique_ptr<Problem, ProblemDeleter>;
+ProblemPtr make_problem(MPI_Comm comm, const std::vector<std::string> &args);
+
+// The whole of a distributed Vec, on every rank.
+std::vector<double> gather(Vec v);
+
+// Sets entry i of a distributed Vec (collective; every rank passes the same i).
+void set_entry(Vec v, PetscInt i, double value);
+
+// max_i |a_i - b_i| / max_i |b_i|
+double relative_error(const std::vector<double> &a, const std::vector<double> &b);
+
+// The tiny sizes used by most tests, as option pairs, plus extra options.
+std::vector<std::string> tiny(std::vector<std::string> extra = {});
+
+} // namespace mft::test

@@ -1,0 +1,131 @@
+// Forward pass: the TS solve against the plain reference loop, invariants, closed forms.
+#include "helpers.hpp"
+#include "mft/reference.hpp"
+
+#include <cmath>
+
+using namespace mft;
+using namespace mft::test;
+
+namespace {
+
+struct Variant {
+  const char *head_kind;
+  const char *causal;
+};
+
+class ForwardVariants : public ::testing::TestWithParam<Variant> {};
+
+// x(1) of the TS solve equals the hand-written loop over layers with full attention matrices.
+TEST_P(ForwardVariants, MatchesReferenceLoop) {
+  auto p = make_problem(PETSC_COMM_WORLD, tiny({"--model.head_kind", GetParam().head_kind, "--model.causal",
+                                                GetParam().causal, "--model.beta", "1.7", "--data.N", "7"}));
+  ASSERT_EQ(ProblemEvaluate(p.get(), PETSC_FALSE), 0);
+  std::vector<double> x = gather(p->x0);
+  reference_forward(p->settings.model, gather(p->heads.theta), p->tokens.M, p->tokens.N, x);
+  const std::vector<double> x1 = gather(p->x1);
+  EXPECT_LT(relative_error(x1, x), 1e-13);
+  // The tokens did move: the comparison is not of two copies of x(0).
+  EXPECT_GT(relative_error(x1, gather(p->x0)), 1e-3);
+}
+
+INSTANTIATE_TEST_SUITE_P(All, ForwardVariants,
+                         ::testing::Values(Variant{"qkv", "false"}, Variant{"qkv", "true"}, Variant{"qkvo", "false"},
+                                           Variant{"qkvo", "true"}),
+                         [](const auto &info) {
+                           return std::string(info.param.head_kind) +
+                                  (std::string(info.param.causal) == "true" ? "_causal" : "");
+                         });
+
+// With V = 0 every head's value map is zero: tokens do not move.
+TEST(Forward, ZeroValuesLeaveTokensInPlace) {
+  auto p = make_problem(PETSC_COMM_WORLD, tiny({"--init.v_gain", "0", "--init.v_mean", "0"}));
+  ASSERT_EQ(ProblemEvaluate(p.get(), PETSC_FALSE), 0);
+  EXPECT_EQ(relative_error(gather(p->x1), gather(p->x0)), 0.0);
+}
+
+// Without a mask, attention is permutation-equivariant within a sequence.
+TEST(Forward, PermutingTokensPermutesOutput) {
+  auto p = make_problem(PETSC_COMM_WORLD, tiny({"--model.head_kind", "qkvo"}));
+  ASSERT_EQ(ProblemEvaluate(p.get(), PETSC_FALSE), 0);
+  const std::vector<double> x0 = gather(p->x0), x1 = gather(p->x1);
+  const PetscInt N = p->tokens.N, d = p->tokens.d, M = p->tokens.M;
+  auto perm = [N](PetscInt i) { return (3 * i + 1) % N; }; // a bijection for N = 5
+  for (PetscInt m = 0; m < M; ++m)
+    for (PetscInt i = 0; i < N; ++i)
+      for (PetscInt c = 0; c < d; ++c) set_entry(p->x0, (m * N + perm(i)) * d + c, x0[(m * N + i) * d + c]);
+  ASSERT_EQ(ProblemEvaluate(p.get(), PETSC_FALSE), 0);
+  const std::vector<double> y1 = gather(p->x1);
+  std::vector<double> expected(y1.size());
+  for (PetscInt m = 0; m < M; ++m)
+    for (PetscInt i = 0; i < N; ++i)
+      for (PetscInt c = 0; c < d; ++c) expected[(m * N + perm(i)) * d + c] = x1[(m * N + i) * d + c];
+  EXPECT_LT(relative_error(y1, expected), 1e-14);
+}
+
+// Mean value map of layer l: Abar_l = (1/H) sum_h A_{l,h}.
+std::vector<double> mean_value_map(const Problem &p, const std::vector<double> &theta, PetscInt l) {
+  const HeadShape &s = p.heads.shape;
+  const PetscInt d = s.d, H = p.settings.model.H;
+  std::vector<double> A(d * d, 0.0);
+  for (PetscInt h = 0; h < H; ++h) {
+    const double *th = theta.data() + (l * H + h) * s.size;
+    for (PetscInt r = 0; r < d; ++r)
+      for (PetscInt c = 0; c < d; ++c) {
+        double a = 0;
+        if (s.kind == HeadKind::qkv) a = th[s.offV + r * d + c];
+        else
+          for (PetscInt q = 0; q < s.k; ++q) a += th[s.offO + r * s.k + q] * th[s.offV + q * d + c];
+        A[r * d + c] += a / (double)H;
+      }
+  }
+  return A;
+}
+
+// y <- (I + A/L) y
+void euler_step(const std::vector<double> &A, PetscInt d, PetscInt L, std::vector<double> &y) {
+  std::vector<double> z(y);
+  for (PetscInt r = 0; r < d; ++r)
+    for (PetscInt c = 0; c < d; ++c) z[r] += A[r * d + c] * y[c] / (double)L;
+  y = z;
+}
+
+// A single token attends to itself: x(1) = prod_l (I + Abar_l / L) x(0).
+TEST(Forward, SingleTokenClosedForm) {
+  for (const char *kind : {"qkv", "qkvo"}) {
+    auto p = make_problem(PETSC_COMM_WORLD, tiny({"--data.N", "1", "--model.head_kind", kind, "--model.L", "4"}));
+    ASSERT_EQ(ProblemEvaluate(p.get(), PETSC_FALSE), 0);
+    const std::vector<double> theta = gather(p->heads.theta), x0 = gather(p->x0), x1 = gather(p->x1);
+    const PetscInt d = p->tokens.d, L = p->settings.model.L;
+    std::vector<double> expected;
+    for (PetscInt m = 0; m < p->tokens.M; ++m) {
+      std::vector<double> y(x0.begin() + m * d, x0.begin() + (m + 1) * d);
+      for (PetscInt l = 0; l < L; ++l) euler_step(mean_value_map(*p, theta, l), d, L, y);
+      expected.insert(expected.end(), y.begin(), y.end());
+    }
+    EXPECT_LT(relative_error(x1, expected), 1e-14) << kind;
+  }
+}
+
+// With Q = 0 attention is uniform, m_i = xbar: the mean follows
+// xbar(1) = prod_l (I + Abar_l/L) xbar(0), and every token moves by xbar(1) - xbar(0).
+TEST(Forward, UniformAttentionClosedForm) {
+  auto p = make_problem(PETSC_COMM_WORLD, tiny({"--init.q_gain", "0", "--model.L", "6"}));
+  ASSERT_EQ(ProblemEvaluate(p.get(), PETSC_FALSE), 0);
+  const std::vector<double> theta = gather(p->heads.theta), x0 = gather(p->x0), x1 = gather(p->x1);
+  const PetscInt d = p->tokens.d, N = p->tokens.N, L = p->settings.model.L;
+  std::vector<double> expected(x0.size());
+  for (PetscInt m = 0; m < p->tokens.M; ++m) {
+    std::vector<double> xbar(d, 0.0);
+    for (PetscInt i = 0; i < N; ++i)
+      for (PetscInt c = 0; c < d; ++c) xbar[c] += x0[(m * N + i) * d + c] / (double)N;
+    std::vector<double> y(xbar);
+    for (PetscInt l = 0; l < L; ++l) euler_step(mean_value_map(*p, theta, l), d, L, y);
+    for (PetscInt i = 0; i < N; ++i)
+      for (PetscInt c = 0; c < d; ++c)
+        expected[(m * N + i) * d + c] = x0[(m * N + i) * d + c] + y[c] - xbar[c];
+  }
+  EXPECT_LT(relative_error(x1, expected), 1e-13);
+}
+
+} // namespace

@@ -1,0 +1,62 @@
+// Rank independence: the run on all ranks (every grid shape) equals the run
+// on one rank, for the forward pass, the gradient and 20 training steps.
+#include "helpers.hpp"
+#include "mft/optimizer.hpp"
+
+using namespace mft;
+using namespace mft::test;
+
+namespace {
+
+struct Outcome {
+  std::vector<double> x1, grad, trained, risks;
+};
+
+Outcome run(MPI_Comm comm, std::vector<std::string> args) {
+  Outcome o;
+  auto p = make_problem(comm, args);
+  EXPECT_EQ(ProblemEvaluate(p.get(), PETSC_TRUE), 0);
+  o.x1 = gather(p->x1);
+  o.grad = gather(p->grad);
+  Optimizer opt;
+  OptimizerCreate(p->settings.train, p->heads.theta, &opt);
+  for (int step = 0; step < 20; ++step) {
+    EXPECT_EQ(ProblemEvaluate(p.get(), PETSC_TRUE), 0);
+    o.risks.push_back(p->risk);
+    OptimizerStep(&opt, p->heads.theta, p->grad);
+    ProblemSetHeads(p.get());
+  }
+  OptimizerDestroy(&opt);
+  o.trained = gather(p->heads.theta);
+  return o;
+}
+
+void expect_same(const Outcome &a, const Outcome &b, const std::string &what) {
+  EXPECT_LT(relative_error(a.x1, b.x1), 1e-12) << what;
+  EXPECT_LT(relative_error(a.grad, b.grad), 1e-12) << what;
+  EXPECT_LT(relative_error(a.trained, b.trained), 1e-12) << what;
+  EXPECT_LT(relative_error(a.risks, b.risks), 1e-12) << what;
+}
+
+// Sizes chosen so that token groups cut sequences and head groups are uneven:
+// 7 heads (prime), 3 sequences of 5 tokens (15 tokens over 2, 3, 4 ranks).
+void check(std::vector<std::string> extra) {
+  int size;
+  MPI_Comm_size(PETSC_COMM_WORLD, &size);
+  extra.insert(extra.end(), {"--model.H", "7", "--train.lr", "0.3"});
+  const std::vector<std::string> base = tiny(extra);
+  const Outcome serial = run(PETSC_COMM_SELF, base);
+  EXPECT_LT(serial.risks.back(), serial.risks.front()); // training does something
+  for (int hg = 1; hg <= size; ++hg) {
+    if (size % hg) continue;
+    std::vector<std::string> args = base;
+    args.insert(args.end(), {"--parallel.head_groups", std::to_string(hg)});
+    expect_same(run(PETSC_COMM_WORLD, args), serial, "head groups " + std::to_string(hg));
+  }
+}
+
+TEST(Ranks, QkvTokenLoss) { check({}); }
+TEST(Ranks, QkvoPooledCausal) { check({"--model.head_kind", "qkvo", "--loss.kind", "pooled", "--model.causal", "true"}); }
+TEST(Ranks, ManySequencesFewTokens) { check({"--data.M", "5", "--data.N", "2"}); }
+
+} // namespace
