@@ -23,6 +23,7 @@ static void usage(FILE *out) {
 
 int main(int argc, char **argv) {
   if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h")) {
+    if (argc < 2) std::fprintf(stderr, "mft: error: no command given (forward, train)\n");
     usage(argc < 2 ? stderr : stdout);
     return argc < 2 ? mft::kExitInput : mft::kExitOk;
   }

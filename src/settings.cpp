@@ -192,6 +192,34 @@ std::vector<Option> declare(Settings &s) {
   };
 }
 
+// A key given twice on the command line: the last one wins (job scripts
+// append overrides to a base list), so earlier occurrences are dropped.
+std::vector<std::string> last_wins(const std::vector<std::string> &args, const std::vector<Option> &options) {
+  auto key_of = [&](const std::string &a) -> std::string {
+    if (a.rfind("--", 0) != 0) return "";
+    std::string k = a.substr(2, a.find('=') == std::string::npos ? std::string::npos : a.find('=') - 2);
+    for (auto &o : options)
+      if (o.key == k) return k;
+    return "";
+  };
+  std::vector<bool> keep(args.size(), true);
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string k = key_of(args[i]);
+    if (k.empty()) continue;
+    const bool inline_value = args[i].find('=') != std::string::npos;
+    for (size_t j = i + 1; j < args.size(); ++j)
+      if (key_of(args[j]) == k) {
+        keep[i] = false;
+        if (!inline_value && i + 1 < args.size()) keep[i + 1] = false;
+        break;
+      }
+  }
+  std::vector<std::string> out;
+  for (size_t i = 0; i < args.size(); ++i)
+    if (keep[i]) out.push_back(args[i]);
+  return out;
+}
+
 } // namespace
 
 std::vector<std::string> split_arguments(int argc, char **argv, std::vector<std::string> &petsc_args) {
@@ -236,7 +264,7 @@ PetscErrorCode SettingsParse(MPI_Comm comm, const std::string &command, const st
   try {
     po::options_description all;
     all.add(general).add(keyed);
-    po::store(po::command_line_parser(args).options(all).run(), vm);
+    po::store(po::command_line_parser(last_wins(args, options)).options(all).run(), vm);
     if (vm.count("config")) {
       std::string path = vm["config"].as<std::string>();
       std::ifstream in(path);
@@ -256,7 +284,9 @@ PetscErrorCode SettingsParse(MPI_Comm comm, const std::string &command, const st
   if (vm.count("help")) {
     *help = PETSC_TRUE;
     std::ostringstream os;
-    os << "usage: mft " << command << " [--config FILE] [--section.key VALUE ...] [PETSc options]\n\n" << general;
+    os << "usage: mft " << command << " [--config FILE] [--section.key VALUE ...] [PETSc options]\n"
+       << "Options on the command line override the config file; a key given twice: the last one wins.\n\n"
+       << general;
     for (auto &sec : sections) os << "\n" << sec.second;
     PetscCall(PetscPrintf(comm, "%s", os.str().c_str()));
     PetscFunctionReturn(0);

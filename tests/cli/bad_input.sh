@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Bad input: a clear one-line error naming the problem, and exit code 2
+# (3 for a diverged training); never a crash or a stack trace.
+source "$(dirname "$0")/lib.sh" "$1"
+run="mpiexec --oversubscribe -n 2 $MFT"
+small=(--model.L 2 --model.H 2 --data.M 2 --data.N 3 --train.steps 2)
+
+expect 2 "usage|command" -- "$MFT"
+expect 2 "unknown command 'frobnicate'" -- "$MFT" frobnicate
+expect 2 "unrecognised option '--model.Lx'" -- "$MFT" train --model.Lx 3
+expect 2 "model.L must be at least 1" -- "$MFT" train --model.L -3
+expect 2 "model.H 'many' is not an integer" -- "$MFT" train --model.H many
+expect 2 "model.k = 9 exceeds model.d = 4" -- "$MFT" train --model.k 9 --model.d 4
+expect 2 "train.lr must be greater than 0" -- "$MFT" train --train.lr 0
+expect 2 "data.family 'cauchy'" -- "$MFT" forward --data.family cauchy
+expect 2 "exceeds the largest vector" -- "$MFT" forward --data.M 1000000 --data.N 100000
+expect 2 "cannot open config file 'missing.cfg'" -- "$MFT" train --config missing.cfg
+printf '[model]\nL = 4\nlayers = 3\n' > typo.cfg
+expect 2 "unrecognised option 'model.layers'" -- "$MFT" train --config typo.cfg
+expect 2 "parallel.head_groups = 3 does not divide the 2 ranks" -- $run train --parallel.head_groups 3 "${small[@]}"
+expect 2 "cannot open 'nothere.h5'" -- $run train --data.file nothere.h5 "${small[@]}"
+# A damaged file: the first kilobyte of a good run file.
+expect 0 "" -- "$MFT" forward "${small[@]}" --output.file good.h5
+head -c 1024 good.h5 > cut.h5
+expect 2 "cut.h5" -- $run train --data.file cut.h5 "${small[@]}"
+echo "not hdf5" > text.h5
+expect 2 "cannot open 'text.h5' as an HDF5 file" -- "$MFT" forward --data.file text.h5
+# A learning rate far too large: the risk becomes NaN; exit 3 names the step.
+expect 3 "training diverged at step [0-9]+" -- $run train "${small[@]}" --train.steps 200 --train.lr 1e6 --init.v_mean 0.5
+[ ! -e out.h5 ] || bad "a diverged run wrote a run file"
+# Help lists every option with its default, exit 0.
+expect 0 "" -- "$MFT" train --help
+grep -q -- "--model.L arg (=8)" out.txt && ok || bad "--help does not list model.L with its default"
+finish
