@@ -79,6 +79,21 @@ hsize_t RowSize(const std::vector<hsize_t> &dims, int lead) {
   return s;
 }
 
+// Writes or reads (collectively) rows r of an open dataset from or to buf.
+herr_t TransferRows(const File &f, hid_t dset, hid_t fspace, const std::vector<hsize_t> &dims, int lead, Range r,
+                    double *buf, bool write) {
+  SelectRows(fspace, dims, lead, r);
+  const hsize_t n = (hsize_t)r.size() * RowSize(dims, lead);
+  const hsize_t extent = n ? n : 1; // a rank with no rows selects nothing of a 1-entry space
+  hid_t mspace = H5Screate_simple(1, &extent, nullptr);
+  if (n == 0) H5Sselect_none(mspace);
+  double dummy = 0;
+  herr_t err = write ? H5Dwrite(dset, H5T_NATIVE_DOUBLE, mspace, fspace, f.dxpl, n ? buf : &dummy)
+                     : H5Dread(dset, H5T_NATIVE_DOUBLE, mspace, fspace, f.dxpl, n ? buf : &dummy);
+  H5Sclose(mspace);
+  return err;
+}
+
 // Writes rows r (buf holds them contiguously) of a new dataset `name`.
 PetscErrorCode WriteRows(MPI_Comm comm, const File &f, const std::string &name, const std::vector<hsize_t> &dims,
                          int lead, Range r, const double *buf) {
@@ -94,14 +109,7 @@ PetscErrorCode WriteRows(MPI_Comm comm, const File &f, const std::string &name, 
     H5Dclose(dset);
     PetscFunctionReturn(0);
   }
-  SelectRows(fspace, dims, lead, r);
-  const hsize_t n = (hsize_t)r.size() * RowSize(dims, lead);
-  const hsize_t extent = n ? n : 1; // a rank with no rows selects nothing of a 1-entry space
-  hid_t mspace = H5Screate_simple(1, &extent, nullptr);
-  if (n == 0) H5Sselect_none(mspace);
-  double dummy = 0;
-  H5Check(H5Dwrite(dset, H5T_NATIVE_DOUBLE, mspace, fspace, f.dxpl, n ? buf : &dummy), comm);
-  H5Sclose(mspace);
+  H5Check(TransferRows(f, dset, fspace, dims, lead, r, const_cast<double *>(buf), true), comm);
   H5Sclose(fspace);
   H5Dclose(dset);
   PetscFunctionReturn(0);
@@ -130,14 +138,7 @@ PetscErrorCode ReadRows(MPI_Comm comm, const File &f, const std::string &name, c
   hid_t dset = H5Dopen2(f.id, name.c_str(), H5P_DEFAULT);
   PetscCheck(dset >= 0, comm, PETSC_ERR_FILE_READ, "cannot open dataset %s", name.c_str());
   hid_t fspace = H5Dget_space(dset);
-  SelectRows(fspace, dims, lead, r);
-  const hsize_t n = (hsize_t)r.size() * RowSize(dims, lead);
-  const hsize_t extent = n ? n : 1; // a rank with no rows selects nothing of a 1-entry space
-  hid_t mspace = H5Screate_simple(1, &extent, nullptr);
-  if (n == 0) H5Sselect_none(mspace);
-  double dummy = 0;
-  herr_t err = H5Dread(dset, H5T_NATIVE_DOUBLE, mspace, fspace, f.dxpl, n ? buf : &dummy);
-  H5Sclose(mspace);
+  herr_t err = TransferRows(f, dset, fspace, dims, lead, r, buf, false);
   H5Sclose(fspace);
   H5Dclose(dset);
   PetscCheck(err >= 0, comm, PETSC_ERR_FILE_READ, "cannot read dataset %s (damaged file?)", name.c_str());
