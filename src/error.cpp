@@ -21,6 +21,16 @@ PetscErrorCode ErrorHandler(MPI_Comm comm, int line, const char *fun, const char
   return n;
 }
 
+static char captured[512];
+
+PetscErrorCode ErrorCapture(MPI_Comm comm, int line, const char *fun, const char *file, PetscErrorCode n,
+                            PetscErrorType p, const char *mess, void *ctx) {
+  if (p == PETSC_ERROR_INITIAL) std::snprintf(captured, sizeof captured, "%s", mess ? mess : "");
+  return n;
+}
+
+const char *captured_error() { return captured; }
+
 int exit_code(PetscErrorCode err) {
   switch (err) {
   case 0: return kExitOk;

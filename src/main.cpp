@@ -39,15 +39,16 @@ int main(int argc, char **argv) {
   PetscCall(PetscInitialize(&pargc, &pargvp, nullptr, help));
   PetscCall(PetscPushErrorHandler(mft::ErrorHandler, nullptr));
   PetscErrorCode err;
-  if (command == "forward") err = mft::CommandForward(PETSC_COMM_WORLD, args);
-  else if (command == "train") err = mft::CommandTrain(PETSC_COMM_WORLD, args);
+  int status = mft::kExitOk;
+  if (command == "forward") err = mft::CommandForward(PETSC_COMM_WORLD, args, &status);
+  else if (command == "train") err = mft::CommandTrain(PETSC_COMM_WORLD, args, &status);
   else {
     int rank;
     MPI_Comm_rank(PETSC_COMM_WORLD, &rank);
     if (rank == 0) std::fprintf(stderr, "mft: error: unknown command '%s' (forward, train)\n", command.c_str());
     err = PETSC_ERR_USER_INPUT;
   }
-  const int code = mft::exit_code(err);
+  const int code = err ? mft::exit_code(err) : status;
   // An internal error may have left other ranks inside a collective call.
   if (code == mft::kExitInternal) MPI_Abort(PETSC_COMM_WORLD, code);
   PetscFinalize();

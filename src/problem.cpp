@@ -66,6 +66,8 @@ PetscErrorCode ProblemCreate(MPI_Comm comm, const Settings &settings, Problem *p
   PetscCall(VecDuplicate(p->tokens.state, &p->adjoint));
   PetscCall(VecDuplicate(p->heads.theta, &p->grad));
   p->targets.kind = s.loss.kind;
+  p->active.assign((size_t)s.data.M, 1);
+  p->velocity.active = &p->active;
   if (s.data.file.empty()) {
     PetscCall(GenerateTokens(s.data, p->tokens, p->x0));
     PetscCall(TeacherTargets(p));
@@ -98,11 +100,26 @@ PetscErrorCode ProblemSetHeads(Problem *p) {
   PetscFunctionReturn(0);
 }
 
+void ProblemSetBatch(Problem *p, PetscInt step) {
+  const PetscInt M = p->tokens.M, b = p->settings.train.batch;
+  if (step < 0 || b == 0 || b >= M) {
+    p->active.assign((size_t)M, 1);
+    return;
+  }
+  // The first b of a Fisher-Yates shuffle drawn from (train.seed, step).
+  std::vector<PetscInt> order((size_t)M);
+  for (PetscInt m = 0; m < M; ++m) order[m] = m;
+  Stream r(p->settings.train.seed, kBatch, (std::uint64_t)step);
+  for (PetscInt i = 0; i < b; ++i) std::swap(order[i], order[i + (PetscInt)(r.uniform() * (double)(M - i))]);
+  p->active.assign((size_t)M, 0);
+  for (PetscInt i = 0; i < b; ++i) p->active[order[i]] = 1;
+}
+
 PetscErrorCode ProblemEvaluate(Problem *p, PetscBool gradient) {
   PetscFunctionBeginUser;
   PetscCall(VecCopy(p->x0, p->x1));
   PetscCall(FlowForward(&p->flow, p->x1));
-  PetscCall(RiskEvaluate(p->tokens, p->targets, p->x1, gradient ? p->adjoint : nullptr, &p->risk));
+  PetscCall(RiskEvaluate(p->tokens, p->targets, &p->active, p->x1, gradient ? p->adjoint : nullptr, &p->risk));
   if (gradient) {
     PetscCall(FlowAdjoint(&p->flow, p->adjoint, p->grad));
     PetscCall(VecScale(p->grad, (PetscScalar)(p->settings.model.L * p->settings.model.H)));

@@ -1,6 +1,8 @@
 // Token and pooled risks, reduced over all ranks.
 #include "mft/risk.hpp"
 
+#include <algorithm>
+
 namespace mft {
 
 PetscErrorCode TargetsDestroy(Targets *t) {
@@ -39,20 +41,24 @@ PetscErrorCode PooledOutputs(const TokenLayout &t, const std::vector<double> &W,
   PetscFunctionReturn(0);
 }
 
-PetscErrorCode RiskEvaluate(const TokenLayout &t, const Targets &y, Vec x1, Vec dRdx, double *R) {
+PetscErrorCode RiskEvaluate(const TokenLayout &t, const Targets &y, const std::vector<char> *active, Vec x1, Vec dRdx,
+                            double *R) {
   MPI_Comm comm = PetscObjectComm((PetscObject)x1);
   const PetscScalar *xa;
   PetscScalar *ga = nullptr;
+  PetscInt batch = t.M;
+  if (active) batch = (PetscInt)std::count(active->begin(), active->end(), 1);
+  auto in = [&](PetscInt m) { return !active || (*active)[m]; };
   PetscFunctionBeginUser;
   if (y.kind == LossKind::token) {
     const PetscScalar *ya;
     double part = 0;
-    const double w = 1.0 / ((double)t.M * t.N);
+    const double w = 1.0 / ((double)batch * t.N);
     PetscCall(VecGetArrayRead(x1, &xa));
     PetscCall(VecGetArrayRead(y.y, &ya));
     if (dRdx) PetscCall(VecGetArray(dRdx, &ga));
     for (PetscInt e = 0; e < t.owned.size() * t.d; ++e) {
-      const double r = xa[e] - ya[e];
+      const double r = in((t.owned.begin + e / t.d) / t.N) ? xa[e] - ya[e] : 0.0;
       part += 0.5 * r * r;
       if (ga) ga[e] = w * r;
     }
@@ -68,13 +74,13 @@ PetscErrorCode RiskEvaluate(const TokenLayout &t, const Targets &y, Vec x1, Vec 
   PetscCall(PooledOutputs(t, y.W, y.c, x1, out));
   double sum = 0;
   for (size_t e = 0; e < out.size(); ++e) {
-    out[e] -= y.z[e];
+    out[e] = in((PetscInt)e / y.c) ? out[e] - y.z[e] : 0.0;
     sum += 0.5 * out[e] * out[e];
   }
-  *R = sum / (double)t.M;
+  *R = sum / (double)batch;
   if (dRdx) {
-    // dR/dx[m,i] = 1/(M N) W^T r_m
-    const double w = 1.0 / ((double)t.M * t.N);
+    // dR/dx[m,i] = 1/(|batch| N) W^T r_m
+    const double w = 1.0 / ((double)batch * t.N);
     PetscCall(VecGetArray(dRdx, &ga));
     for (PetscInt tok = t.owned.begin; tok < t.owned.end; ++tok) {
       const double *r = &out[(tok / t.N) * y.c];

@@ -180,11 +180,27 @@ std::vector<Option> declare(Settings &s) {
       integer("loss.c", &l.c, 1, "pooled: outputs per sequence (rows of the readout W)"),
       seed("loss.readout_seed", &l.readout_seed, "pooled: seed of the readout W (entries N(0, 1/d))"),
 
-      choice("train.optimizer", t.optimizer, {"gd"}, [&t](const std::string &v) { t.optimizer = v; },
-             "gd: conditional Wasserstein gradient flow theta <- theta - lr g"),
+      choice("train.optimizer", t.optimizer, {"gd", "adamw", "adamw-block"},
+             [&t](const std::string &v) { t.optimizer = v; },
+             "gd: gradient flow theta <- theta - lr g; adamw; adamw-block: one second moment per block"),
       real("train.lr", &t.lr, 0.0, true, "learning rate (training-time step)"),
       integer("train.steps", &t.steps, 0, "training steps"),
       integer("train.log_every", &t.log_every, 1, "print progress every this many steps"),
+      real("train.beta1", &t.beta1, 0.0, false, "AdamW first-moment decay, in [0, 1)"),
+      real("train.beta2", &t.beta2, 0.0, false, "AdamW second-moment decay, in [0, 1)"),
+      real("train.eps", &t.eps, 0.0, true, "AdamW denominator guard"),
+      real("train.weight_decay", &t.weight_decay, 0.0, false, "AdamW decoupled weight decay lambda"),
+      choice("train.schedule", t.schedule, {"constant", "cosine"}, [&t](const std::string &v) { t.schedule = v; },
+             "learning-rate schedule after the warm-up"),
+      integer("train.warmup", &t.warmup, 0, "linear warm-up steps: lr (n+1)/warmup at step n"),
+      real("train.lr_min", &t.lr_min, 0.0, false, "cosine: learning rate at the last step"),
+      integer("train.batch", &t.batch, 0, "sequences per step, drawn from train.seed and the step (0: all)"),
+      seed("train.seed", &t.seed, "seed of the mini-batch draws"),
+
+      integer("checkpoint.every", &s.checkpoint.every, 0,
+              "write a checkpoint every this many steps (0: only at the end and on a signal)"),
+      integer("checkpoint.keep", &s.checkpoint.keep, 1, "checkpoints kept (older ones are removed)"),
+      text("checkpoint.dir", &s.checkpoint.dir, "folder of the checkpoints (checkpoint-<step>.h5)"),
 
       text("output.file", &s.output.file, "run file written at the end (HDF5, MODEL.md layout)"),
       integer("parallel.head_groups", &s.parallel.head_groups, 0,
@@ -249,6 +265,10 @@ PetscErrorCode SettingsParse(MPI_Comm comm, const std::string &command, const st
   general.add_options()("help,h", "print the options and exit")("config", po::value<std::string>(),
                                                                  "INI file with [model], [data], ... sections");
   if (command == "forward") general.add_options()("gradient", "also compute g = L H dR/dtheta and write /grad");
+  if (command == "train")
+    general.add_options()("restart", po::value<std::string>(),
+                          "continue from a checkpoint FILE, or 'auto': the newest valid one in checkpoint.dir "
+                          "(a fresh start when there is none)");
   po::options_description keyed;
   std::vector<std::pair<std::string, po::options_description>> sections;
   for (auto &o : options) {
@@ -292,6 +312,7 @@ PetscErrorCode SettingsParse(MPI_Comm comm, const std::string &command, const st
     PetscFunctionReturn(0);
   }
   s->gradient = vm.count("gradient") > 0;
+  if (vm.count("restart")) s->restart = vm["restart"].as<std::string>();
 
   for (auto &o : options) {
     const std::string &v = vm[o.key].as<std::string>();
@@ -308,6 +329,10 @@ PetscErrorCode SettingsParse(MPI_Comm comm, const std::string &command, const st
   PetscCheck(s->data.param_max >= s->data.param_min, comm, PETSC_ERR_USER_INPUT,
              "data.param_max (%g) is smaller than data.param_min (%g)", s->data.param_max, s->data.param_min);
   PetscCheck(!s->output.file.empty(), comm, PETSC_ERR_USER_INPUT, "output.file is empty");
+  PetscCheck(s->train.beta1 < 1 && s->train.beta2 < 1, comm, PETSC_ERR_USER_INPUT,
+             "train.beta1 and train.beta2 must be below 1 (got %g and %g)", s->train.beta1, s->train.beta2);
+  PetscCheck(s->train.lr_min <= s->train.lr, comm, PETSC_ERR_USER_INPUT, "train.lr_min (%g) exceeds train.lr (%g)",
+             s->train.lr_min, s->train.lr);
   PetscFunctionReturn(0);
 }
 
@@ -328,6 +353,8 @@ PetscErrorCode SettingsCheck(MPI_Comm comm, const Settings &s) {
   PetscCheck(head * m.L * m.H <= limit, comm, PETSC_ERR_USER_INPUT,
              "model.L * model.H * (parameters per head) = %.0f exceeds the largest vector this PETSc can index (%.0f)",
              head * m.L * m.H, limit);
+  PetscCheck(s.train.batch <= d.M, comm, PETSC_ERR_USER_INPUT,
+             "train.batch = %" PetscInt_FMT " exceeds data.M = %" PetscInt_FMT, s.train.batch, d.M);
   const PetscInt hg = s.parallel.head_groups;
   if (hg > 0) {
     PetscCheck(size % hg == 0, comm, PETSC_ERR_USER_INPUT,

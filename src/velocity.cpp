@@ -64,6 +64,7 @@ PetscErrorCode VelocityEvaluate(Velocity *v, PetscInt l, Vec x, Vec f) {
   std::fill(out, out + t.group.size() * t.d, 0.0);
   for (PetscInt hl = 0; hl < h.group.size(); ++hl)
     for (PetscInt m = t.seqs.begin; m < t.seqs.end; ++m) {
+      if (v->active && !(*v->active)[m]) continue; // outside the batch: not needed by the risk
       const Range q = t.queries(m);
       attention_forward(h.shape, h.head(l, hl), v->options, xs + (m - t.seqs.begin) * seq, t.N, q, scale,
                         out + (m * t.N + q.begin - t.group.begin) * t.d, v->work);
@@ -93,7 +94,7 @@ PetscErrorCode VelocityReverse(Velocity *v, Vec lam, Vec dx) {
   for (PetscInt hl = 0; hl < h.group.size(); ++hl)
     for (PetscInt m = t.seqs.begin; m < t.seqs.end; ++m) {
       const Range q = t.queries(m);
-      if (q.size() == 0) continue;
+      if (q.size() == 0 || (v->active && !(*v->active)[m])) continue; // zero adjoint outside the batch
       const PetscInt base = (m - t.seqs.begin) * seq;
       attention_reverse(h.shape, h.head(l, hl), v->options, xs + base, t.N, q, scale, ls + base + q.begin * t.d,
                         ds + base, h.layer_grad.data() + hl * h.shape.size, v->work);

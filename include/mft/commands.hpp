@@ -8,10 +8,13 @@
 
 namespace mft {
 
-// mft forward: x(1) and the risk at the initial heads; --gradient adds g.
-PetscErrorCode CommandForward(MPI_Comm comm, const std::vector<std::string> &args);
+// Each returns a PETSc error code; *status is the exit code of a run that
+// ended without error (0, or kExitResubmit after a signal).
 
-// mft train: gradient-flow training, progress, run file, summary line.
-PetscErrorCode CommandTrain(MPI_Comm comm, const std::vector<std::string> &args);
+// mft forward: x(1) and the risk at the initial heads; --gradient adds g.
+PetscErrorCode CommandForward(MPI_Comm comm, const std::vector<std::string> &args, int *status);
+
+// mft train: training, checkpoints and restart, progress, run file, summary line.
+PetscErrorCode CommandTrain(MPI_Comm comm, const std::vector<std::string> &args, int *status);
 
 } // namespace mft

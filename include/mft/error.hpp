@@ -15,6 +15,7 @@ enum ExitCode : int {
   kExitInternal = 1,  // a bug or a system failure (reported with its PETSc origin)
   kExitInput = 2,     // bad option, bad size, missing or damaged file
   kExitDiverged = 3,  // NaN or Inf in the risk or the gradient during training
+  kExitResubmit = 75, // stopped by SIGUSR1/SIGTERM after writing a checkpoint: resubmit with --restart auto
 };
 
 PetscErrorCode ErrorHandler(MPI_Comm comm, int line, const char *fun, const char *file, PetscErrorCode n,
@@ -22,5 +23,11 @@ PetscErrorCode ErrorHandler(MPI_Comm comm, int line, const char *fun, const char
 
 // The exit code for an error code returned up to main.
 int exit_code(PetscErrorCode err);
+
+// While pushed (PetscPushErrorHandler(ErrorCapture, nullptr)), errors are not
+// printed: the first message is kept for the caller, who decides what to say.
+PetscErrorCode ErrorCapture(MPI_Comm comm, int line, const char *fun, const char *file, PetscErrorCode n,
+                            PetscErrorType p, const char *mess, void *ctx);
+const char *captured_error();
 
 } // namespace mft

@@ -24,6 +24,7 @@ struct Problem {
   Vec adjoint = nullptr;// dR/dx(1), then dR/dx(0) after an adjoint solve
   Vec grad = nullptr;   // g = L H dR/dtheta (MODEL.md, 'Gradients')
   double risk = 0;
+  std::vector<char> active; // sequences of the current mini-batch (all by default)
 
   Problem() = default;
   Problem(const Problem &) = delete; // the flow points into it
@@ -40,5 +41,10 @@ PetscErrorCode ProblemEvaluate(Problem *p, PetscBool gradient);
 
 // After a change of p->heads.theta: refresh the head replicas.
 PetscErrorCode ProblemSetHeads(Problem *p);
+
+// The mini-batch of training step `step` (train.batch sequences drawn from
+// train.seed and the step, the same on any number of ranks); step < 0 or
+// train.batch = 0: every sequence.
+void ProblemSetBatch(Problem *p, PetscInt step);
 
 } // namespace mft

@@ -27,7 +27,9 @@ PetscErrorCode SequenceMeans(const TokenLayout &t, Vec x, std::vector<double> &x
 PetscErrorCode PooledOutputs(const TokenLayout &t, const std::vector<double> &W, PetscInt c, Vec x,
                              std::vector<double> &out);
 
-// R at x1; when dRdx is not null, also dR/dx(1) into it.
-PetscErrorCode RiskEvaluate(const TokenLayout &t, const Targets &y, Vec x1, Vec dRdx, double *R);
+// R at x1 over the sequences of a batch (active[m] != 0; null: all M, and
+// (1/M) becomes 1/|batch|); when dRdx is not null, also dR/dx(1) into it.
+PetscErrorCode RiskEvaluate(const TokenLayout &t, const Targets &y, const std::vector<char> *active, Vec x1, Vec dRdx,
+                            double *R);
 
 } // namespace mft

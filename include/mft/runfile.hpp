@@ -1,13 +1,16 @@
-// HDF5 run files and data files in the MODEL.md 'Files' layout.
+// HDF5 run files, checkpoints and data files in the MODEL.md 'Files' layout.
 //
-// Arrays are row-major float64 written collectively with parallel HDF5; each
-// rank writes the rows (tokens, heads) it owns. Root attributes record every
-// setting under its dotted key, plus the short names of MODEL.md (L, H, d, k,
-// M, N, beta, head_kind, loss, causal, optimizer, lr, seed, step). A file is
-// written under a temporary name and renamed when complete, so that a crash
-// never leaves a half-written file under the final name.
+// Arrays are row-major float64 written collectively; each rank writes the rows
+// (tokens, heads) it owns. Root attributes record every setting under its
+// dotted key, plus the short names of MODEL.md (L, H, d, k, M, N, beta,
+// head_kind, loss, causal, optimizer, lr, weight_decay, beta1, beta2, eps,
+// seed, step), and a checksum of every dataset. A file is written under
+// NAME.tmp, flushed, read back and verified against the checksum of what was
+// written, and only then renamed to NAME: a crash never leaves a partial file
+// under the final name.
 #pragma once
 
+#include "mft/optimizer.hpp"
 #include "mft/problem.hpp"
 
 #include <string>
@@ -28,9 +31,22 @@ PetscErrorCode DataFileConform(MPI_Comm comm, Settings *s);
 // Reads the tokens (owned rows), targets and readout of a conformed data file.
 PetscErrorCode DataFileRead(MPI_Comm comm, const std::string &path, const TokenLayout &t, Vec x0, Targets *y);
 
-// Writes /data, /params, /output/tokens, /grad (with_grad), /history and the
-// attributes of p to path.
-PetscErrorCode RunFileWrite(const Problem &p, const History &h, PetscInt step, PetscBool with_grad,
+// What a file holds besides /data, /params, /optimizer (when opt has moments)
+// and /history: a run file adds /output/tokens (and /grad), both at the
+// stored params; a checkpoint holds the training state only.
+enum class Content { run, run_with_gradient, checkpoint };
+
+// Writes p, h and opt to path; `step` is the number of updates done.
+PetscErrorCode RunFileWrite(const Problem &p, const History &h, const Optimizer *opt, PetscInt step, Content what,
                             const std::string &path);
+
+// Reads back a training state written by RunFileWrite on any number of ranks:
+// data, targets, params, optimizer moments, history and step. The caller has
+// verified the file and checked its settings.
+PetscErrorCode RunFileRead(const std::string &path, Problem *p, Optimizer *opt, History *h, PetscInt *step);
+
+// Root attributes of a run file as text (numbers with 17 digits); empty when absent.
+PetscErrorCode RunFileAttributes(MPI_Comm comm, const std::string &path, const std::vector<std::string> &keys,
+                                 std::vector<std::string> *values);
 
 } // namespace mft

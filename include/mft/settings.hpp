@@ -57,10 +57,23 @@ struct LossSettings {
 };
 
 struct TrainSettings {
-  std::string optimizer = "gd";
+  std::string optimizer = "gd";  // gd, adamw, adamw-block
   double lr = 0.1;
   PetscInt steps = 100;
   PetscInt log_every = 10;
+  double beta1 = 0.9, beta2 = 0.999, eps = 1e-8;  // AdamW moments
+  double weight_decay = 0.0;                     // decoupled: theta <- theta - lr lambda theta
+  std::string schedule = "constant";             // constant, cosine
+  PetscInt warmup = 0;                           // linear warm-up steps
+  double lr_min = 0.0;                           // cosine: final learning rate
+  PetscInt batch = 0;                            // sequences per step (0: full batch)
+  std::uint64_t seed = 5;                        // mini-batch draws
+};
+
+struct CheckpointSettings {
+  PetscInt every = 100;       // steps between checkpoints (0: only at the end and on a signal)
+  PetscInt keep = 2;          // checkpoints kept
+  std::string dir = "checkpoints";
 };
 
 struct OutputSettings {
@@ -80,6 +93,8 @@ struct Settings {
   TrainSettings train;
   OutputSettings output;
   ParallelSettings parallel;
+  CheckpointSettings checkpoint;
+  std::string restart;        // train: a checkpoint file, "auto", or empty
   bool gradient = false;      // forward: also compute and write /grad
   // Every option as (dotted key, value as text), for the run file's attributes.
   std::vector<std::pair<std::string, std::string>> record;

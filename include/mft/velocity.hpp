@@ -24,6 +24,7 @@ struct Velocity {
   const TokenLayout *tokens = nullptr;
   Heads *heads = nullptr;
   AttentionOptions options;
+  const std::vector<char> *active = nullptr; // sequences in the current batch (null: all)
   Vec x_local = nullptr;   // gathered sequences of the state
   Vec lam_local = nullptr; // gathered sequences of the adjoint
   Vec dx_local = nullptr;  // contributions to every gathered token

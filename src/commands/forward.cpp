@@ -6,7 +6,7 @@
 
 namespace mft {
 
-PetscErrorCode CommandForward(MPI_Comm comm, const std::vector<std::string> &args) {
+PetscErrorCode CommandForward(MPI_Comm comm, const std::vector<std::string> &args, int *status) {
   Settings s;
   PetscBool help;
   Problem p;
@@ -20,7 +20,7 @@ PetscErrorCode CommandForward(MPI_Comm comm, const std::vector<std::string> &arg
   PetscCall(ProblemEvaluate(&p, s.gradient ? PETSC_TRUE : PETSC_FALSE));
   const double elapsed = seconds() - t0;
   if (s.gradient) PetscCall(VecNorm(p.grad, NORM_2, &gnorm));
-  PetscCall(RunFileWrite(p, History(), 0, s.gradient ? PETSC_TRUE : PETSC_FALSE, s.output.file));
+  PetscCall(RunFileWrite(p, History(), nullptr, 0, s.gradient ? Content::run_with_gradient : Content::run, s.output.file));
   PetscCall(PetscPrintf(comm, "risk %.10e%s, %.3f s, wrote %s\n", p.risk,
                         s.gradient ? (", |g| " + std::to_string(gnorm)).c_str() : "", elapsed, s.output.file.c_str()));
   Summary sum;

@@ -54,7 +54,7 @@ TEST(DataFile, RunFileRoundTrip) {
     const std::string path = std::string("test_datafile_roundtrip_") + loss + ".h5";
     auto a = make_problem(PETSC_COMM_WORLD, tiny({"--loss.kind", loss, "--loss.c", "2", "--data.family", "laplace"}));
     ASSERT_EQ(ProblemEvaluate(a.get(), PETSC_FALSE), 0);
-    ASSERT_EQ(RunFileWrite(*a, History(), 0, PETSC_FALSE, path), 0);
+    ASSERT_EQ(RunFileWrite(*a, History(), nullptr, 0, Content::run, path), 0);
     // Sizes come from the file: the defaults M = 4, N = 8, d = 4 are replaced.
     auto b = make_problem(PETSC_COMM_WORLD, {"--data.file", path, "--loss.kind", loss, "--model.L", "3", "--model.H",
                                              "5", "--model.k", "2", "--init.v_mean", "0.5"});

@@ -19,8 +19,9 @@ Outcome run(MPI_Comm comm, std::vector<std::string> args) {
   o.x1 = gather(p->x1);
   o.grad = gather(p->grad);
   Optimizer opt;
-  OptimizerCreate(p->settings.train, p->heads.theta, &opt);
+  OptimizerCreate(p->settings.train, p->heads, &opt);
   for (int step = 0; step < 20; ++step) {
+    ProblemSetBatch(p.get(), step);
     EXPECT_EQ(ProblemEvaluate(p.get(), PETSC_TRUE), 0);
     o.risks.push_back(p->risk);
     OptimizerStep(&opt, p->heads.theta, p->grad);
@@ -58,5 +59,9 @@ void check(std::vector<std::string> extra) {
 TEST(Ranks, QkvTokenLoss) { check({}); }
 TEST(Ranks, QkvoPooledCausal) { check({"--model.head_kind", "qkvo", "--loss.kind", "pooled", "--model.causal", "true"}); }
 TEST(Ranks, ManySequencesFewTokens) { check({"--data.M", "5", "--data.N", "2"}); }
+TEST(Ranks, AdamWBlockMiniBatches) {
+  check({"--train.optimizer", "adamw-block", "--train.lr", "0.01", "--data.M", "5", "--train.batch", "2",
+         "--train.weight_decay", "0.1"});
+}
 
 } // namespace

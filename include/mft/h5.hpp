@@ -1,0 +1,56 @@
+// Parallel HDF5 plumbing shared by run files and checkpoints.
+//
+// Datasets are row-major float64; the first `lead` dimensions (1 or 2) are
+// rows, distributed over ranks as contiguous row ranges (tokens, heads). Every
+// write adds to a checksum that depends only on the dataset's name, the flat
+// index of each entry and its bits: a sum mod 2^64, so that it is the same for
+// any split over ranks, and a file can be verified by reading it back on any
+// number of ranks.
+#pragma once
+
+#include "mft/grid.hpp"
+
+#include <hdf5.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace mft::h5 {
+
+struct File {
+  MPI_Comm comm = MPI_COMM_NULL;
+  hid_t id = -1, dxpl = -1;
+  std::uint64_t sum = 0;             // this rank's part of the checksum of what was written or read
+  std::vector<std::string> datasets; // names written, in order
+};
+
+PetscErrorCode Open(MPI_Comm comm, const std::string &path, bool create, File *f);
+PetscErrorCode Close(File *f);
+
+// Writes rows r of a new dataset `name` of shape dims (buf holds them contiguously).
+PetscErrorCode WriteRows(File &f, const std::string &name, const std::vector<hsize_t> &dims, int lead, Range r,
+                         const double *buf);
+// Reads rows r of dataset `name` (whose shape the caller has checked to be dims).
+PetscErrorCode ReadRows(File &f, const std::string &name, const std::vector<hsize_t> &dims, int lead, Range r,
+                        double *buf);
+
+// Shape of a dataset, empty when it does not exist.
+std::vector<hsize_t> Shape(const File &f, const std::string &name);
+std::string ShapeText(const std::vector<hsize_t> &dims);
+
+// Root attributes: integers and reals are stored as numbers, other values as text.
+void WriteAttribute(const File &f, const std::string &key, const std::string &value);
+// Reads a root attribute as text (numbers printed with 17 digits); false when absent.
+bool ReadAttribute(const File &f, const std::string &key, std::string *value);
+
+// The checksum of all that f has written or read so far, over all ranks.
+PetscErrorCode Checksum(File &f, std::uint64_t *sum);
+std::string ChecksumText(std::uint64_t sum);
+
+// Reads every dataset a file lists in its `datasets` attribute (rows split
+// over the ranks of comm) and returns the stored and the recomputed checksum.
+// A file that cannot be read as one of ours is PETSC_ERR_FILE_UNEXPECTED.
+PetscErrorCode Verify(MPI_Comm comm, const std::string &path, std::uint64_t *stored, std::uint64_t *computed);
+
+} // namespace mft::h5

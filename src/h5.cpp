@@ -1,0 +1,276 @@
+// Parallel HDF5: row-range hyperslabs, typed attributes, checksums.
+#include "mft/h5.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <sstream>
+
+namespace mft::h5 {
+
+#define H5Check(expr, comm)                                                                                    \
+  do {                                                                                                         \
+    if ((expr) < 0) SETERRQ(comm, PETSC_ERR_FILE_WRITE, "HDF5 call failed: %s", #expr);                        \
+  } while (0)
+
+namespace {
+
+std::uint64_t mix(std::uint64_t z) {
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+
+std::uint64_t name_salt(const std::string &name) {
+  std::uint64_t h = 1469598103934665603ULL; // FNV-1a
+  for (unsigned char c : name) h = (h ^ c) * 1099511628211ULL;
+  return h;
+}
+
+// Checksum contribution of entries [first, first + n) of a dataset.
+std::uint64_t entries_sum(const std::string &name, std::uint64_t first, const double *buf, std::uint64_t n) {
+  const std::uint64_t salt = name_salt(name);
+  std::uint64_t sum = 0;
+  for (std::uint64_t e = 0; e < n; ++e) {
+    std::uint64_t bits;
+    std::memcpy(&bits, &buf[e], sizeof bits);
+    sum += mix(mix(salt + 0x9e3779b97f4a7c15ULL * (first + e)) ^ bits);
+  }
+  return sum;
+}
+
+hsize_t RowSize(const std::vector<hsize_t> &dims, int lead) {
+  hsize_t s = 1;
+  for (size_t i = (size_t)lead; i < dims.size(); ++i) s *= dims[i];
+  return s;
+}
+
+// Selects rows [r.begin, r.end) of a dataset whose first `lead` dimensions
+// are flattened into rows: at most three hyperslabs.
+void SelectRows(hid_t space, const std::vector<hsize_t> &dims, int lead, Range r) {
+  H5Sselect_none(space);
+  const hsize_t B = lead == 2 ? dims[1] : 1;
+  std::vector<hsize_t> start(dims.size(), 0), count(dims);
+  hsize_t cur = (hsize_t)r.begin, end = (hsize_t)r.end;
+  while (cur < end) {
+    const hsize_t a = cur / B, b = cur % B;
+    hsize_t n;
+    if (lead == 1 || (b == 0 && end - cur >= B)) {
+      const hsize_t rows = lead == 1 ? end - cur : (end - cur) / B;
+      start[0] = a;
+      count[0] = rows;
+      if (lead == 2) start[1] = 0, count[1] = B;
+      n = rows * B;
+    } else {
+      n = std::min(B - b, end - cur);
+      start[0] = a, count[0] = 1, start[1] = b, count[1] = n;
+    }
+    H5Sselect_hyperslab(space, H5S_SELECT_OR, start.data(), nullptr, count.data(), nullptr);
+    cur += n;
+  }
+}
+
+// Writes or reads (collectively) rows r of an open dataset from or to buf.
+herr_t TransferRows(const File &f, hid_t dset, hid_t fspace, const std::vector<hsize_t> &dims, int lead, Range r,
+                    double *buf, bool write) {
+  SelectRows(fspace, dims, lead, r);
+  const hsize_t n = (hsize_t)r.size() * RowSize(dims, lead);
+  const hsize_t extent = n ? n : 1; // a rank with no rows selects nothing of a 1-entry space
+  hid_t mspace = H5Screate_simple(1, &extent, nullptr);
+  if (n == 0) H5Sselect_none(mspace);
+  double dummy = 0;
+  herr_t err = write ? H5Dwrite(dset, H5T_NATIVE_DOUBLE, mspace, fspace, f.dxpl, n ? buf : &dummy)
+                     : H5Dread(dset, H5T_NATIVE_DOUBLE, mspace, fspace, f.dxpl, n ? buf : &dummy);
+  H5Sclose(mspace);
+  return err;
+}
+
+} // namespace
+
+PetscErrorCode Open(MPI_Comm comm, const std::string &path, bool create, File *f) {
+  PetscFunctionBeginUser;
+  H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr); // errors are reported as one line by the caller
+  f->comm = comm;
+  f->sum = 0;
+  f->datasets.clear();
+  hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
+  H5Check(H5Pset_fapl_mpio(fapl, comm, MPI_INFO_NULL), comm);
+  if (create) {
+    f->id = H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
+    H5Pclose(fapl);
+    PetscCheck(f->id >= 0, comm, PETSC_ERR_FILE_OPEN, "cannot create '%s'", path.c_str());
+  } else {
+    f->id = H5Fopen(path.c_str(), H5F_ACC_RDONLY, fapl);
+    H5Pclose(fapl);
+    PetscCheck(f->id >= 0, comm, PETSC_ERR_FILE_OPEN, "cannot open '%s' as an HDF5 file", path.c_str());
+  }
+  f->dxpl = H5Pcreate(H5P_DATASET_XFER);
+  H5Check(H5Pset_dxpl_mpio(f->dxpl, H5FD_MPIO_COLLECTIVE), comm);
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode Close(File *f) {
+  PetscFunctionBeginUser;
+  if (f->dxpl >= 0) H5Pclose(f->dxpl);
+  if (f->id >= 0) H5Check(H5Fclose(f->id), f->comm);
+  f->id = f->dxpl = -1;
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode WriteRows(File &f, const std::string &name, const std::vector<hsize_t> &dims, int lead, Range r,
+                         const double *buf) {
+  PetscFunctionBeginUser;
+  hid_t lcpl = H5Pcreate(H5P_LINK_CREATE);
+  H5Pset_create_intermediate_group(lcpl, 1);
+  hid_t fspace = H5Screate_simple((int)dims.size(), dims.data(), nullptr);
+  hid_t dset = H5Dcreate2(f.id, name.c_str(), H5T_IEEE_F64LE, fspace, lcpl, H5P_DEFAULT, H5P_DEFAULT);
+  H5Pclose(lcpl);
+  PetscCheck(dset >= 0, f.comm, PETSC_ERR_FILE_WRITE, "cannot create dataset %s", name.c_str());
+  f.datasets.push_back(name);
+  if (H5Sget_simple_extent_npoints(fspace) > 0) { // an empty history is the dataset alone
+    const hsize_t row = RowSize(dims, lead);
+    f.sum += entries_sum(name, (std::uint64_t)r.begin * row, buf, (std::uint64_t)r.size() * row);
+    H5Check(TransferRows(f, dset, fspace, dims, lead, r, const_cast<double *>(buf), true), f.comm);
+  }
+  H5Sclose(fspace);
+  H5Dclose(dset);
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode ReadRows(File &f, const std::string &name, const std::vector<hsize_t> &dims, int lead, Range r,
+                        double *buf) {
+  PetscFunctionBeginUser;
+  hid_t dset = H5Dopen2(f.id, name.c_str(), H5P_DEFAULT);
+  PetscCheck(dset >= 0, f.comm, PETSC_ERR_FILE_UNEXPECTED, "cannot open dataset %s", name.c_str());
+  hid_t fspace = H5Dget_space(dset);
+  herr_t err = 0;
+  if (H5Sget_simple_extent_npoints(fspace) > 0) err = TransferRows(f, dset, fspace, dims, lead, r, buf, false);
+  H5Sclose(fspace);
+  H5Dclose(dset);
+  PetscCheck(err >= 0, f.comm, PETSC_ERR_FILE_UNEXPECTED, "cannot read dataset %s (damaged file?)", name.c_str());
+  const hsize_t row = RowSize(dims, lead);
+  f.sum += entries_sum(name, (std::uint64_t)r.begin * row, buf, (std::uint64_t)r.size() * row);
+  PetscFunctionReturn(0);
+}
+
+std::vector<hsize_t> Shape(const File &f, const std::string &name) {
+  std::vector<hsize_t> dims;
+  // Each parent group must exist before the link itself can be asked for.
+  for (size_t slash = name.find('/', 1); slash != std::string::npos; slash = name.find('/', slash + 1))
+    if (H5Lexists(f.id, name.substr(0, slash).c_str(), H5P_DEFAULT) <= 0) return dims;
+  if (H5Lexists(f.id, name.c_str(), H5P_DEFAULT) <= 0) return dims;
+  hid_t dset = H5Dopen2(f.id, name.c_str(), H5P_DEFAULT);
+  if (dset < 0) return dims;
+  hid_t space = H5Dget_space(dset);
+  int rank = H5Sget_simple_extent_ndims(space);
+  if (rank > 0) {
+    dims.resize((size_t)rank);
+    H5Sget_simple_extent_dims(space, dims.data(), nullptr);
+  }
+  H5Sclose(space);
+  H5Dclose(dset);
+  return dims;
+}
+
+std::string ShapeText(const std::vector<hsize_t> &dims) {
+  std::ostringstream os;
+  os << "(";
+  for (size_t i = 0; i < dims.size(); ++i) os << (i ? ", " : "") << dims[i];
+  os << (dims.size() == 1 ? ",)" : ")");
+  return os.str();
+}
+
+void WriteAttribute(const File &f, const std::string &key, const std::string &value) {
+  char *end = nullptr;
+  const long long iv = std::strtoll(value.c_str(), &end, 10);
+  const bool integer = !value.empty() && *end == '\0';
+  const double dv = std::strtod(value.c_str(), &end);
+  const bool real = !integer && !value.empty() && *end == '\0';
+  if (H5Aexists(f.id, key.c_str()) > 0) H5Adelete(f.id, key.c_str());
+  hid_t space = H5Screate(H5S_SCALAR), attr;
+  if (integer) {
+    attr = H5Acreate2(f.id, key.c_str(), H5T_STD_I64LE, space, H5P_DEFAULT, H5P_DEFAULT);
+    H5Awrite(attr, H5T_NATIVE_LLONG, &iv);
+  } else if (real) {
+    attr = H5Acreate2(f.id, key.c_str(), H5T_IEEE_F64LE, space, H5P_DEFAULT, H5P_DEFAULT);
+    H5Awrite(attr, H5T_NATIVE_DOUBLE, &dv);
+  } else {
+    hid_t type = H5Tcopy(H5T_C_S1);
+    H5Tset_size(type, value.size() + 1);
+    attr = H5Acreate2(f.id, key.c_str(), type, space, H5P_DEFAULT, H5P_DEFAULT);
+    H5Awrite(attr, type, value.c_str());
+    H5Tclose(type);
+  }
+  H5Aclose(attr);
+  H5Sclose(space);
+}
+
+bool ReadAttribute(const File &f, const std::string &key, std::string *value) {
+  if (H5Aexists(f.id, key.c_str()) <= 0) return false;
+  hid_t attr = H5Aopen(f.id, key.c_str(), H5P_DEFAULT);
+  if (attr < 0) return false;
+  hid_t type = H5Aget_type(attr);
+  const H5T_class_t cls = H5Tget_class(type);
+  bool ok = true;
+  std::ostringstream os;
+  os.precision(17);
+  if (cls == H5T_INTEGER) {
+    long long v = 0;
+    ok = H5Aread(attr, H5T_NATIVE_LLONG, &v) >= 0;
+    os << v;
+  } else if (cls == H5T_FLOAT) {
+    double v = 0;
+    ok = H5Aread(attr, H5T_NATIVE_DOUBLE, &v) >= 0;
+    os << v;
+  } else if (cls == H5T_STRING && !H5Tis_variable_str(type)) {
+    std::vector<char> buf(H5Tget_size(type) + 1, '\0');
+    ok = H5Aread(attr, type, buf.data()) >= 0;
+    os << buf.data();
+  } else {
+    ok = false;
+  }
+  H5Tclose(type);
+  H5Aclose(attr);
+  *value = os.str();
+  return ok;
+}
+
+PetscErrorCode Checksum(File &f, std::uint64_t *sum) {
+  PetscFunctionBeginUser;
+  PetscCallMPI(MPI_Allreduce(&f.sum, sum, 1, MPI_UINT64_T, MPI_SUM, f.comm));
+  PetscFunctionReturn(0);
+}
+
+std::string ChecksumText(std::uint64_t sum) {
+  char text[17];
+  std::snprintf(text, sizeof text, "%016llx", (unsigned long long)sum);
+  return text;
+}
+
+PetscErrorCode Verify(MPI_Comm comm, const std::string &path, std::uint64_t *stored, std::uint64_t *computed) {
+  File f;
+  std::string list, sum;
+  PetscMPIInt rank, size;
+  PetscFunctionBeginUser;
+  PetscCallMPI(MPI_Comm_rank(comm, &rank));
+  PetscCallMPI(MPI_Comm_size(comm, &size));
+  PetscCall(Open(comm, path, false, &f));
+  const bool ours = ReadAttribute(f, "datasets", &list) && ReadAttribute(f, "checksum", &sum);
+  if (!ours) PetscCall(Close(&f));
+  PetscCheck(ours, comm, PETSC_ERR_FILE_UNEXPECTED, "%s is not an mft run file or checkpoint (no checksum)",
+             path.c_str());
+  *stored = std::strtoull(sum.c_str(), nullptr, 16);
+  std::istringstream names(list);
+  for (std::string name; std::getline(names, name, ';');) {
+    const std::vector<hsize_t> dims = Shape(f, name);
+    if (dims.empty()) PetscCall(Close(&f));
+    PetscCheck(!dims.empty(), comm, PETSC_ERR_FILE_UNEXPECTED, "%s: dataset %s is missing", path.c_str(), name.c_str());
+    const Range rows = split((PetscInt)dims[0], size, rank);
+    std::vector<double> buf((size_t)(rows.size() * RowSize(dims, 1)));
+    PetscCall(ReadRows(f, name, dims, 1, rows, buf.data()));
+  }
+  PetscCall(Checksum(f, computed));
+  PetscCall(Close(&f));
+  PetscFunctionReturn(0);
+}
+
+} // namespace mft::h5
