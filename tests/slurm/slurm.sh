@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# On a real Slurm (single node on localhost, started here and stopped after):
+# jobs/train.sbatch under a time limit short enough that Slurm signals it
+# before it ends must checkpoint, requeue, resume and finish with the same
+# parameters as an uninterrupted run; jobs/sweep.sh's array runs and its
+# dependent aggregation job writes the table, naming the case that failed.
+# Where Slurm cannot start, the test says so and is skipped (exit 77).
+top="$(cd "$(dirname "$0")/../.." && pwd)"
+source "$top/tests/cli/lib.sh" "$1"
+conf=$(bash "$top/tests/slurm/cluster.sh" start "$work/cluster" 2>&1)
+if [ $? -ne 0 ]; then
+  echo "SKIPPED: Slurm cannot start on this machine: $conf"
+  exit 77
+fi
+export SLURM_CONF="$conf"
+trap 'bash "$top/tests/slurm/cluster.sh" stop "$work/cluster"; rm -rf "$work"' EXIT
+echo "slurm: $(sinfo -h -o '%P %a %D %t %c')"
+
+# wait_job ID SECONDS: until the job is finished; prints its final state.
+wait_job() {
+  local state=""
+  for _ in $(seq 1 "$2"); do
+    state=$(scontrol show job "$1" 2>/dev/null | sed -n 's/.*JobState=\([A-Z_]*\).*/\1/p')
+    case "$state" in COMPLETED|FAILED|CANCELLED|TIMEOUT|NODE_FAIL) break ;; esac
+    sleep 1
+  done
+  echo "$state"
+}
+
+# 1. A training job signalled before its end: checkpoint, requeue, resume.
+args="--train.steps 500 --checkpoint.every 25 --train.log_every 100"
+expect 0 "" -- mpiexec --oversubscribe -n 2 "$MFT" train --config "$top/input/quickstart.cfg" $args \
+  --checkpoint.dir ref.ckpt --output.file ref.h5
+job=$(sbatch --parsable --time=1 --signal=B:USR1@55 --ntasks=2 --output="$work/job.out" \
+  --export=ALL,MFT_HOME="$top",MFT="$MFT",MFT_CONFIG="$top/input/quickstart.cfg",MFT_ARGS="$args --checkpoint.dir $work/job.ckpt --output.file $work/job.h5" \
+  "$top/jobs/train.sbatch")
+state=$(wait_job "$job" 900)
+restarts=$(scontrol show job "$job" | sed -n 's/.*Restarts=\([0-9]*\).*/\1/p')
+echo "slurm: job $job ended $state after $restarts requeues"
+grep -E '^mft-train|^mft:|^restarting' job.out | sed 's/^/  | /'
+[ "$state" = COMPLETED ] && ok || bad "the training job ended $state"
+[ "${restarts:-0}" -ge 1 ] && ok || bad "the training job was never requeued"
+grep -q "caught SIGUSR1 after step" job.out && ok || bad "mft never checkpointed on the signal"
+grep -q "^restarting from .*checkpoint-" job.out && ok || bad "no run resumed from a checkpoint"
+grep -q '"status": "done"' job.out && ok || bad "no run finished"
+for ds in /params/Q /params/K /params/V /history/loss /output/tokens; do
+  h5diff ref.h5 job.h5 $ds >/dev/null 2>&1 && ok || bad "$ds differs from the uninterrupted run"
+done
+
+# 2. A sweep: a job array of 4 cases (one with a bad value) and the aggregation after it.
+export MFT MFT_HOME="$top" MFT_CONFIG="$top/input/qkv_token.cfg" MFT_ARGS="--train.steps 20" MFT_SWEEP_DIR="$work/sweep"
+submitted=$(bash "$top/jobs/sweep.sh" train.lr "0.5 1 2 -1" --ntasks=1 --time=5)
+echo "slurm: $submitted"
+aggregate=$(sed -n 's/.*aggregation job \([0-9]*\).*/\1/p' <<<"$submitted")
+state=$(wait_job "$aggregate" 600)
+echo "slurm: aggregation job $aggregate ended $state"
+cat sweep/table.csv 2>/dev/null | sed 's/^/  | /'
+[ "$(grep -c ',done,' sweep/table.csv 2>/dev/null)" -eq 3 ] && ok || bad "the table lacks the 3 finished cases"
+grep -q '^3,-1,missing' sweep/table.csv && ok || bad "the failed case is not in the table"
+grep -q "case 3 (train.lr = -1) did not finish" sweep/aggregate.log && ok || bad "the failed case is not named"
+grep -q "train.lr must be greater than 0" sweep/case-3.log && ok || bad "the failed case's log lacks its error"
+finish
