@@ -90,6 +90,18 @@ PetscErrorCode HeadsInitialize(Heads *h, const InitSettings &s, std::uint64_t se
   PetscFunctionReturn(0);
 }
 
+PetscErrorCode HeadsPerturb(const Heads &h, std::uint64_t seed, double eps, Vec theta) {
+  PetscScalar *t;
+  PetscFunctionBeginUser;
+  PetscCall(VecGetArray(theta, &t));
+  for (PetscInt flat = h.owned.begin; flat < h.owned.end; ++flat) {
+    Stream r(seed, kHeads, (std::uint64_t)(flat / h.H), (std::uint64_t)(flat % h.H));
+    for (PetscInt e = 0; e < h.shape.size; ++e) t[(flat - h.owned.begin) * h.shape.size + e] += eps * r.normal();
+  }
+  PetscCall(VecRestoreArray(theta, &t));
+  PetscFunctionReturn(0);
+}
+
 PetscErrorCode HeadsGather(Heads *h) {
   PetscFunctionBeginUser;
   PetscCall(VecScatterBegin(h->gather, h->theta, h->local_vec, INSERT_VALUES, SCATTER_FORWARD));

@@ -1,7 +1,9 @@
 // mft: the mean-field transformer solver.
 //
 //   mft forward [options]   forward pass (and gradient) at the initial heads
-//   mft train   [options]   gradient-flow training
+//   mft train   [options]   training, checkpoints, restart
+//   mft ntk     [options]   the NTK and its spectrum
+//   mft lse     [options]   the log-sum-exp independence test
 //
 // Options: `mft CMD --help`. Arguments with one dash go to PETSc.
 #include "mft/commands.hpp"
@@ -17,13 +19,15 @@ static void usage(FILE *out) {
   std::fprintf(out, "usage: mft COMMAND [--config FILE] [--section.key VALUE ...] [PETSc options]\n"
                     "commands:\n"
                     "  forward   forward pass x(1), risk (and --gradient g) at the initial heads\n"
-                    "  train     train the heads (gradient flow), write the run file\n"
+                    "  train     train the heads (gd, adamw, adamw-block), checkpoints, restart\n"
+                    "  ntk       the NTK Gram matrix and its spectrum (full or value part)\n"
+                    "  lse       the log-sum-exp independence test of the token distributions\n"
                     "`mft COMMAND --help` lists every option with its default.\n");
 }
 
 int main(int argc, char **argv) {
   if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h")) {
-    if (argc < 2) std::fprintf(stderr, "mft: error: no command given (forward, train)\n");
+    if (argc < 2) std::fprintf(stderr, "mft: error: no command given (forward, train, ntk, lse)\n");
     usage(argc < 2 ? stderr : stdout);
     return argc < 2 ? mft::kExitInput : mft::kExitOk;
   }
@@ -42,10 +46,12 @@ int main(int argc, char **argv) {
   int status = mft::kExitOk;
   if (command == "forward") err = mft::CommandForward(PETSC_COMM_WORLD, args, &status);
   else if (command == "train") err = mft::CommandTrain(PETSC_COMM_WORLD, args, &status);
+  else if (command == "ntk") err = mft::CommandNtk(PETSC_COMM_WORLD, args, &status);
+  else if (command == "lse") err = mft::CommandLse(PETSC_COMM_WORLD, args, &status);
   else {
     int rank;
     MPI_Comm_rank(PETSC_COMM_WORLD, &rank);
-    if (rank == 0) std::fprintf(stderr, "mft: error: unknown command '%s' (forward, train)\n", command.c_str());
+    if (rank == 0) std::fprintf(stderr, "mft: error: unknown command '%s' (forward, train, ntk, lse)\n", command.c_str());
     err = PETSC_ERR_USER_INPUT;
   }
   const int code = err ? mft::exit_code(err) : status;

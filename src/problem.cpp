@@ -37,7 +37,12 @@ static PetscErrorCode TeacherTargets(Problem *p) {
     Stream r(s.loss.readout_seed, kReadout);
     for (auto &w : y.W) w = r.normal() / std::sqrt((double)s.model.d);
   }
-  PetscCall(HeadsInitialize(&p->heads, s.init, s.data.teacher_seed, p->heads.theta));
+  if (s.data.teacher_perturbation > 0) { // near the student's start: a small initial risk
+    PetscCall(HeadsInitialize(&p->heads, s.init, s.init.seed, p->heads.theta));
+    PetscCall(HeadsPerturb(p->heads, s.data.teacher_seed, s.data.teacher_perturbation, p->heads.theta));
+  } else {
+    PetscCall(HeadsInitialize(&p->heads, s.init, s.data.teacher_seed, p->heads.theta));
+  }
   PetscCall(ProblemSetHeads(p));
   PetscCall(VecCopy(p->x0, p->x1));
   PetscCall(FlowForward(&p->flow, p->x1));

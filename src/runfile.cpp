@@ -113,6 +113,36 @@ void sync_path(const std::string &path) {
   }
 }
 
+// The end of every file: the list of datasets and their checksum as
+// attributes, close, flush, read back and compare, rename tmp to path.
+PetscErrorCode Finish(File &f, const std::string &tmp, const std::string &path) {
+  MPI_Comm comm = f.comm;
+  PetscMPIInt rank;
+  std::uint64_t written, read_back, stored;
+  PetscFunctionBeginUser;
+  PetscCallMPI(MPI_Comm_rank(comm, &rank));
+  std::string list;
+  for (auto &name : f.datasets) list += (list.empty() ? "" : ";") + name;
+  h5::WriteAttribute(f, "datasets", list);
+  PetscCall(h5::Checksum(f, &written));
+  h5::WriteAttribute(f, "checksum", h5::ChecksumText(written));
+  PetscCall(h5::Close(&f));
+  if (rank == 0) sync_path(tmp);
+  // Read everything back before the file may take its final name.
+  PetscCall(h5::Verify(comm, tmp, &stored, &read_back));
+  PetscCheck(read_back == written && stored == written, comm, PETSC_ERR_FILE_WRITE,
+             "%s did not read back as written (checksum %s, read %s): disk or file system fault", tmp.c_str(),
+             h5::ChecksumText(written).c_str(), h5::ChecksumText(read_back).c_str());
+  PetscCallMPI(MPI_Barrier(comm));
+  if (rank == 0) {
+    PetscCheck(std::rename(tmp.c_str(), path.c_str()) == 0, PETSC_COMM_SELF, PETSC_ERR_FILE_WRITE,
+               "cannot rename %s to %s", tmp.c_str(), path.c_str());
+    sync_path(path);
+  }
+  PetscCallMPI(MPI_Barrier(comm));
+  PetscFunctionReturn(0);
+}
+
 } // namespace
 
 PetscErrorCode DataFileConform(MPI_Comm comm, Settings *s) {
@@ -202,7 +232,6 @@ PetscErrorCode RunFileWrite(const Problem &p, const History &h, const Optimizer 
   const TokenLayout &t = p.tokens;
   const std::string tmp = path + ".tmp";
   File f;
-  std::uint64_t written, read_back, stored;
   PetscFunctionBeginUser;
   PetscCall(h5::Open(comm, tmp, true, &f));
   PetscCall(WriteTokens(f, "/data/tokens", t, p.x0));
@@ -238,25 +267,34 @@ PetscErrorCode RunFileWrite(const Problem &p, const History &h, const Optimizer 
   h5::WriteAttribute(f, "content", what == Content::checkpoint ? "checkpoint" : "run");
   h5::WriteAttribute(f, "ranks", std::to_string(p.grid.size));
   h5::WriteAttribute(f, "grid", std::to_string(p.grid.Ph) + "x" + std::to_string(p.grid.Pt));
-  std::string list;
-  for (auto &name : f.datasets) list += (list.empty() ? "" : ";") + name;
-  h5::WriteAttribute(f, "datasets", list);
-  PetscCall(h5::Checksum(f, &written));
-  h5::WriteAttribute(f, "checksum", h5::ChecksumText(written));
-  PetscCall(h5::Close(&f));
-  if (p.grid.rank == 0) sync_path(tmp);
-  // Read everything back before the file may take its final name.
-  PetscCall(h5::Verify(comm, tmp, &stored, &read_back));
-  PetscCheck(read_back == written && stored == written, comm, PETSC_ERR_FILE_WRITE,
-             "%s did not read back as written (checksum %s, read %s): disk or file system fault", tmp.c_str(),
-             h5::ChecksumText(written).c_str(), h5::ChecksumText(read_back).c_str());
-  PetscCallMPI(MPI_Barrier(comm));
-  if (p.grid.rank == 0) {
-    PetscCheck(std::rename(tmp.c_str(), path.c_str()) == 0, PETSC_COMM_SELF, PETSC_ERR_FILE_WRITE,
-               "cannot rename %s to %s", tmp.c_str(), path.c_str());
-    sync_path(path);
+  PetscCall(Finish(f, tmp, path));
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode ResultFileWrite(MPI_Comm comm, const Settings &s, const std::vector<ResultArray> &arrays,
+                               const std::vector<std::pair<std::string, std::string>> &attributes,
+                               const std::string &path) {
+  File f;
+  PetscFunctionBeginUser;
+  PetscCall(h5::Open(comm, path + ".tmp", true, &f));
+  for (auto &a : arrays) {
+    std::vector<hsize_t> dims(a.dims.begin(), a.dims.end());
+    PetscCall(WriteReplicated(f, a.name, dims, a.data));
   }
-  PetscCallMPI(MPI_Barrier(comm));
+  for (auto &kv : s.record) h5::WriteAttribute(f, kv.first, kv.second);
+  for (auto &kv : attributes) h5::WriteAttribute(f, kv.first, kv.second);
+  h5::WriteAttribute(f, "command", s.command);
+  PetscCall(Finish(f, path + ".tmp", path));
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode RunFileReadParams(const std::string &path, Problem *p) {
+  File f;
+  PetscFunctionBeginUser;
+  PetscCall(h5::Open(p->grid.comm, path, false, &f));
+  PetscCall(TransferHeads(f, "/params", p->heads, p->heads.theta, false, true));
+  PetscCall(h5::Close(&f));
+  PetscCall(ProblemSetHeads(p));
   PetscFunctionReturn(0);
 }
 

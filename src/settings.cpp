@@ -152,13 +152,15 @@ std::vector<Option> declare(Settings &s) {
       choice("data.family", d.family, {"discrete", "uniform_cube", "laplace", "gauss_mix2", "gaussian"},
              [&d](const std::string &v) { d.family = v; }, "token distribution family"),
       real("data.param_min", &d.param_min, 0.0, true,
-           "smallest per-sequence parameter: atom std (discrete), radius r (uniform_cube), std (laplace, "
-           "gaussian: S = s^2 I), separation |m| (gauss_mix2)"),
+           "smallest per-sequence parameter p: atom std (discrete), radius (uniform_cube), std (laplace: S = p^2 I; "
+           "gaussian: S = p^2 diag(u), u_c ~ U[0.5, 1.5]), separation |m| (gauss_mix2)"),
       real("data.param_max", &d.param_max, 0.0, true, "largest per-sequence parameter (drawn uniformly in range)"),
       real("data.mix_std", &d.mix_std, 0.0, false, "gauss_mix2: standard deviation s of each component"),
       real("data.mean_spread", &d.mean_spread, 0.0, false, "gaussian: per-sequence means drawn N(0, spread^2 I)"),
       seed("data.seed", &d.seed, "seed of the input tokens"),
       seed("data.teacher_seed", &d.teacher_seed, "seed of the teacher heads that produce the targets"),
+      real("data.teacher_perturbation", &d.teacher_perturbation, 0.0, false,
+           "> 0: the teacher is the student's initial heads plus this times i.i.d. N(0,1) entries (small initial risk)"),
       text("data.file", &d.file, "HDF5 file with /data/tokens, /data/targets (and /data/readout); replaces the family"),
 
       choice("init.law", "gaussian", {"gaussian", "uniform"},
@@ -196,6 +198,21 @@ std::vector<Option> declare(Settings &s) {
       real("train.lr_min", &t.lr_min, 0.0, false, "cosine: learning rate at the last step"),
       integer("train.batch", &t.batch, 0, "sequences per step, drawn from train.seed and the step (0: all)"),
       seed("train.seed", &t.seed, "seed of the mini-batch draws"),
+      choice("train.ntk", t.ntk, {"none", "full", "value"}, [&t](const std::string &v) { t.ntk = v; },
+             "NTK at the start (full or value part) beside the fitted rate of log R at the end"),
+
+      choice("ntk.part", s.ntk.part, {"full", "value"}, [&s](const std::string &v) { s.ntk.part = v; },
+             "parameters of the NTK: every block, or the value blocks (V; V and O for qkvo)"),
+      real("ntk.threshold", &s.ntk.threshold, 0.0, true, "positive definite when lambda_min > threshold * lambda_max"),
+      real("ntk.max_gb", &s.ntk.max_gb, 0.0, true, "memory per rank the NTK may use (GiB)"),
+      integer("ntk.max_matrix", &s.ntk.max_matrix, 0, "write /ntk/matrix up to this many outputs"),
+      text("params.file", &s.params_file, "ntk: take the heads from this run or checkpoint file (/params)"),
+
+      integer("lse.points", &s.lse.points, 1, "sample points a in the ball"),
+      real("lse.radius", &s.lse.radius, 0.0, true, "radius of the ball of sample points"),
+      seed("lse.seed", &s.lse.seed, "seed of the sample points"),
+      choice("lse.mode", s.lse.mode, {"sample", "closed"}, [&s](const std::string &v) { s.lse.mode = v; },
+             "lse of each sequence's N tokens (sample), or the family's closed form (closed)"),
 
       integer("checkpoint.every", &s.checkpoint.every, 0,
               "write a checkpoint every this many steps (0: only at the end and on a signal)"),

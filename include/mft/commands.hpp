@@ -17,4 +17,10 @@ PetscErrorCode CommandForward(MPI_Comm comm, const std::vector<std::string> &arg
 // mft train: training, checkpoints and restart, progress, run file, summary line.
 PetscErrorCode CommandTrain(MPI_Comm comm, const std::vector<std::string> &args, int *status);
 
+// mft ntk: the NTK at the initial heads (or --params.file), its spectrum.
+PetscErrorCode CommandNtk(MPI_Comm comm, const std::vector<std::string> &args, int *status);
+
+// mft lse: the log-sum-exp independence test of the token distributions.
+PetscErrorCode CommandLse(MPI_Comm comm, const std::vector<std::string> &args, int *status);
+
 } // namespace mft

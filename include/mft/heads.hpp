@@ -55,6 +55,9 @@ PetscErrorCode HeadsDestroy(Heads *h);
 // unit variance, spread = gain / sqrt(fan-in); one random stream per (l, h).
 PetscErrorCode HeadsInitialize(Heads *h, const InitSettings &s, std::uint64_t seed, Vec theta);
 
+// Adds eps times i.i.d. N(0,1) entries to every head of theta (one stream per (seed, l, h)).
+PetscErrorCode HeadsPerturb(const Heads &h, std::uint64_t seed, double eps, Vec theta);
+
 // Copies theta into the local replica (call after every change of theta).
 PetscErrorCode HeadsGather(Heads *h);
 

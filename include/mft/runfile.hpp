@@ -45,6 +45,22 @@ PetscErrorCode RunFileWrite(const Problem &p, const History &h, const Optimizer 
 // verified the file and checked its settings.
 PetscErrorCode RunFileRead(const std::string &path, Problem *p, Optimizer *opt, History *h, PetscInt *step);
 
+// Reads only the heads (/params) of a run or checkpoint file into p.
+PetscErrorCode RunFileReadParams(const std::string &path, Problem *p);
+
+// A small array known on every rank, for ResultFileWrite.
+struct ResultArray {
+  std::string name;
+  std::vector<unsigned long long> dims;
+  const double *data;
+};
+
+// Writes arrays and attributes (with every setting) to path, verified and
+// renamed like a run file: the output of the analysis commands.
+PetscErrorCode ResultFileWrite(MPI_Comm comm, const Settings &s, const std::vector<ResultArray> &arrays,
+                               const std::vector<std::pair<std::string, std::string>> &attributes,
+                               const std::string &path);
+
 // Root attributes of a run file as text (numbers with 17 digits); empty when absent.
 PetscErrorCode RunFileAttributes(MPI_Comm comm, const std::string &path, const std::vector<std::string> &keys,
                                  std::vector<std::string> *values);

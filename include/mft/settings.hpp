@@ -39,6 +39,7 @@ struct DataSettings {
   double mean_spread = 1.0;   // gaussian: spread of the per-sequence means
   std::uint64_t seed = 1;     // tokens
   std::uint64_t teacher_seed = 2;  // heads of the teacher that makes the targets
+  double teacher_perturbation = 0; // > 0: the teacher is the initial heads plus this times N(0,1) entries
   std::string file;           // user data in the MODEL.md layout (overrides the family)
 };
 
@@ -68,6 +69,21 @@ struct TrainSettings {
   double lr_min = 0.0;                           // cosine: final learning rate
   PetscInt batch = 0;                            // sequences per step (0: full batch)
   std::uint64_t seed = 5;                        // mini-batch draws
+  std::string ntk = "none";                      // none, full, value: NTK at the start, rate fitted at the end
+};
+
+struct NtkSettings {
+  std::string part = "value";  // full: every block; value: V (and O for qkvo), seed 1's V-part
+  double threshold = 1e-10;    // positive definite when lambda_min > threshold * lambda_max
+  double max_gb = 4.0;         // memory a rank may use for the Jacobian rows and the matrix
+  PetscInt max_matrix = 4096;  // /ntk/matrix is written up to this many outputs
+};
+
+struct LseSettings {
+  PetscInt points = 512;       // sample points a in the ball
+  double radius = 1.0;         // radius of the ball
+  std::uint64_t seed = 6;      // the points
+  std::string mode = "sample"; // sample: lse of each sequence's N tokens; closed: the closed forms
 };
 
 struct CheckpointSettings {
@@ -94,6 +110,9 @@ struct Settings {
   OutputSettings output;
   ParallelSettings parallel;
   CheckpointSettings checkpoint;
+  NtkSettings ntk;
+  LseSettings lse;
+  std::string params_file;    // ntk: read the heads from this run or checkpoint file
   std::string restart;        // train: a checkpoint file, "auto", or empty
   bool gradient = false;      // forward: also compute and write /grad
   // Every option as (dotted key, value as text), for the run file's attributes.

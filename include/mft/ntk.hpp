@@ -1,0 +1,32 @@
+// The neural tangent kernel of attention (MODEL.md, 'NTK').
+//
+// For the outputs F (pooled: W xbar[m](1), M*c of them; token: x[m,i](1),
+// M*N*d of them) and J[l,h] = dF/dtheta[l,h],
+//     NTK = (1/(L H)) sum_{l,h} (L H J[l,h]) (L H J[l,h])^T = L H J J^T,
+// over every block (`full`) or the value blocks only (`value`: V, and O for
+// qkvo heads: the blocks of the value map A). Row o of J is one adjoint solve
+// seeded with dF_o/dx(1); only F_o's sequence is integrated (sequences do not
+// interact). The rows stay where the heads live; the Gram matrix is one local
+// product reduced over all ranks, and its spectrum comes from LAPACK.
+#pragma once
+
+#include "mft/problem.hpp"
+
+#include <vector>
+
+namespace mft {
+
+struct Ntk {
+  PetscInt n = 0;                  // outputs
+  std::vector<double> matrix;      // n x n, row-major, on every rank
+  std::vector<double> eigenvalues; // ascending
+};
+
+// Outputs of the problem's output map.
+PetscInt NtkOutputs(const Problem &p);
+
+// The NTK at the current heads, over `part` ("full" or "value"). Refuses, with
+// the sizes named, a request whose rows and matrix exceed ntk.max_gb per rank.
+PetscErrorCode NtkCompute(Problem *p, const std::string &part, Ntk *k);
+
+} // namespace mft

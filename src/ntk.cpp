@@ -1,0 +1,85 @@
+// NTK: per-output adjoint rows, a reduced Gram matrix, its spectrum.
+#include "mft/ntk.hpp"
+
+#include "mft/linalg.hpp"
+
+#include <petscblaslapack.h>
+
+namespace mft {
+
+PetscInt NtkOutputs(const Problem &p) {
+  const TokenLayout &t = p.tokens;
+  return p.targets.kind == LossKind::pooled ? t.M * p.targets.c : t.M * t.N * t.d;
+}
+
+// dF_o/dx(1) into lam: e_(m,i,c) (token), or (1/N) W[r, :] on every token of m (pooled).
+static PetscErrorCode SeedOutput(const Problem &p, PetscInt o, PetscInt *sequence, Vec lam) {
+  const TokenLayout &t = p.tokens;
+  const bool pooled = p.targets.kind == LossKind::pooled;
+  const PetscInt m = pooled ? o / p.targets.c : o / (t.N * t.d);
+  PetscScalar *a;
+  PetscFunctionBeginUser;
+  *sequence = m;
+  PetscCall(VecSet(lam, 0.0));
+  PetscCall(VecGetArray(lam, &a));
+  for (PetscInt tok = std::max(t.owned.begin, m * t.N); tok < std::min(t.owned.end, (m + 1) * t.N); ++tok)
+    for (PetscInt c = 0; c < t.d; ++c) {
+      PetscScalar &e = a[(tok - t.owned.begin) * t.d + c];
+      if (pooled) e = p.targets.W[(o % p.targets.c) * t.d + c] / (double)t.N;
+      else e = (tok * t.d + c == o) ? 1.0 : 0.0;
+    }
+  PetscCall(VecRestoreArray(lam, &a));
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode NtkCompute(Problem *p, const std::string &part, Ntk *k) {
+  MPI_Comm comm = p->grid.comm;
+  const Heads &h = p->heads;
+  const HeadShape &s = h.shape;
+  const PetscInt n = NtkOutputs(*p), P = h.owned.size() * s.size;
+  PetscFunctionBeginUser;
+  // Memory: the Jacobian rows of this rank's heads and the matrix.
+  const double gib = ((double)n * (double)P + 2.0 * (double)n * n) * 8.0 / (1024.0 * 1024.0 * 1024.0);
+  PetscCheck(gib <= p->settings.ntk.max_gb, comm, PETSC_ERR_USER_INPUT,
+             "the NTK of %" PetscInt_FMT " outputs needs %.3g GiB per rank, above ntk.max_gb = %g (use fewer "
+             "sequences or tokens, the pooled loss, more ranks, or raise ntk.max_gb)",
+             n, gib, p->settings.ntk.max_gb);
+  // Which entries of a head count: every block, or those of the value map A.
+  std::vector<char> counted((size_t)s.size, part == "full");
+  for (PetscInt b = 2; b < s.blocks(); ++b)
+    for (PetscInt e = 0; e < s.block_rows(b) * s.block_cols(b); ++e) counted[s.block_offset(b) + e] = 1;
+
+  std::vector<double> rows((size_t)(n * P));
+  const std::vector<char> all = p->active;
+  for (PetscInt o = 0; o < n; ++o) {
+    PetscInt m;
+    p->active.assign(all.size(), 0);
+    PetscCall(SeedOutput(*p, o, &m, p->adjoint));
+    p->active[m] = 1;
+    PetscCall(VecCopy(p->x0, p->x1));
+    PetscCall(FlowForward(&p->flow, p->x1));
+    PetscCall(FlowAdjoint(&p->flow, p->adjoint, p->grad));
+    const PetscScalar *g;
+    PetscCall(VecGetArrayRead(p->grad, &g));
+    for (PetscInt e = 0; e < P; ++e) rows[o * P + e] = counted[e % s.size] ? g[e] : 0.0;
+    PetscCall(VecRestoreArrayRead(p->grad, &g));
+  }
+  p->active = all;
+
+  // NTK = L H J J^T: the local part is one product, rows row-major = J^T column-major.
+  std::vector<double> local((size_t)(n * n), 0.0);
+  if (P > 0 && n > 0) {
+    PetscBLASInt bn, bp;
+    const double alpha = (double)(h.L * h.H), beta = 0.0;
+    PetscCall(PetscBLASIntCast(n, &bn));
+    PetscCall(PetscBLASIntCast(P, &bp));
+    BLASgemm_("T", "N", &bn, &bn, &bp, &alpha, rows.data(), &bp, rows.data(), &bp, &beta, local.data(), &bn);
+  }
+  k->n = n;
+  k->matrix.assign(local.size(), 0.0);
+  PetscCallMPI(MPI_Allreduce(local.data(), k->matrix.data(), (int)local.size(), MPI_DOUBLE, MPI_SUM, comm));
+  PetscCall(SymmetricEigenvalues(k->matrix, n, &k->eigenvalues));
+  PetscFunctionReturn(0);
+}
+
+} // namespace mft

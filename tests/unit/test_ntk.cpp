@@ -1,0 +1,185 @@
+// NTK against finite-difference Jacobians; symmetry, positivity, rank
+// independence, singularity for repeated sequences; the lse test against its
+// closed forms, for equal and distinct distributions.
+#include "helpers.hpp"
+#include "mft/lse.hpp"
+#include "mft/ntk.hpp"
+
+#include <cmath>
+
+using namespace mft;
+using namespace mft::test;
+
+namespace {
+
+std::vector<std::string> small(std::vector<std::string> extra) {
+  std::vector<std::string> a = {"--model.L", "2", "--model.H", "3", "--data.M", "2", "--data.N", "3", "--loss.c", "2",
+                                "--model.beta", "1.2"};
+  for (auto &e : extra) a.push_back(e);
+  return tiny(a);
+}
+
+// The output map F at the current heads: W xbar (pooled) or x(1) (token), on every rank.
+std::vector<double> outputs(Problem *p) {
+  EXPECT_EQ(ProblemEvaluate(p, PETSC_FALSE), 0);
+  if (p->targets.kind == LossKind::token) return gather(p->x1);
+  std::vector<double> out;
+  PooledOutputs(p->tokens, p->targets.W, p->targets.c, p->x1, out);
+  return out;
+}
+
+struct Case {
+  const char *kind, *loss, *part;
+};
+class NtkCases : public ::testing::TestWithParam<Case> {};
+
+// NTK = L H J J^T with J from central differences of F in every parameter entry.
+TEST_P(NtkCases, MatchesFiniteDifferenceJacobian) {
+  const Case c = GetParam();
+  auto p = make_problem(PETSC_COMM_WORLD, small({"--model.head_kind", c.kind, "--loss.kind", c.loss}));
+  Ntk k;
+  ASSERT_EQ(NtkCompute(p.get(), c.part, &k), 0);
+  const std::vector<double> theta = gather(p->heads.theta);
+  const HeadShape &s = p->heads.shape;
+  const PetscInt n = k.n;
+  std::vector<double> fd((size_t)(n * n), 0.0);
+  for (size_t e = 0; e < theta.size(); ++e) {
+    const PetscInt within = (PetscInt)(e % s.size);
+    if (std::string(c.part) == "value" && within < s.offV) continue; // Q and K are not in the V part
+    const double eps = 1e-6;
+    set_entry(p->heads.theta, (PetscInt)e, theta[e] + eps);
+    ProblemSetHeads(p.get());
+    const auto plus = outputs(p.get());
+    set_entry(p->heads.theta, (PetscInt)e, theta[e] - eps);
+    ProblemSetHeads(p.get());
+    const auto minus = outputs(p.get());
+    set_entry(p->heads.theta, (PetscInt)e, theta[e]);
+    ProblemSetHeads(p.get());
+    for (PetscInt o = 0; o < n; ++o)
+      for (PetscInt q = 0; q < n; ++q)
+        fd[o * n + q] += (double)(p->heads.L * p->heads.H) * (plus[o] - minus[o]) * (plus[q] - minus[q]) / (4 * eps * eps);
+  }
+  EXPECT_LT(relative_error(k.matrix, fd), 1e-6);
+  // Symmetric and positive semidefinite to round-off.
+  for (PetscInt o = 0; o < n; ++o)
+    for (PetscInt q = 0; q < n; ++q) EXPECT_NEAR(k.matrix[o * n + q], k.matrix[q * n + o], 1e-14 * k.eigenvalues.back());
+  EXPECT_GT(k.eigenvalues.front(), -1e-12 * k.eigenvalues.back());
+}
+
+INSTANTIATE_TEST_SUITE_P(All, NtkCases,
+                         ::testing::Values(Case{"qkv", "pooled", "full"}, Case{"qkv", "pooled", "value"},
+                                           Case{"qkv", "token", "value"}, Case{"qkvo", "pooled", "full"},
+                                           Case{"qkvo", "token", "value"}),
+                         [](const auto &info) {
+                           return std::string(info.param.kind) + "_" + info.param.loss + "_" + info.param.part;
+                         });
+
+TEST(Ntk, SameOnEveryRankCount) {
+  for (const char *hg : {"1", "0"}) {
+    auto all = make_problem(PETSC_COMM_WORLD, small({"--loss.kind", "pooled", "--model.H", "5", "--parallel.head_groups", hg}));
+    auto one = make_problem(PETSC_COMM_SELF, small({"--loss.kind", "pooled", "--model.H", "5"}));
+    Ntk a, b;
+    ASSERT_EQ(NtkCompute(all.get(), "full", &a), 0);
+    ASSERT_EQ(NtkCompute(one.get(), "full", &b), 0);
+    EXPECT_LT(relative_error(a.matrix, b.matrix), 1e-12);
+  }
+}
+
+// Two identical sequences give identical rows of J: c zero eigenvalues (pooled).
+TEST(Ntk, RepeatedSequenceIsSingular) {
+  auto p = make_problem(PETSC_COMM_WORLD, small({"--loss.kind", "pooled", "--data.M", "3"}));
+  const std::vector<double> x0 = gather(p->x0);
+  const PetscInt seq = p->tokens.N * p->tokens.d;
+  for (PetscInt e = 0; e < seq; ++e) set_entry(p->x0, seq + e, x0[e]); // sequence 1 := sequence 0
+  for (const char *part : {"full", "value"}) {
+    Ntk k;
+    ASSERT_EQ(NtkCompute(p.get(), part, &k), 0);
+    const PetscInt c = p->targets.c;
+    for (PetscInt i = 0; i < c; ++i) EXPECT_LT(std::fabs(k.eigenvalues[i]), 1e-12 * k.eigenvalues.back()) << part;
+    EXPECT_GT(k.eigenvalues[c], 1e-6 * k.eigenvalues.back()) << part; // and no more
+  }
+}
+
+TEST(Ntk, TooLargeIsRefused) {
+  auto p = make_problem(PETSC_COMM_WORLD, small({"--ntk.max_gb", "1e-9"}));
+  Ntk k;
+  EXPECT_EQ(NtkCompute(p.get(), "full", &k), PETSC_ERR_USER_INPUT);
+}
+
+LseResult lse(std::vector<std::string> args, MPI_Comm comm = PETSC_COMM_WORLD) {
+  LseResult r;
+  args.insert(args.end(), {"--model.d", "3", "--lse.points", "256"});
+  EXPECT_EQ(LseTest(comm, settings(args, "lse"), &r), 0);
+  return r;
+}
+
+const char *closed_families[] = {"uniform_cube", "laplace", "gauss_mix2", "gaussian"};
+
+// Equal laws: identical columns, a zero eigenvalue; distinct parameters (radii,
+// covariances, separations; atoms): clearly positive.
+TEST(Lse, EqualAndDistinctDistributions) {
+  for (const char *family : closed_families) {
+    const std::vector<std::string> common = {"--data.family", family, "--data.M", "2", "--lse.mode", "closed"};
+    auto same = common, distinct = common;
+    same.insert(same.end(), {"--data.param_min", "0.8", "--data.param_max", "0.8", "--data.mean_spread", "0"});
+    distinct.insert(distinct.end(), {"--data.param_min", "0.4", "--data.param_max", "1.0"});
+    if (std::string(family) == "gaussian") same.insert(same.end(), {"--data.seed", "1"});
+    const LseResult s = lse(same), d = lse(distinct);
+    if (std::string(family) != "gaussian") EXPECT_LT(std::fabs(s.relative_min), 1e-12) << family;
+    EXPECT_GT(d.relative_min, 1e-6) << family;
+  }
+  // Discrete: distinct atom sets are independent.
+  EXPECT_GT(lse({"--data.family", "discrete", "--data.M", "3", "--data.N", "6"}).relative_min, 1e-6);
+}
+
+// In one dimension every Gaussian lse is <a, mu> + S a^2 / 2: modulo affine
+// functions all are multiples of a^2, dependent whatever their parameters.
+TEST(Lse, GaussiansInOneDimensionAreDependent) {
+  LseResult r;
+  EXPECT_EQ(LseTest(PETSC_COMM_WORLD,
+                    settings({"--data.family", "gaussian", "--data.M", "3", "--lse.mode", "closed", "--model.d", "1",
+                              "--model.k", "1", "--data.param_min", "0.4", "--data.param_max", "1.0",
+                              "--lse.points", "64"},
+                             "lse"),
+                    &r),
+            0);
+  EXPECT_LT(std::fabs(r.relative_min), 1e-12);
+  EXPECT_GT(r.eigenvalues.back(), 1e-6);
+}
+
+// The sample-based Gram matrix tends to the closed-form one as N grows.
+TEST(Lse, SamplesApproachClosedForm) {
+  for (const char *family : closed_families) {
+    const std::vector<std::string> common = {"--data.family", family,  "--data.M", "3", "--data.param_min", "0.5",
+                                             "--data.param_max", "1.0", "--lse.radius", "0.6"};
+    auto with = [&](std::vector<std::string> extra) {
+      auto a = common;
+      a.insert(a.end(), extra.begin(), extra.end());
+      return a;
+    };
+    const LseResult closed = lse(with({"--lse.mode", "closed"}));
+    const LseResult few = lse(with({"--data.N", "500"})), many = lse(with({"--data.N", "32000"}));
+    const double e_few = relative_error(few.gram, closed.gram), e_many = relative_error(many.gram, closed.gram);
+    EXPECT_LT(e_many, e_few / 2.5) << family << ": " << e_few << " -> " << e_many;
+    EXPECT_LT(e_many, 0.03) << family;
+  }
+}
+
+TEST(Lse, SameOnEveryRankCount) {
+  const std::vector<std::string> args = {"--data.family", "laplace", "--data.M", "3", "--data.param_min", "0.5"};
+  EXPECT_LT(relative_error(lse(args).gram, lse(args, PETSC_COMM_SELF).gram), 1e-12);
+}
+
+TEST(Lse, OutsideTheClosedFormIsRefused) {
+  LseResult r;
+  EXPECT_EQ(LseTest(PETSC_COMM_WORLD,
+                    settings({"--data.family", "laplace", "--lse.mode", "closed", "--lse.radius", "2",
+                              "--data.param_max", "1"},
+                             "lse"),
+                    &r),
+            PETSC_ERR_USER_INPUT);
+  EXPECT_EQ(LseTest(PETSC_COMM_WORLD, settings({"--data.family", "discrete", "--lse.mode", "closed"}, "lse"), &r),
+            PETSC_ERR_USER_INPUT);
+}
+
+} // namespace
