@@ -3,6 +3,8 @@
 #include "mft/checkpoint.hpp"
 #include "mft/commands.hpp"
 #include "mft/error.hpp"
+#include "mft/fit.hpp"
+#include "mft/ntk.hpp"
 #include "mft/report.hpp"
 #include "mft/signals.hpp"
 
@@ -62,6 +64,23 @@ PetscErrorCode CommandTrain(MPI_Comm comm, const std::vector<std::string> &args,
   }
   const TrainSettings &t = p.settings.train;
   const CheckpointSettings &c = p.settings.checkpoint;
+  // The NTK at the start predicts the linearised rate of the risk (MODEL.md,
+  // 'NTK'): in training time, R decays at least like exp(-2 lambda_min tau / n),
+  // n = M (pooled) or M N (token), while the heads stay near their start.
+  double lambda_min = NAN, predicted = NAN, discrete = NAN;
+  if (t.ntk != "none" && start == 0) {
+    Ntk k;
+    PetscCall(NtkCompute(&p, t.ntk, &k));
+    lambda_min = k.eigenvalues.front();
+    const double n = p.targets.kind == LossKind::pooled ? (double)p.tokens.M : (double)(p.tokens.M * p.tokens.N);
+    predicted = 2.0 * lambda_min / n;
+    // gd in steps of lr: the slowest mode shrinks by (1 - lr lambda_min / n) a step.
+    discrete = -2.0 * std::log(std::fabs(1.0 - t.lr * lambda_min / n)) / t.lr;
+    PetscCall(PetscPrintf(comm,
+                          "NTK (%s part) at the start: lambda_min %.6e, lambda_max %.6e; predicted rate of log R in "
+                          "training time %.6e (for gd steps of lr %g: %.6e)\n",
+                          t.ntk.c_str(), lambda_min, k.eigenvalues.back(), predicted, t.lr, discrete));
+  }
   SignalsInstall();
   PetscCall(PetscPrintf(comm, "%8s %16s %12s %12s %10s %10s %10s\n", "step", "risk", "|g|", "max|head|", "lr",
                         "s/step", "left"));
@@ -102,6 +121,24 @@ PetscErrorCode CommandTrain(MPI_Comm comm, const std::vector<std::string> &args,
   PetscCall(PetscPrintf(comm, "final risk %.9e after %" PetscInt_FMT " steps (x%.3g lower), %.2f s; wrote %s\n",
                         p.risk, t.steps, initial / p.risk, elapsed, p.settings.output.file.c_str()));
   Summary sum;
+  if (t.ntk != "none" && history.loss.size() >= 4) {
+    // log R against training time tau (the sum of the learning rates), over the
+    // second half of the steps before the risk reaches round-off (R > 1e-24 R_0).
+    std::vector<double> tau, logR;
+    double now = 0;
+    size_t above = 0;
+    while (above < history.loss.size() && history.loss[above] > 1e-24 * history.loss.front()) ++above;
+    for (size_t k = 0; k < above; ++k) {
+      if (k >= above / 2) tau.push_back(now), logR.push_back(std::log(history.loss[k]));
+      now += learning_rate(t, (PetscInt)k);
+    }
+    const LineFit f = fit_line(tau, logR);
+    PetscCall(PetscPrintf(comm, "rate of log R (steps %zu to %zu): %.6e (rms residual %.3e); the NTK predicts %.6e\n",
+                          above / 2, above, -f.slope, f.rms, predicted));
+    sum.add("ntk_lambda_min", lambda_min).add("predicted_rate", predicted).add("predicted_rate_steps", discrete);
+    sum.add("fitted_rate", -f.slope);
+    sum.add("fit_rms", f.rms);
+  }
   sum.add("command", std::string("train"))
       .add("status", std::string("done"))
       .add("initial_risk", initial)
