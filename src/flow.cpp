@@ -1,10 +1,17 @@
 // TS callbacks (named after what PETSc calls them for) and the two solves.
 #include "mft/flow.hpp"
 
+#include <cmath>
+
 namespace mft {
 
-static PetscErrorCode StepLayer(TS ts, PetscInt L, PetscInt *l) {
+static PetscErrorCode StepLayer(TS ts, const Flow *flow, PetscInt *l) {
+  const PetscInt L = flow->L;
   PetscFunctionBeginUser;
+  if (flow->scheme.shared) { // one ensemble of heads at every depth
+    *l = 0;
+    PetscFunctionReturn(0);
+  }
   PetscCall(TSGetStepNumber(ts, l));
   PetscCheck(*l >= 0 && *l < L, PetscObjectComm((PetscObject)ts), PETSC_ERR_PLIB,
              "time step %" PetscInt_FMT " is not a layer of the %" PetscInt_FMT "-layer model", *l, L);
@@ -15,7 +22,7 @@ static PetscErrorCode RHSFunction(TS ts, PetscReal s, Vec x, Vec f, void *ctx) {
   Flow *flow = (Flow *)ctx;
   PetscInt l;
   PetscFunctionBeginUser;
-  PetscCall(StepLayer(ts, flow->L, &l));
+  PetscCall(StepLayer(ts, flow, &l));
   PetscCall(VelocityEvaluate(flow->velocity, l, x, f));
   PetscFunctionReturn(0);
 }
@@ -24,7 +31,7 @@ static PetscErrorCode RHSJacobian(TS ts, PetscReal s, Vec x, Mat A, Mat B, void 
   Flow *flow = (Flow *)ctx;
   PetscInt l;
   PetscFunctionBeginUser;
-  PetscCall(StepLayer(ts, flow->L, &l));
+  PetscCall(StepLayer(ts, flow, &l));
   PetscCall(VelocityPrepare(flow->velocity, l, x));
   PetscFunctionReturn(0);
 }
@@ -33,7 +40,7 @@ static PetscErrorCode RHSJacobianP(TS ts, PetscReal s, Vec x, Mat A, void *ctx) 
   Flow *flow = (Flow *)ctx;
   PetscInt l;
   PetscFunctionBeginUser;
-  PetscCall(StepLayer(ts, flow->L, &l));
+  PetscCall(StepLayer(ts, flow, &l));
   // RHSJacobian has gathered this layer's state already when PETSc keeps its order.
   if (flow->velocity->layer != l) PetscCall(VelocityPrepare(flow->velocity, l, x));
   PetscFunctionReturn(0);
@@ -55,7 +62,7 @@ static PetscErrorCode JacobianPMultTranspose(Mat Jp, Vec lam, Vec out) {
   PetscFunctionReturn(0);
 }
 
-PetscErrorCode FlowCreate(Velocity *v, PetscInt L, Vec theta, Flow *f) {
+PetscErrorCode FlowCreate(Velocity *v, PetscInt L, const DepthScheme &scheme, Vec theta, Flow *f) {
   MPI_Comm comm = v->grid->comm;
   PetscInt nx, Nx, np, Np;
   TSAdapt adapt;
@@ -63,6 +70,7 @@ PetscErrorCode FlowCreate(Velocity *v, PetscInt L, Vec theta, Flow *f) {
   PetscFunctionBeginUser;
   f->velocity = v;
   f->L = L;
+  f->scheme = scheme;
   PetscCall(VecGetLocalSize(v->tokens->state, &nx));
   PetscCall(VecGetSize(v->tokens->state, &Nx));
   PetscCall(VecGetLocalSize(theta, &np));
@@ -77,14 +85,24 @@ PetscErrorCode FlowCreate(Velocity *v, PetscInt L, Vec theta, Flow *f) {
   PetscCall(TSSetRHSFunction(f->ts, nullptr, RHSFunction, f));
   PetscCall(TSSetRHSJacobian(f->ts, f->J, f->J, RHSJacobian, f));
   PetscCall(TSSetRHSJacobianP(f->ts, f->Jp, RHSJacobianP, f));
-  // Monitors and viewers (-ts_monitor, -ts_view) from the options; the scheme
-  // itself is the model and is set after them.
-  PetscCall(TSSetFromOptions(f->ts));
-  PetscCall(TSSetType(f->ts, TSRK));
-  PetscCall(TSRKSetType(f->ts, TSRK1FE));
-  PetscCall(TSGetAdapt(f->ts, &adapt));
-  PetscCall(TSAdaptSetType(adapt, TSADAPTNONE));
-  PetscCall(TSSetExactFinalTime(f->ts, TS_EXACTFINALTIME_STEPOVER));
+  if (scheme.adaptive) {
+    // The mean-field reference: an embedded pair to a tight tolerance; the
+    // options may change the pair or the tolerances.
+    PetscCall(TSSetType(f->ts, TSRK));
+    PetscCall(TSRKSetType(f->ts, TSRK5DP));
+    PetscCall(TSSetTolerances(f->ts, scheme.atol, nullptr, scheme.rtol, nullptr));
+    PetscCall(TSSetExactFinalTime(f->ts, TS_EXACTFINALTIME_MATCHSTEP));
+    PetscCall(TSSetFromOptions(f->ts));
+  } else {
+    // Monitors and viewers (-ts_monitor, -ts_view) from the options; the scheme
+    // itself is the model and is set after them.
+    PetscCall(TSSetFromOptions(f->ts));
+    PetscCall(TSSetType(f->ts, TSRK));
+    PetscCall(TSRKSetType(f->ts, TSRK1FE));
+    PetscCall(TSGetAdapt(f->ts, &adapt));
+    PetscCall(TSAdaptSetType(adapt, TSADAPTNONE));
+    PetscCall(TSSetExactFinalTime(f->ts, TS_EXACTFINALTIME_STEPOVER));
+  }
   PetscCall(TSSetSaveTrajectory(f->ts));
   PetscCall(TSGetTrajectory(f->ts, &trajectory));
   PetscCall(TSTrajectorySetType(trajectory, f->ts, TSTRAJECTORYMEMORY));
@@ -109,11 +127,25 @@ PetscErrorCode FlowForward(Flow *f, Vec x) {
   // A reused TS is left at the first step with a negative step by the adjoint.
   PetscCall(TSSetTime(f->ts, 0.0));
   PetscCall(TSSetStepNumber(f->ts, 0));
+  if (f->scheme.adaptive) {
+    PetscReal s;
+    PetscCall(TSSetTimeStep(f->ts, 1.0 / 64));
+    PetscCall(TSSetMaxTime(f->ts, 1.0));
+    PetscCall(TSSetMaxSteps(f->ts, 10000000));
+    PetscCall(TSSolve(f->ts, x));
+    PetscCall(TSGetStepNumber(f->ts, &f->steps));
+    PetscCall(TSGetStepRejections(f->ts, &f->rejected));
+    PetscCall(TSGetTime(f->ts, &s));
+    PetscCheck(std::fabs(s - 1.0) < 1e-12, PetscObjectComm((PetscObject)f->ts), PETSC_ERR_NOT_CONVERGED,
+               "the adaptive solve stopped at depth %g before 1", (double)s);
+    PetscFunctionReturn(0);
+  }
   PetscCall(TSSetTimeStep(f->ts, 1.0 / (PetscReal)f->L));
   PetscCall(TSSetMaxTime(f->ts, 1.0 + 0.5 / (PetscReal)f->L));
   PetscCall(TSSetMaxSteps(f->ts, f->L));
   PetscCall(TSSolve(f->ts, x));
   PetscCall(TSGetStepNumber(f->ts, &steps));
+  f->steps = steps;
   PetscCheck(steps == f->L, PetscObjectComm((PetscObject)f->ts), PETSC_ERR_PLIB,
              "the forward solve took %" PetscInt_FMT " steps for %" PetscInt_FMT " layers", steps, f->L);
   PetscFunctionReturn(0);

@@ -63,9 +63,11 @@ PetscErrorCode ProblemCreate(MPI_Comm comm, const Settings &settings, Problem *p
   PetscCall(SettingsCheck(comm, s));
   PetscCall(GridCreate(comm, s.parallel.head_groups, s.model.H, s.data.M * s.data.N, &p->grid));
   PetscCall(TokenLayoutCreate(p->grid, s.data.M, s.data.N, s.model.d, &p->tokens));
-  PetscCall(HeadsCreate(p->grid, s.model, &p->heads));
+  ModelSettings layers = s.model;
+  if (s.scheme.shared) layers.L = 1; // one ensemble of heads for every depth
+  PetscCall(HeadsCreate(p->grid, layers, &p->heads));
   PetscCall(VelocityCreate(p->grid, p->tokens, &p->heads, s.model, &p->velocity));
-  PetscCall(FlowCreate(&p->velocity, s.model.L, p->heads.theta, &p->flow));
+  PetscCall(FlowCreate(&p->velocity, s.model.L, s.scheme, p->heads.theta, &p->flow));
   PetscCall(VecDuplicate(p->tokens.state, &p->x0));
   PetscCall(VecDuplicate(p->tokens.state, &p->x1));
   PetscCall(VecDuplicate(p->tokens.state, &p->adjoint));
@@ -75,7 +77,13 @@ PetscErrorCode ProblemCreate(MPI_Comm comm, const Settings &settings, Problem *p
   p->velocity.active = &p->active;
   if (s.data.file.empty()) {
     PetscCall(GenerateTokens(s.data, p->tokens, p->x0));
-    PetscCall(TeacherTargets(p));
+    if (s.scheme.zero_targets) {
+      p->targets.kind = LossKind::token;
+      PetscCall(VecDuplicate(p->x0, &p->targets.y));
+      PetscCall(VecSet(p->targets.y, 0.0));
+    } else {
+      PetscCall(TeacherTargets(p));
+    }
   } else {
     PetscCall(DataFileRead(comm, s.data.file, p->tokens, p->x0, &p->targets));
   }
@@ -96,6 +104,24 @@ PetscErrorCode ProblemDestroy(Problem *p) {
   PetscCall(HeadsDestroy(&p->heads));
   PetscCall(TokenLayoutDestroy(&p->tokens));
   PetscCall(GridDestroy(&p->grid));
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode GatherAll(Vec v, std::vector<double> *all) {
+  VecScatter sc;
+  Vec whole;
+  PetscInt n;
+  const PetscScalar *a;
+  PetscFunctionBeginUser;
+  PetscCall(VecScatterCreateToAll(v, &sc, &whole));
+  PetscCall(VecScatterBegin(sc, v, whole, INSERT_VALUES, SCATTER_FORWARD));
+  PetscCall(VecScatterEnd(sc, v, whole, INSERT_VALUES, SCATTER_FORWARD));
+  PetscCall(VecGetSize(whole, &n));
+  PetscCall(VecGetArrayRead(whole, &a));
+  all->assign(a, a + n);
+  PetscCall(VecRestoreArrayRead(whole, &a));
+  PetscCall(VecScatterDestroy(&sc));
+  PetscCall(VecDestroy(&whole));
   PetscFunctionReturn(0);
 }
 
@@ -127,7 +153,7 @@ PetscErrorCode ProblemEvaluate(Problem *p, PetscBool gradient) {
   PetscCall(RiskEvaluate(p->tokens, p->targets, &p->active, p->x1, gradient ? p->adjoint : nullptr, &p->risk));
   if (gradient) {
     PetscCall(FlowAdjoint(&p->flow, p->adjoint, p->grad));
-    PetscCall(VecScale(p->grad, (PetscScalar)(p->settings.model.L * p->settings.model.H)));
+    PetscCall(VecScale(p->grad, (PetscScalar)(p->heads.L * p->heads.H)));
   }
   PetscFunctionReturn(0);
 }

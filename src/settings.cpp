@@ -208,6 +208,12 @@ std::vector<Option> declare(Settings &s) {
       integer("ntk.max_matrix", &s.ntk.max_matrix, 0, "write /ntk/matrix up to this many outputs"),
       text("params.file", &s.params_file, "ntk: take the heads from this run or checkpoint file (/params)"),
 
+      integer("limit.heads", &s.limit.heads, 1, "H_ref: heads of the ensemble shared by every depth"),
+      choice("limit.scheme", s.limit.scheme, {"rk", "euler"}, [&s](const std::string &v) { s.limit.scheme = v; },
+             "rk: adaptive embedded Runge-Kutta (TSRK 5dp); euler: model.L Euler steps with the same ensemble"),
+      real("limit.rtol", &s.limit.rtol, 0.0, true, "relative tolerance of the adaptive solve"),
+      real("limit.atol", &s.limit.atol, 0.0, true, "absolute tolerance of the adaptive solve"),
+
       integer("lse.points", &s.lse.points, 1, "sample points a in the ball"),
       real("lse.radius", &s.lse.radius, 0.0, true, "radius of the ball of sample points"),
       seed("lse.seed", &s.lse.seed, "seed of the sample points"),

@@ -20,6 +20,9 @@ PetscErrorCode CommandTrain(MPI_Comm comm, const std::vector<std::string> &args,
 // mft ntk: the NTK at the initial heads (or --params.file), its spectrum.
 PetscErrorCode CommandNtk(MPI_Comm comm, const std::vector<std::string> &args, int *status);
 
+// mft limit: the mean-field reference (shared ensemble, adaptive depth).
+PetscErrorCode CommandLimit(MPI_Comm comm, const std::vector<std::string> &args, int *status);
+
 // mft lse: the log-sum-exp independence test of the token distributions.
 PetscErrorCode CommandLse(MPI_Comm comm, const std::vector<std::string> &args, int *status);
 

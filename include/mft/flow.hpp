@@ -19,14 +19,19 @@ struct Flow {
   Mat J = nullptr;   // df/dx, state x state
   Mat Jp = nullptr;  // df/dtheta, state x parameters
   Velocity *velocity = nullptr;
-  PetscInt L = 0;
+  PetscInt L = 0;    // Euler steps (the layers, unless the heads are shared)
+  DepthScheme scheme;
+  PetscInt steps = 0, rejected = 0; // of the last forward solve
 };
 
-// theta is a template of the parameter layout (the columns of Jp).
-PetscErrorCode FlowCreate(Velocity *v, PetscInt L, Vec theta, Flow *f);
+// theta is a template of the parameter layout (the columns of Jp). With
+// scheme.shared the velocity is layer 0's at every depth; with
+// scheme.adaptive the solve is TSRK 5dp with TSADAPTBASIC to rtol/atol (PETSc
+// options such as -ts_rk_type and -ts_rtol still apply); otherwise L steps of TSRK1FE.
+PetscErrorCode FlowCreate(Velocity *v, PetscInt L, const DepthScheme &scheme, Vec theta, Flow *f);
 PetscErrorCode FlowDestroy(Flow *f);
 
-// x <- x(1): the L layers applied to x = x(0).
+// x <- x(1): the L layers (or the adaptive solve) applied to x = x(0).
 PetscErrorCode FlowForward(Flow *f, Vec x);
 
 // After FlowForward: lam <- dR/dx(0) from lam = dR/dx(1), and

@@ -39,6 +39,9 @@ PetscErrorCode ProblemDestroy(Problem *p);
 // gradient, also the adjoint solve: grad.
 PetscErrorCode ProblemEvaluate(Problem *p, PetscBool gradient);
 
+// The whole of a distributed vector, on every rank.
+PetscErrorCode GatherAll(Vec v, std::vector<double> *all);
+
 // After a change of p->heads.theta: refresh the head replicas.
 PetscErrorCode ProblemSetHeads(Problem *p);
 

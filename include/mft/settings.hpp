@@ -79,6 +79,12 @@ struct NtkSettings {
   PetscInt max_matrix = 4096;  // /ntk/matrix is written up to this many outputs
 };
 
+struct LimitSettings {
+  PetscInt heads = 4096;       // H_ref: the ensemble shared by every depth
+  std::string scheme = "rk";   // rk: adaptive TSRK 5dp; euler: model.L Euler steps with the same ensemble
+  double rtol = 1e-10, atol = 1e-12;
+};
+
 struct LseSettings {
   PetscInt points = 512;       // sample points a in the ball
   double radius = 1.0;         // radius of the ball
@@ -100,6 +106,16 @@ struct ParallelSettings {
   PetscInt head_groups = 0;   // 0: chosen automatically
 };
 
+// How depth is discretised (set by the commands, not an option): the L-layer
+// transformer by default; the mean-field reference shares one ensemble of
+// heads at every depth and integrates adaptively (MODEL.md, 'Depth').
+struct DepthScheme {
+  bool shared = false;    // one layer of heads (model.H of them) used at every depth
+  bool adaptive = false;  // embedded Runge-Kutta (TSRK 5dp) with rtol/atol instead of model.L Euler steps
+  double rtol = 1e-10, atol = 1e-12;
+  bool zero_targets = false; // token targets y = 0 (no teacher): p(1) = x(1)/(M N)
+};
+
 struct Settings {
   std::string command;        // forward, train, ...
   ModelSettings model;
@@ -112,7 +128,9 @@ struct Settings {
   CheckpointSettings checkpoint;
   NtkSettings ntk;
   LseSettings lse;
+  LimitSettings limit;
   std::string params_file;    // ntk: read the heads from this run or checkpoint file
+  DepthScheme scheme;
   std::string restart;        // train: a checkpoint file, "auto", or empty
   bool gradient = false;      // forward: also compute and write /grad
   // Every option as (dotted key, value as text), for the run file's attributes.

@@ -1,0 +1,67 @@
+// The mean-field reference: its own accuracy (halving the tolerance), the
+// Euler model with the same ensemble converging to it at first order, and
+// rank independence.
+#include "helpers.hpp"
+#include "mft/limit.hpp"
+
+#include <cmath>
+
+using namespace mft;
+using namespace mft::test;
+
+namespace {
+
+LimitResult solve(std::vector<std::string> extra, MPI_Comm comm = PETSC_COMM_WORLD) {
+  extra.insert(extra.end(), {"--model.d", "3", "--model.k", "2", "--data.M", "2", "--data.N", "4", "--init.v_mean",
+                             "0.5", "--limit.heads", "64", "--model.beta", "1.5"});
+  LimitResult r;
+  EXPECT_EQ(LimitSolve(comm, LimitSettingsFor(settings(extra, "limit")), &r), 0);
+  return r;
+}
+
+double max_diff(const std::vector<double> &a, const std::vector<double> &b) {
+  double m = 0;
+  for (size_t i = 0; i < a.size(); ++i) m = std::fmax(m, std::fabs(a[i] - b[i]));
+  return m;
+}
+
+// x(1) is error-controlled; the adjoint reuses the forward steps, so its
+// change is not bounded by the tolerance but shrinks with it.
+TEST(Limit, HalvingTheToleranceMovesLessThanIt) {
+  std::vector<double> adjoint_change;
+  for (double tol : {1e-6, 1e-8}) {
+    char t[32], half[32];
+    std::snprintf(t, sizeof t, "%.17g", tol);
+    std::snprintf(half, sizeof half, "%.17g", tol / 2);
+    const LimitResult a = solve({"--limit.rtol", t, "--limit.atol", t});
+    const LimitResult b = solve({"--limit.rtol", half, "--limit.atol", half});
+    EXPECT_LT(max_diff(a.tokens, b.tokens), tol) << tol;
+    adjoint_change.push_back(max_diff(a.adjoint, b.adjoint));
+    EXPECT_GT(b.steps, 1);
+  }
+  EXPECT_LT(adjoint_change[1], adjoint_change[0] / 10);
+}
+
+// Euler steps 1/L with the same ensemble: error ratio near 2 per doubling of L.
+TEST(Limit, EulerConvergesAtFirstOrder) {
+  const LimitResult ref = solve({"--limit.rtol", "1e-12", "--limit.atol", "1e-13"});
+  std::vector<double> err;
+  for (int L : {8, 16, 32, 64, 128}) {
+    const LimitResult e = solve({"--limit.scheme", "euler", "--model.L", std::to_string(L)});
+    EXPECT_EQ(e.steps, L);
+    err.push_back(max_diff(e.tokens, ref.tokens));
+  }
+  for (size_t i = 2; i + 1 < err.size(); ++i) {
+    const double ratio = err[i] / err[i + 1];
+    EXPECT_GT(ratio, 1.8) << i;
+    EXPECT_LT(ratio, 2.2) << i;
+  }
+}
+
+TEST(Limit, SameOnEveryRankCount) {
+  const LimitResult all = solve({}), one = solve({}, PETSC_COMM_SELF);
+  EXPECT_LT(relative_error(all.tokens, one.tokens), 1e-9);
+  EXPECT_LT(relative_error(all.adjoint, one.adjoint), 1e-9);
+}
+
+} // namespace
