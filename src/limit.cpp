@@ -18,10 +18,22 @@ Settings LimitSettingsFor(const Settings &in) {
   return s;
 }
 
-PetscErrorCode LimitSolve(MPI_Comm comm, const Settings &s, LimitResult *r) {
+PetscErrorCode LimitSolve(MPI_Comm comm, const Settings &s, LimitResult *r, const std::vector<double> *heads) {
   Problem p;
   PetscFunctionBeginUser;
   PetscCall(ProblemCreate(comm, s, &p));
+  if (heads) {
+    PetscInt lo, hi, n;
+    PetscScalar *t;
+    PetscCall(VecGetSize(p.heads.theta, &n));
+    PetscCheck((size_t)n == heads->size(), comm, PETSC_ERR_ARG_SIZ, "heads of %zu entries for a model of %" PetscInt_FMT,
+               heads->size(), n);
+    PetscCall(VecGetOwnershipRange(p.heads.theta, &lo, &hi));
+    PetscCall(VecGetArray(p.heads.theta, &t));
+    for (PetscInt i = lo; i < hi; ++i) t[i - lo] = (*heads)[i];
+    PetscCall(VecRestoreArray(p.heads.theta, &t));
+    PetscCall(ProblemSetHeads(&p));
+  }
   PetscCall(ProblemEvaluate(&p, PETSC_TRUE));
   r->steps = p.flow.steps;
   r->rejected = p.flow.rejected;

@@ -23,12 +23,13 @@ static void usage(FILE *out) {
                     "  ntk       the NTK Gram matrix and its spectrum (full or value part)\n"
                     "  lse       the log-sum-exp independence test of the token distributions\n"
                     "  limit     the mean-field reference: a shared head ensemble, adaptive depth\n"
+                    "  study     convergence studies: run cases (all or one), or --aggregate a folder\n"
                     "`mft COMMAND --help` lists every option with its default.\n");
 }
 
 int main(int argc, char **argv) {
   if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h")) {
-    if (argc < 2) std::fprintf(stderr, "mft: error: no command given (forward, train, ntk, lse, limit)\n");
+    if (argc < 2) std::fprintf(stderr, "mft: error: no command given (forward, train, ntk, lse, limit, study)\n");
     usage(argc < 2 ? stderr : stdout);
     return argc < 2 ? mft::kExitInput : mft::kExitOk;
   }
@@ -50,10 +51,11 @@ int main(int argc, char **argv) {
   else if (command == "ntk") err = mft::CommandNtk(PETSC_COMM_WORLD, args, &status);
   else if (command == "lse") err = mft::CommandLse(PETSC_COMM_WORLD, args, &status);
   else if (command == "limit") err = mft::CommandLimit(PETSC_COMM_WORLD, args, &status);
+  else if (command == "study") err = mft::CommandStudy(PETSC_COMM_WORLD, args, &status);
   else {
     int rank;
     MPI_Comm_rank(PETSC_COMM_WORLD, &rank);
-    if (rank == 0) std::fprintf(stderr, "mft: error: unknown command '%s' (forward, train, ntk, lse, limit)\n", command.c_str());
+    if (rank == 0) std::fprintf(stderr, "mft: error: unknown command '%s' (forward, train, ntk, lse, limit, study)\n", command.c_str());
     err = PETSC_ERR_USER_INPUT;
   }
   const int code = err ? mft::exit_code(err) : status;

@@ -214,6 +214,20 @@ std::vector<Option> declare(Settings &s) {
       real("limit.rtol", &s.limit.rtol, 0.0, true, "relative tolerance of the adaptive solve"),
       real("limit.atol", &s.limit.atol, 0.0, true, "absolute tolerance of the adaptive solve"),
 
+      text("study.L", &s.study.L, "depths L of the grid (space-separated)"),
+      text("study.H", &s.study.H, "widths H of the grid (space-separated)"),
+      integer("study.seeds", &s.study.seeds, 1, "initial-head seeds per (L, H)"),
+      choice("study.state", s.study.state, {"init", "trained"}, [&s](const std::string &v) { s.study.state = v; },
+             "init: against the mean-field reference; trained: after study.steps steps, against a larger model"),
+      integer("study.steps", &s.study.steps, 0, "trained: training steps of every model (the [train] settings)"),
+      integer("study.reference_L", &s.study.reference_L, 1, "trained: depth of the reference model"),
+      integer("study.reference_H", &s.study.reference_H, 1, "trained: width of the reference model"),
+      text("study.probes", &s.study.probes, "probe families (space-separated), study.probe_M sequences each"),
+      integer("study.probe_M", &s.study.probe_M, 1, "probe sequences per family"),
+      text("study.variants", &s.study.variants, "';'-separated sets of key=value overrides, one study each"),
+      text("study.dir", &s.study.dir, "folder of the case files, tables and plots"),
+      integer("study.only", &s.study.only, -1, "run only this case (a Slurm array task); -1: every case"),
+
       integer("lse.points", &s.lse.points, 1, "sample points a in the ball"),
       real("lse.radius", &s.lse.radius, 0.0, true, "radius of the ball of sample points"),
       seed("lse.seed", &s.lse.seed, "seed of the sample points"),
@@ -288,6 +302,9 @@ PetscErrorCode SettingsParse(MPI_Comm comm, const std::string &command, const st
   general.add_options()("help,h", "print the options and exit")("config", po::value<std::string>(),
                                                                  "INI file with [model], [data], ... sections");
   if (command == "forward") general.add_options()("gradient", "also compute g = L H dR/dtheta and write /grad");
+  if (command == "study")
+    general.add_options()("aggregate", po::value<std::string>(), "aggregate the case files of this study folder")(
+        "list", "print the cases of the study and exit");
   if (command == "train")
     general.add_options()("restart", po::value<std::string>(),
                           "continue from a checkpoint FILE, or 'auto': the newest valid one in checkpoint.dir "
@@ -336,6 +353,8 @@ PetscErrorCode SettingsParse(MPI_Comm comm, const std::string &command, const st
   }
   s->gradient = vm.count("gradient") > 0;
   if (vm.count("restart")) s->restart = vm["restart"].as<std::string>();
+  if (vm.count("aggregate")) s->aggregate = vm["aggregate"].as<std::string>();
+  s->list_cases = vm.count("list") > 0;
 
   for (auto &o : options) {
     const std::string &v = vm[o.key].as<std::string>();

@@ -23,6 +23,9 @@ PetscErrorCode CommandNtk(MPI_Comm comm, const std::vector<std::string> &args, i
 // mft limit: the mean-field reference (shared ensemble, adaptive depth).
 PetscErrorCode CommandLimit(MPI_Comm comm, const std::vector<std::string> &args, int *status);
 
+// mft study: the cases of a convergence study, or their aggregation.
+PetscErrorCode CommandStudy(MPI_Comm comm, const std::vector<std::string> &args, int *status);
+
 // mft lse: the log-sum-exp independence test of the token distributions.
 PetscErrorCode CommandLse(MPI_Comm comm, const std::vector<std::string> &args, int *status);
 

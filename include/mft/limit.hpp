@@ -24,7 +24,8 @@ struct LimitResult {
 Settings LimitSettingsFor(const Settings &s);
 
 // x(1) and p(0) of the probes (the data of s) under the scheme of s, which
-// LimitSettingsFor or a discrete model's settings (with zero_targets) made.
-PetscErrorCode LimitSolve(MPI_Comm comm, const Settings &s, LimitResult *r);
+// LimitSettingsFor or a discrete model's settings (with zero_targets) made;
+// with `heads` (all of theta, natural order), at those heads instead of the initial ones.
+PetscErrorCode LimitSolve(MPI_Comm comm, const Settings &s, LimitResult *r, const std::vector<double> *heads = nullptr);
 
 } // namespace mft

@@ -85,6 +85,21 @@ struct LimitSettings {
   double rtol = 1e-10, atol = 1e-12;
 };
 
+struct StudySettings {
+  std::string L = "2 4 8 16";         // depths of the grid
+  std::string H = "2 4 8 16";         // widths of the grid
+  PetscInt seeds = 3;                 // initial-head seeds per (L, H): init.seed + 1 .. + seeds
+  std::string state = "init";         // init: against the mean-field reference; trained: after `steps`
+  PetscInt steps = 50;                // trained: training steps (the config's optimizer) of every model
+  PetscInt reference_L = 128;         // trained: the reference model, trained the same way
+  PetscInt reference_H = 128;
+  std::string probes = "discrete uniform_cube"; // probe families (the training family need not be among them)
+  PetscInt probe_M = 4;               // probe sequences per family
+  std::string variants;               // ';'-separated sets of key=value overrides (N, d, optimizer sweeps)
+  std::string dir = "study";          // one HDF5 file per case, then the tables and plots
+  PetscInt only = -1;                 // run only this case (a Slurm array task); -1: all
+};
+
 struct LseSettings {
   PetscInt points = 512;       // sample points a in the ball
   double radius = 1.0;         // radius of the ball
@@ -129,6 +144,9 @@ struct Settings {
   NtkSettings ntk;
   LseSettings lse;
   LimitSettings limit;
+  StudySettings study;
+  std::string aggregate;      // study: aggregate this directory instead of running cases
+  bool list_cases = false;    // study: print the cases and exit
   std::string params_file;    // ntk: read the heads from this run or checkpoint file
   DepthScheme scheme;
   std::string restart;        // train: a checkpoint file, "auto", or empty

@@ -1,0 +1,72 @@
+// mft study: run the cases of a convergence study (all, or --study.only i as
+// a Slurm array task), or aggregate a study folder (--aggregate DIR).
+#include "mft/commands.hpp"
+#include "mft/error.hpp"
+#include "mft/report.hpp"
+#include "mft/study.hpp"
+
+#include <cerrno>
+#include <sys/stat.h>
+
+namespace mft {
+
+PetscErrorCode CommandStudy(MPI_Comm comm, const std::vector<std::string> &args, int *status) {
+  Settings s;
+  PetscBool help;
+  PetscMPIInt rank;
+  PetscInt missing = 0, failed = 0;
+  PetscFunctionBeginUser;
+  PetscCallMPI(MPI_Comm_rank(comm, &rank));
+  PetscCall(SettingsParse(comm, "study", args, &s, &help));
+  if (help) PetscFunctionReturn(0);
+  const auto cases = StudyCases(s);
+  if (s.list_cases) {
+    for (auto &c : cases) PetscCall(PetscPrintf(comm, "%s\n", c.describe().c_str()));
+    PetscCall(PetscPrintf(comm, "%zu cases\n", cases.size()));
+    PetscFunctionReturn(0);
+  }
+  const std::string dir = s.aggregate.empty() ? s.study.dir : s.aggregate;
+  const double t0 = seconds();
+  if (s.aggregate.empty()) {
+    if (rank == 0)
+      PetscCheck(mkdir(dir.c_str(), 0755) == 0 || errno == EEXIST, PETSC_COMM_SELF, PETSC_ERR_FILE_WRITE,
+                 "cannot create study.dir '%s'", dir.c_str());
+    PetscCallMPI(MPI_Barrier(comm));
+    PetscCheck(s.study.only < (PetscInt)cases.size(), comm, PETSC_ERR_USER_INPUT,
+               "study.only = %" PetscInt_FMT " but the study has %zu cases (0 .. %zu)", s.study.only, cases.size(),
+               cases.size() - 1);
+    for (auto &c : cases) {
+      if (s.study.only >= 0 && c.index != s.study.only) continue;
+      const double tc = seconds();
+      // A failed case is named and the others still run.
+      PetscCall(PetscPushErrorHandler(ErrorCapture, nullptr));
+      PetscErrorCode err = StudyRunCase(comm, args, s, c);
+      PetscCall(PetscPopErrorHandler());
+      if (err) {
+        ++failed;
+        PetscCall(PetscPrintf(comm, "mft study: %s failed: %s\n", c.describe().c_str(), captured_error()));
+        if (exit_code(err) == kExitInternal) PetscFunctionReturn(err);
+        continue;
+      }
+      PetscCall(PetscPrintf(comm, "%s done in %.2f s\n", c.describe().c_str(), seconds() - tc));
+    }
+    if (s.study.only >= 0) {
+      *status = failed ? kExitInput : kExitOk;
+      Summary sum;
+      sum.add("command", std::string("study")).add("case", (long long)s.study.only);
+      sum.add("status", std::string(failed ? "failed" : "done")).add("seconds", seconds() - t0);
+      PetscCall(sum.print(comm));
+      PetscFunctionReturn(0);
+    }
+  }
+  PetscCall(StudyAggregate(comm, s, dir, &missing));
+  PetscCall(PetscPrintf(comm, "mft study: aggregated %s: %zu cases, %" PetscInt_FMT " missing or failed; wrote %s/study.csv, fits.csv, study.h5\n",
+                        dir.c_str(), cases.size(), missing, dir.c_str()));
+  Summary sum;
+  sum.add("command", std::string("study")).add("dir", dir).add("cases", (long long)cases.size());
+  sum.add("missing", (long long)missing).add("seconds", seconds() - t0);
+  PetscCall(sum.print(comm));
+  PetscFunctionReturn(0);
+}
+
+} // namespace mft
