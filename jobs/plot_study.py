@@ -81,6 +81,10 @@ def main():
         count = int(attr(f, "study.variants_count"))
         for v in range(count):
             for quantity in ("tokens", "adjoint"):
+                err = f[f"/v{v}/{quantity}/err"][()]
+                if not np.any(np.isfinite(err) & (err > 0)):
+                    print(f"plot_study: variant {v} has no measured error ({quantity}); no plot")
+                    continue
                 out = f"{d}/study_v{v}_{quantity}.png"
                 plot(f, v, quantity, out)
                 print(f"plot_study: wrote {out}")

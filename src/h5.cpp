@@ -2,6 +2,7 @@
 #include "mft/h5.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <sstream>
 
@@ -179,12 +180,12 @@ std::string ShapeText(const std::vector<hsize_t> &dims) {
   return os.str();
 }
 
-void WriteAttribute(const File &f, const std::string &key, const std::string &value) {
+void WriteAttribute(const File &f, const std::string &key, const std::string &value, bool as_text) {
   char *end = nullptr;
   const long long iv = std::strtoll(value.c_str(), &end, 10);
-  const bool integer = !value.empty() && *end == '\0';
+  const bool integer = !as_text && !value.empty() && *end == '\0';
   const double dv = std::strtod(value.c_str(), &end);
-  const bool real = !integer && !value.empty() && *end == '\0';
+  const bool real = !as_text && !integer && !value.empty() && *end == '\0' && std::isfinite(dv);
   if (H5Aexists(f.id, key.c_str()) > 0) H5Adelete(f.id, key.c_str());
   hid_t space = H5Screate(H5S_SCALAR), attr;
   if (integer) {

@@ -123,9 +123,9 @@ PetscErrorCode Finish(File &f, const std::string &tmp, const std::string &path) 
   PetscCallMPI(MPI_Comm_rank(comm, &rank));
   std::string list;
   for (auto &name : f.datasets) list += (list.empty() ? "" : ";") + name;
-  h5::WriteAttribute(f, "datasets", list);
+  h5::WriteAttribute(f, "datasets", list, true);
   PetscCall(h5::Checksum(f, &written));
-  h5::WriteAttribute(f, "checksum", h5::ChecksumText(written));
+  h5::WriteAttribute(f, "checksum", h5::ChecksumText(written), true);
   PetscCall(h5::Close(&f));
   if (rank == 0) sync_path(tmp);
   // Read everything back before the file may take its final name.

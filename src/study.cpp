@@ -172,6 +172,7 @@ namespace {
 // The probe outputs of one case: per family, tokens and adjoints.
 struct CaseData {
   std::vector<std::vector<double>> tokens, adjoint;
+  PetscInt N = 0, d = 0; // from the arrays' shapes (M, N, d)
 };
 
 // Reads a case file (verified); on failure *problem says why.
@@ -193,6 +194,7 @@ PetscErrorCode ReadCase(const std::string &path, const std::vector<std::string> 
           *problem = path + " has no " + name;
           break;
         }
+        out->N = (PetscInt)dims[1], out->d = (PetscInt)dims[2];
         std::vector<double> a((size_t)(dims[0] * dims[1] * dims[2]));
         Range all;
         all.end = (PetscInt)dims[0];
@@ -327,9 +329,6 @@ PetscErrorCode StudyAggregate(MPI_Comm comm, const Settings &s, const std::strin
       g.e2x.assign(nL * nH, {}), g.e2p.assign(nL * nH, {});
       CaseData ref;
       std::string problem;
-      Settings vs;
-      PetscCall(CaseSettings(PETSC_COMM_SELF, {}, overrides(variants[v]), &vs));
-      const PetscInt N = vs.data.N, d = vs.model.d;
       for (const StudyCase &c : cases) {
         if (c.variant != (PetscInt)v) continue;
         CaseData data;
@@ -338,7 +337,11 @@ PetscErrorCode StudyAggregate(MPI_Comm comm, const Settings &s, const std::strin
           PetscCall(PetscPrintf(PETSC_COMM_SELF, "mft study: %s is missing or failed: %s\n", c.describe().c_str(),
                                 problem.c_str()));
           ++*missing;
-          if (c.reference) break; // nothing of this variant can be measured
+          if (c.reference) { // nothing of this variant can be measured
+            PetscCall(PetscPrintf(PETSC_COMM_SELF, "mft study: variant %zu (%s) has no reference: not measured\n", v,
+                                  variants[v].c_str()));
+            break;
+          }
           continue;
         }
         if (c.reference) {
@@ -347,8 +350,14 @@ PetscErrorCode StudyAggregate(MPI_Comm comm, const Settings &s, const std::strin
         }
         const size_t i = std::find(g.L.begin(), g.L.end(), c.L) - g.L.begin(),
                      j = std::find(g.H.begin(), g.H.end(), c.H) - g.H.begin();
-        g.e2x[i * nH + j].push_back(max_sequence_error(data.tokens, ref.tokens, N, d));
-        g.e2p[i * nH + j].push_back(max_sequence_error(data.adjoint, ref.adjoint, N, d));
+        if (data.N != ref.N || data.d != ref.d || data.tokens.size() != ref.tokens.size()) {
+          PetscCall(PetscPrintf(PETSC_COMM_SELF, "mft study: %s does not match its reference's shapes\n",
+                                c.describe().c_str()));
+          ++*missing;
+          continue;
+        }
+        g.e2x[i * nH + j].push_back(max_sequence_error(data.tokens, ref.tokens, ref.N, ref.d));
+        g.e2p[i * nH + j].push_back(max_sequence_error(data.adjoint, ref.adjoint, ref.N, ref.d));
       }
       std::vector<double> errq[2], loq[2], hiq[2];
       for (int q = 0; q < 2; ++q) {

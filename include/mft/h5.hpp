@@ -39,8 +39,9 @@ PetscErrorCode ReadRows(File &f, const std::string &name, const std::vector<hsiz
 std::vector<hsize_t> Shape(const File &f, const std::string &name);
 std::string ShapeText(const std::vector<hsize_t> &dims);
 
-// Root attributes: integers and reals are stored as numbers, other values as text.
-void WriteAttribute(const File &f, const std::string &key, const std::string &value);
+// Root attributes: integers and reals are stored as numbers, other values as
+// text; with as_text, always as text (a checksum such as "4542e204" is not a number).
+void WriteAttribute(const File &f, const std::string &key, const std::string &value, bool as_text = false);
 // Reads a root attribute as text (numbers printed with 17 digits); false when absent.
 bool ReadAttribute(const File &f, const std::string &key, std::string *value);
 

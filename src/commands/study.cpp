@@ -22,7 +22,7 @@ PetscErrorCode CommandStudy(MPI_Comm comm, const std::vector<std::string> &args,
   const auto cases = StudyCases(s);
   if (s.list_cases) {
     for (auto &c : cases) PetscCall(PetscPrintf(comm, "%s\n", c.describe().c_str()));
-    PetscCall(PetscPrintf(comm, "%zu cases\n", cases.size()));
+    PetscCall(PetscPrintf(comm, "%zu cases in %s\n", cases.size(), s.study.dir.c_str()));
     PetscFunctionReturn(0);
   }
   const std::string dir = s.aggregate.empty() ? s.study.dir : s.aggregate;
