@@ -1,6 +1,13 @@
 // Attention kernels: streaming softmax rows, one head, one sequence.
 #include "mft/attention.hpp"
 
+#include "mft/linalg.hpp"
+
+#if defined(__AVX2__) && defined(MFT_HAVE_SLEEF)
+#include <immintrin.h>
+#include <sleef.h>
+#endif
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -8,13 +15,16 @@
 namespace mft {
 
 void AttentionWork::reserve(const HeadShape &s, PetscInt N) {
+  const PetscInt B = std::min(block, N);
   q.resize(N * s.k);
   kappa.resize(N * s.k);
   w.resize(N * s.dv);
-  p.resize(N);
-  y.resize(s.dv);
-  dy.resize(s.dv);
+  p.resize(B * N);
+  dp.resize(B * N);
+  y.resize(B * s.dv);
+  dy.resize(B * s.dv);
   dq.resize(s.k);
+  dqs.resize(N * s.k);
   dkappa.resize(N * s.k);
   dw.resize(N * s.dv);
 }
@@ -68,7 +78,7 @@ void softmax_row(const HeadShape &s, const AttentionOptions &o, const double *qi
   double Z = 0;
   for (PetscInt j = 0; j < nj; ++j) Z += (w.p[j] = std::exp(w.p[j] - amax));
   const double invZ = 1.0 / Z;
-  std::fill(w.y.begin(), w.y.end(), 0.0);
+  std::fill(w.y.begin(), w.y.begin() + s.dv, 0.0);
   for (PetscInt j = 0; j < nj; ++j) {
     const double pj = (w.p[j] *= invZ);
     const double *wj = &w.w[j * s.dv];
@@ -78,7 +88,7 @@ void softmax_row(const HeadShape &s, const AttentionOptions &o, const double *qi
 
 } // namespace
 
-void attention_forward(const HeadShape &s, const double *theta, const AttentionOptions &o, const double *x,
+void attention_forward_reference(const HeadShape &s, const double *theta, const AttentionOptions &o, const double *x,
                        PetscInt N, Range q, double scale, double *out, AttentionWork &w) {
   project(s, theta, x, key_count(o, N, q), q, w);
   for (PetscInt i = q.begin; i < q.end; ++i) {
@@ -92,7 +102,7 @@ void attention_forward(const HeadShape &s, const double *theta, const AttentionO
   }
 }
 
-void attention_reverse(const HeadShape &s, const double *theta, const AttentionOptions &o, const double *x,
+void attention_reverse_reference(const HeadShape &s, const double *theta, const AttentionOptions &o, const double *x,
                        PetscInt N, Range q, double scale, const double *lam, double *dx, double *dtheta,
                        AttentionWork &w) {
   const PetscInt nk = key_count(o, N, q);
@@ -108,7 +118,7 @@ void attention_reverse(const HeadShape &s, const double *theta, const AttentionO
     if (s.kind == HeadKind::qkv) {
       for (PetscInt c = 0; c < s.d; ++c) w.dy[c] = scale * li[c];
     } else {
-      std::fill(w.dy.begin(), w.dy.end(), 0.0);
+      std::fill(w.dy.begin(), w.dy.begin() + s.dv, 0.0);
       matvec_t_add(theta + s.offO, li, s.d, s.k, scale, w.dy.data());
       for (PetscInt r = 0; r < s.d; ++r)
         for (PetscInt c = 0; c < s.k; ++c) dtheta[s.offO + r * s.k + c] += scale * li[r] * w.y[c];
@@ -140,6 +150,132 @@ void attention_reverse(const HeadShape &s, const double *theta, const AttentionO
     outer_add(dtheta + s.offV, &w.dw[j * s.dv], xj, s.dv, s.d);
     matvec_t_add(theta + s.offV, &w.dw[j * s.dv], s.dv, s.d, 1.0, dx + j * s.d);
   }
+}
+
+// ---------------------------------------------------------------------------
+// Fast kernels: query blocks against their keys, BLAS-3, vectorised exp.
+
+namespace {
+
+// Rows r of P (nb x nk, leading dimension nk): softmax over the first valid(r)
+// entries (the row maximum subtracted), zero beyond them (the causal mask).
+// With AVX-512 and SLEEF: 8-wide max, exp fused with the sum, and scaling.
+template <class Valid> void softmax_rows(double *P, PetscInt nb, PetscInt nk, Valid valid) {
+  for (PetscInt r = 0; r < nb; ++r) {
+    double *row = P + r * nk;
+    const PetscInt nv = valid(r);
+    double mx = -std::numeric_limits<double>::infinity(), Z = 0;
+    PetscInt j = 0;
+#if defined(__AVX512F__) && defined(MFT_HAVE_SLEEF)
+    __m512d vmax = _mm512_set1_pd(mx);
+    for (; j + 8 <= nv; j += 8) vmax = _mm512_max_pd(vmax, _mm512_loadu_pd(row + j));
+    mx = _mm512_reduce_max_pd(vmax);
+    for (; j < nv; ++j) mx = std::max(mx, row[j]);
+    const __m512d sh = _mm512_set1_pd(mx);
+    __m512d vsum = _mm512_setzero_pd();
+    for (j = 0; j + 8 <= nv; j += 8) {
+      const __m512d e = Sleef_expd8_u10avx512f(_mm512_sub_pd(_mm512_loadu_pd(row + j), sh));
+      _mm512_storeu_pd(row + j, e);
+      vsum = _mm512_add_pd(vsum, e);
+    }
+    Z = _mm512_reduce_add_pd(vsum);
+    for (; j < nv; ++j) Z += (row[j] = std::exp(row[j] - mx));
+    const __m512d inv = _mm512_set1_pd(1.0 / Z);
+    for (j = 0; j + 8 <= nv; j += 8) _mm512_storeu_pd(row + j, _mm512_mul_pd(_mm512_loadu_pd(row + j), inv));
+    for (; j < nv; ++j) row[j] *= 1.0 / Z;
+#else
+    for (; j < nv; ++j) mx = std::max(mx, row[j]);
+    j = 0;
+#if defined(__AVX2__) && defined(MFT_HAVE_SLEEF)
+    const __m256d sh = _mm256_set1_pd(mx);
+    for (; j + 4 <= nv; j += 4) _mm256_storeu_pd(row + j, Sleef_expd4_u10(_mm256_sub_pd(_mm256_loadu_pd(row + j), sh)));
+#endif
+    for (; j < nv; ++j) row[j] = std::exp(row[j] - mx);
+    for (j = 0; j < nv; ++j) Z += row[j];
+    const double inv = 1.0 / Z;
+    for (j = 0; j < nv; ++j) row[j] *= inv;
+#endif
+    for (j = nv; j < nk; ++j) row[j] = 0.0;
+  }
+}
+
+// Projections of all keys (kappa = X K^T, w = X V^T) and of the queries (q = X_q Q^T).
+void project_blas(const HeadShape &s, const double *theta, const double *x, PetscInt nk, Range q, AttentionWork &w) {
+  gemm(false, true, nk, s.k, s.d, 1.0, x, s.d, theta + s.offK, s.d, 0.0, w.kappa.data(), s.k);
+  gemm(false, true, nk, s.dv, s.d, 1.0, x, s.d, theta + s.offV, s.d, 0.0, w.w.data(), s.dv);
+  gemm(false, true, q.size(), s.k, s.d, 1.0, x + q.begin * s.d, s.d, theta + s.offQ, s.d, 0.0, w.q.data(), s.k);
+}
+
+// For the queries rows [r0, r0 + nb) of q: P = softmax(beta q kappa^T) over
+// their nkb keys, and Y = P w. Returns nkb.
+PetscInt block_attention(const HeadShape &s, const AttentionOptions &o, PetscInt N, Range q, PetscInt r0, PetscInt nb,
+                         AttentionWork &w) {
+  const PetscInt nkb = o.causal ? q.begin + r0 + nb : N;
+  gemm(false, true, nb, nkb, s.k, o.beta, w.q.data() + r0 * s.k, s.k, w.kappa.data(), s.k, 0.0, w.p.data(), nkb);
+  const PetscInt first = q.begin + r0;
+  softmax_rows(w.p.data(), nb, nkb, [&](PetscInt r) { return o.causal ? first + r + 1 : nkb; });
+  gemm(false, false, nb, s.dv, nkb, 1.0, w.p.data(), nkb, w.w.data(), s.dv, 0.0, w.y.data(), s.dv);
+  return nkb;
+}
+
+} // namespace
+
+void attention_forward(const HeadShape &s, const double *theta, const AttentionOptions &o, const double *x,
+                       PetscInt N, Range q, double scale, double *out, AttentionWork &w) {
+  if (q.size() == 0) return;
+  project_blas(s, theta, x, o.causal ? q.end : N, q, w);
+  for (PetscInt r0 = 0; r0 < q.size(); r0 += AttentionWork::block) {
+    const PetscInt nb = std::min(AttentionWork::block, q.size() - r0);
+    block_attention(s, o, N, q, r0, nb, w);
+    double *o_blk = out + r0 * s.d;
+    if (s.kind == HeadKind::qkv) {
+      for (PetscInt e = 0; e < nb * s.d; ++e) o_blk[e] += scale * w.y[e];
+    } else { // out += scale Y O^T
+      gemm(false, true, nb, s.d, s.k, scale, w.y.data(), s.k, theta + s.offO, s.k, 1.0, o_blk, s.d);
+    }
+  }
+}
+
+void attention_reverse(const HeadShape &s, const double *theta, const AttentionOptions &o, const double *x,
+                       PetscInt N, Range q, double scale, const double *lam, double *dx, double *dtheta,
+                       AttentionWork &w) {
+  if (q.size() == 0) return;
+  const PetscInt nk = o.causal ? q.end : N;
+  project_blas(s, theta, x, nk, q, w);
+  std::fill(w.dkappa.begin(), w.dkappa.begin() + nk * s.k, 0.0);
+  std::fill(w.dw.begin(), w.dw.begin() + nk * s.dv, 0.0);
+  for (PetscInt r0 = 0; r0 < q.size(); r0 += AttentionWork::block) {
+    const PetscInt nb = std::min(AttentionWork::block, q.size() - r0);
+    const PetscInt nkb = block_attention(s, o, N, q, r0, nb, w);
+    const double *l_blk = lam + r0 * s.d;
+    // dY = scale Lambda (qkv) or scale Lambda O (qkvo), and dO += scale Lambda^T Y.
+    if (s.kind == HeadKind::qkv) {
+      for (PetscInt e = 0; e < nb * s.d; ++e) w.dy[e] = scale * l_blk[e];
+    } else {
+      gemm(false, false, nb, s.k, s.d, scale, l_blk, s.d, theta + s.offO, s.k, 0.0, w.dy.data(), s.k);
+      gemm(true, false, s.d, s.k, nb, scale, l_blk, s.d, w.y.data(), s.k, 1.0, dtheta + s.offO, s.k);
+    }
+    // dP = dY w^T; dS = beta P (dP - rowsum(dY Y)) (zero where P is masked).
+    gemm(false, true, nb, nkb, s.dv, 1.0, w.dy.data(), s.dv, w.w.data(), s.dv, 0.0, w.dp.data(), nkb);
+    for (PetscInt r = 0; r < nb; ++r) {
+      double c = 0;
+      for (PetscInt e = 0; e < s.dv; ++e) c += w.dy[r * s.dv + e] * w.y[r * s.dv + e];
+      double *dpr = w.dp.data() + r * nkb;
+      const double *pr = w.p.data() + r * nkb;
+      for (PetscInt j = 0; j < nkb; ++j) dpr[j] = o.beta * pr[j] * (dpr[j] - c);
+    }
+    // dq = dS kappa; dkappa += dS^T q; dw += P^T dY.
+    gemm(false, false, nb, s.k, nkb, 1.0, w.dp.data(), nkb, w.kappa.data(), s.k, 0.0, w.dqs.data() + r0 * s.k, s.k);
+    gemm(true, false, nkb, s.k, nb, 1.0, w.dp.data(), nkb, w.q.data() + r0 * s.k, s.k, 1.0, w.dkappa.data(), s.k);
+    gemm(true, false, nkb, s.dv, nb, 1.0, w.p.data(), nkb, w.dy.data(), s.dv, 1.0, w.dw.data(), s.dv);
+  }
+  // Through the projections: queries, then keys and values (the mean-field term).
+  gemm(true, false, s.k, s.d, q.size(), 1.0, w.dqs.data(), s.k, x + q.begin * s.d, s.d, 1.0, dtheta + s.offQ, s.d);
+  gemm(false, false, q.size(), s.d, s.k, 1.0, w.dqs.data(), s.k, theta + s.offQ, s.d, 1.0, dx + q.begin * s.d, s.d);
+  gemm(true, false, s.k, s.d, nk, 1.0, w.dkappa.data(), s.k, x, s.d, 1.0, dtheta + s.offK, s.d);
+  gemm(false, false, nk, s.d, s.k, 1.0, w.dkappa.data(), s.k, theta + s.offK, s.d, 1.0, dx, s.d);
+  gemm(true, false, s.dv, s.d, nk, 1.0, w.dw.data(), s.dv, x, s.d, 1.0, dtheta + s.offV, s.d);
+  gemm(false, false, nk, s.d, s.dv, 1.0, w.dw.data(), s.dv, theta + s.offV, s.d, 1.0, dx, s.d);
 }
 
 } // namespace mft

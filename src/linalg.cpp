@@ -3,7 +3,41 @@
 
 #include <petscblaslapack.h>
 
+#include <cstdlib>
+#include <cstring>
+#include <dlfcn.h>
+#include <unistd.h>
+
 namespace mft {
+
+void BlasSetup(char **argv) {
+  if (!std::getenv("OPENBLAS_CORETYPE") && !std::getenv("MFT_KEEP_BLAS")) {
+    auto corename = (char *(*)())dlsym(RTLD_DEFAULT, "openblas_get_corename");
+    __builtin_cpu_init();
+    if (corename && std::strcmp(corename(), "Prescott") == 0 && __builtin_cpu_supports("avx2") &&
+        __builtin_cpu_supports("fma")) {
+      setenv("OPENBLAS_CORETYPE", "Haswell", 1);
+      execv("/proc/self/exe", argv); // on failure, go on with the kernels we have
+    }
+  }
+  const char *env = std::getenv("MFT_BLAS_THREADS");
+  const int n = env ? std::atoi(env) : 1;
+  if (auto set = (void (*)(int))dlsym(RTLD_DEFAULT, "openblas_set_num_threads")) set(n > 0 ? n : 1);
+}
+
+void gemm(bool ta, bool tb, PetscInt m, PetscInt n, PetscInt k, double alpha, const double *A, PetscInt lda,
+          const double *B, PetscInt ldb, double beta, double *C, PetscInt ldc) {
+  if (m == 0 || n == 0) return;
+  // Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T.
+  const PetscBLASInt M = (PetscBLASInt)n, N = (PetscBLASInt)m, K = (PetscBLASInt)k, la = (PetscBLASInt)lda,
+                     lb = (PetscBLASInt)ldb, lc = (PetscBLASInt)ldc;
+  if (k == 0) {
+    for (PetscInt i = 0; i < m; ++i)
+      for (PetscInt j = 0; j < n; ++j) C[i * ldc + j] *= beta;
+    return;
+  }
+  BLASgemm_(tb ? "T" : "N", ta ? "T" : "N", &M, &N, &K, &alpha, B, &lb, A, &la, &beta, C, &lc);
+}
 
 PetscErrorCode SymmetricEigenvalues(std::vector<double> A, PetscInt n, std::vector<double> *w) {
   PetscBLASInt bn, lwork, info;

@@ -8,6 +8,7 @@
 // Options: `mft CMD --help`. Arguments with one dash go to PETSc.
 #include "mft/commands.hpp"
 #include "mft/error.hpp"
+#include "mft/linalg.hpp"
 #include "mft/settings.hpp"
 
 #include <cstdio>
@@ -24,12 +25,14 @@ static void usage(FILE *out) {
                     "  lse       the log-sum-exp independence test of the token distributions\n"
                     "  limit     the mean-field reference: a shared head ensemble, adaptive depth\n"
                     "  study     convergence studies: run cases (all or one), or --aggregate a folder\n"
+                    "  bench     time a training step and the forward pass at the standard sizes\n"
                     "`mft COMMAND --help` lists every option with its default.\n");
 }
 
 int main(int argc, char **argv) {
+  mft::BlasSetup(argv);
   if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h")) {
-    if (argc < 2) std::fprintf(stderr, "mft: error: no command given (forward, train, ntk, lse, limit, study)\n");
+    if (argc < 2) std::fprintf(stderr, "mft: error: no command given (forward, train, ntk, lse, limit, study, bench)\n");
     usage(argc < 2 ? stderr : stdout);
     return argc < 2 ? mft::kExitInput : mft::kExitOk;
   }
@@ -52,10 +55,11 @@ int main(int argc, char **argv) {
   else if (command == "lse") err = mft::CommandLse(PETSC_COMM_WORLD, args, &status);
   else if (command == "limit") err = mft::CommandLimit(PETSC_COMM_WORLD, args, &status);
   else if (command == "study") err = mft::CommandStudy(PETSC_COMM_WORLD, args, &status);
+  else if (command == "bench") err = mft::CommandBench(PETSC_COMM_WORLD, args, &status);
   else {
     int rank;
     MPI_Comm_rank(PETSC_COMM_WORLD, &rank);
-    if (rank == 0) std::fprintf(stderr, "mft: error: unknown command '%s' (forward, train, ntk, lse, limit, study)\n", command.c_str());
+    if (rank == 0) std::fprintf(stderr, "mft: error: unknown command '%s' (forward, train, ntk, lse, limit, study, bench)\n", command.c_str());
     err = PETSC_ERR_USER_INPUT;
   }
   const int code = err ? mft::exit_code(err) : status;

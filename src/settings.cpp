@@ -228,6 +228,10 @@ std::vector<Option> declare(Settings &s) {
       text("study.dir", &s.study.dir, "folder of the case files, tables and plots"),
       integer("study.only", &s.study.only, -1, "run only this case (a Slurm array task); -1: every case"),
 
+      text("bench.sizes", &s.bench.sizes, "sizes to time: S1 S2 S3, or custom (the [model] and [data] settings)"),
+      integer("bench.repeats", &s.bench.repeats, 1, "timed repeats per size (after one warm-up)"),
+      text("bench.write", &s.bench.write, "a folder: also write bench_<size>.h5 with data, params, output, gradient"),
+
       integer("lse.points", &s.lse.points, 1, "sample points a in the ball"),
       real("lse.radius", &s.lse.radius, 0.0, true, "radius of the ball of sample points"),
       seed("lse.seed", &s.lse.seed, "seed of the sample points"),

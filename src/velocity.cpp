@@ -42,7 +42,9 @@ static PetscErrorCode GatherSequences(const TokenLayout &t, Vec global, Vec loca
 
 PetscErrorCode VelocityPrepare(Velocity *v, PetscInt l, Vec x) {
   PetscFunctionBeginUser;
+  const double t0 = MPI_Wtime();
   PetscCall(GatherSequences(*v->tokens, x, v->x_local));
+  v->seconds_comm += MPI_Wtime() - t0;
   v->layer = l;
   v->grad_layer = -1;
   PetscFunctionReturn(0);
@@ -62,6 +64,7 @@ PetscErrorCode VelocityEvaluate(Velocity *v, PetscInt l, Vec x, Vec f) {
   // With one head group the group's queries are exactly the owned tokens.
   double *out = v->grid->Ph == 1 ? fa : v->partial.data();
   std::fill(out, out + t.group.size() * t.d, 0.0);
+  double t0 = MPI_Wtime();
   for (PetscInt hl = 0; hl < h.group.size(); ++hl)
     for (PetscInt m = t.seqs.begin; m < t.seqs.end; ++m) {
       if (v->active && !(*v->active)[m]) continue; // outside the batch: not needed by the risk
@@ -69,8 +72,11 @@ PetscErrorCode VelocityEvaluate(Velocity *v, PetscInt l, Vec x, Vec f) {
       attention_forward(h.shape, h.head(l, hl), v->options, xs + (m - t.seqs.begin) * seq, t.N, q, scale,
                         out + (m * t.N + q.begin - t.group.begin) * t.d, v->work);
     }
+  v->seconds_kernel += MPI_Wtime() - t0;
+  t0 = MPI_Wtime();
   if (v->grid->Ph > 1)
     PetscCallMPI(MPI_Reduce_scatter(v->partial.data(), fa, t.counts.data(), MPI_DOUBLE, MPI_SUM, v->grid->head_comm));
+  v->seconds_comm += MPI_Wtime() - t0;
   PetscCall(VecRestoreArray(f, &fa));
   PetscCall(VecRestoreArrayRead(v->x_local, &xs));
   PetscFunctionReturn(0);
@@ -85,7 +91,10 @@ PetscErrorCode VelocityReverse(Velocity *v, Vec lam, Vec dx) {
   PetscScalar *ds;
   PetscFunctionBeginUser;
   PetscCheck(l >= 0, PETSC_COMM_SELF, PETSC_ERR_ORDER, "the velocity's reverse needs a prepared state");
+  double t0 = MPI_Wtime();
   PetscCall(GatherSequences(t, lam, v->lam_local));
+  v->seconds_comm += MPI_Wtime() - t0;
+  t0 = MPI_Wtime();
   PetscCall(VecSet(v->dx_local, 0.0));
   std::fill(h.layer_grad.begin(), h.layer_grad.end(), 0.0);
   PetscCall(VecGetArrayRead(v->x_local, &xs));
@@ -102,10 +111,13 @@ PetscErrorCode VelocityReverse(Velocity *v, Vec lam, Vec dx) {
   PetscCall(VecRestoreArray(v->dx_local, &ds));
   PetscCall(VecRestoreArrayRead(v->lam_local, &ls));
   PetscCall(VecRestoreArrayRead(v->x_local, &xs));
+  v->seconds_kernel += MPI_Wtime() - t0;
+  t0 = MPI_Wtime();
   // Every rank that saw token j as a key or query adds its part.
   PetscCall(VecSet(dx, 0.0));
   PetscCall(VecScatterBegin(t.gather, v->dx_local, dx, ADD_VALUES, SCATTER_REVERSE));
   PetscCall(VecScatterEnd(t.gather, v->dx_local, dx, ADD_VALUES, SCATTER_REVERSE));
+  v->seconds_comm += MPI_Wtime() - t0;
   v->grad_layer = l;
   ++v->sweeps;
   PetscCall(PetscObjectGetId((PetscObject)lam, &v->grad_id));
@@ -123,9 +135,11 @@ PetscErrorCode VelocityReverseParameters(Velocity *v, Vec lam, Vec dtheta) {
   if (v->grad_layer != v->layer || id != v->grad_id || state != v->grad_state)
     PetscCall(VelocityReverse(v, lam, v->scratch));
   // Head gradients of every token group add up in theta's layout.
+  const double t0 = MPI_Wtime();
   PetscCall(VecSet(dtheta, 0.0));
   PetscCall(VecScatterBegin(h.layer_add[v->layer], h.layer_vec, dtheta, ADD_VALUES, SCATTER_FORWARD));
   PetscCall(VecScatterEnd(h.layer_add[v->layer], h.layer_vec, dtheta, ADD_VALUES, SCATTER_FORWARD));
+  v->seconds_comm += MPI_Wtime() - t0;
   PetscFunctionReturn(0);
 }
 

@@ -4,8 +4,11 @@
 //   a[i,j] = beta <Q x_i, K x_j>,  P[i,j] = softmax_j a[i,j]  (j <= i if causal)
 //   y_i    = sum_j P[i,j] w_j,  w_j = V x_j                    (dv entries)
 //   Attn(x_i) = y_i (qkv: A = V)  or  O y_i (qkvo: A = O V)
-// Rows are evaluated one at a time with the row maximum subtracted: no N x N
-// matrix is stored, only the projections of the N keys.
+// Two implementations (HPCG-style): the fast one works on blocks of `block`
+// queries against all their keys with BLAS-3 products and a vectorised exp
+// (memory O(N (k + dv) + block N): linear in N, no N x N matrix); the
+// reference one evaluates one softmax row at a time with plain loops. Both
+// subtract the row maximum; the tests hold them to each other.
 #pragma once
 
 #include "mft/grid.hpp"
@@ -17,7 +20,8 @@ namespace mft {
 
 // Scratch space for the kernels, sized once for the largest sequence.
 struct AttentionWork {
-  std::vector<double> q, kappa, w, p, y, dy, dq, dkappa, dw;
+  static constexpr PetscInt block = 128; // queries per block of the fast kernel
+  std::vector<double> q, kappa, w, p, y, dy, dq, dkappa, dw, dp, dqs;
   void reserve(const HeadShape &s, PetscInt N);
 };
 
@@ -27,12 +31,19 @@ struct AttentionOptions {
 };
 
 // out[(i - q.begin) * d + c] += scale * Attn_theta(x_i)_c for i in q.
-void attention_forward(const HeadShape &s, const double *theta, const AttentionOptions &o, const double *x,
+void attention_forward_reference(const HeadShape &s, const double *theta, const AttentionOptions &o, const double *x,
                        PetscInt N, Range q, double scale, double *out, AttentionWork &w);
 
 // The transpose of the forward map's Jacobian applied to lam (one row of d
 // entries per query i in q, weighted by scale): adds to dx (N x d: every
 // token, as query and as key) and to dtheta (the head's entries).
+void attention_reverse_reference(const HeadShape &s, const double *theta, const AttentionOptions &o, const double *x,
+                       PetscInt N, Range q, double scale, const double *lam, double *dx, double *dtheta,
+                       AttentionWork &w);
+
+// The fast kernels: the same maps, blocked, on BLAS.
+void attention_forward(const HeadShape &s, const double *theta, const AttentionOptions &o, const double *x,
+                       PetscInt N, Range q, double scale, double *out, AttentionWork &w);
 void attention_reverse(const HeadShape &s, const double *theta, const AttentionOptions &o, const double *x,
                        PetscInt N, Range q, double scale, const double *lam, double *dx, double *dtheta,
                        AttentionWork &w);

@@ -26,6 +26,9 @@ PetscErrorCode CommandLimit(MPI_Comm comm, const std::vector<std::string> &args,
 // mft study: the cases of a convergence study, or their aggregation.
 PetscErrorCode CommandStudy(MPI_Comm comm, const std::vector<std::string> &args, int *status);
 
+// mft bench: timed steps at the standard sizes, rates, memory, time split.
+PetscErrorCode CommandBench(MPI_Comm comm, const std::vector<std::string> &args, int *status);
+
 // mft lse: the log-sum-exp independence test of the token distributions.
 PetscErrorCode CommandLse(MPI_Comm comm, const std::vector<std::string> &args, int *status);
 

@@ -7,6 +7,20 @@
 
 namespace mft {
 
+// The BLAS as mft wants it, called first thing in main (before MPI starts):
+// one thread per rank (ranks are the parallelism; MFT_BLAS_THREADS overrides),
+// and OpenBLAS's Haswell kernels where it would fall back to Prescott's on a
+// CPU model it does not know although the CPU has AVX2 and FMA (common on
+// virtual machines: 2-3 times slower matmuls). For that the process runs
+// itself again, once, with OPENBLAS_CORETYPE=Haswell; an OPENBLAS_CORETYPE or
+// MFT_KEEP_BLAS already set is left alone.
+void BlasSetup(char **argv);
+
+// C (m x n) = alpha op(A) op(B) + beta C on row-major arrays (op: transpose
+// when ta / tb), through BLAS dgemm.
+void gemm(bool ta, bool tb, PetscInt m, PetscInt n, PetscInt k, double alpha, const double *A, PetscInt lda,
+          const double *B, PetscInt ldb, double beta, double *C, PetscInt ldc);
+
 // Eigenvalues (ascending) of the symmetric n x n matrix A (row-major; only
 // its upper triangle is read).
 PetscErrorCode SymmetricEigenvalues(std::vector<double> A, PetscInt n, std::vector<double> *eigenvalues);

@@ -100,6 +100,12 @@ struct StudySettings {
   PetscInt only = -1;                 // run only this case (a Slurm array task); -1: all
 };
 
+struct BenchSettings {
+  std::string sizes = "S1 S2 S3"; // standard sizes (S1, S2, S3), or "custom": the [model] and [data] settings
+  PetscInt repeats = 5;
+  std::string write;               // a folder: also write bench_<size>.h5 (data, params, output, gradient)
+};
+
 struct LseSettings {
   PetscInt points = 512;       // sample points a in the ball
   double radius = 1.0;         // radius of the ball
@@ -145,6 +151,7 @@ struct Settings {
   LseSettings lse;
   LimitSettings limit;
   StudySettings study;
+  BenchSettings bench;
   std::string aggregate;      // study: aggregate this directory instead of running cases
   bool list_cases = false;    // study: print the cases and exit
   std::string params_file;    // ntk: read the heads from this run or checkpoint file

@@ -33,6 +33,7 @@ struct Velocity {
   AttentionWork work;
   PetscInt layer = -1;     // layer whose state is gathered in x_local
   PetscInt sweeps = 0;     // reverse sweeps done (one per layer and adjoint solve)
+  double seconds_kernel = 0, seconds_comm = 0; // time in the attention kernels and in gathers/reductions
   // Identity of the adjoint vector whose parameter part is in heads->layer_grad.
   PetscInt grad_layer = -1;
   PetscObjectId grad_id = 0;

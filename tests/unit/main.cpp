@@ -4,8 +4,10 @@
 #include <petscsys.h>
 
 #include "mft/error.hpp"
+#include "mft/linalg.hpp"
 
 int main(int argc, char **argv) {
+  mft::BlasSetup(argv); // the tests check the numerics under the kernels mft runs with
   ::testing::InitGoogleTest(&argc, argv);
   PetscCall(PetscInitialize(&argc, &argv, nullptr, nullptr));
   PetscCall(PetscPushErrorHandler(mft::ErrorHandler, nullptr));

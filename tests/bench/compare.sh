@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# MFT against its PyTorch peer on the standard sizes, in one run, on the same
+# number of threads (MFT: one rank per core, one BLAS thread each; torch: as
+# many threads), the same data and heads (checked: outputs and gradients agree
+# to 1e-10). Prints a table and the ratio torch time / MFT time per size.
+#   bash tests/bench/compare.sh [MFT] [sizes]      (needs python3-torch, python3-h5py, libtcmalloc-minimal4)
+set -euo pipefail
+top="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+MFT="${1:-$top/build/mft}"
+sizes="${2:-S1 S2 S3}"
+threads="$(nproc)"
+if [ "$(id -u)" -eq 0 ]; then export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1; fi
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+tcmalloc=$(ls /usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4 2>/dev/null || true)
+# The BLAS kernels mft chooses for itself (OpenBLAS's Haswell kernels where it
+# would fall back to Prescott on an unknown AVX2 CPU): the peer gets the same.
+blas=$("$MFT" bench --bench.sizes none 2>/dev/null | sed -n 's/.*BLAS kernels: \([A-Za-z0-9]*\).*/\1/p' || true)
+[ -n "$blas" ] && [ -z "${OPENBLAS_CORETYPE:-}" ] && export OPENBLAS_CORETYPE="$blas"
+field() { sed -nE "s/.*\"$1\": \"?([^,\"}]*)\"?.*/\1/p"; }
+echo "| size | MFT step (s) | MFT GFLOP/s | % of matmul peak | torch step (s) | torch / MFT | same computation |"
+echo "|---|---|---|---|---|---|---|"
+for size in $sizes; do
+  m=$(mpiexec --oversubscribe -n "$threads" "$MFT" bench --bench.sizes "$size" --bench.write "$work" | grep '^mft-summary')
+  t=$(LD_PRELOAD="$tcmalloc" /usr/bin/python3 "$top/tests/bench/torch_peer.py" "$work/bench_$size.h5" --threads "$threads" | grep '^torch-summary')
+  ms=$(field step_seconds <<<"$m")
+  ts=$(field step_seconds <<<"$t")
+  printf '| %s | %.4g | %.1f | %.0f | %.4g | %.2f | %s |\n' "$size" "$ms" "$(field gflops <<<"$m")" \
+    "$(awk -v f="$(field fraction_of_peak <<<"$m")" 'BEGIN { print 100 * f }')" "$ts" \
+    "$(awk -v a="$ts" -v b="$ms" 'BEGIN { print a / b }')" "$(field same_computation <<<"$t")"
+done
+echo
+echo "machine: $threads cores, dgemm peak $(field peak_gflops <<<"$m") GFLOP/s on all of them (measured by mft bench); OpenBLAS kernels: ${OPENBLAS_CORETYPE:-as detected}"
