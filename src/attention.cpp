@@ -207,14 +207,14 @@ void project_blas(const HeadShape &s, const double *theta, const double *x, Pets
 }
 
 // For the queries rows [r0, r0 + nb) of q: P = softmax(beta q kappa^T) over
-// their nkb keys, and Y = P w. Returns nkb.
+// their nkb keys, and (with_y) Y = P w. Returns nkb.
 PetscInt block_attention(const HeadShape &s, const AttentionOptions &o, PetscInt N, Range q, PetscInt r0, PetscInt nb,
-                         AttentionWork &w) {
+                         AttentionWork &w, bool with_y = true) {
   const PetscInt nkb = o.causal ? q.begin + r0 + nb : N;
   gemm(false, true, nb, nkb, s.k, o.beta, w.q.data() + r0 * s.k, s.k, w.kappa.data(), s.k, 0.0, w.p.data(), nkb);
   const PetscInt first = q.begin + r0;
   softmax_rows(w.p.data(), nb, nkb, [&](PetscInt r) { return o.causal ? first + r + 1 : nkb; });
-  gemm(false, false, nb, s.dv, nkb, 1.0, w.p.data(), nkb, w.w.data(), s.dv, 0.0, w.y.data(), s.dv);
+  if (with_y) gemm(false, false, nb, s.dv, nkb, 1.0, w.p.data(), nkb, w.w.data(), s.dv, 0.0, w.y.data(), s.dv);
   return nkb;
 }
 
@@ -246,7 +246,8 @@ void attention_reverse(const HeadShape &s, const double *theta, const AttentionO
   std::fill(w.dw.begin(), w.dw.begin() + nk * s.dv, 0.0);
   for (PetscInt r0 = 0; r0 < q.size(); r0 += AttentionWork::block) {
     const PetscInt nb = std::min(AttentionWork::block, q.size() - r0);
-    const PetscInt nkb = block_attention(s, o, N, q, r0, nb, w);
+    // qkv heads need no Y here: dY . Y = sum_j P dP (below); qkvo heads need it for dO.
+    const PetscInt nkb = block_attention(s, o, N, q, r0, nb, w, s.kind == HeadKind::qkvo);
     const double *l_blk = lam + r0 * s.d;
     // dY = scale Lambda (qkv) or scale Lambda O (qkvo), and dO += scale Lambda^T Y.
     if (s.kind == HeadKind::qkv) {
@@ -258,10 +259,10 @@ void attention_reverse(const HeadShape &s, const double *theta, const AttentionO
     // dP = dY w^T; dS = beta P (dP - rowsum(dY Y)) (zero where P is masked).
     gemm(false, true, nb, nkb, s.dv, 1.0, w.dy.data(), s.dv, w.w.data(), s.dv, 0.0, w.dp.data(), nkb);
     for (PetscInt r = 0; r < nb; ++r) {
-      double c = 0;
-      for (PetscInt e = 0; e < s.dv; ++e) c += w.dy[r * s.dv + e] * w.y[r * s.dv + e];
       double *dpr = w.dp.data() + r * nkb;
       const double *pr = w.p.data() + r * nkb;
+      double c = 0; // dY_r . Y_r = sum_j P_rj (dY_r . w_j) = sum_j P_rj dP_rj
+      for (PetscInt j = 0; j < nkb; ++j) c += pr[j] * dpr[j];
       for (PetscInt j = 0; j < nkb; ++j) dpr[j] = o.beta * pr[j] * (dpr[j] - c);
     }
     // dq = dS kappa; dkappa += dS^T q; dw += P^T dY.

@@ -29,7 +29,8 @@ wait_job() {
 }
 
 # 1. A training job signalled before its end: checkpoint, requeue, resume.
-args="--train.steps 500 --checkpoint.every 25 --train.log_every 100"
+# Long enough (about 70 s on 2 cores) that Slurm, which checks limits every 30 s, signals it first.
+args="--train.steps 2500 --checkpoint.every 100 --train.log_every 500"
 expect 0 "" -- mpiexec --oversubscribe -n 2 "$MFT" train --config "$top/input/quickstart.cfg" $args \
   --checkpoint.dir ref.ckpt --output.file ref.h5
 job=$(sbatch --parsable --time=1 --signal=B:USR1@55 --ntasks=2 --output="$work/job.out" \
