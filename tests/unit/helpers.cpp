@@ -26,19 +26,8 @@ ProblemPtr make_problem(MPI_Comm comm, const std::vector<std::string> &args) {
 }
 
 std::vector<double> gather(Vec v) {
-  VecScatter sc;
-  Vec all;
-  PetscInt n;
-  const PetscScalar *a;
-  VecScatterCreateToAll(v, &sc, &all);
-  VecScatterBegin(sc, v, all, INSERT_VALUES, SCATTER_FORWARD);
-  VecScatterEnd(sc, v, all, INSERT_VALUES, SCATTER_FORWARD);
-  VecGetSize(all, &n);
-  VecGetArrayRead(all, &a);
-  std::vector<double> out(a, a + n);
-  VecRestoreArrayRead(all, &a);
-  VecScatterDestroy(&sc);
-  VecDestroy(&all);
+  std::vector<double> out;
+  EXPECT_EQ(GatherAll(v, &out), 0);
   return out;
 }
 
