@@ -53,7 +53,7 @@ static double empirical_lse(const double *x, PetscInt N, PetscInt d, const doubl
 PetscErrorCode LseTest(MPI_Comm comm, const Settings &s, LseResult *r) {
   PetscMPIInt rank, size;
   std::vector<double> x;
-  PetscInt M, N, d;
+  PetscInt M = 0, N = 0, d = 0;
   PetscFunctionBeginUser;
   PetscCallMPI(MPI_Comm_rank(comm, &rank));
   PetscCallMPI(MPI_Comm_size(comm, &size));
@@ -81,7 +81,10 @@ PetscErrorCode LseTest(MPI_Comm comm, const Settings &s, LseResult *r) {
   for (PetscInt j = pts.begin; j < pts.end; ++j) {
     Stream rs(s.lse.seed, kLsePoint, (std::uint64_t)j);
     double norm = 0;
-    for (auto &c : a) norm += (c = rs.normal()) * c;
+    for (auto &c : a) {
+      c = rs.normal();
+      norm += c * c;
+    }
     const double scale = s.lse.radius * std::pow(rs.uniform(), 1.0 / (double)d) / std::sqrt(norm);
     double *row = &A[(j - pts.begin) * q];
     row[0] = 1.0;
