@@ -1,6 +1,7 @@
 // TS callbacks (named after what PETSc calls them for) and the two solves.
 #include "mft/flow.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 namespace mft {
@@ -58,7 +59,9 @@ static PetscErrorCode JacobianPMultTranspose(Mat Jp, Vec lam, Vec out) {
   Flow *flow;
   PetscFunctionBeginUser;
   PetscCall(MatShellGetContext(Jp, &flow));
-  PetscCall(VelocityReverseParameters(flow->velocity, lam, out));
+  // TSRK1FE scales the parameter part of step n by its step, 1/L: the model's
+  // Euler step is exactly that (the TS's own step carries round-off).
+  PetscCall(VelocityReverseParameters(flow->velocity, lam, 1.0 / (double)flow->L, out));
   PetscFunctionReturn(0);
 }
 
@@ -152,10 +155,20 @@ PetscErrorCode FlowForward(Flow *f, Vec x) {
 }
 
 PetscErrorCode FlowAdjoint(Flow *f, Vec lam, Vec dtheta) {
+  Heads &h = *f->velocity->heads;
   PetscFunctionBeginUser;
-  PetscCall(VecSet(dtheta, 0.0)); // TSAdjoint accumulates into it
+  PetscCall(VecSet(dtheta, 0.0)); // TSAdjoint accumulates into it (zeros: the parts stay in h.grad)
+  if (f->scheme.adaptive) { // the reference's adjoint of the state only
+    PetscCall(TSSetCostGradients(f->ts, 1, &lam, nullptr));
+    PetscCall(TSAdjointSolve(f->ts));
+    PetscFunctionReturn(0);
+  }
+  std::fill(h.grad.begin(), h.grad.end(), 0.0);
   PetscCall(TSSetCostGradients(f->ts, 1, &lam, &dtheta));
   PetscCall(TSAdjointSolve(f->ts));
+  const double t0 = MPI_Wtime();
+  PetscCall(HeadsReduceGradient(&h, dtheta));
+  f->velocity->seconds_comm += MPI_Wtime() - t0;
   PetscFunctionReturn(0);
 }
 

@@ -11,19 +11,12 @@ Range split(PetscInt n, PetscInt parts, PetscInt p) {
   return out;
 }
 
-PetscErrorCode GridCreate(MPI_Comm comm, PetscInt head_groups, PetscInt H, PetscInt tokens, Grid *g) {
+PetscErrorCode GridCreate(MPI_Comm comm, PetscInt head_groups, PetscInt H, Grid *g) {
   PetscFunctionBeginUser;
   g->comm = comm;
   PetscCallMPI(MPI_Comm_rank(comm, &g->rank));
   PetscCallMPI(MPI_Comm_size(comm, &g->size));
-  PetscInt Ph = head_groups;
-  if (Ph == 0) {
-    Ph = 1;
-    while (g->size / Ph > tokens || g->size % Ph != 0) ++Ph;
-    PetscCheck(Ph <= H, comm, PETSC_ERR_USER_INPUT,
-               "%d ranks are more than the %" PetscInt_FMT " tokens times %" PetscInt_FMT " heads can share",
-               g->size, tokens, H);
-  }
+  const PetscInt Ph = head_groups;
   PetscCheck(g->size % Ph == 0 && Ph <= H, comm, PETSC_ERR_USER_INPUT,
              "parallel.head_groups = %" PetscInt_FMT " must divide the %d ranks and be at most model.H", Ph, g->size);
   g->Ph = Ph;

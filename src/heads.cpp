@@ -1,7 +1,10 @@
 // Head parameters: layout, initialisation, replica gather, norms.
 #include "mft/heads.hpp"
 
+#include "mft/exchange.hpp"
 #include "mft/random.hpp"
+
+#include <algorithm>
 
 #include <cmath>
 
@@ -34,33 +37,33 @@ PetscErrorCode HeadsCreate(const Grid &g, const ModelSettings &m, Heads *h) {
   PetscCall(VecCreateMPI(g.comm, h->owned.size() * P, m.L * m.H * P, &h->theta));
 
   h->local.assign((size_t)(m.L * Hl * P), 0.0);
-  PetscCall(VecCreateSeqWithArray(PETSC_COMM_SELF, 1, m.L * Hl * P, h->local.data(), &h->local_vec));
-  std::vector<PetscInt> idx((size_t)(m.L * Hl * P));
-  for (PetscInt l = 0, n = 0; l < m.L; ++l)
-    for (PetscInt e = (l * m.H + h->group.begin) * P; e < (l * m.H + h->group.end) * P; ++e) idx[n++] = e;
-  IS from;
-  PetscCall(ISCreateGeneral(PETSC_COMM_SELF, (PetscInt)idx.size(), idx.data(), PETSC_COPY_VALUES, &from));
-  PetscCall(VecScatterCreate(h->theta, from, h->local_vec, nullptr, &h->gather));
-  PetscCall(ISDestroy(&from));
-
+  h->grad.assign(h->local.size(), 0.0);
   h->layer_grad.assign((size_t)(Hl * P), 0.0);
-  PetscCall(VecCreateSeqWithArray(PETSC_COMM_SELF, 1, Hl * P, h->layer_grad.data(), &h->layer_vec));
-  h->layer_add.resize(m.L);
-  for (PetscInt l = 0; l < m.L; ++l) {
-    IS to;
-    PetscCall(ISCreateStride(PETSC_COMM_SELF, Hl * P, (l * m.H + h->group.begin) * P, 1, &to));
-    PetscCall(VecScatterCreate(h->layer_vec, nullptr, h->theta, to, &h->layer_add[l]));
-    PetscCall(ISDestroy(&to));
+
+  // This rank's chunk of the replica: heads [c0, c1) in the order (l, h - h0).
+  h->token_comm = g.token_comm;
+  h->chunk_counts.resize(g.Pt);
+  for (PetscInt b = 0; b < g.Pt; ++b) h->chunk_counts[b] = split(m.L * Hl, g.Pt, b).size() * P;
+  const Range c = split(m.L * Hl, g.Pt, g.b);
+  h->chunk_begin = c.begin * P;
+  h->chunk.assign((size_t)(c.size() * P), 0.0);
+  PetscCall(VecCreateSeqWithArray(PETSC_COMM_SELF, 1, c.size() * P, h->chunk.data(), &h->chunk_vec));
+  std::vector<PetscInt> idx((size_t)(c.size() * P));
+  for (PetscInt r = c.begin, n = 0; r < c.end; ++r) {
+    const PetscInt flat = (r / Hl) * m.H + h->group.begin + r % Hl;
+    for (PetscInt e = 0; e < P; ++e) idx[n++] = flat * P + e;
   }
+  IS to;
+  PetscCall(ISCreateGeneral(PETSC_COMM_SELF, (PetscInt)idx.size(), idx.data(), PETSC_COPY_VALUES, &to));
+  PetscCall(VecScatterCreate(h->chunk_vec, nullptr, h->theta, to, &h->chunk_to_theta));
+  PetscCall(ISDestroy(&to));
   PetscFunctionReturn(0);
 }
 
 PetscErrorCode HeadsDestroy(Heads *h) {
   PetscFunctionBeginUser;
-  for (auto &s : h->layer_add) PetscCall(VecScatterDestroy(&s));
-  PetscCall(VecScatterDestroy(&h->gather));
-  PetscCall(VecDestroy(&h->layer_vec));
-  PetscCall(VecDestroy(&h->local_vec));
+  PetscCall(VecScatterDestroy(&h->chunk_to_theta));
+  PetscCall(VecDestroy(&h->chunk_vec));
   PetscCall(VecDestroy(&h->theta));
   PetscFunctionReturn(0);
 }
@@ -104,8 +107,18 @@ PetscErrorCode HeadsPerturb(const Heads &h, std::uint64_t seed, double eps, Vec 
 
 PetscErrorCode HeadsGather(Heads *h) {
   PetscFunctionBeginUser;
-  PetscCall(VecScatterBegin(h->gather, h->theta, h->local_vec, INSERT_VALUES, SCATTER_FORWARD));
-  PetscCall(VecScatterEnd(h->gather, h->theta, h->local_vec, INSERT_VALUES, SCATTER_FORWARD));
+  PetscCall(VecScatterBegin(h->chunk_to_theta, h->theta, h->chunk_vec, INSERT_VALUES, SCATTER_REVERSE));
+  PetscCall(VecScatterEnd(h->chunk_to_theta, h->theta, h->chunk_vec, INSERT_VALUES, SCATTER_REVERSE));
+  std::copy(h->chunk.begin(), h->chunk.end(), h->local.begin() + h->chunk_begin);
+  PetscCall(AllgatherSegments(h->token_comm, h->local.data(), h->chunk_counts));
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode HeadsReduceGradient(Heads *h, Vec dtheta) {
+  PetscFunctionBeginUser;
+  PetscCall(ReduceScatterSum(h->token_comm, h->grad.data(), h->chunk_counts, h->chunk.data()));
+  PetscCall(VecScatterBegin(h->chunk_to_theta, h->chunk_vec, dtheta, INSERT_VALUES, SCATTER_FORWARD));
+  PetscCall(VecScatterEnd(h->chunk_to_theta, h->chunk_vec, dtheta, INSERT_VALUES, SCATTER_FORWARD));
   PetscFunctionReturn(0);
 }
 

@@ -1,6 +1,7 @@
 // Problem assembly: data, teacher targets, initial heads; forward and adjoint.
 #include "mft/problem.hpp"
 
+#include "mft/cost.hpp"
 #include "mft/families.hpp"
 #include "mft/random.hpp"
 #include "mft/runfile.hpp"
@@ -61,7 +62,18 @@ PetscErrorCode ProblemCreate(MPI_Comm comm, const Settings &settings, Problem *p
   Settings &s = p->settings;
   if (!s.data.file.empty()) PetscCall(DataFileConform(comm, &s));
   PetscCall(SettingsCheck(comm, s));
-  PetscCall(GridCreate(comm, s.parallel.head_groups, s.model.H, s.data.M * s.data.N, &p->grid));
+  PetscMPIInt size;
+  PetscCallMPI(MPI_Comm_size(comm, &size));
+  const Network net{s.parallel.latency, s.parallel.bandwidth};
+  PetscInt Ph = s.parallel.head_groups;
+  if (Ph == 0) {
+    Ph = ChooseHeadGroups(s.model, s.data.M, s.data.N, size, s.parallel.rate, net);
+    PetscCheck(Ph > 0, comm, PETSC_ERR_USER_INPUT,
+               "%d ranks are more than the %" PetscInt_FMT " tokens times %" PetscInt_FMT " heads can share", size,
+               s.data.M * s.data.N, s.model.H);
+  }
+  p->predicted = PredictStep(s.model, s.data.M, s.data.N, size, Ph, s.parallel.rate, net);
+  PetscCall(GridCreate(comm, Ph, s.model.H, &p->grid));
   PetscCall(TokenLayoutCreate(p->grid, s.data.M, s.data.N, s.model.d, &p->tokens));
   ModelSettings layers = s.model;
   if (s.scheme.shared) layers.L = 1; // one ensemble of heads for every depth

@@ -18,6 +18,15 @@ PetscErrorCode ReportHeader(const Problem &p) {
                         m.causal ? " causal" : "", p.tokens.M, p.tokens.N,
                         s.data.file.empty() ? s.data.family.c_str() : s.data.file.c_str(), to_string(s.loss.kind),
                         p.grid.size, p.grid.Ph, p.grid.Pt));
+  if (p.grid.size > 1) {
+    const StepCost &c = p.predicted;
+    PetscCall(PetscPrintf(p.grid.comm,
+                          "grid %s: predicted training step %.3g s = compute %.3g s + communication %.3g s (%.0f "
+                          "messages, %.3g MB a rank; %.3g us, %.3g GB/s, %.3g Gop/s a rank)\n",
+                          s.is_explicit("parallel.head_groups") ? "given" : "chosen by the cost model", c.seconds(),
+                          c.compute, c.communication, c.messages, c.bytes / 1e6, s.parallel.latency * 1e6,
+                          s.parallel.bandwidth / 1e9, s.parallel.rate / 1e9));
+  }
   PetscFunctionReturn(0);
 }
 

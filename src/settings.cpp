@@ -245,7 +245,11 @@ std::vector<Option> declare(Settings &s) {
 
       text("output.file", &s.output.file, "run file written at the end (HDF5, MODEL.md layout)"),
       integer("parallel.head_groups", &s.parallel.head_groups, 0,
-              "head groups of the process grid (must divide the rank count; 0: automatic)"),
+              "head groups of the process grid (must divide the rank count; 0: the least predicted step time)"),
+      real("parallel.latency", &s.parallel.latency, 0.0, false, "cost model: seconds a message (grid choice)"),
+      real("parallel.bandwidth", &s.parallel.bandwidth, 0.0, true, "cost model: bytes a second a link (grid choice)"),
+      real("parallel.rate", &s.parallel.rate, 0.0, true,
+           "cost model: attention operations a second on one rank (grid choice; mft bench measures it)"),
   };
 }
 

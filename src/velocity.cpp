@@ -1,6 +1,8 @@
 // Mean-field velocity: head-group partial sums, reductions, one-sweep reverse.
 #include "mft/velocity.hpp"
 
+#include "mft/exchange.hpp"
+
 // PetscObjectStateGet is public API, but 3.18 declares it in this header only.
 #include <petsc/private/petscimpl.h>
 
@@ -33,17 +35,10 @@ PetscErrorCode VelocityDestroy(Velocity *v) {
   PetscFunctionReturn(0);
 }
 
-static PetscErrorCode GatherSequences(const TokenLayout &t, Vec global, Vec local) {
-  PetscFunctionBeginUser;
-  PetscCall(VecScatterBegin(t.gather, global, local, INSERT_VALUES, SCATTER_FORWARD));
-  PetscCall(VecScatterEnd(t.gather, global, local, INSERT_VALUES, SCATTER_FORWARD));
-  PetscFunctionReturn(0);
-}
-
 PetscErrorCode VelocityPrepare(Velocity *v, PetscInt l, Vec x) {
   PetscFunctionBeginUser;
   const double t0 = MPI_Wtime();
-  PetscCall(GatherSequences(*v->tokens, x, v->x_local));
+  PetscCall(TokensGather(*v->tokens, x, v->x_local));
   v->seconds_comm += MPI_Wtime() - t0;
   v->layer = l;
   v->grad_layer = -1;
@@ -75,7 +70,7 @@ PetscErrorCode VelocityEvaluate(Velocity *v, PetscInt l, Vec x, Vec f) {
   v->seconds_kernel += MPI_Wtime() - t0;
   t0 = MPI_Wtime();
   if (v->grid->Ph > 1)
-    PetscCallMPI(MPI_Reduce_scatter(v->partial.data(), fa, t.counts.data(), MPI_DOUBLE, MPI_SUM, v->grid->head_comm));
+    PetscCall(ReduceScatterSum(v->grid->head_comm, v->partial.data(), t.counts, fa));
   v->seconds_comm += MPI_Wtime() - t0;
   PetscCall(VecRestoreArray(f, &fa));
   PetscCall(VecRestoreArrayRead(v->x_local, &xs));
@@ -92,7 +87,7 @@ PetscErrorCode VelocityReverse(Velocity *v, Vec lam, Vec dx) {
   PetscFunctionBeginUser;
   PetscCheck(l >= 0, PETSC_COMM_SELF, PETSC_ERR_ORDER, "the velocity's reverse needs a prepared state");
   double t0 = MPI_Wtime();
-  PetscCall(GatherSequences(t, lam, v->lam_local));
+  PetscCall(TokensGather(t, lam, v->lam_local));
   v->seconds_comm += MPI_Wtime() - t0;
   t0 = MPI_Wtime();
   PetscCall(VecSet(v->dx_local, 0.0));
@@ -114,9 +109,7 @@ PetscErrorCode VelocityReverse(Velocity *v, Vec lam, Vec dx) {
   v->seconds_kernel += MPI_Wtime() - t0;
   t0 = MPI_Wtime();
   // Every rank that saw token j as a key or query adds its part.
-  PetscCall(VecSet(dx, 0.0));
-  PetscCall(VecScatterBegin(t.gather, v->dx_local, dx, ADD_VALUES, SCATTER_REVERSE));
-  PetscCall(VecScatterEnd(t.gather, v->dx_local, dx, ADD_VALUES, SCATTER_REVERSE));
+  PetscCall(TokensScatterAdd(t, v->dx_local, dx));
   v->seconds_comm += MPI_Wtime() - t0;
   v->grad_layer = l;
   ++v->sweeps;
@@ -125,7 +118,7 @@ PetscErrorCode VelocityReverse(Velocity *v, Vec lam, Vec dx) {
   PetscFunctionReturn(0);
 }
 
-PetscErrorCode VelocityReverseParameters(Velocity *v, Vec lam, Vec dtheta) {
+PetscErrorCode VelocityReverseParameters(Velocity *v, Vec lam, double weight, Vec dtheta) {
   Heads &h = *v->heads;
   PetscObjectId id;
   PetscObjectState state;
@@ -134,12 +127,10 @@ PetscErrorCode VelocityReverseParameters(Velocity *v, Vec lam, Vec dtheta) {
   PetscCall(PetscObjectStateGet((PetscObject)lam, &state));
   if (v->grad_layer != v->layer || id != v->grad_id || state != v->grad_state)
     PetscCall(VelocityReverse(v, lam, v->scratch));
-  // Head gradients of every token group add up in theta's layout.
-  const double t0 = MPI_Wtime();
+  // This rank's part, kept until the end of the sweep (HeadsReduceGradient).
+  double *g = h.grad.data() + v->layer * h.group.size() * h.shape.size;
+  for (size_t e = 0; e < h.layer_grad.size(); ++e) g[e] += weight * h.layer_grad[e];
   PetscCall(VecSet(dtheta, 0.0));
-  PetscCall(VecScatterBegin(h.layer_add[v->layer], h.layer_vec, dtheta, ADD_VALUES, SCATTER_FORWARD));
-  PetscCall(VecScatterEnd(h.layer_add[v->layer], h.layer_vec, dtheta, ADD_VALUES, SCATTER_FORWARD));
-  v->seconds_comm += MPI_Wtime() - t0;
   PetscFunctionReturn(0);
 }
 

@@ -35,7 +35,9 @@ PetscErrorCode FlowDestroy(Flow *f);
 PetscErrorCode FlowForward(Flow *f, Vec x);
 
 // After FlowForward: lam <- dR/dx(0) from lam = dR/dx(1), and
-// dtheta <- dR/dtheta (overwritten).
+// dtheta <- dR/dtheta (overwritten; one reduction over the token groups per
+// solve). The adaptive scheme (the reference) has no parameter gradient:
+// dtheta <- 0.
 PetscErrorCode FlowAdjoint(Flow *f, Vec lam, Vec dtheta);
 
 } // namespace mft

@@ -28,10 +28,10 @@ struct Grid {
   PetscInt a = 0, b = 0;    // this rank's head group and token group
 };
 
-// Creates the grid on comm. head_groups = 0 chooses Ph: 1 (tokens only) when
-// there are at least as many tokens as ranks, else the smallest divisor of
-// the rank count that leaves each token group a token.
-PetscErrorCode GridCreate(MPI_Comm comm, PetscInt head_groups, PetscInt H, PetscInt tokens, Grid *g);
+// Creates the grid of Ph = head_groups head groups on comm (Ph divides the
+// rank count and is at most H; problem.cpp chooses it with the cost model
+// when the user does not).
+PetscErrorCode GridCreate(MPI_Comm comm, PetscInt head_groups, PetscInt H, Grid *g);
 PetscErrorCode GridDestroy(Grid *g);
 
 } // namespace mft

@@ -7,6 +7,15 @@
 // own whole heads of theta. For the attention kernels, every rank of head
 // group a keeps a replica `local` of heads [h0, h1) of every layer, gathered
 // once per parameter update.
+//
+// What crosses the network once per update and once per adjoint solve, not
+// once per layer: the replica, in the order (l, h - h0), is cut into Pt
+// consecutive `chunks` of whole heads, one per rank of the head group's
+// token_comm. A gather brings each rank's chunk from theta (a local copy when
+// Ph = 1) and an allgather over token_comm completes the replica; the
+// gradient, accumulated in `grad` (replica layout) over the whole reverse
+// sweep, is reduce-scattered over token_comm onto the chunks and put into
+// theta's layout (exchange.hpp: log2(Pt) messages a rank, not L Pt).
 #pragma once
 
 #include "mft/grid.hpp"
@@ -38,11 +47,14 @@ struct Heads {
   Range owned;               // flat heads l*H+h owned in theta
   Vec theta = nullptr;       // all parameters, distributed
   std::vector<double> local; // replica [l][h - h0][entries]
-  Vec local_vec = nullptr;   // sequential Vec on `local`
-  VecScatter gather = nullptr;
-  std::vector<VecScatter> layer_add; // per layer: head-group gradient -> theta layout
-  Vec layer_vec = nullptr;           // sequential, one layer of the group's heads
-  std::vector<double> layer_grad;    // its storage
+  MPI_Comm token_comm = MPI_COMM_NULL; // the ranks that hold the same replica
+  std::vector<PetscInt> chunk_counts;  // entries of each rank's chunk of the replica
+  PetscInt chunk_begin = 0;            // first entry of this rank's chunk in the replica
+  std::vector<double> chunk;           // this rank's chunk (values or reduced gradient)
+  Vec chunk_vec = nullptr;             // sequential Vec on `chunk`
+  VecScatter chunk_to_theta = nullptr; // chunk -> its heads in theta's layout
+  std::vector<double> layer_grad;      // one layer's partial gradient of the group's heads (one sweep)
+  std::vector<double> grad;            // replica layout: partial gradients summed over a reverse sweep
 
   const double *head(PetscInt l, PetscInt h_local) const { return local.data() + (l * group.size() + h_local) * shape.size; }
 };
@@ -60,6 +72,10 @@ PetscErrorCode HeadsPerturb(const Heads &h, std::uint64_t seed, double eps, Vec 
 
 // Copies theta into the local replica (call after every change of theta).
 PetscErrorCode HeadsGather(Heads *h);
+
+// dtheta <- the sum over the token groups of `grad` (every entry of theta is
+// written); the reduction of one adjoint solve.
+PetscErrorCode HeadsReduceGradient(Heads *h, Vec dtheta);
 
 // Largest Frobenius norm of one head (all its blocks) over every head of theta.
 PetscErrorCode HeadsMaxNorm(const Heads &h, Vec theta, double *norm);

@@ -6,6 +6,7 @@
 // and draws the initial heads.
 #pragma once
 
+#include "mft/cost.hpp"
 #include "mft/flow.hpp"
 #include "mft/risk.hpp"
 
@@ -24,6 +25,7 @@ struct Problem {
   Vec adjoint = nullptr;// dR/dx(1), then dR/dx(0) after an adjoint solve
   Vec grad = nullptr;   // g = L H dR/dtheta (MODEL.md, 'Gradients')
   double risk = 0;
+  StepCost predicted;   // the cost model's training step on this grid
   std::vector<char> active; // sequences of the current mini-batch (all by default)
 
   Problem() = default;

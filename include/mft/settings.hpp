@@ -124,7 +124,10 @@ struct OutputSettings {
 };
 
 struct ParallelSettings {
-  PetscInt head_groups = 0;   // 0: chosen automatically
+  PetscInt head_groups = 0;   // 0: chosen by the cost model (cost.hpp)
+  double latency = 1.5e-6;    // the cost model's network: seconds a message
+  double bandwidth = 12e9;    // bytes a second
+  double rate = 13.6e9;       // attention operations a second on one rank
 };
 
 // How depth is discretised (set by the commands, not an option): the L-layer

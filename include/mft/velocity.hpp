@@ -8,7 +8,9 @@
 // Reverse: one sweep per layer gives both (df/dx)^T lam, the state part with
 // its mean-field term (a key token receives from every query that attends to
 // it), and (df/dtheta)^T lam for the layer's heads. PETSc asks for the two
-// separately, with the same lam: the parameter part is kept from the sweep.
+// separately, with the same lam: the parameter part is kept from the sweep,
+// and added to the rank's partial head gradients (Heads::grad), which cross
+// the network once per adjoint solve (HeadsReduceGradient), not per layer.
 #pragma once
 
 #include "mft/attention.hpp"
@@ -52,7 +54,8 @@ PetscErrorCode VelocityPrepare(Velocity *v, PetscInt l, Vec x);
 // dx = (df/dx)^T lam at the prepared state; keeps (df/dtheta)^T lam.
 PetscErrorCode VelocityReverse(Velocity *v, Vec lam, Vec dx);
 
-// dtheta = (df/dtheta)^T lam, zero outside the prepared layer's heads.
-PetscErrorCode VelocityReverseParameters(Velocity *v, Vec lam, Vec dtheta);
+// Heads::grad[layer] += weight * (this rank's part of (df/dtheta)^T lam), for
+// the prepared layer; dtheta <- 0 (what PETSc accumulates stays zero).
+PetscErrorCode VelocityReverseParameters(Velocity *v, Vec lam, double weight, Vec dtheta);
 
 } // namespace mft

@@ -3,6 +3,7 @@
 #include "mft/checkpoint.hpp"
 #include "mft/commands.hpp"
 #include "mft/error.hpp"
+#include "mft/exchange.hpp"
 #include "mft/fit.hpp"
 #include "mft/ntk.hpp"
 #include "mft/report.hpp"
@@ -120,6 +121,8 @@ PetscErrorCode CommandTrain(MPI_Comm comm, const std::vector<std::string> &args,
   const double initial = history.loss.empty() ? p.risk : history.loss.front();
   PetscCall(PetscPrintf(comm, "final risk %.9e after %" PetscInt_FMT " steps (x%.3g lower), %.2f s; wrote %s\n",
                         p.risk, t.steps, initial / p.risk, elapsed, p.settings.output.file.c_str()));
+  double messages, bytes;
+  PetscCall(TrafficMean(comm, &messages, &bytes));
   Summary sum;
   if (t.ntk != "none" && history.loss.size() >= 4) {
     // log R against training time tau (the sum of the learning rates), over the
@@ -148,6 +151,12 @@ PetscErrorCode CommandTrain(MPI_Comm comm, const std::vector<std::string> &args,
       .add("seconds", elapsed)
       .add("seconds_per_step", t.steps > start ? elapsed / (double)(t.steps - start) : 0.0)
       .add("ranks", (long long)p.grid.size)
+      .add("messages_per_rank", messages) // the program's own exchanges (exchange.hpp), not PETSc's scatters
+      .add("bytes_per_rank", bytes)
+      .add("grid", std::to_string(p.grid.Ph) + "x" + std::to_string(p.grid.Pt))
+      .add("predicted_messages_per_step", p.predicted.messages) // the cost model's (cost.hpp), per rank
+      .add("predicted_bytes_per_step", p.predicted.bytes)
+      .add("predicted_step_seconds", p.predicted.seconds())
       .add("file", p.settings.output.file);
   PetscCall(sum.print(comm));
   PetscCall(OptimizerDestroy(&opt));

@@ -1,0 +1,126 @@
+// The cost model of a training step: counted from the layouts, rank by rank.
+#include "mft/cost.hpp"
+
+#include "mft/exchange.hpp"
+#include "mft/grid.hpp"
+#include "mft/tokens.hpp"
+
+#include <algorithm>
+#include <map>
+
+namespace mft {
+
+namespace {
+
+struct Count {
+  double messages = 0, bytes = 0;
+  void add(const Count &o, double times = 1) { messages += times * o.messages, bytes += times * o.bytes; }
+};
+
+// Rank r receives the entries [t0, t1) of a PETSc-owned range (owner_begin
+// over ranks): adds their bytes to each other owner's part of `from`.
+void Receive(const std::vector<PetscInt> &owner_begin, PetscInt r, PetscInt t0, PetscInt t1, double entry_bytes,
+             std::map<PetscInt, double> &from) {
+  if (t1 <= t0) return;
+  PetscInt o = (PetscInt)(std::upper_bound(owner_begin.begin(), owner_begin.end(), t0) - owner_begin.begin()) - 1;
+  for (; o + 1 < (PetscInt)owner_begin.size() && owner_begin[o] < t1; ++o) {
+    const PetscInt lo = std::max(t0, owner_begin[o]), hi = std::min(t1, owner_begin[o + 1]);
+    if (hi > lo && o != r) from[o] += entry_bytes * (double)(hi - lo);
+  }
+}
+
+// What each rank of a communicator of n sends in one exchange.
+Count Exchange(ExchangeKind kind, PetscInt n, PetscInt rank, const std::vector<PetscInt> &counts) {
+  Count c;
+  for (const ExchangeStep &s : ExchangePlan(kind, n, rank, counts))
+    if (s.send_end > s.send_begin) c.messages += 1, c.bytes += 8.0 * (double)(s.send_end - s.send_begin);
+  return c;
+}
+
+} // namespace
+
+StepCost PredictStep(const ModelSettings &m, PetscInt M, PetscInt N, PetscInt P, PetscInt Ph, double rate,
+                     const Network &net) {
+  const PetscInt d = m.d, k = m.k, dv = m.head_kind == HeadKind::qkv ? d : k, Pt = P / Ph;
+  const PetscInt ph = m.head_kind == HeadKind::qkv ? 2 * k * d + dv * d : 2 * k * d + dv * d + d * k; // head size
+  StepCost c;
+  c.P = P, c.Ph = Ph, c.Pt = Pt;
+  std::vector<Count> scatter((size_t)P);
+  std::vector<PetscInt> theta_begin((size_t)P + 1);
+  for (PetscInt r = 0; r < P; ++r) theta_begin[r] = split(m.L * m.H, P, r).begin;
+  theta_begin[P] = m.L * m.H;
+  for (PetscInt r = 0; r < P; ++r) { // the chunk's heads, layer by layer, from their owners in theta: one message each
+    const Range heads = split(m.H, Ph, r % Ph);
+    const PetscInt Hl = heads.size();
+    const Range chunk = split(m.L * Hl, Pt, r / Ph);
+    std::map<PetscInt, double> from;
+    for (PetscInt c0 = chunk.begin; c0 < chunk.end;) {
+      const PetscInt l = c0 / Hl, c1 = std::min(chunk.end, (l + 1) * Hl);
+      const PetscInt f0 = l * m.H + heads.begin + c0 % Hl;
+      Receive(theta_begin, r, f0, f0 + (c1 - c0), 8.0 * ph, from);
+      c0 = c1;
+    }
+    for (const auto &[o, bytes] : from) scatter[o].add({1.0, bytes});
+  }
+  for (PetscInt r = 0; r < P; ++r) {
+    Count layer, step;
+    // Per layer: three gathers of the sequences (the forward's state; the
+    // adjoint's state and adjoint) and the contributions sent back.
+    const TokenPlan plan = TokenPlanFor(P, Ph, M, N, r);
+    for (const TokenPiece &p : plan.give) layer.add({1.0, 8.0 * d * (double)(p.end - p.begin)}, 3.0);
+    for (const TokenPiece &p : plan.gather)
+      if (p.peer != r) layer.add({1.0, 8.0 * d * (double)(p.end - p.begin)});
+    // Per layer, forward, Ph > 1: the velocity over the head groups of a token group.
+    const Range g = GroupTokens(P, Ph, M, N, r);
+    if (Ph > 1) {
+      std::vector<PetscInt> counts((size_t)Ph);
+      for (PetscInt a = 0; a < Ph; ++a) counts[a] = split(g.size(), Ph, a).size() * d;
+      layer.add(Exchange(ExchangeKind::reduce_scatter, Ph, r % Ph, counts));
+    }
+    // Per step: the gradient and the heads over the token groups (exchange.hpp),
+    // and the PETSc scatters between the chunk and theta.
+    const PetscInt Hl = split(m.H, Ph, r % Ph).size();
+    std::vector<PetscInt> counts((size_t)Pt);
+    for (PetscInt b = 0; b < Pt; ++b) counts[b] = split(m.L * Hl, Pt, b).size() * ph;
+    step.add(Exchange(ExchangeKind::reduce_scatter, Pt, r / Ph, counts));
+    step.add(Exchange(ExchangeKind::allgather, Pt, r / Ph, counts));
+    step.add(scatter[r], 2.0);
+    step.add(layer, (double)m.L);
+    c.messages += step.messages / (double)P;
+    c.bytes += step.bytes / (double)P;
+    c.scatter_messages += 2.0 * scatter[r].messages / (double)P;
+    c.scatter_bytes += 2.0 * scatter[r].bytes / (double)P;
+    c.max_messages = std::max(c.max_messages, step.messages);
+    c.max_bytes = std::max(c.max_bytes, step.bytes);
+    c.communication = std::max(c.communication, step.messages * net.latency + step.bytes / net.bandwidth);
+
+    // Operations (bench.hpp's count, a step being three forwards), with the
+    // keys' and values' projections of every sequence the rank touches.
+    const Range s = GroupSequences(P, Ph, M, N, r);
+    double ops = 0;
+    for (PetscInt seq = s.begin; seq < s.end; ++seq) {
+      const PetscInt q0 = std::max(g.begin - seq * N, (PetscInt)0), q1 = std::min(g.end - seq * N, N);
+      if (q1 <= q0) continue;
+      const double q = (double)(q1 - q0);
+      const double keys = m.causal ? 0.5 * (double)(q1 * (q1 + 1) - q0 * (q0 + 1)) : q * (double)N; // sum of nk
+      ops += 2.0 * N * d * (k + dv) + 2.0 * q * d * k + 2.0 * keys * k + keys + 2.0 * keys * dv;
+      if (m.head_kind == HeadKind::qkvo) ops += 2.0 * q * dv * d;
+    }
+    c.operations = std::max(c.operations, 3.0 * (double)m.L * (double)Hl * ops);
+  }
+  c.compute = c.operations / rate;
+  return c;
+}
+
+PetscInt ChooseHeadGroups(const ModelSettings &m, PetscInt M, PetscInt N, PetscInt P, double rate, const Network &net) {
+  PetscInt best = 0;
+  double best_seconds = 0;
+  for (PetscInt Ph = 1; Ph <= std::min(P, m.H); ++Ph) {
+    if (P % Ph || P / Ph > M * N) continue;
+    const double t = PredictStep(m, M, N, P, Ph, rate, net).seconds();
+    if (best == 0 || t < best_seconds) best = Ph, best_seconds = t;
+  }
+  return best;
+}
+
+} // namespace mft

@@ -1,0 +1,144 @@
+// Reduce-scatter and allgather by recursive halving and doubling, counted.
+//
+// Each call follows a plan (the list of this rank's sends and receives), so
+// that the cost model counts exactly the messages the program sends.
+#include "mft/exchange.hpp"
+
+#include <algorithm>
+
+namespace mft {
+
+Traffic &traffic() {
+  static Traffic t;
+  return t;
+}
+
+PetscErrorCode TrafficMean(MPI_Comm comm, double *messages, double *bytes) {
+  double mine[2] = {(double)traffic().messages, (double)traffic().bytes}, sum[2];
+  PetscMPIInt size;
+  PetscFunctionBeginUser;
+  PetscCallMPI(MPI_Comm_size(comm, &size));
+  PetscCallMPI(MPI_Allreduce(mine, sum, 2, MPI_DOUBLE, MPI_SUM, comm));
+  *messages = sum[0] / size;
+  *bytes = sum[1] / size;
+  PetscFunctionReturn(0);
+}
+
+namespace {
+
+constexpr PetscMPIInt kTag = 7151;
+
+// The ranks as p2 'virtual' ranks: the first 2 rem ranks fold in pairs
+// (2v, 2v+1) onto virtual rank v, the others map one to one.
+struct Fold {
+  PetscInt P = 1, rank = 0, p2 = 1, rem = 0;
+  std::vector<PetscInt> displ; // displ[r]: first entry of segment r; displ[P]: the total
+  Fold(PetscInt P_, PetscInt rank_, const std::vector<PetscInt> &counts) : P(P_), rank(rank_) {
+    while (2 * p2 <= P) p2 *= 2;
+    rem = P - p2;
+    displ.assign((size_t)P + 1, 0);
+    for (PetscInt r = 0; r < P; ++r) displ[r + 1] = displ[r] + counts[r];
+  }
+  PetscInt first(PetscInt v) const { return v < rem ? 2 * v : v + rem; } // first real rank of v, v <= p2
+  PetscInt virt() const { return rank < 2 * rem ? rank / 2 : rank - rem; }
+  bool folded_odd() const { return rank < 2 * rem && rank % 2 == 1; }
+  bool folded_even() const { return rank < 2 * rem && rank % 2 == 0; }
+  PetscInt begin(PetscInt v) const { return displ[first(v)]; } // first entry of virtual rank v
+};
+
+} // namespace
+
+std::vector<ExchangeStep> ExchangePlan(ExchangeKind kind, PetscInt P, PetscInt rank, const std::vector<PetscInt> &counts) {
+  const Fold f(P, rank, counts);
+  const PetscInt total = f.displ[P], seg0 = f.displ[rank], seg1 = f.displ[rank + 1];
+  std::vector<ExchangeStep> plan;
+  const bool reduce = kind == ExchangeKind::reduce_scatter;
+  auto step = [&](PetscInt peer, PetscInt s0, PetscInt s1, PetscInt r0, PetscInt r1) {
+    plan.push_back({peer, s0, s1, r0, r1, reduce});
+  };
+  if (P == 1) return plan;
+  if (f.folded_odd()) { // reduce: give everything, get the own segment; gather: the reverse
+    if (reduce) plan.push_back({rank - 1, 0, total, seg0, seg1, false}); // the finished sum comes back
+    else step(rank - 1, seg0, seg1, 0, total);
+    return plan;
+  }
+  const PetscInt next0 = f.displ[std::min(rank + 1, P)], next1 = f.displ[std::min(rank + 2, P)];
+  if (f.folded_even()) {
+    if (reduce) step(rank + 1, 0, 0, 0, total);
+    else step(rank + 1, 0, 0, next0, next1);
+  }
+  const PetscInt v = f.virt();
+  if (reduce) { // halving: keep the half of [lo, lo + 2 mask) that holds v, send the other half
+    PetscInt lo = 0;
+    for (PetscInt mask = f.p2 / 2; mask >= 1; mask /= 2) {
+      const PetscInt keep = v < lo + mask ? lo : lo + mask, give = v < lo + mask ? lo + mask : lo;
+      step(f.first(v ^ mask), f.begin(give), f.begin(give + mask), f.begin(keep), f.begin(keep + mask));
+      lo = keep;
+    }
+  } else { // doubling: the known block [base, base + mask) grows to twice its size
+    for (PetscInt mask = 1; mask < f.p2; mask *= 2) {
+      const PetscInt base = v - v % mask, other = base ^ mask;
+      step(f.first(v ^ mask), f.begin(base), f.begin(base + mask), f.begin(other), f.begin(other + mask));
+    }
+  }
+  if (f.folded_even()) {
+    if (reduce) step(rank + 1, next0, next1, 0, 0);
+    else step(rank + 1, 0, total, 0, 0);
+  }
+  return plan;
+}
+
+static PetscErrorCode Run(MPI_Comm comm, ExchangeKind kind, double *data, const std::vector<PetscInt> &counts) {
+  PetscMPIInt P, rank;
+  std::vector<double> in;
+  PetscFunctionBeginUser;
+  PetscCallMPI(MPI_Comm_size(comm, &P));
+  PetscCallMPI(MPI_Comm_rank(comm, &rank));
+  PetscCheck((PetscMPIInt)counts.size() == P, comm, PETSC_ERR_ARG_SIZ, "%zu segments for %d ranks", counts.size(), P);
+  ++traffic().calls;
+  for (const ExchangeStep &s : ExchangePlan(kind, P, rank, counts)) {
+    PetscMPIInt peer, ns, nr;
+    PetscCall(PetscMPIIntCast(s.peer, &peer));
+    PetscCall(PetscMPIIntCast(s.send_end - s.send_begin, &ns));
+    PetscCall(PetscMPIIntCast(s.recv_end - s.recv_begin, &nr));
+    // A sum receives into scratch and adds (its order depends only on P); a gather stores.
+    double *into = data + s.recv_begin;
+    if (s.add) {
+      in.resize(std::max(in.size(), (size_t)nr));
+      into = in.data();
+    }
+    if (ns > 0 && nr > 0)
+      PetscCallMPI(MPI_Sendrecv(data + s.send_begin, ns, MPI_DOUBLE, peer, kTag, into, nr, MPI_DOUBLE, peer, kTag, comm,
+                                MPI_STATUS_IGNORE));
+    else if (ns > 0)
+      PetscCallMPI(MPI_Send(data + s.send_begin, ns, MPI_DOUBLE, peer, kTag, comm));
+    else if (nr > 0)
+      PetscCallMPI(MPI_Recv(into, nr, MPI_DOUBLE, peer, kTag, comm, MPI_STATUS_IGNORE));
+    if (s.add)
+      for (PetscMPIInt i = 0; i < nr; ++i) data[s.recv_begin + i] += in[i];
+    if (ns > 0) {
+      ++traffic().messages;
+      traffic().bytes += 8 * (long long)ns;
+    }
+  }
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode ReduceScatterSum(MPI_Comm comm, double *data, const std::vector<PetscInt> &counts, double *out) {
+  PetscMPIInt rank;
+  PetscFunctionBeginUser;
+  PetscCall(Run(comm, ExchangeKind::reduce_scatter, data, counts));
+  PetscCallMPI(MPI_Comm_rank(comm, &rank));
+  PetscInt begin = 0;
+  for (PetscMPIInt r = 0; r < rank; ++r) begin += counts[r];
+  std::copy(data + begin, data + begin + counts[rank], out);
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode AllgatherSegments(MPI_Comm comm, double *data, const std::vector<PetscInt> &counts) {
+  PetscFunctionBeginUser;
+  PetscCall(Run(comm, ExchangeKind::allgather, data, counts));
+  PetscFunctionReturn(0);
+}
+
+} // namespace mft
