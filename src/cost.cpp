@@ -65,11 +65,15 @@ StepCost PredictStep(const ModelSettings &m, PetscInt M, PetscInt N, PetscInt P,
   for (PetscInt r = 0; r < P; ++r) {
     Count layer, step;
     // Per layer: three gathers of the sequences (the forward's state; the
-    // adjoint's state and adjoint) and the contributions sent back.
+    // adjoint's state and adjoint) and the contributions sent back, each a
+    // stage A between token groups and a stage B over the group (tokens.hpp).
     const TokenPlan plan = TokenPlanFor(P, Ph, M, N, r);
+    std::vector<PetscInt> entries = plan.counts;
+    for (PetscInt &e : entries) e *= d;
     for (const TokenPiece &p : plan.give) layer.add({1.0, 8.0 * d * (double)(p.end - p.begin)}, 3.0);
-    for (const TokenPiece &p : plan.gather)
-      if (p.peer != r) layer.add({1.0, 8.0 * d * (double)(p.end - p.begin)});
+    for (const TokenPiece &p : plan.receive) layer.add({1.0, 8.0 * d * (double)(p.end - p.begin)});
+    layer.add(Exchange(ExchangeKind::allgather, Ph, r % Ph, entries), 3.0);
+    layer.add(Exchange(ExchangeKind::reduce_scatter, Ph, r % Ph, entries));
     // Per layer, forward, Ph > 1: the velocity over the head groups of a token group.
     const Range g = GroupTokens(P, Ph, M, N, r);
     if (Ph > 1) {

@@ -228,8 +228,13 @@ std::vector<Option> declare(Settings &s) {
       text("study.dir", &s.study.dir, "folder of the case files, tables and plots"),
       integer("study.only", &s.study.only, -1, "run only this case (a Slurm array task); -1: every case"),
 
-      text("bench.sizes", &s.bench.sizes, "sizes to time: S1 S2 S3, or custom (the [model] and [data] settings)"),
-      integer("bench.repeats", &s.bench.repeats, 1, "timed repeats per size (after one warm-up)"),
+      text("bench.sizes", &s.bench.sizes,
+           "sizes: S1 S2 S3 (timed here), LC (one sequence of 65536 tokens), REF (a 256 x 256 trained reference), "
+           "or custom (the [model] and [data] settings)"),
+      integer("bench.repeats", &s.bench.repeats, 0, "timed repeats per size (after one warm-up); 0: predictions only"),
+      text("bench.ranks", &s.bench.ranks,
+           "rank counts (e.g. '64 512 4096'): the cost model's strong scaling of each size, at the measured rate "
+           "(or parallel.rate with bench.repeats = 0)"),
       text("bench.write", &s.bench.write, "a folder: also write bench_<size>.h5 with data, params, output, gradient"),
 
       integer("lse.points", &s.lse.points, 1, "sample points a in the ball"),

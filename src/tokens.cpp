@@ -1,4 +1,4 @@
-// Token layout: ownership ranges and the gather of whole sequences.
+// Token layout: ownership ranges and the two-stage gather of whole sequences.
 #include "mft/tokens.hpp"
 
 #include "mft/exchange.hpp"
@@ -31,28 +31,8 @@ Range GroupSequences(PetscInt P, PetscInt Ph, PetscInt M, PetscInt N, PetscInt r
 }
 
 TokenPlan TokenPlanFor(PetscInt P, PetscInt Ph, PetscInt M, PetscInt N, PetscInt rank) {
+  const PetscInt Pt = P / Ph, a = rank % Ph, b = rank / Ph;
   TokenPlan plan;
-  // Owners are consecutive in rank order: walk them from the first one of a range.
-  auto first_owner = [&](PetscInt token) {
-    PetscInt lo = 0, hi = P - 1; // the last rank whose owned range begins at or before token
-    while (lo < hi) {
-      const PetscInt mid = (lo + hi + 1) / 2;
-      if (OwnedTokens(P, Ph, M, N, mid).begin <= token) lo = mid;
-      else hi = mid - 1;
-    }
-    return lo;
-  };
-  const Range s = GroupSequences(P, Ph, M, N, rank);
-  for (PetscInt o = s.size() ? first_owner(s.begin * N) : P; o < P; ++o) {
-    const Range own = OwnedTokens(P, Ph, M, N, o);
-    if (own.begin >= s.end * N) break;
-    const PetscInt lo = std::max(own.begin, s.begin * N), hi = std::min(own.end, s.end * N);
-    if (hi > lo) plan.gather.push_back({o, lo, hi});
-  }
-  // The token groups whose sequences meet the owned tokens (those whose tokens
-  // meet the owned tokens' sequences), each of their Ph ranks.
-  const Range own = OwnedTokens(P, Ph, M, N, rank);
-  const PetscInt Pt = P / Ph;
   auto group_of = [&](PetscInt token) { // the last token group that begins at or before token
     PetscInt lo = 0, hi = Pt - 1;
     while (lo < hi) {
@@ -62,15 +42,39 @@ TokenPlan TokenPlanFor(PetscInt P, PetscInt Ph, PetscInt M, PetscInt N, PetscInt
     }
     return lo;
   };
-  if (own.size() > 0)
-    for (PetscInt b = group_of((own.begin / N) * N); b < Pt; ++b) {
-      const Range sb = GroupSequences(P, Ph, M, N, b * Ph);
-      if (sb.size() > 0 && sb.begin * N >= own.end) break;
-      const PetscInt lo = std::max(own.begin, sb.begin * N), hi = std::min(own.end, sb.end * N);
-      if (hi <= lo) continue;
-      for (PetscInt a = 0; a < Ph; ++a)
-        if (b * Ph + a != rank) plan.give.push_back({b * Ph + a, lo, hi});
+  // What rank (a_, g) of each other token group g owns of the tokens [t0, t1), in token order.
+  auto pieces = [&](PetscInt a_, PetscInt t0, PetscInt t1, std::vector<TokenPiece> &out) {
+    if (t1 <= t0) return;
+    for (PetscInt g = group_of(t0); g < Pt && split(M * N, Pt, g).begin < t1; ++g) {
+      if (g == b) continue;
+      const Range own = OwnedTokens(P, Ph, M, N, g * Ph + a_);
+      const PetscInt lo = std::max(own.begin, t0), hi = std::min(own.end, t1);
+      if (hi > lo) out.push_back({g * Ph + a_, lo, hi});
     }
+  };
+  const Range s = GroupSequences(P, Ph, M, N, rank);
+  pieces(a, s.begin * N, s.end * N, plan.receive);
+  // The other groups whose sequences meet the owned tokens, in group order.
+  const Range own = OwnedTokens(P, Ph, M, N, rank);
+  if (own.size() > 0)
+    for (PetscInt g = group_of((own.begin / N) * N); g < Pt; ++g) {
+      const Range sg = GroupSequences(P, Ph, M, N, g * Ph);
+      if (sg.size() > 0 && sg.begin * N >= own.end) break;
+      const PetscInt lo = std::max(own.begin, sg.begin * N), hi = std::min(own.end, sg.end * N);
+      if (g != b && hi > lo) plan.give.push_back({g * Ph + a, lo, hi});
+    }
+  // Stage B: each rank of the group brings its own tokens, then what it received.
+  plan.segments.resize((size_t)Ph);
+  plan.counts.assign((size_t)Ph, 0);
+  for (PetscInt a_ = 0; a_ < Ph; ++a_) {
+    std::vector<TokenPiece> got;
+    pieces(a_, s.begin * N, s.end * N, got);
+    const Range mine = OwnedTokens(P, Ph, M, N, b * Ph + a_);
+    std::vector<Range> &seg = plan.segments[a_];
+    if (mine.size() > 0) seg.push_back(mine);
+    for (const TokenPiece &p : got) seg.push_back({p.begin, p.end});
+    for (const Range &r : seg) plan.counts[a_] += r.size();
+  }
   return plan;
 }
 
@@ -88,15 +92,18 @@ PetscErrorCode TokenLayoutCreate(const Grid &g, PetscInt M, PetscInt N, PetscInt
   t->N = N;
   t->d = d;
   t->comm = g.comm;
+  t->head_comm = g.head_comm;
   t->group = GroupTokens(g.size, g.Ph, M, N, g.rank);
   t->owned = OwnedTokens(g.size, g.Ph, M, N, g.rank);
   t->seqs = GroupSequences(g.size, g.Ph, M, N, g.rank);
   t->counts.resize(g.Ph);
   for (PetscInt a = 0; a < g.Ph; ++a) t->counts[a] = split(t->group.size(), g.Ph, a).size() * d;
   t->plan = TokenPlanFor(g.size, g.Ph, M, N, g.rank);
+  for (PetscInt &c : t->plan.counts) c *= d; // entries, not tokens
   PetscInt given = 0;
   for (const TokenPiece &p : t->plan.give) given += (p.end - p.begin) * d;
   t->incoming.assign((size_t)given, 0.0);
+  t->staging.assign((size_t)(t->seqs.size() * N * d), 0.0);
   PetscCall(VecCreateMPI(g.comm, t->owned.size() * d, M * N * d, &t->state));
   PetscCall(VecCreateSeq(PETSC_COMM_SELF, t->seqs.size() * N * d, &t->local));
   PetscFunctionReturn(0);
@@ -128,26 +135,53 @@ PetscErrorCode Post(const TokenLayout &t, bool send, const TokenPiece &p, double
   PetscFunctionReturn(0);
 }
 
+// Copies between the staging vector (the group's segments in order) and the
+// gathered sequences: into local, or out of it.
+void Unstage(const TokenLayout &t, double *local, bool to_local) {
+  const PetscInt first = t.seqs.begin * t.N;
+  double *st = t.staging.data();
+  for (const auto &seg : t.plan.segments)
+    for (const Range &r : seg) {
+      double *lo = local + (r.begin - first) * t.d;
+      const PetscInt n = r.size() * t.d;
+      if (to_local) std::copy(st, st + n, lo);
+      else std::copy(lo, lo + n, st);
+      st += n;
+    }
+}
+
+// The first entry of segment a in the staging vector.
+PetscInt SegmentBegin(const TokenLayout &t, PetscMPIInt a) {
+  PetscInt begin = 0;
+  for (PetscMPIInt r = 0; r < a; ++r) begin += t.plan.counts[r];
+  return begin;
+}
+
 } // namespace
 
 PetscErrorCode TokensGather(const TokenLayout &t, Vec state, Vec local) {
   const PetscScalar *xs;
   PetscScalar *xl;
-  PetscMPIInt rank;
+  PetscMPIInt a;
   std::vector<MPI_Request> req;
   PetscFunctionBeginUser;
-  PetscCallMPI(MPI_Comm_rank(t.comm, &rank));
+  PetscCallMPI(MPI_Comm_rank(t.head_comm, &a));
   PetscCall(VecGetArrayRead(state, &xs));
   PetscCall(VecGetArray(local, &xl));
-  const PetscInt first = t.seqs.begin * t.N;
-  for (const TokenPiece &p : t.plan.gather) {
-    double *into = xl + (p.begin - first) * t.d;
-    if (p.peer == rank) std::copy(xs + (p.begin - t.owned.begin) * t.d, xs + (p.end - t.owned.begin) * t.d, into);
-    else PetscCall(Post(t, false, p, into, req));
+  // Stage A: this rank's segment is its own tokens, then what it receives.
+  double *seg = t.staging.data() + SegmentBegin(t, a);
+  std::copy(xs, xs + t.owned.size() * t.d, seg);
+  double *in = seg + t.owned.size() * t.d;
+  for (const TokenPiece &p : t.plan.receive) {
+    PetscCall(Post(t, false, p, in, req));
+    in += (p.end - p.begin) * t.d;
   }
   for (const TokenPiece &p : t.plan.give)
     PetscCall(Post(t, true, p, const_cast<double *>(xs) + (p.begin - t.owned.begin) * t.d, req));
   PetscCallMPI(MPI_Waitall((int)req.size(), req.data(), MPI_STATUSES_IGNORE));
+  // Stage B: every segment of the group, then into sequence order.
+  PetscCall(AllgatherSegments(t.head_comm, t.staging.data(), t.plan.counts));
+  Unstage(t, xl, true);
   PetscCall(VecRestoreArray(local, &xl));
   PetscCall(VecRestoreArrayRead(state, &xs));
   PetscFunctionReturn(0);
@@ -156,27 +190,32 @@ PetscErrorCode TokensGather(const TokenLayout &t, Vec state, Vec local) {
 PetscErrorCode TokensScatterAdd(const TokenLayout &t, Vec local, Vec state) {
   const PetscScalar *xl;
   PetscScalar *xs;
-  PetscMPIInt rank;
+  PetscMPIInt a;
   std::vector<MPI_Request> req;
   PetscFunctionBeginUser;
-  PetscCallMPI(MPI_Comm_rank(t.comm, &rank));
+  PetscCallMPI(MPI_Comm_rank(t.head_comm, &a));
   PetscCall(VecGetArrayRead(local, &xl));
   PetscCall(VecGetArray(state, &xs));
-  std::fill(xs, xs + t.owned.size() * t.d, 0.0);
-  const PetscInt first = t.seqs.begin * t.N;
+  // Stage B reversed: the group's sum of each segment, onto its rank.
+  Unstage(t, const_cast<double *>(xl), false);
+  const PetscInt n = t.owned.size() * t.d;
+  std::vector<double> seg((size_t)t.plan.counts[a]);
+  PetscCall(ReduceScatterSum(t.head_comm, t.staging.data(), t.plan.counts, seg.data()));
+  // Stage A reversed: the received pieces go back to their owners, and the
+  // other groups' sums of the own tokens come in.
+  double *out = seg.data() + n;
+  for (const TokenPiece &p : t.plan.receive) {
+    PetscCall(Post(t, true, p, out, req));
+    out += (p.end - p.begin) * t.d;
+  }
   double *in = t.incoming.data();
   for (const TokenPiece &p : t.plan.give) {
     PetscCall(Post(t, false, p, in, req));
     in += (p.end - p.begin) * t.d;
   }
-  for (const TokenPiece &p : t.plan.gather)
-    if (p.peer != rank) PetscCall(Post(t, true, p, const_cast<double *>(xl) + (p.begin - first) * t.d, req));
   PetscCallMPI(MPI_Waitall((int)req.size(), req.data(), MPI_STATUSES_IGNORE));
-  // The own part first, then the peers' in rank order.
-  for (const TokenPiece &p : t.plan.gather)
-    if (p.peer == rank)
-      for (PetscInt e = 0; e < (p.end - p.begin) * t.d; ++e)
-        xs[(p.begin - t.owned.begin) * t.d + e] += xl[(p.begin - first) * t.d + e];
+  // The own group's sum first, then the other groups' in group order.
+  std::copy(seg.data(), seg.data() + n, xs);
   in = t.incoming.data();
   for (const TokenPiece &p : t.plan.give) {
     for (PetscInt e = 0; e < (p.end - p.begin) * t.d; ++e) xs[(p.begin - t.owned.begin) * t.d + e] += in[e];

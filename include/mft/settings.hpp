@@ -102,7 +102,8 @@ struct StudySettings {
 
 struct BenchSettings {
   std::string sizes = "S1 S2 S3"; // standard sizes (S1, S2, S3), or "custom": the [model] and [data] settings
-  PetscInt repeats = 5;
+  PetscInt repeats = 5;              // 0: no timing (predictions only, at parallel.rate)
+  std::string ranks;                // rank counts for the cost model's predictions (cost.hpp)
   std::string write;               // a folder: also write bench_<size>.h5 (data, params, output, gradient)
 };
 

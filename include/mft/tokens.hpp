@@ -7,10 +7,17 @@
 // each rank gathers the sequences its group touches (`seqs`, whole sequences,
 // possibly cut by neighbouring groups) into a sequential `local` Vec, and the
 // contributions to them (as keys and queries) go back to their owners and add
-// up. The gather follows a plan of point-to-point messages made from the
-// layout alone (TokenPlanFor), so that the cost model counts exactly what is
-// sent; the additions on the way back are in a fixed order (the own part,
-// then the peers by rank): bitwise repeatable on the same ranks.
+// up.
+//
+// The gather is two stages, so that a rank sends few messages however many
+// ranks share a sequence: (A) rank (a, b) receives from rank (a, b') of every
+// other token group b' the tokens of its sequences that (a, b') owns (none
+// when the token groups hold whole sequences); (B) the Ph ranks of token group
+// b allgather what each owns or received (exchange.hpp: log2 Ph messages).
+// The way back is the reverse: a reduce-scatter over the group, then each
+// piece back to its owner. The plan is made from the layout alone
+// (TokenPlanFor), so that the cost model counts exactly what is sent; the
+// additions are in a fixed order: bitwise repeatable on the same ranks.
 #pragma once
 
 #include "mft/grid.hpp"
@@ -27,8 +34,10 @@ struct TokenPiece {
 };
 
 struct TokenPlan {
-  std::vector<TokenPiece> gather; // the pieces of `seqs` and their owners (this rank's own piece included)
-  std::vector<TokenPiece> give;   // the owned tokens other ranks gather, by peer
+  std::vector<TokenPiece> receive;           // stage A: pieces of `seqs` from (a, b'), b' != b
+  std::vector<TokenPiece> give;              // stage A: owned tokens to (a, b''), b'' != b
+  std::vector<std::vector<Range>> segments;  // stage B: per rank a' of the group, its token ranges in order
+  std::vector<PetscInt> counts;              // stage B: tokens of each segment (entries in TokenLayout)
 };
 
 // Ownership on a grid of P ranks, Ph head groups (rank r: head group r % Ph,
@@ -48,7 +57,9 @@ struct TokenLayout {
   Vec state = nullptr;              // template of the distributed state
   Vec local = nullptr;              // template of the gathered sequences (sequential)
   TokenPlan plan;
-  mutable std::vector<double> incoming; // receive buffer of the additions
+  MPI_Comm head_comm = MPI_COMM_NULL;   // the Ph ranks of the token group (stage B)
+  mutable std::vector<double> staging;  // stage B's vector: the group's segments in order
+  mutable std::vector<double> incoming; // stage A's receive buffer of the additions
 
   // Query range [i0, i1) of sequence m (in seqs) that this group computes.
   Range queries(PetscInt m) const;

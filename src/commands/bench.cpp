@@ -2,6 +2,7 @@
 // standard sizes (or the settings given), with rates, memory and a time split.
 #include "mft/bench.hpp"
 #include "mft/commands.hpp"
+#include "mft/cost.hpp"
 #include "mft/optimizer.hpp"
 #include "mft/report.hpp"
 #include "mft/runfile.hpp"
@@ -18,7 +19,10 @@ struct Size {
   const char *name;
   PetscInt L, H, M, N, d, k;
 };
-const Size standard[] = {{"S1", 16, 16, 8, 64, 16, 8}, {"S2", 32, 32, 16, 128, 16, 8}, {"S3", 8, 4, 2, 1024, 32, 16}};
+// S1-S3 are timed here; LC (one long sequence) and REF (the trained reference
+// of input/study_dim_cluster.cfg at d = 64) are sizes for the predictions.
+const Size standard[] = {{"S1", 16, 16, 8, 64, 16, 8},   {"S2", 32, 32, 16, 128, 16, 8}, {"S3", 8, 4, 2, 1024, 32, 16},
+                         {"LC", 8, 16, 1, 65536, 64, 32}, {"REF", 256, 256, 8, 8, 64, 2}};
 
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
@@ -33,6 +37,108 @@ template <class F> PetscErrorCode Timed(MPI_Comm comm, F f, double *seconds) {
   PetscCall(f());
   double mine = MPI_Wtime() - t0;
   PetscCallMPI(MPI_Allreduce(&mine, seconds, 1, MPI_DOUBLE, MPI_MAX, comm));
+  PetscFunctionReturn(0);
+}
+
+// Times a training step and the forward pass of one size; *rate <- the
+// operations a second of one rank in the step.
+PetscErrorCode BenchSize(MPI_Comm comm, const std::string &name, const Settings &bs, double peak, double *rate) {
+  PetscMPIInt size;
+  PetscFunctionBeginUser;
+  PetscCallMPI(MPI_Comm_size(comm, &size));
+  Problem p;
+  Optimizer opt;
+  PetscCall(ProblemCreate(comm, bs, &p));
+  PetscCall(OptimizerCreate(bs.train, p.heads, &opt));
+  PetscCall(ProblemEvaluate(&p, PETSC_TRUE)); // warm-up
+  std::vector<double> forward, step, kernel, comm_s;
+  for (PetscInt r = 0; r < bs.bench.repeats; ++r) {
+    double t;
+    PetscCall(Timed(comm, [&] { return ProblemEvaluate(&p, PETSC_FALSE); }, &t));
+    forward.push_back(t);
+    const double k0 = p.velocity.seconds_kernel, c0 = p.velocity.seconds_comm;
+    PetscCall(Timed(comm, [&]() -> PetscErrorCode {
+      PetscCall(ProblemEvaluate(&p, PETSC_TRUE));
+      PetscCall(OptimizerStep(&opt, p.heads.theta, p.grad));
+      PetscCall(ProblemSetHeads(&p));
+      return 0;
+    }, &t));
+    step.push_back(t);
+    double kc[2] = {p.velocity.seconds_kernel - k0, p.velocity.seconds_comm - c0}, kcmax[2];
+    PetscCallMPI(MPI_Allreduce(kc, kcmax, 2, MPI_DOUBLE, MPI_MAX, comm));
+    kernel.push_back(kcmax[0]), comm_s.push_back(kcmax[1]);
+  }
+  const double ops = 3 * forward_operations(bs), st = median(step), fw = median(forward);
+  double mem = peak_memory_mib(), memmax;
+  PetscCallMPI(MPI_Allreduce(&mem, &memmax, 1, MPI_DOUBLE, MPI_MAX, comm));
+  const double kf = median(kernel) / st, cf = median(comm_s) / st;
+  PetscCall(PetscPrintf(comm,
+                        "%-6s L=%" PetscInt_FMT " H=%" PetscInt_FMT " M=%" PetscInt_FMT " N=%" PetscInt_FMT
+                        " d=%" PetscInt_FMT " k=%" PetscInt_FMT ": step %.4g s (min %.4g, max %.4g), forward %.4g s; "
+                        "%.2f GFLOP a step, %.1f GFLOP/s = %.0f%% of the matmul peak; kernels %.0f%%, communication "
+                        "%.0f%%, PETSc and the rest %.0f%%; %.0f MiB per rank\n",
+                        name.c_str(), bs.model.L, bs.model.H, bs.data.M, bs.data.N, bs.model.d, bs.model.k, st,
+                        *std::min_element(step.begin(), step.end()), *std::max_element(step.begin(), step.end()), fw,
+                        ops / 1e9, ops / st / 1e9, 100 * ops / st / 1e9 / peak, 100 * kf, 100 * cf,
+                        100 * (1 - kf - cf), memmax));
+  if (!bs.bench.write.empty()) {
+    PetscCall(ProblemEvaluate(&p, PETSC_TRUE));
+    PetscCall(RunFileWrite(p, History(), nullptr, 0, Content::run_with_gradient,
+                           bs.bench.write + "/bench_" + name + ".h5"));
+  }
+  Summary sum;
+  sum.add("command", std::string("bench")).add("size", name).add("ranks", (long long)size);
+  sum.add("L", (long long)bs.model.L).add("H", (long long)bs.model.H).add("M", (long long)bs.data.M);
+  sum.add("N", (long long)bs.data.N).add("d", (long long)bs.model.d).add("k", (long long)bs.model.k);
+  sum.add("step_seconds", st).add("step_min", *std::min_element(step.begin(), step.end()));
+  sum.add("step_max", *std::max_element(step.begin(), step.end())).add("forward_seconds", fw);
+  sum.add("gflop_step", ops / 1e9).add("gflops", ops / st / 1e9).add("peak_gflops", peak);
+  sum.add("fraction_of_peak", ops / st / 1e9 / peak).add("kernel_fraction", kf).add("comm_fraction", cf);
+  sum.add("memory_mib", memmax);
+  PetscCall(sum.print(comm));
+  PetscCall(OptimizerDestroy(&opt));
+  PetscCall(ProblemDestroy(&p));
+
+  *rate = ops / st / (double)size;
+  PetscFunctionReturn(0);
+}
+
+// The cost model's strong scaling of one size (cost.hpp): per rank count, the
+// grid it chooses, compute and communication, messages and bytes a rank, and
+// the efficiency T(1) / (P T(P)).
+PetscErrorCode BenchPredict(MPI_Comm comm, const std::string &name, const Settings &bs, double ops, double rate) {
+  const ModelSettings &m = bs.model;
+  const Network net{bs.parallel.latency, bs.parallel.bandwidth};
+  std::istringstream list(bs.bench.ranks);
+  PetscFunctionBeginUser;
+  const double t1 = PredictStep(m, bs.data.M, bs.data.N, 1, 1, rate, net).seconds();
+  PetscCall(PetscPrintf(comm,
+                        "%s predicted (%.4g GFLOP a step at %.3g GFLOP/s a rank; network %.3g us, %.3g GB/s):\n"
+                        "%8s %9s %12s %12s %10s %12s %11s\n",
+                        name.c_str(), ops / 1e9, rate / 1e9, net.latency * 1e6, net.bandwidth / 1e9, "ranks", "grid",
+                        "compute s", "comm s", "msgs/rank", "MB/rank", "efficiency"));
+  for (std::string word; list >> word;) {
+    PetscInt P = 0;
+    try {
+      P = std::stoll(word);
+    } catch (...) {
+    }
+    PetscCheck(P >= 1, comm, PETSC_ERR_USER_INPUT, "bench.ranks: '%s' is not a rank count", word.c_str());
+    const PetscInt Ph = ChooseHeadGroups(m, bs.data.M, bs.data.N, P, rate, net);
+    if (Ph == 0) {
+      PetscCall(PetscPrintf(comm, "%8" PetscInt_FMT " more ranks than tokens times heads\n", P));
+      continue;
+    }
+    const StepCost c = PredictStep(m, bs.data.M, bs.data.N, P, Ph, rate, net);
+    const std::string grid = std::to_string(c.Ph) + "x" + std::to_string(c.Pt);
+    PetscCall(PetscPrintf(comm, "%8" PetscInt_FMT " %9s %12.4g %12.4g %10.0f %12.4g %11.3f\n", P, grid.c_str(),
+                          c.compute, c.communication, c.messages, c.bytes / 1e6, t1 / ((double)P * c.seconds())));
+    Summary sum;
+    sum.add("command", std::string("bench")).add("size", name).add("predicted_ranks", (long long)P);
+    sum.add("grid", grid).add("compute_seconds", c.compute).add("comm_seconds", c.communication);
+    sum.add("messages_per_rank", c.messages).add("bytes_per_rank", c.bytes).add("efficiency", t1 / ((double)P * c.seconds()));
+    PetscCall(sum.print(comm));
+  }
   PetscFunctionReturn(0);
 }
 
@@ -58,7 +164,8 @@ PetscErrorCode CommandBench(MPI_Comm comm, const std::vector<std::string> &args,
     const Size *sz = nullptr;
     for (auto &st : standard)
       if (name == st.name) sz = &st;
-    PetscCheck(sz || name == "custom", comm, PETSC_ERR_USER_INPUT, "bench.sizes: unknown size '%s' (S1, S2, S3, custom)",
+    PetscCheck(sz || name == "custom", comm, PETSC_ERR_USER_INPUT,
+               "bench.sizes: unknown size '%s' (S1, S2, S3, LC, REF, custom)",
                name.c_str());
     if (sz)
       a.insert(a.end(), {"--model.L", std::to_string(sz->L), "--model.H", std::to_string(sz->H), "--data.M",
@@ -67,58 +174,10 @@ PetscErrorCode CommandBench(MPI_Comm comm, const std::vector<std::string> &args,
     a.insert(a.end(), {"--loss.kind", "token", "--train.optimizer", "gd"});
     Settings bs;
     PetscCall(SettingsParse(comm, "bench", a, &bs, &help));
-    Problem p;
-    Optimizer opt;
-    PetscCall(ProblemCreate(comm, bs, &p));
-    PetscCall(OptimizerCreate(bs.train, p.heads, &opt));
-    PetscCall(ProblemEvaluate(&p, PETSC_TRUE)); // warm-up
-    std::vector<double> forward, step, kernel, comm_s;
-    for (PetscInt r = 0; r < bs.bench.repeats; ++r) {
-      double t;
-      PetscCall(Timed(comm, [&] { return ProblemEvaluate(&p, PETSC_FALSE); }, &t));
-      forward.push_back(t);
-      const double k0 = p.velocity.seconds_kernel, c0 = p.velocity.seconds_comm;
-      PetscCall(Timed(comm, [&]() -> PetscErrorCode {
-        PetscCall(ProblemEvaluate(&p, PETSC_TRUE));
-        PetscCall(OptimizerStep(&opt, p.heads.theta, p.grad));
-        PetscCall(ProblemSetHeads(&p));
-        return 0;
-      }, &t));
-      step.push_back(t);
-      double kc[2] = {p.velocity.seconds_kernel - k0, p.velocity.seconds_comm - c0}, kcmax[2];
-      PetscCallMPI(MPI_Allreduce(kc, kcmax, 2, MPI_DOUBLE, MPI_MAX, comm));
-      kernel.push_back(kcmax[0]), comm_s.push_back(kcmax[1]);
-    }
-    const double ops = 3 * forward_operations(bs), st = median(step), fw = median(forward);
-    double mem = peak_memory_mib(), memmax;
-    PetscCallMPI(MPI_Allreduce(&mem, &memmax, 1, MPI_DOUBLE, MPI_MAX, comm));
-    const double kf = median(kernel) / st, cf = median(comm_s) / st;
-    PetscCall(PetscPrintf(comm,
-                          "%-6s L=%" PetscInt_FMT " H=%" PetscInt_FMT " M=%" PetscInt_FMT " N=%" PetscInt_FMT
-                          " d=%" PetscInt_FMT " k=%" PetscInt_FMT ": step %.4g s (min %.4g, max %.4g), forward %.4g s; "
-                          "%.2f GFLOP a step, %.1f GFLOP/s = %.0f%% of the matmul peak; kernels %.0f%%, communication "
-                          "%.0f%%, PETSc and the rest %.0f%%; %.0f MiB per rank\n",
-                          name.c_str(), bs.model.L, bs.model.H, bs.data.M, bs.data.N, bs.model.d, bs.model.k, st,
-                          *std::min_element(step.begin(), step.end()), *std::max_element(step.begin(), step.end()), fw,
-                          ops / 1e9, ops / st / 1e9, 100 * ops / st / 1e9 / peak, 100 * kf, 100 * cf,
-                          100 * (1 - kf - cf), memmax));
-    if (!bs.bench.write.empty()) {
-      PetscCall(ProblemEvaluate(&p, PETSC_TRUE));
-      PetscCall(RunFileWrite(p, History(), nullptr, 0, Content::run_with_gradient,
-                             bs.bench.write + "/bench_" + name + ".h5"));
-    }
-    Summary sum;
-    sum.add("command", std::string("bench")).add("size", name).add("ranks", (long long)size);
-    sum.add("L", (long long)bs.model.L).add("H", (long long)bs.model.H).add("M", (long long)bs.data.M);
-    sum.add("N", (long long)bs.data.N).add("d", (long long)bs.model.d).add("k", (long long)bs.model.k);
-    sum.add("step_seconds", st).add("step_min", *std::min_element(step.begin(), step.end()));
-    sum.add("step_max", *std::max_element(step.begin(), step.end())).add("forward_seconds", fw);
-    sum.add("gflop_step", ops / 1e9).add("gflops", ops / st / 1e9).add("peak_gflops", peak);
-    sum.add("fraction_of_peak", ops / st / 1e9 / peak).add("kernel_fraction", kf).add("comm_fraction", cf);
-    sum.add("memory_mib", memmax);
-    PetscCall(sum.print(comm));
-    PetscCall(OptimizerDestroy(&opt));
-    PetscCall(ProblemDestroy(&p));
+    const double ops = 3 * forward_operations(bs);
+    double rate = bs.parallel.rate; // operations a second on one rank: measured below when timed
+    if (bs.bench.repeats > 0) PetscCall(BenchSize(comm, name, bs, peak, &rate));
+    if (!bs.bench.ranks.empty()) PetscCall(BenchPredict(comm, name, bs, ops, rate));
   }
   PetscFunctionReturn(0);
 }
