@@ -61,13 +61,14 @@ static PetscErrorCode JacobianPMultTranspose(Mat Jp, Vec lam, Vec out) {
   PetscCall(MatShellGetContext(Jp, &flow));
   // TSRK1FE scales the parameter part of step n by its step, 1/L: the model's
   // Euler step is exactly that (the TS's own step carries round-off).
-  PetscCall(VelocityReverseParameters(flow->velocity, lam, 1.0 / (double)flow->L, out));
+  PetscCall(VelocityReverseParameters(flow->velocity, lam, 1.0 / (double)flow->L));
+  PetscCall(VecSet(out, 0.0)); // the stand-in's entry: the gradient is in the heads' accumulator
   PetscFunctionReturn(0);
 }
 
-PetscErrorCode FlowCreate(Velocity *v, PetscInt L, const DepthScheme &scheme, Vec theta, Flow *f) {
+PetscErrorCode FlowCreate(Velocity *v, PetscInt L, const DepthScheme &scheme, Flow *f) {
   MPI_Comm comm = v->grid->comm;
-  PetscInt nx, Nx, np, Np;
+  PetscInt nx, Nx;
   TSAdapt adapt;
   TSTrajectory trajectory;
   PetscFunctionBeginUser;
@@ -76,11 +77,10 @@ PetscErrorCode FlowCreate(Velocity *v, PetscInt L, const DepthScheme &scheme, Ve
   f->scheme = scheme;
   PetscCall(VecGetLocalSize(v->tokens->state, &nx));
   PetscCall(VecGetSize(v->tokens->state, &Nx));
-  PetscCall(VecGetLocalSize(theta, &np));
-  PetscCall(VecGetSize(theta, &Np));
   PetscCall(MatCreateShell(comm, nx, nx, Nx, Nx, f, &f->J));
   PetscCall(MatShellSetOperation(f->J, MATOP_MULT_TRANSPOSE, (void (*)(void))JacobianMultTranspose));
-  PetscCall(MatCreateShell(comm, nx, np, Nx, Np, f, &f->Jp));
+  PetscCall(VecCreateMPI(comm, 1, PETSC_DETERMINE, &f->sensitivity));
+  PetscCall(MatCreateShell(comm, nx, 1, Nx, PETSC_DETERMINE, f, &f->Jp));
   PetscCall(MatShellSetOperation(f->Jp, MATOP_MULT_TRANSPOSE, (void (*)(void))JacobianPMultTranspose));
 
   PetscCall(TSCreate(comm, &f->ts));
@@ -117,6 +117,7 @@ PetscErrorCode FlowDestroy(Flow *f) {
   PetscCall(TSDestroy(&f->ts));
   PetscCall(MatDestroy(&f->J));
   PetscCall(MatDestroy(&f->Jp));
+  PetscCall(VecDestroy(&f->sensitivity));
   PetscFunctionReturn(0);
 }
 
@@ -157,14 +158,14 @@ PetscErrorCode FlowForward(Flow *f, Vec x) {
 PetscErrorCode FlowAdjoint(Flow *f, Vec lam, Vec dtheta) {
   Heads &h = *f->velocity->heads;
   PetscFunctionBeginUser;
-  PetscCall(VecSet(dtheta, 0.0)); // TSAdjoint accumulates into it (zeros: the parts stay in h.grad)
   if (f->scheme.adaptive) { // the reference's adjoint of the state only
+    PetscCall(VecSet(dtheta, 0.0));
     PetscCall(TSSetCostGradients(f->ts, 1, &lam, nullptr));
     PetscCall(TSAdjointSolve(f->ts));
     PetscFunctionReturn(0);
   }
   std::fill(h.grad.begin(), h.grad.end(), 0.0);
-  PetscCall(TSSetCostGradients(f->ts, 1, &lam, &dtheta));
+  PetscCall(TSSetCostGradients(f->ts, 1, &lam, &f->sensitivity));
   PetscCall(TSAdjointSolve(f->ts));
   const double t0 = MPI_Wtime();
   PetscCall(HeadsReduceGradient(&h, dtheta));

@@ -118,7 +118,7 @@ PetscErrorCode VelocityReverse(Velocity *v, Vec lam, Vec dx) {
   PetscFunctionReturn(0);
 }
 
-PetscErrorCode VelocityReverseParameters(Velocity *v, Vec lam, double weight, Vec dtheta) {
+PetscErrorCode VelocityReverseParameters(Velocity *v, Vec lam, double weight) {
   Heads &h = *v->heads;
   PetscObjectId id;
   PetscObjectState state;
@@ -130,7 +130,6 @@ PetscErrorCode VelocityReverseParameters(Velocity *v, Vec lam, double weight, Ve
   // This rank's part, kept until the end of the sweep (HeadsReduceGradient).
   double *g = h.grad.data() + v->layer * h.group.size() * h.shape.size;
   for (size_t e = 0; e < h.layer_grad.size(); ++e) g[e] += weight * h.layer_grad[e];
-  PetscCall(VecSet(dtheta, 0.0));
   PetscFunctionReturn(0);
 }
 

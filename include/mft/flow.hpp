@@ -17,18 +17,22 @@ namespace mft {
 struct Flow {
   TS ts = nullptr;
   Mat J = nullptr;   // df/dx, state x state
-  Mat Jp = nullptr;  // df/dtheta, state x parameters
+  Mat Jp = nullptr;  // df/dtheta, as PETSc sees it: state x a one-entry stand-in per rank
+  Vec sensitivity = nullptr; // the stand-in parameter sensitivity (stays zero)
   Velocity *velocity = nullptr;
   PetscInt L = 0;    // Euler steps (the layers, unless the heads are shared)
   DepthScheme scheme;
   PetscInt steps = 0, rejected = 0; // of the last forward solve
 };
 
-// theta is a template of the parameter layout (the columns of Jp). With
+// The parameter part of each layer's reverse sweep is accumulated by the
+// velocity into the heads' partial gradients (PETSc's parameter sensitivity is
+// a one-entry stand-in, so that it does no work on the parameters each step)
+// and reduced once per adjoint solve. With
 // scheme.shared the velocity is layer 0's at every depth; with
 // scheme.adaptive the solve is TSRK 5dp with TSADAPTBASIC to rtol/atol (PETSc
 // options such as -ts_rk_type and -ts_rtol still apply); otherwise L steps of TSRK1FE.
-PetscErrorCode FlowCreate(Velocity *v, PetscInt L, const DepthScheme &scheme, Vec theta, Flow *f);
+PetscErrorCode FlowCreate(Velocity *v, PetscInt L, const DepthScheme &scheme, Flow *f);
 PetscErrorCode FlowDestroy(Flow *f);
 
 // x <- x(1): the L layers (or the adaptive solve) applied to x = x(0).

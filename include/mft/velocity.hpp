@@ -55,7 +55,7 @@ PetscErrorCode VelocityPrepare(Velocity *v, PetscInt l, Vec x);
 PetscErrorCode VelocityReverse(Velocity *v, Vec lam, Vec dx);
 
 // Heads::grad[layer] += weight * (this rank's part of (df/dtheta)^T lam), for
-// the prepared layer; dtheta <- 0 (what PETSc accumulates stays zero).
-PetscErrorCode VelocityReverseParameters(Velocity *v, Vec lam, double weight, Vec dtheta);
+// the prepared layer.
+PetscErrorCode VelocityReverseParameters(Velocity *v, Vec lam, double weight);
 
 } // namespace mft
