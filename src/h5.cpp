@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <filesystem>
 #include <sstream>
 
 namespace mft::h5 {
@@ -100,6 +101,12 @@ PetscErrorCode Open(MPI_Comm comm, const std::string &path, bool create, File *f
     H5Pclose(fapl);
     PetscCheck(f->id >= 0, comm, PETSC_ERR_FILE_OPEN, "cannot create '%s'", path.c_str());
   } else {
+    // Checked before HDF5 sees it: MPI-IO prints its own lines on a folder.
+    std::error_code ec;
+    const bool exists = std::filesystem::exists(path, ec), regular = std::filesystem::is_regular_file(path, ec);
+    if (!exists || !regular) H5Pclose(fapl);
+    PetscCheck(exists, comm, PETSC_ERR_FILE_OPEN, "cannot open '%s': no such file", path.c_str());
+    PetscCheck(regular, comm, PETSC_ERR_FILE_OPEN, "cannot open '%s': not a file", path.c_str());
     f->id = H5Fopen(path.c_str(), H5F_ACC_RDONLY, fapl);
     H5Pclose(fapl);
     PetscCheck(f->id >= 0, comm, PETSC_ERR_FILE_OPEN, "cannot open '%s' as an HDF5 file", path.c_str());

@@ -5,12 +5,15 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <iostream>
 #include <limits>
 #include <sstream>
 #include <stdexcept>
+#include <unistd.h>
 
 namespace po = boost::program_options;
 
@@ -114,6 +117,21 @@ Option flag(const std::string &key, bool *dst, const std::string &help) {
   return {key, *dst ? "true" : "false", help, [=](const std::string &v) { *dst = parse_bool(v); }};
 }
 
+// A non-empty space-separated list of integers, each at least lo, kept as text.
+Option integers(const std::string &key, std::string *dst, PetscInt lo, const std::string &help) {
+  return {key, *dst, help, [=](const std::string &v) {
+            std::istringstream in(v);
+            int n = 0;
+            for (std::string w; in >> w; ++n) {
+              const long long x = parse_integer(w);
+              if (x < lo) throw BadValue("entries must be at least " + std::to_string(lo) + ", got " + w);
+              if (x > std::numeric_limits<PetscInt>::max()) throw BadValue("entry is too large: " + w);
+            }
+            if (n == 0) throw BadValue("is empty: give space-separated integers");
+            *dst = v;
+          }};
+}
+
 Option text(const std::string &key, std::string *dst, const std::string &help) {
   return {key, *dst, help, [=](const std::string &v) { *dst = v; }};
 }
@@ -214,8 +232,8 @@ std::vector<Option> declare(Settings &s) {
       real("limit.rtol", &s.limit.rtol, 0.0, true, "relative tolerance of the adaptive solve"),
       real("limit.atol", &s.limit.atol, 0.0, true, "absolute tolerance of the adaptive solve"),
 
-      text("study.L", &s.study.L, "depths L of the grid (space-separated)"),
-      text("study.H", &s.study.H, "widths H of the grid (space-separated)"),
+      integers("study.L", &s.study.L, 1, "depths L of the grid (space-separated)"),
+      integers("study.H", &s.study.H, 1, "widths H of the grid (space-separated)"),
       integer("study.seeds", &s.study.seeds, 1, "initial-head seeds per (L, H)"),
       choice("study.state", s.study.state, {"init", "trained"}, [&s](const std::string &v) { s.study.state = v; },
              "init: against the mean-field reference; trained: after study.steps steps, against a larger model"),
@@ -303,6 +321,53 @@ std::vector<std::string> split_arguments(int argc, char **argv, std::vector<std:
   return mine;
 }
 
+// Why a file could not be written at path (empty when it can): a new file
+// beside it is created and removed, by one rank, before any work starts.
+static std::string unwritable(const std::string &path) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (fs::is_directory(path, ec)) return "'" + path + "' is a folder";
+  const fs::path parent = fs::path(path).parent_path().empty() ? fs::path(".") : fs::path(path).parent_path();
+  if (!fs::is_directory(parent, ec)) return "no such folder '" + parent.string() + "'";
+  const fs::path probe = parent / (".mft-write-check-" + std::to_string(::getpid()));
+  { std::ofstream out(probe); if (!out) return "folder '" + parent.string() + "' is not writable"; }
+  fs::remove(probe, ec);
+  return "";
+}
+
+// The same for a folder that a run creates if needed.
+static std::string unwritable_folder(const std::string &dir) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (fs::exists(dir, ec) && !fs::is_directory(dir, ec)) return "'" + dir + "' is not a folder";
+  if (fs::is_directory(dir, ec)) return unwritable((fs::path(dir) / "x").string());
+  fs::path up = fs::path(dir).parent_path();
+  while (!up.empty() && !fs::exists(up, ec)) up = up.parent_path();
+  return unwritable(((up.empty() ? fs::path(".") : up) / "x").string());
+}
+
+// Outputs are checked on rank 0 before any work starts: a day of training
+// must not end in a write that was bound to fail.
+static PetscErrorCode CheckOutputs(MPI_Comm comm, const std::string &command, const Settings &s) {
+  PetscMPIInt rank;
+  char why[1024] = "";
+  PetscFunctionBeginUser;
+  PetscCallMPI(MPI_Comm_rank(comm, &rank));
+  if (rank == 0) {
+    std::string w;
+    const bool writes = command == "forward" || command == "train" || command == "ntk" || command == "limit" ||
+                        command == "lse";
+    if (writes && !(w = unwritable(s.output.file)).empty()) w = "output.file cannot be written: " + w;
+    else if (command == "train" && !(w = unwritable_folder(s.checkpoint.dir)).empty())
+      w = "checkpoint.dir cannot be written: " + w;
+    else if (command == "study" && !(w = unwritable_folder(s.study.dir)).empty()) w = "study.dir cannot be written: " + w;
+    std::snprintf(why, sizeof why, "%s", w.c_str());
+  }
+  PetscCallMPI(MPI_Bcast(why, sizeof why, MPI_CHAR, 0, comm));
+  PetscCheck(!why[0], comm, PETSC_ERR_USER_INPUT, "%s", why);
+  PetscFunctionReturn(0);
+}
+
 PetscErrorCode SettingsParse(MPI_Comm comm, const std::string &command, const std::vector<std::string> &args,
                              Settings *s, PetscBool *help) {
   PetscFunctionBeginUser;
@@ -342,6 +407,7 @@ PetscErrorCode SettingsParse(MPI_Comm comm, const std::string &command, const st
       std::string path = vm["config"].as<std::string>();
       std::ifstream in(path);
       if (!in) throw BadValue("cannot open config file '" + path + "'");
+      if (!std::filesystem::is_regular_file(path)) throw BadValue("config file '" + path + "' is not a file");
       po::store(po::parse_config_file(in, keyed, false), vm);
     }
     po::notify(vm);
@@ -388,6 +454,7 @@ PetscErrorCode SettingsParse(MPI_Comm comm, const std::string &command, const st
              "train.beta1 and train.beta2 must be below 1 (got %g and %g)", s->train.beta1, s->train.beta2);
   PetscCheck(s->train.lr_min <= s->train.lr, comm, PETSC_ERR_USER_INPUT, "train.lr_min (%g) exceeds train.lr (%g)",
              s->train.lr_min, s->train.lr);
+  PetscCall(CheckOutputs(comm, command, *s));
   PetscFunctionReturn(0);
 }
 

@@ -18,7 +18,19 @@ expect 2 "cannot open config file 'missing.cfg'" -- "$MFT" train --config missin
 printf '[model]\nL = 4\nlayers = 3\n' > typo.cfg
 expect 2 "unrecognised option 'model.layers'" -- "$MFT" train --config typo.cfg
 expect 2 "parallel.head_groups = 3 does not divide the 2 ranks" -- $run train --parallel.head_groups 3 "${small[@]}"
-expect 2 "cannot open 'nothere.h5'" -- $run train --data.file nothere.h5 "${small[@]}"
+expect 2 "cannot open 'nothere.h5': no such file" -- $run train --data.file nothere.h5 "${small[@]}"
+# A folder where a file is expected: refused before MPI-IO sees it (no lines of its own).
+mkdir -p afolder
+expect 2 "cannot open 'afolder': not a file" -- $run train --data.file afolder "${small[@]}"
+grep -q "mca_\|fbtl" err.txt && bad "MPI-IO printed its own lines on a folder" || ok
+expect 2 "config file 'afolder' is not a file" -- "$MFT" train --config afolder
+# An output that cannot be written is refused before any work starts.
+expect 2 "output.file cannot be written: no such folder 'no/such'" -- $run train --output.file no/such/run.h5 --checkpoint.dir ck_unwritable "${small[@]}"
+[ ! -e ck_unwritable ] && ok || bad "a run with an unwritable output.file started training"
+expect 2 "output.file cannot be written: 'afolder' is a folder" -- "$MFT" forward --output.file afolder
+# A grid entry that is not a number (it used to abort the program).
+expect 2 "study.L 'x' is not an integer" -- "$MFT" study --study.L "1 x"
+expect 2 "study.H is empty" -- "$MFT" study --study.H " "
 # A damaged file: the first kilobyte of a good run file.
 expect 0 "" -- "$MFT" forward "${small[@]}" --output.file good.h5
 head -c 1024 good.h5 > cut.h5
