@@ -28,6 +28,13 @@ expect 2 "config file 'afolder' is not a file" -- "$MFT" train --config afolder
 expect 2 "output.file cannot be written: no such folder 'no/such'" -- $run train --output.file no/such/run.h5 --checkpoint.dir ck_unwritable "${small[@]}"
 [ ! -e ck_unwritable ] && ok || bad "a run with an unwritable output.file started training"
 expect 2 "output.file cannot be written: 'afolder' is a folder" -- "$MFT" forward --output.file afolder
+# A build for another CPU: one line, not SIGILL (the check pretends the CPU lacks what the build uses).
+used=$(grep -o '^[a-z0-9]*' <<<"$(for f in avx512f avx2 fma avx; do MFT_TEST_CPU_LACKS=$f "$MFT" forward --help >/dev/null 2>&1 || { echo $f; break; }; done)")
+if [ -n "$used" ]; then
+  expect 2 "this build uses $used instructions, which this CPU lacks" -- env MFT_TEST_CPU_LACKS="$used" "$MFT" forward
+else
+  ok # a generic build (MFT_ARCH empty) uses none of them
+fi
 # A grid entry that is not a number (it used to abort the program).
 expect 2 "study.L 'x' is not an integer" -- "$MFT" study --study.L "1 x"
 expect 2 "study.H is empty" -- "$MFT" study --study.H " "
