@@ -1,7 +1,9 @@
 #!/usr/bin/python3
 """Plots a convergence study: err(L, H) of MODEL.md against L and against H,
-log-log, with the seeds' bootstrap intervals, the fitted slopes and the
-seed-2 reference slopes (1/L and L^-1/3 H^-1/2) drawn beside.
+log-log, with the bootstrap intervals, the fitted slopes and the seed-2
+reference slopes (1/L and L^-1/3 H^-1/2) drawn beside. With two or more
+references the plotted err is the corrected one (the reference's own error
+removed; MODEL.md), the raw err in grey beside it, and the floor as a line.
 
     /usr/bin/python3 jobs/plot_study.py STUDY_DIR
 
@@ -34,9 +36,14 @@ def attr(f, key):
 def plot(f, v, quantity, out):
     L = f[f"/v{v}/L"][()]
     H = f[f"/v{v}/H"][()]
-    err = f[f"/v{v}/{quantity}/err"][()]
-    lo = f[f"/v{v}/{quantity}/err_lo"][()]
-    hi = f[f"/v{v}/{quantity}/err_hi"][()]
+    raw = f[f"/v{v}/{quantity}/err"][()]
+    corrected = attr(f, f"v{v}.references") >= 2 and f"/v{v}/{quantity}/err_corrected" in f
+    tag = "_corrected" if corrected else ""
+    key = f"v{v}.{quantity}" + (".corrected" if corrected else "")
+    err = f[f"/v{v}/{quantity}/err{tag}"][()]
+    lo = f[f"/v{v}/{quantity}/err{tag}_lo"][()]
+    hi = f[f"/v{v}/{quantity}/err{tag}_hi"][()]
+    floor = attr(f, f"v{v}.{quantity}.floor")
     overrides = f.attrs.get(f"v{v}.overrides", b"")
     overrides = overrides.decode() if isinstance(overrides, bytes) else str(overrides)
     fig, (ax_l, ax_h) = plt.subplots(1, 2, figsize=(11, 4.5))
@@ -46,8 +53,13 @@ def plot(f, v, quantity, out):
     for i, l in enumerate(L):
         ax_h.errorbar(H, err[i, :], yerr=[err[i, :] - lo[i, :], hi[i, :] - err[i, :]], marker="o", capsize=3,
                       label=f"L = {int(l)}")
-    slope_l = attr(f, f"v{v}.{quantity}.slope_L")
-    slope_h = attr(f, f"v{v}.{quantity}.slope_H")
+    if corrected:  # the raw err, and the references' own error
+        for ax, x, y in ((ax_l, L, raw[:, -1]), (ax_h, H, raw[-1, :])):
+            ax.plot(x, y, color="0.6", ls="--", marker=".", label="raw err (last curve)")
+            if np.isfinite(floor) and floor > 0:
+                ax.axhline(floor, color="0.4", ls="-.", lw=1, label=f"reference floor {floor:.3g}")
+    slope_l = attr(f, f"{key}.slope_L")
+    slope_h = attr(f, f"{key}.slope_H")
     # Fitted lines through the last column / row, and the reference slopes.
     for ax, x, y, slope, refs, name in (
         (ax_l, L, err[:, -1], slope_l, [(-1.0, "1/L"), (-1.0 / 3, "L^-1/3")], "L"),
@@ -62,7 +74,7 @@ def plot(f, v, quantity, out):
         ax.set_xscale("log", base=2)
         ax.set_yscale("log")
         ax.set_xlabel(name)
-        ax.set_ylabel(f"err ({quantity})")
+        ax.set_ylabel(f"err ({quantity}{', corrected' if corrected else ''})")
         ax.grid(True, which="both", alpha=0.3)
         ax.legend(fontsize=7)
     ax_l.set_title(f"against L (fit at the largest H)")
@@ -81,6 +93,9 @@ def main():
         count = int(attr(f, "study.variants_count"))
         for v in range(count):
             for quantity in ("tokens", "adjoint"):
+                if f"/v{v}/{quantity}/err" not in f:
+                    print(f"plot_study: variant {v} was not measured (no reference); no plot")
+                    continue
                 err = f[f"/v{v}/{quantity}/err"][()]
                 if not np.any(np.isfinite(err) & (err > 0)):
                     print(f"plot_study: variant {v} has no measured error ({quantity}); no plot")

@@ -240,6 +240,9 @@ std::vector<Option> declare(Settings &s) {
       integer("study.steps", &s.study.steps, 0, "trained: training steps of every model (the [train] settings)"),
       integer("study.reference_L", &s.study.reference_L, 1, "trained: depth of the reference model"),
       integer("study.reference_H", &s.study.reference_H, 1, "trained: width of the reference model"),
+      integer("study.references", &s.study.references, 1,
+              "independent references (initial-head seeds); with 2 or more, their spread estimates the "
+              "reference's own error, which is removed from the models' (MODEL.md, 'The reference's own error')"),
       text("study.probes", &s.study.probes, "probe families (space-separated), study.probe_M sequences each"),
       integer("study.probe_M", &s.study.probe_M, 1, "probe sequences per family"),
       text("study.variants", &s.study.variants, "';'-separated sets of key=value overrides, one study each"),

@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <list>
 #include <sstream>
 #include <tuple>
 
@@ -89,7 +90,7 @@ PetscErrorCode TrainHeads(MPI_Comm comm, const Settings &ts, std::vector<double>
 std::string StudyCase::describe() const {
   std::ostringstream os;
   os << "case " << index << " (variant " << variant << ", ";
-  if (reference) os << "reference)";
+  if (reference) os << "reference " << reference_index << ")";
   else os << "L=" << L << ", H=" << H << ", seed " << seed << ")";
   return os.str();
 }
@@ -105,11 +106,13 @@ std::vector<StudyCase> StudyCases(const Settings &s) {
   const auto Ls = integers(s.study.L), Hs = integers(s.study.H);
   const PetscInt nv = (PetscInt)StudyVariants(s).size();
   for (PetscInt v = 0; v < nv; ++v) {
-    StudyCase ref;
-    ref.index = (PetscInt)cases.size(), ref.variant = v, ref.reference = true;
-    ref.L = s.study.state == "trained" ? s.study.reference_L : 0;
-    ref.H = s.study.state == "trained" ? s.study.reference_H : s.limit.heads;
-    cases.push_back(ref);
+    for (PetscInt r = 0; r < s.study.references; ++r) {
+      StudyCase ref;
+      ref.index = (PetscInt)cases.size(), ref.variant = v, ref.reference = true, ref.reference_index = r;
+      ref.L = s.study.state == "trained" ? s.study.reference_L : 0;
+      ref.H = s.study.state == "trained" ? s.study.reference_H : s.limit.heads;
+      cases.push_back(ref);
+    }
     for (PetscInt L : Ls)
       for (PetscInt H : Hs)
         for (PetscInt seed = 1; seed <= s.study.seeds; ++seed) {
@@ -126,9 +129,13 @@ PetscErrorCode StudyRunCase(MPI_Comm comm, const std::vector<std::string> &args,
   const std::vector<std::string> variant = overrides(StudyVariants(s)[c.variant]);
   const bool trained = s.study.state == "trained";
   std::vector<std::string> model = variant;
+  // Seeds: models init.seed + 1 .. + seeds; reference r init.seed + 100003 r
+  // (reference 0: init.seed itself), far from every model's.
+  const std::string seed = std::to_string(s.init.seed + (c.reference ? 100003 * c.reference_index : c.seed));
   if (!c.reference || trained)
-    model.insert(model.end(), {"--model.L", std::to_string(c.L), "--model.H", std::to_string(c.H), "--init.seed",
-                               std::to_string(s.init.seed + (c.reference ? 0 : c.seed))});
+    model.insert(model.end(), {"--model.L", std::to_string(c.L), "--model.H", std::to_string(c.H), "--init.seed", seed});
+  else
+    model.insert(model.end(), {"--init.seed", seed}); // the reference ensemble's own draw
   std::vector<double> heads;
   Settings cs;
   PetscFunctionBeginUser;
@@ -160,6 +167,7 @@ PetscErrorCode StudyRunCase(MPI_Comm comm, const std::vector<std::string> &args,
                             {{"study.case", std::to_string(c.index)},
                              {"study.variant", std::to_string(c.variant)},
                              {"study.reference", c.reference ? "true" : "false"},
+                             {"study.reference_index", std::to_string(c.reference_index)},
                              {"study.case_L", std::to_string(c.L)},
                              {"study.case_H", std::to_string(c.H)},
                              {"study.case_seed", std::to_string(c.seed)}},
@@ -210,27 +218,56 @@ PetscErrorCode ReadCase(const std::string &path, const std::vector<std::string> 
   PetscFunctionReturn(0);
 }
 
-// max over probe sequences of (1/N) sum_i |a_i - b_i|^2, over all families.
-double max_sequence_error(const std::vector<std::vector<double>> &a, const std::vector<std::vector<double>> &b,
-                          PetscInt N, PetscInt d) {
-  double worst = 0;
+// Per probe sequence, over all families in order: (1/N) sum_i |a_i - b_i|^2
+// (b empty: |a_i|^2).
+std::vector<double> sequence_errors(const std::vector<std::vector<double>> &a, const std::vector<std::vector<double>> &b,
+                                    PetscInt N, PetscInt d) {
+  std::vector<double> out;
   for (size_t f = 0; f < a.size(); ++f) {
     const size_t M = a[f].size() / (size_t)(N * d);
     for (size_t m = 0; m < M; ++m) {
       double e = 0;
-      for (size_t k = m * N * d; k < (m + 1) * N * d; ++k) e += (a[f][k] - b[f][k]) * (a[f][k] - b[f][k]);
-      worst = std::fmax(worst, e / (double)N);
+      for (size_t k = m * N * d; k < (m + 1) * N * d; ++k) {
+        const double diff = a[f][k] - (b.empty() ? 0.0 : b[f][k]);
+        e += diff * diff;
+      }
+      out.push_back(e / (double)N);
     }
   }
-  return worst;
+  return out;
+}
+
+// One model case measured against each reference r: the max over probe
+// sequences of the raw squared error, of the corrected one (the references'
+// floor^2 subtracted per sequence, clipped at 0), and of the corrected one
+// relative to the reference's mean square |x_i(1)|^2 on that sequence.
+struct Sample {
+  std::vector<double> raw, corrected, relative;
+  PetscInt clipped = 0, probes = 0; // against reference 0: sequences whose error fell below the floor
+};
+
+Sample measure(const std::vector<std::vector<double>> &model, const std::vector<CaseData> &refs, bool adjoint,
+               const std::vector<double> &floor2, PetscInt N, PetscInt d) {
+  Sample s;
+  for (size_t r = 0; r < refs.size(); ++r) {
+    const auto &ref = adjoint ? refs[r].adjoint : refs[r].tokens;
+    const std::vector<double> e2 = sequence_errors(model, ref, N, d), ms = sequence_errors(ref, {}, N, d);
+    double raw = 0, corr = 0, rel = 0;
+    for (size_t q = 0; q < e2.size(); ++q) {
+      const double c = std::fmax(0.0, e2[q] - floor2[q]);
+      raw = std::fmax(raw, e2[q]), corr = std::fmax(corr, c), rel = std::fmax(rel, ms[q] > 0 ? c / ms[q] : 0.0);
+      if (r == 0) s.clipped += e2[q] < floor2[q], ++s.probes;
+    }
+    s.raw.push_back(raw), s.corrected.push_back(corr), s.relative.push_back(rel);
+  }
+  return s;
 }
 
 struct Grid2 {
   std::vector<PetscInt> L, H;
-  // Per (L, H): the squared errors of each available seed, x and p.
-  std::vector<std::vector<double>> e2x, e2p;
 };
 
+// err = (mean over seeds of the squared errors)^(1/2); NaN without seeds.
 double err_of(const std::vector<double> &e2) {
   if (e2.empty()) return NAN;
   double s = 0;
@@ -242,8 +279,9 @@ struct Fits {
   double slope_L = NAN, slope_H = NAN, a = NAN, b = NAN, C1 = NAN, C2 = NAN, joint_rms = NAN;
 };
 
-// Slopes, and with `joint` the fit of C1/L + C2 L^-a H^-b (a grid search).
-Fits fit_grid(const Grid2 &g, const std::vector<double> &err, bool joint = true) {
+// Slopes, and with `joint` the fit of C1/L + C2 L^-a H^-b (a grid search of
+// a, b in [0, 1.5] with this step).
+Fits fit_grid(const Grid2 &g, const std::vector<double> &err, bool joint = true, double step = 0.01) {
   Fits f;
   const size_t nL = g.L.size(), nH = g.H.size();
   std::vector<double> x, y;
@@ -260,9 +298,10 @@ Fits fit_grid(const Grid2 &g, const std::vector<double> &err, bool joint = true)
   // err ~ C1/L + C2 L^-a H^-b: for each (a, b) on a grid, C1, C2 >= 0 by least
   // squares on relative residuals; keep the best.
   double best = INFINITY;
-  for (int ia = 0; ia <= 150; ++ia)
-    for (int ib = 0; ib <= 150; ++ib) {
-      const double a = ia * 0.01, b = ib * 0.01;
+  const int n_steps = (int)std::lround(1.5 / step);
+  for (int ia = 0; ia <= n_steps; ++ia)
+    for (int ib = 0; ib <= n_steps; ++ib) {
+      const double a = ia * step, b = ib * step;
       double s11 = 0, s12 = 0, s22 = 0, r1 = 0, r2 = 0;
       int n = 0;
       for (size_t i = 0; i < nL; ++i)
@@ -314,20 +353,30 @@ PetscErrorCode StudyAggregate(MPI_Comm comm, const Settings &s, const std::strin
     const auto cases = StudyCases(s);
     const auto variants = StudyVariants(s);
     const auto families = words(s.study.probes);
-    const PetscInt B = 1000; // bootstrap resamples over the seeds
+    const PetscInt B = 1000; // bootstrap resamples over the seeds and the references
+    const long long time = s.study.state == "trained" ? s.study.steps : 0;
     std::ofstream table(dir + "/study.csv"), fits(dir + "/fits.csv");
-    table << "variant,overrides,L,H,seeds,err_x,err_x_lo,err_x_hi,err_p,err_p_lo,err_p_hi\n";
-    fits << "variant,overrides,quantity,slope_L,slope_L_lo,slope_L_hi,slope_H,slope_H_lo,slope_H_hi,a,b,C1,C2,joint_rms\n";
+    table << "variant,overrides,L,H,seeds,err_x,err_x_lo,err_x_hi,err_p,err_p_lo,err_p_hi,time,err_floor_x,"
+             "err_corrected_x,err_corrected_x_lo,err_corrected_x_hi,err_floor_p,err_corrected_p,err_corrected_p_lo,"
+             "err_corrected_p_hi,clipped_x,clipped_p,err_coord_x,err_rel_x,references\n";
+    fits << "variant,overrides,quantity,slope_L,slope_L_lo,slope_L_hi,slope_H,slope_H_lo,slope_H_hi,a,b,C1,C2,joint_rms,"
+            "time,corrected,a_lo,a_hi,b_lo,b_hi\n";
     std::vector<ResultArray> arrays;
-    std::vector<std::vector<double>> keep; // storage behind the arrays
-    keep.reserve(64 * variants.size());
+    std::list<std::vector<double>> keep; // storage behind the arrays
+    auto store = [&](const std::string &name, std::vector<unsigned long long> dims, std::vector<double> values) {
+      keep.push_back(std::move(values));
+      arrays.push_back({name, std::move(dims), keep.back().data()});
+    };
     std::vector<std::pair<std::string, std::string>> attributes;
     for (size_t v = 0; v < variants.size(); ++v) {
       Grid2 g;
       g.L = integers(s.study.L), g.H = integers(s.study.H);
       const size_t nL = g.L.size(), nH = g.H.size();
-      g.e2x.assign(nL * nH, {}), g.e2p.assign(nL * nH, {});
-      CaseData ref;
+      std::vector<CaseData> refs;
+  
+      std::vector<std::vector<Sample>> samples[2]; // per quantity, per cell: the seeds
+      samples[0].assign(nL * nH, {}), samples[1].assign(nL * nH, {});
+      std::vector<std::pair<size_t, CaseData>> found;
       std::string problem;
       for (const StudyCase &c : cases) {
         if (c.variant != (PetscInt)v) continue;
@@ -337,77 +386,141 @@ PetscErrorCode StudyAggregate(MPI_Comm comm, const Settings &s, const std::strin
           PetscCall(PetscPrintf(PETSC_COMM_SELF, "mft study: %s is missing or failed: %s\n", c.describe().c_str(),
                                 problem.c_str()));
           ++*missing;
-          if (c.reference) { // nothing of this variant can be measured
-            PetscCall(PetscPrintf(PETSC_COMM_SELF, "mft study: variant %zu (%s) has no reference: not measured\n", v,
-                                  variants[v].c_str()));
-            break;
-          }
           continue;
         }
         if (c.reference) {
-          ref = data;
+          if (!refs.empty() && (data.N != refs[0].N || data.d != refs[0].d || data.tokens.size() != refs[0].tokens.size())) {
+            PetscCall(PetscPrintf(PETSC_COMM_SELF, "mft study: %s does not match reference 0's shapes\n",
+                                  c.describe().c_str()));
+            ++*missing;
+            continue;
+          }
+          refs.push_back(data);
           continue;
         }
+        if (refs.empty()) continue; // named below
         const size_t i = std::find(g.L.begin(), g.L.end(), c.L) - g.L.begin(),
                      j = std::find(g.H.begin(), g.H.end(), c.H) - g.H.begin();
-        if (data.N != ref.N || data.d != ref.d || data.tokens.size() != ref.tokens.size()) {
+        if (data.N != refs[0].N || data.d != refs[0].d || data.tokens.size() != refs[0].tokens.size()) {
           PetscCall(PetscPrintf(PETSC_COMM_SELF, "mft study: %s does not match its reference's shapes\n",
                                 c.describe().c_str()));
           ++*missing;
           continue;
         }
-        g.e2x[i * nH + j].push_back(max_sequence_error(data.tokens, ref.tokens, ref.N, ref.d));
-        g.e2p[i * nH + j].push_back(max_sequence_error(data.adjoint, ref.adjoint, ref.N, ref.d));
+        found.emplace_back(i * nH + j, std::move(data));
       }
-      std::vector<double> errq[2], loq[2], hiq[2];
+      if (refs.empty()) { // nothing of this variant can be measured
+        PetscCall(PetscPrintf(PETSC_COMM_SELF, "mft study: variant %zu (%s) has no reference: not measured\n", v,
+                              variants[v].c_str()));
+        continue;
+      }
+      const PetscInt N = refs[0].N, d = refs[0].d, R = (PetscInt)refs.size();
+      // The references' own squared error per probe sequence (0 with one reference).
+      std::vector<double> floor2[2];
       for (int q = 0; q < 2; ++q) {
-        const auto &e2 = q ? g.e2p : g.e2x;
-        std::vector<double> &err = errq[q], &lo = loq[q], &hi = hiq[q];
-        err.resize(nL * nH), lo.resize(nL * nH), hi.resize(nL * nH);
-        for (size_t k = 0; k < nL * nH; ++k) err[k] = err_of(e2[k]);
-        // Bootstrap over the seeds: errors and fits of resampled seed sets.
-        std::vector<std::vector<double>> boot_err(nL * nH);
-        std::vector<double> bL, bH;
-        Stream r(20261129, 7, v * 2 + q);
-        for (PetscInt b = 0; b < B; ++b) {
-          std::vector<double> eb(nL * nH);
-          for (size_t k = 0; k < nL * nH; ++k) {
-            std::vector<double> pick;
-            for (size_t t = 0; t < e2[k].size(); ++t) pick.push_back(e2[k][(size_t)(r.uniform() * e2[k].size())]);
-            eb[k] = err_of(pick);
-            boot_err[k].push_back(eb[k]);
+        floor2[q].assign(sequence_errors(refs[0].tokens, {}, N, d).size(), 0.0);
+        PetscInt pairs = 0;
+        for (PetscInt a = 0; a < R; ++a)
+          for (PetscInt b = a + 1; b < R; ++b, ++pairs) {
+            const auto e2 = sequence_errors(q ? refs[a].adjoint : refs[a].tokens, q ? refs[b].adjoint : refs[b].tokens, N, d);
+            for (size_t k = 0; k < e2.size(); ++k) floor2[q][k] += 0.5 * e2[k];
           }
-          const Fits fb = fit_grid(g, eb, false);
-          bL.push_back(fb.slope_L), bH.push_back(fb.slope_H);
-        }
-        for (size_t k = 0; k < nL * nH; ++k) std::tie(lo[k], hi[k]) = interval(boot_err[k]);
-        const Fits f = fit_grid(g, err);
-        const auto ciL = interval(bL), ciH = interval(bH);
-        const char *quantity = q ? "adjoint" : "tokens";
-        fits << v << ",\"" << variants[v] << "\"," << quantity << "," << num(f.slope_L) << "," << num(ciL.first) << ","
-             << num(ciL.second) << "," << num(f.slope_H) << "," << num(ciH.first) << "," << num(ciH.second) << ","
-             << num(f.a) << "," << num(f.b) << "," << num(f.C1) << "," << num(f.C2) << "," << num(f.joint_rms) << "\n";
-        const std::string prefix = "/v" + std::to_string(v) + "/" + quantity;
-        for (auto *a : {&err, &lo, &hi}) keep.push_back(*a);
-        arrays.push_back({prefix + "/err", {nL, nH}, keep[keep.size() - 3].data()});
-        arrays.push_back({prefix + "/err_lo", {nL, nH}, keep[keep.size() - 2].data()});
-        arrays.push_back({prefix + "/err_hi", {nL, nH}, keep[keep.size() - 1].data()});
-        for (auto &kv : std::vector<std::pair<std::string, double>>{
-                 {"slope_L", f.slope_L}, {"slope_H", f.slope_H}, {"a", f.a}, {"b", f.b}, {"C1", f.C1}, {"C2", f.C2}})
-          attributes.emplace_back("v" + std::to_string(v) + "." + quantity + "." + kv.first, num(kv.second));
+        for (double &f : floor2[q]) f /= pairs ? (double)pairs : 1.0;
       }
+      for (auto &[cell, data] : found)
+        for (int q = 0; q < 2; ++q)
+          samples[q][cell].push_back(measure(q ? data.adjoint : data.tokens, refs, q == 1, floor2[q], N, d));
+
+      // Point estimates against reference 0, and bootstrap intervals that
+      // resample the seeds of every cell and the reference compared with.
+      std::vector<double> err[2][2], lo[2][2], hi[2][2]; // [quantity][corrected]
+      std::vector<double> rel(nL * nH), clipped[2];
+      for (int q = 0; q < 2; ++q) {
+        clipped[q].assign(nL * nH, NAN);
+        for (int c = 0; c < 2; ++c) err[q][c].assign(nL * nH, NAN), lo[q][c] = hi[q][c] = err[q][c];
+        for (size_t k = 0; k < nL * nH; ++k) {
+          std::vector<double> e2[2], r2;
+          PetscInt clip = 0, probes = 0;
+          for (const Sample &x : samples[q][k])
+            e2[0].push_back(x.raw[0]), e2[1].push_back(x.corrected[0]), r2.push_back(x.relative[0]),
+                clip += x.clipped, probes += x.probes;
+          for (int c = 0; c < 2; ++c) err[q][c][k] = err_of(e2[c]);
+          if (q == 0) rel[k] = err_of(r2);
+          if (probes) clipped[q][k] = (double)clip / (double)probes;
+        }
+        Stream r(20261129, 7, v * 2 + q);
+        std::vector<std::vector<double>> boot[2];
+        std::vector<double> bL[2], bH[2], ba[2], bb[2];
+        boot[0].assign(nL * nH, {}), boot[1].assign(nL * nH, {});
+        for (PetscInt b = 0; b < B; ++b) {
+          const size_t ref = R > 1 ? std::min((size_t)(r.uniform() * R), (size_t)R - 1) : 0;
+          std::vector<double> eb[2] = {std::vector<double>(nL * nH), std::vector<double>(nL * nH)};
+          for (size_t k = 0; k < nL * nH; ++k) {
+            const auto &seeds = samples[q][k];
+            std::vector<double> pick[2];
+            for (size_t t = 0; t < seeds.size(); ++t) {
+              const Sample &x = seeds[(size_t)(r.uniform() * seeds.size())];
+              pick[0].push_back(x.raw[ref]), pick[1].push_back(x.corrected[ref]);
+            }
+            for (int c = 0; c < 2; ++c) eb[c][k] = err_of(pick[c]), boot[c][k].push_back(eb[c][k]);
+          }
+          for (int c = 0; c < 2; ++c) { // the joint fit on a coarser grid: 1000 of them
+            const Fits fb = fit_grid(g, eb[c], true, 0.02);
+            bL[c].push_back(fb.slope_L), bH[c].push_back(fb.slope_H), ba[c].push_back(fb.a), bb[c].push_back(fb.b);
+          }
+        }
+        const char *quantity = q ? "adjoint" : "tokens";
+        const std::string prefix = "/v" + std::to_string(v) + "/" + quantity;
+        for (int c = 0; c < 2; ++c) {
+          for (size_t k = 0; k < nL * nH; ++k) std::tie(lo[q][c][k], hi[q][c][k]) = interval(boot[c][k]);
+          const Fits f = fit_grid(g, err[q][c]);
+          const auto ciL = interval(bL[c]), ciH = interval(bH[c]), cia = interval(ba[c]), cib = interval(bb[c]);
+          fits << v << ",\"" << variants[v] << "\"," << quantity << "," << num(f.slope_L) << "," << num(ciL.first)
+               << "," << num(ciL.second) << "," << num(f.slope_H) << "," << num(ciH.first) << "," << num(ciH.second)
+               << "," << num(f.a) << "," << num(f.b) << "," << num(f.C1) << "," << num(f.C2) << "," << num(f.joint_rms)
+               << "," << time << "," << c << "," << num(cia.first) << "," << num(cia.second) << "," << num(cib.first)
+               << "," << num(cib.second) << "\n";
+          const std::string tag = c ? "_corrected" : "";
+          store(prefix + "/err" + tag, {nL, nH}, err[q][c]);
+          store(prefix + "/err" + tag + "_lo", {nL, nH}, lo[q][c]);
+          store(prefix + "/err" + tag + "_hi", {nL, nH}, hi[q][c]);
+          const std::string key = "v" + std::to_string(v) + "." + quantity + (c ? ".corrected." : ".");
+          for (auto &kv : std::vector<std::pair<std::string, double>>{{"slope_L", f.slope_L},
+                                                                      {"slope_L_lo", ciL.first},
+                                                                      {"slope_L_hi", ciL.second},
+                                                                      {"slope_H", f.slope_H},
+                                                                      {"slope_H_lo", ciH.first},
+                                                                      {"slope_H_hi", ciH.second},
+                                                                      {"a", f.a},
+                                                                      {"b", f.b},
+                                                                      {"a_lo", cia.first},
+                                                                      {"a_hi", cia.second},
+                                                                      {"b_lo", cib.first},
+                                                                      {"b_hi", cib.second},
+                                                                      {"C1", f.C1},
+                                                                      {"C2", f.C2}})
+            attributes.emplace_back(key + kv.first, num(kv.second));
+        }
+        const double fl = std::sqrt(*std::max_element(floor2[q].begin(), floor2[q].end()));
+        store(prefix + "/err_floor", {1}, {fl});
+        attributes.emplace_back("v" + std::to_string(v) + "." + quantity + ".floor", num(fl));
+      }
+      const double floor_x = std::sqrt(*std::max_element(floor2[0].begin(), floor2[0].end())),
+                   floor_p = std::sqrt(*std::max_element(floor2[1].begin(), floor2[1].end()));
       for (size_t i = 0; i < nL; ++i)
         for (size_t j = 0; j < nH; ++j) {
           const size_t k = i * nH + j;
-          table << v << ",\"" << variants[v] << "\"," << g.L[i] << "," << g.H[j] << "," << g.e2x[k].size();
-          for (int q = 0; q < 2; ++q) table << "," << num(errq[q][k]) << "," << num(loq[q][k]) << "," << num(hiq[q][k]);
-          table << "\n";
+          table << v << ",\"" << variants[v] << "\"," << g.L[i] << "," << g.H[j] << "," << samples[0][k].size();
+          for (int q = 0; q < 2; ++q) table << "," << num(err[q][0][k]) << "," << num(lo[q][0][k]) << "," << num(hi[q][0][k]);
+          table << "," << time << "," << num(floor_x) << "," << num(err[0][1][k]) << "," << num(lo[0][1][k]) << ","
+                << num(hi[0][1][k]) << "," << num(floor_p) << "," << num(err[1][1][k]) << "," << num(lo[1][1][k]) << ","
+                << num(hi[1][1][k]) << "," << num(clipped[0][k]) << "," << num(clipped[1][k]) << ","
+                << num(err[0][1][k] / std::sqrt((double)d)) << "," << num(rel[k]) << "," << R << "\n";
         }
-      std::vector<double> Ld(g.L.begin(), g.L.end()), Hd(g.H.begin(), g.H.end());
-      keep.push_back(Ld), keep.push_back(Hd);
-      arrays.push_back({"/v" + std::to_string(v) + "/L", {nL}, keep[keep.size() - 2].data()});
-      arrays.push_back({"/v" + std::to_string(v) + "/H", {nH}, keep[keep.size() - 1].data()});
+      store("/v" + std::to_string(v) + "/L", {nL}, std::vector<double>(g.L.begin(), g.L.end()));
+      store("/v" + std::to_string(v) + "/H", {nH}, std::vector<double>(g.H.begin(), g.H.end()));
       attributes.emplace_back("v" + std::to_string(v) + ".overrides", variants[v].empty() ? "(none)" : variants[v]);
+      attributes.emplace_back("v" + std::to_string(v) + ".references", std::to_string(R));
     }
     attributes.emplace_back("study.variants_count", std::to_string(variants.size()));
     attributes.emplace_back("study.missing", std::to_string(*missing));

@@ -93,6 +93,7 @@ struct StudySettings {
   PetscInt steps = 50;                // trained: training steps (the config's optimizer) of every model
   PetscInt reference_L = 128;         // trained: the reference model, trained the same way
   PetscInt reference_H = 128;
+  PetscInt references = 2;            // independent references (seeds): their spread estimates their own error
   std::string probes = "discrete uniform_cube"; // probe families (the training family need not be among them)
   PetscInt probe_M = 4;               // probe sequences per family
   std::string variants;               // ';'-separated sets of key=value overrides (N, d, optimizer sweeps)

@@ -6,13 +6,18 @@
 // (init: against the mean-field reference `mft limit`; trained: after
 // study.steps steps, against a larger model trained the same way), and
 // variants (sets of overrides, e.g. data.N or model.d, or the optimizer).
-// Its cases are numbered: per variant, the reference, then every (L, H, seed).
+// Its cases are numbered: per variant, the study.references references (their
+// own seeds), then every (L, H, seed).
 // Each case writes study.dir/case-<i>.h5; the aggregation computes
 //   err(L, H) = ( mean over seeds of max over probe sequences of
 //                 (1/N) sum_i |x_i^(L,H)(1) - x_i^ref(1)|^2 )^(1/2)
 // with bootstrap intervals over the seeds, the slopes of log err in log L (at
 // the largest H) and in log H (at the largest L), and a joint fit of
 // C1/L + C2 L^-a H^-b; it names every missing or failed case and aggregates the rest.
+// With R >= 2 references, the reference's own squared error on each probe
+// sequence, floor^2 = mean over pairs of 1/2 (1/N) sum_i |x^a - x^b|^2, is
+// subtracted from the model's before the max over probes (clipped at 0): the
+// corrected err, beside the raw one, each with its fits.
 #pragma once
 
 #include "mft/settings.hpp"
@@ -25,6 +30,7 @@ namespace mft {
 struct StudyCase {
   PetscInt index = 0, variant = 0;
   bool reference = false;
+  PetscInt reference_index = 0; // 0 .. study.references - 1
   PetscInt L = 0, H = 0, seed = 0;
   std::string describe() const;
 };
