@@ -27,7 +27,39 @@ static PetscErrorCode GenerateTokens(const DataSettings &s, const TokenLayout &t
   PetscFunctionReturn(0);
 }
 
-// Targets from the teacher: x(1) (token) or W xbar(1) (pooled) of a random model.
+// x(1) of a teacher of another shape (its own problem on the same data),
+// into the student's layout of x1.
+static PetscErrorCode TeacherOutput(Problem *p, PetscInt L, PetscInt H) {
+  const Settings &s = p->settings;
+  Settings ts = s;
+  Problem teacher;
+  std::vector<double> all;
+  PetscFunctionBeginUser;
+  PetscCheck(s.data.teacher_perturbation == 0, p->grid.comm, PETSC_ERR_USER_INPUT,
+             "data.teacher_perturbation needs a teacher of the student's shape (data.teacher_L = %" PetscInt_FMT
+             ", data.teacher_H = %" PetscInt_FMT " against model.L = %" PetscInt_FMT ", model.H = %" PetscInt_FMT ")",
+             L, H, s.model.L, s.model.H);
+  ts.model.L = L, ts.model.H = H;
+  ts.data.teacher_L = ts.data.teacher_H = 0;
+  ts.init.seed = s.data.teacher_seed;
+  ts.scheme.zero_targets = true; // no teacher of its own
+  ts.parallel.head_groups = 0;
+  PetscCall(ProblemCreate(p->grid.comm, ts, &teacher));
+  PetscCall(VecCopy(teacher.x0, teacher.x1));
+  PetscCall(FlowForward(&teacher.flow, teacher.x1));
+  PetscCall(GatherAll(teacher.x1, &all));
+  PetscCall(ProblemDestroy(&teacher));
+  PetscScalar *x;
+  PetscInt lo, hi;
+  PetscCall(VecGetOwnershipRange(p->x1, &lo, &hi));
+  PetscCall(VecGetArray(p->x1, &x));
+  for (PetscInt i = lo; i < hi; ++i) x[i - lo] = all[i];
+  PetscCall(VecRestoreArray(p->x1, &x));
+  PetscFunctionReturn(0);
+}
+
+// Targets from the teacher: x(1) (token) or W xbar(1) (pooled) of a random
+// model, of the student's shape or of data.teacher_L x data.teacher_H.
 static PetscErrorCode TeacherTargets(Problem *p) {
   Settings &s = p->settings;
   Targets &y = p->targets;
@@ -38,15 +70,20 @@ static PetscErrorCode TeacherTargets(Problem *p) {
     Stream r(s.loss.readout_seed, kReadout);
     for (auto &w : y.W) w = r.normal() / std::sqrt((double)s.model.d);
   }
-  if (s.data.teacher_perturbation > 0) { // near the student's start: a small initial risk
+  const PetscInt tL = s.data.teacher_L ? s.data.teacher_L : s.model.L, tH = s.data.teacher_H ? s.data.teacher_H : s.model.H;
+  if (tL != s.model.L || tH != s.model.H) {
+    PetscCall(TeacherOutput(p, tL, tH));
+  } else if (s.data.teacher_perturbation > 0) { // near the student's start: a small initial risk
     PetscCall(HeadsInitialize(&p->heads, s.init, s.init.seed, p->heads.theta));
     PetscCall(HeadsPerturb(p->heads, s.data.teacher_seed, s.data.teacher_perturbation, p->heads.theta));
   } else {
     PetscCall(HeadsInitialize(&p->heads, s.init, s.data.teacher_seed, p->heads.theta));
   }
-  PetscCall(ProblemSetHeads(p));
-  PetscCall(VecCopy(p->x0, p->x1));
-  PetscCall(FlowForward(&p->flow, p->x1));
+  if (tL == s.model.L && tH == s.model.H) {
+    PetscCall(ProblemSetHeads(p));
+    PetscCall(VecCopy(p->x0, p->x1));
+    PetscCall(FlowForward(&p->flow, p->x1));
+  }
   if (y.kind == LossKind::token) {
     PetscCall(VecDuplicate(p->x1, &y.y));
     PetscCall(VecCopy(p->x1, y.y));

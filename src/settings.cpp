@@ -179,6 +179,10 @@ std::vector<Option> declare(Settings &s) {
       seed("data.teacher_seed", &d.teacher_seed, "seed of the teacher heads that produce the targets"),
       real("data.teacher_perturbation", &d.teacher_perturbation, 0.0, false,
            "> 0: the teacher is the student's initial heads plus this times i.i.d. N(0,1) entries (small initial risk)"),
+      integer("data.teacher_L", &d.teacher_L, 0,
+              "layers of the teacher (0: the student's; in a trained study, the reference's: one set of targets)"),
+      integer("data.teacher_H", &d.teacher_H, 0,
+              "heads per layer of the teacher (0: the student's; in a trained study, the reference's)"),
       text("data.file", &d.file, "HDF5 file with /data/tokens, /data/targets (and /data/readout); replaces the family"),
 
       choice("init.law", "gaussian", {"gaussian", "uniform"},

@@ -95,6 +95,11 @@ std::string StudyCase::describe() const {
   return os.str();
 }
 
+std::pair<PetscInt, PetscInt> StudyTeacher(const Settings &s) {
+  return {s.data.teacher_L ? s.data.teacher_L : s.study.reference_L,
+          s.data.teacher_H ? s.data.teacher_H : s.study.reference_H};
+}
+
 std::vector<std::string> StudyVariants(const Settings &s) {
   auto v = words(s.study.variants, ';');
   if (v.empty()) v.push_back("");
@@ -136,6 +141,13 @@ PetscErrorCode StudyRunCase(MPI_Comm comm, const std::vector<std::string> &args,
     model.insert(model.end(), {"--model.L", std::to_string(c.L), "--model.H", std::to_string(c.H), "--init.seed", seed});
   else
     model.insert(model.end(), {"--init.seed", seed}); // the reference ensemble's own draw
+  // One learning problem for every model of a trained study: the targets of
+  // one teacher, by default of the reference's shape.
+  if (trained) {
+    const auto teacher = StudyTeacher(s);
+    model.insert(model.end(), {"--data.teacher_L", std::to_string(teacher.first), "--data.teacher_H",
+                               std::to_string(teacher.second)});
+  }
   std::vector<double> heads;
   Settings cs;
   PetscFunctionBeginUser;

@@ -40,6 +40,7 @@ struct DataSettings {
   std::uint64_t seed = 1;     // tokens
   std::uint64_t teacher_seed = 2;  // heads of the teacher that makes the targets
   double teacher_perturbation = 0; // > 0: the teacher is the initial heads plus this times N(0,1) entries
+  PetscInt teacher_L = 0, teacher_H = 0; // the teacher's shape (0: the student's; a trained study: the reference's)
   std::string file;           // user data in the MODEL.md layout (overrides the family)
 };
 

@@ -36,6 +36,10 @@ struct StudyCase {
 };
 
 std::vector<std::string> StudyVariants(const Settings &s);
+
+// The teacher of a trained study's targets, (L, H): data.teacher_L/H, by
+// default the reference's shape; every model and reference learns its targets.
+std::pair<PetscInt, PetscInt> StudyTeacher(const Settings &s);
 std::vector<StudyCase> StudyCases(const Settings &s);
 
 // Runs one case; args are the command's own (the config and overrides).

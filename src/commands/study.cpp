@@ -27,6 +27,20 @@ PetscErrorCode CommandStudy(MPI_Comm comm, const std::vector<std::string> &args,
   }
   const std::string dir = s.aggregate.empty() ? s.study.dir : s.aggregate;
   const double t0 = seconds();
+  if (s.study.state == "trained") {
+    const auto teacher = StudyTeacher(s);
+    PetscCall(PetscPrintf(comm,
+                          "mft study: %zu cases in %s; trained %" PetscInt_FMT " steps against %" PetscInt_FMT
+                          " references of %" PetscInt_FMT " x %" PetscInt_FMT "; every model learns the targets of one "
+                          "teacher of %" PetscInt_FMT " x %" PetscInt_FMT " heads (data.teacher_seed %llu)\n",
+                          cases.size(), dir.c_str(), s.study.steps, s.study.references, s.study.reference_L,
+                          s.study.reference_H, teacher.first, teacher.second, (unsigned long long)s.data.teacher_seed));
+  } else {
+    PetscCall(PetscPrintf(comm,
+                          "mft study: %zu cases in %s; at initialisation against %" PetscInt_FMT
+                          " mean-field references of %" PetscInt_FMT " shared heads\n",
+                          cases.size(), dir.c_str(), s.study.references, s.limit.heads));
+  }
   if (s.aggregate.empty()) {
     if (rank == 0)
       PetscCheck(mkdir(dir.c_str(), 0755) == 0 || errno == EEXIST, PETSC_COMM_SELF, PETSC_ERR_FILE_WRITE,

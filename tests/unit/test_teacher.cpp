@@ -1,0 +1,40 @@
+// One learning problem for models of every shape: a teacher of its own shape
+// (data.teacher_L x data.teacher_H) gives the same targets to every student.
+#include "helpers.hpp"
+
+using namespace mft;
+using namespace mft::test;
+
+namespace {
+
+std::vector<double> targets(const ProblemPtr &p) {
+  return p->targets.kind == LossKind::token ? gather(p->targets.y) : p->targets.z;
+}
+
+TEST(Teacher, OwnShapeGivesTheSameTargetsToEveryStudent) {
+  const std::vector<std::string> teacher = {"--data.teacher_L", "4", "--data.teacher_H", "5"};
+  auto small = make_problem(PETSC_COMM_WORLD, tiny({"--model.L", "2", "--model.H", "3", teacher[0], teacher[1], teacher[2], teacher[3]}));
+  auto large = make_problem(PETSC_COMM_WORLD, tiny({"--model.L", "6", "--model.H", "2", teacher[0], teacher[1], teacher[2], teacher[3]}));
+  // The teacher itself: a model of that shape whose heads come from data.teacher_seed (default 2).
+  auto self = make_problem(PETSC_COMM_WORLD, tiny({"--model.L", "4", "--model.H", "5", "--init.seed", "2"}));
+  ASSERT_EQ(ProblemEvaluate(self.get(), PETSC_FALSE), 0);
+  const std::vector<double> expect = gather(self->x1);
+  EXPECT_LT(relative_error(targets(small), expect), 1e-12);
+  EXPECT_LT(relative_error(targets(large), expect), 1e-12);
+  // A student of the teacher's shape: the same targets again (its own-shape path).
+  auto same = make_problem(PETSC_COMM_WORLD, tiny({"--model.L", "4", "--model.H", "5"}));
+  EXPECT_LT(relative_error(targets(same), expect), 1e-12);
+}
+
+TEST(Teacher, PooledLossAndPerturbationRefused) {
+  auto pooled = make_problem(PETSC_COMM_WORLD, tiny({"--loss.kind", "pooled", "--data.teacher_L", "5"}));
+  auto reference = make_problem(PETSC_COMM_WORLD, tiny({"--loss.kind", "pooled", "--model.L", "5"}));
+  EXPECT_LT(relative_error(targets(pooled), targets(reference)), 1e-12);
+  Problem p;
+  const PetscErrorCode err =
+      ProblemCreate(PETSC_COMM_WORLD, settings(tiny({"--data.teacher_L", "5", "--data.teacher_perturbation", "0.1"})), &p);
+  EXPECT_EQ(err, PETSC_ERR_USER_INPUT);
+  if (!err) ProblemDestroy(&p);
+}
+
+} // namespace
