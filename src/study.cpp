@@ -311,6 +311,11 @@ Fits fit_grid(const Grid2 &g, const std::vector<double> &err, bool joint = true,
   // squares on relative residuals; keep the best.
   double best = INFINITY;
   const int n_steps = (int)std::lround(1.5 / step);
+  std::vector<double> powL((size_t)(n_steps + 1) * nL), powH((size_t)(n_steps + 1) * nH); // L^-a, H^-b on the grid
+  for (int k = 0; k <= n_steps; ++k) {
+    for (size_t i = 0; i < nL; ++i) powL[k * nL + i] = std::pow((double)g.L[i], -k * step);
+    for (size_t j = 0; j < nH; ++j) powH[k * nH + j] = std::pow((double)g.H[j], -k * step);
+  }
   for (int ia = 0; ia <= n_steps; ++ia)
     for (int ib = 0; ib <= n_steps; ++ib) {
       const double a = ia * step, b = ib * step;
@@ -320,7 +325,7 @@ Fits fit_grid(const Grid2 &g, const std::vector<double> &err, bool joint = true,
         for (size_t j = 0; j < nH; ++j) {
           const double e = err[i * nH + j];
           if (!std::isfinite(e) || e <= 0) continue;
-          const double u = 1.0 / g.L[i] / e, v = std::pow((double)g.L[i], -a) * std::pow((double)g.H[j], -b) / e;
+          const double u = 1.0 / g.L[i] / e, v = powL[ia * nL + i] * powH[ib * nH + j] / e;
           s11 += u * u, s12 += u * v, s22 += v * v, r1 += u, r2 += v, ++n;
         }
       if (n < 3) continue;

@@ -135,6 +135,17 @@ PetscErrorCode Post(const TokenLayout &t, bool send, const TokenPiece &p, double
   PetscFunctionReturn(0);
 }
 
+// Posts the pieces, one after the other in the contiguous buffer `base`.
+PetscErrorCode PostPacked(const TokenLayout &t, bool send, const std::vector<TokenPiece> &pieces, double *base,
+                          std::vector<MPI_Request> &req) {
+  PetscFunctionBeginUser;
+  for (const TokenPiece &p : pieces) {
+    PetscCall(Post(t, send, p, base, req));
+    base += (p.end - p.begin) * t.d;
+  }
+  PetscFunctionReturn(0);
+}
+
 // Copies between the staging vector (the group's segments in order) and the
 // gathered sequences: into local, or out of it.
 void Unstage(const TokenLayout &t, double *local, bool to_local) {
@@ -171,11 +182,7 @@ PetscErrorCode TokensGather(const TokenLayout &t, Vec state, Vec local) {
   // Stage A: this rank's segment is its own tokens, then what it receives.
   double *seg = t.staging.data() + SegmentBegin(t, a);
   std::copy(xs, xs + t.owned.size() * t.d, seg);
-  double *in = seg + t.owned.size() * t.d;
-  for (const TokenPiece &p : t.plan.receive) {
-    PetscCall(Post(t, false, p, in, req));
-    in += (p.end - p.begin) * t.d;
-  }
+  PetscCall(PostPacked(t, false, t.plan.receive, seg + t.owned.size() * t.d, req));
   for (const TokenPiece &p : t.plan.give)
     PetscCall(Post(t, true, p, const_cast<double *>(xs) + (p.begin - t.owned.begin) * t.d, req));
   PetscCallMPI(MPI_Waitall((int)req.size(), req.data(), MPI_STATUSES_IGNORE));
@@ -203,20 +210,12 @@ PetscErrorCode TokensScatterAdd(const TokenLayout &t, Vec local, Vec state) {
   PetscCall(ReduceScatterSum(t.head_comm, t.staging.data(), t.plan.counts, seg.data()));
   // Stage A reversed: the received pieces go back to their owners, and the
   // other groups' sums of the own tokens come in.
-  double *out = seg.data() + n;
-  for (const TokenPiece &p : t.plan.receive) {
-    PetscCall(Post(t, true, p, out, req));
-    out += (p.end - p.begin) * t.d;
-  }
-  double *in = t.incoming.data();
-  for (const TokenPiece &p : t.plan.give) {
-    PetscCall(Post(t, false, p, in, req));
-    in += (p.end - p.begin) * t.d;
-  }
+  PetscCall(PostPacked(t, true, t.plan.receive, seg.data() + n, req));
+  PetscCall(PostPacked(t, false, t.plan.give, t.incoming.data(), req));
   PetscCallMPI(MPI_Waitall((int)req.size(), req.data(), MPI_STATUSES_IGNORE));
   // The own group's sum first, then the other groups' in group order.
   std::copy(seg.data(), seg.data() + n, xs);
-  in = t.incoming.data();
+  const double *in = t.incoming.data();
   for (const TokenPiece &p : t.plan.give) {
     for (PetscInt e = 0; e < (p.end - p.begin) * t.d; ++e) xs[(p.begin - t.owned.begin) * t.d + e] += in[e];
     in += (p.end - p.begin) * t.d;

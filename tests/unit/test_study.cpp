@@ -12,6 +12,28 @@ using namespace mft::test;
 
 namespace {
 
+// Writes the synthetic probe outputs of case c (one family, `discrete`).
+void write_case(const Settings &s, const std::string &dir, const StudyCase &c, std::vector<unsigned long long> dims,
+                const std::vector<double> &x, const std::vector<double> &p) {
+  EXPECT_EQ(ResultFileWrite(PETSC_COMM_SELF, s,
+                            {{"/probes/discrete/tokens", dims, x.data()}, {"/probes/discrete/adjoint", dims, p.data()}},
+                            {}, dir + "/case-" + std::to_string(c.index) + ".h5"),
+            0);
+}
+
+// Aggregates dir (nothing missing) and reads attributes of study.h5 as numbers.
+std::vector<double> aggregate(const Settings &s, const std::string &dir, const std::vector<std::string> &keys) {
+  MPI_Barrier(PETSC_COMM_WORLD);
+  PetscInt missing = -1;
+  EXPECT_EQ(StudyAggregate(PETSC_COMM_WORLD, s, dir, &missing), 0);
+  EXPECT_EQ(missing, 0);
+  std::vector<std::string> v;
+  EXPECT_EQ(RunFileAttributes(PETSC_COMM_WORLD, dir + "/study.h5", keys, &v), 0);
+  std::vector<double> out;
+  for (auto &t : v) out.push_back(std::stod(t));
+  return out;
+}
+
 // err(L, H) = C1/L + C2 L^-a H^-b written as probe tokens at that distance from a zero reference.
 TEST(Study, AggregationRecoversKnownExponents) {
   int rank;
@@ -27,32 +49,21 @@ TEST(Study, AggregationRecoversKnownExponents) {
     for (const StudyCase &c : StudyCases(s)) {
       const double e = c.reference ? 0.0 : C1 / c.L + C2 * std::pow(c.L, -a) * std::pow(c.H, -b);
       // Sequence 0 at distance e, sequence 1 at e/2: the max over probes is e.
-      std::vector<double> x = {e, e, e / 2, e / 2}, p = {3 * e, 3 * e, 0, 0};
-      EXPECT_EQ(ResultFileWrite(PETSC_COMM_SELF, s,
-                                {{"/probes/discrete/tokens", {2, 2, 1}, x.data()},
-                                 {"/probes/discrete/adjoint", {2, 2, 1}, p.data()}},
-                                {}, dir + "/case-" + std::to_string(c.index) + ".h5"),
-                0);
+      write_case(s, dir, c, {2, 2, 1}, {e, e, e / 2, e / 2}, {3 * e, 3 * e, 0, 0});
     }
   }
-  MPI_Barrier(PETSC_COMM_WORLD);
-  PetscInt missing = -1;
-  ASSERT_EQ(StudyAggregate(PETSC_COMM_WORLD, s, dir, &missing), 0);
-  EXPECT_EQ(missing, 0);
-  std::vector<std::string> v;
-  ASSERT_EQ(RunFileAttributes(PETSC_COMM_WORLD, dir + "/study.h5",
-                              {"v0.tokens.a", "v0.tokens.b", "v0.tokens.C1", "v0.tokens.C2", "v0.adjoint.C2",
-                               "v0.tokens.slope_H"},
-                              &v),
-            0);
-  EXPECT_NEAR(std::stod(v[0]), a, 0.011);
-  EXPECT_NEAR(std::stod(v[1]), b, 0.011);
-  EXPECT_NEAR(std::stod(v[2]), C1, 0.03 * C1);
-  EXPECT_NEAR(std::stod(v[3]), C2, 0.03 * C2);
-  EXPECT_NEAR(std::stod(v[4]), 3 * C2, 0.03 * 3 * C2); // the adjoint's errors are 3 times larger
+  const std::vector<double> v = aggregate(s, dir,
+                                          {"v0.tokens.a", "v0.tokens.b", "v0.tokens.C1", "v0.tokens.C2", "v0.adjoint.C2",
+                                           "v0.tokens.slope_H"});
+  ASSERT_EQ(v.size(), 6u);
+  EXPECT_NEAR((v[0]), a, 0.011);
+  EXPECT_NEAR((v[1]), b, 0.011);
+  EXPECT_NEAR((v[2]), C1, 0.03 * C1);
+  EXPECT_NEAR((v[3]), C2, 0.03 * C2);
+  EXPECT_NEAR((v[4]), 3 * C2, 0.03 * 3 * C2); // the adjoint's errors are 3 times larger
   // At L = 32 the H term dominates: the slope in H approaches -b.
-  EXPECT_NEAR(std::stod(v[5]), -b, 0.1);
-  EXPECT_LT(std::stod(v[5]), -0.35);
+  EXPECT_NEAR((v[5]), -b, 0.1);
+  EXPECT_LT((v[5]), -0.35);
 }
 
 TEST(Study, CasesAreNumberedPerVariant) {
@@ -98,33 +109,24 @@ TEST(Study, FloorCorrectionRecoversExponentsAndFloor) {
             t[1] = e, u[1] = 3 * e;
           }
         }
-      EXPECT_EQ(ResultFileWrite(PETSC_COMM_SELF, s,
-                                {{"/probes/discrete/tokens", {2, 2, 2}, x.data()},
-                                 {"/probes/discrete/adjoint", {2, 2, 2}, p.data()}},
-                                {}, dir + "/case-" + std::to_string(c.index) + ".h5"),
-                0);
+      write_case(s, dir, c, {2, 2, 2}, x, p);
     }
   }
-  MPI_Barrier(PETSC_COMM_WORLD);
-  PetscInt missing = -1;
-  ASSERT_EQ(StudyAggregate(PETSC_COMM_WORLD, s, dir, &missing), 0);
-  EXPECT_EQ(missing, 0);
-  std::vector<std::string> v;
-  ASSERT_EQ(RunFileAttributes(PETSC_COMM_WORLD, dir + "/study.h5",
-                              {"v0.tokens.corrected.a", "v0.tokens.corrected.b", "v0.tokens.corrected.C1",
-                               "v0.tokens.corrected.C2", "v0.tokens.floor", "v0.adjoint.floor",
-                               "v0.tokens.corrected.slope_H", "v0.tokens.slope_H", "v0.adjoint.corrected.C2"},
-                              &v),
-            0);
-  EXPECT_NEAR(std::stod(v[0]), a, 0.011);
-  EXPECT_NEAR(std::stod(v[1]), b, 0.011);
-  EXPECT_NEAR(std::stod(v[2]), C1, 0.03 * C1);
-  EXPECT_NEAR(std::stod(v[3]), C2, 0.03 * C2);
-  EXPECT_NEAR(std::stod(v[4]), phi, 1e-6 * phi); // written with 6 digits
-  EXPECT_NEAR(std::stod(v[5]), 3 * phi, 1e-6 * phi);
-  EXPECT_NEAR(std::stod(v[8]), 3 * C2, 0.03 * 3 * C2);
-  EXPECT_NEAR(std::stod(v[6]), -b, 0.1);     // corrected: the H term's slope
-  EXPECT_GT(std::stod(v[7]), std::stod(v[6]) + 0.05); // raw: flattened by the floor
+  const std::vector<double> v = aggregate(
+      s, dir,
+      {"v0.tokens.corrected.a", "v0.tokens.corrected.b", "v0.tokens.corrected.C1", "v0.tokens.corrected.C2",
+       "v0.tokens.floor", "v0.adjoint.floor", "v0.tokens.corrected.slope_H", "v0.tokens.slope_H",
+       "v0.adjoint.corrected.C2"});
+  ASSERT_EQ(v.size(), 9u);
+  EXPECT_NEAR((v[0]), a, 0.011);
+  EXPECT_NEAR((v[1]), b, 0.011);
+  EXPECT_NEAR((v[2]), C1, 0.03 * C1);
+  EXPECT_NEAR((v[3]), C2, 0.03 * C2);
+  EXPECT_NEAR((v[4]), phi, 1e-6 * phi); // written with 6 digits
+  EXPECT_NEAR((v[5]), 3 * phi, 1e-6 * phi);
+  EXPECT_NEAR((v[8]), 3 * C2, 0.03 * 3 * C2);
+  EXPECT_NEAR((v[6]), -b, 0.1);     // corrected: the H term's slope
+  EXPECT_GT((v[7]), (v[6]) + 0.05); // raw: flattened by the floor
 }
 
 } // namespace
