@@ -117,8 +117,9 @@ Option flag(const std::string &key, bool *dst, const std::string &help) {
   return {key, *dst ? "true" : "false", help, [=](const std::string &v) { *dst = parse_bool(v); }};
 }
 
-// A non-empty space-separated list of integers, each at least lo, kept as text.
-Option integers(const std::string &key, std::string *dst, PetscInt lo, const std::string &help) {
+// A space-separated list of integers, each at least lo, kept as text (empty only when allowed).
+Option integers(const std::string &key, std::string *dst, PetscInt lo, const std::string &help,
+                bool allow_empty = false) {
   return {key, *dst, help, [=](const std::string &v) {
             std::istringstream in(v);
             int n = 0;
@@ -127,7 +128,7 @@ Option integers(const std::string &key, std::string *dst, PetscInt lo, const std
               if (x < lo) throw BadValue("entries must be at least " + std::to_string(lo) + ", got " + w);
               if (x > std::numeric_limits<PetscInt>::max()) throw BadValue("entry is too large: " + w);
             }
-            if (n == 0) throw BadValue("is empty: give space-separated integers");
+            if (n == 0 && !allow_empty) throw BadValue("is empty: give space-separated integers");
             *dst = v;
           }};
 }
@@ -242,6 +243,9 @@ std::vector<Option> declare(Settings &s) {
       choice("study.state", s.study.state, {"init", "trained"}, [&s](const std::string &v) { s.study.state = v; },
              "init: against the mean-field reference; trained: after study.steps steps, against a larger model"),
       integer("study.steps", &s.study.steps, 0, "trained: training steps of every model (the [train] settings)"),
+      integers("study.times", &s.study.times, 0,
+               "trained: training steps at which err is recorded, from the same runs (0 and study.steps always are)",
+               true),
       integer("study.reference_L", &s.study.reference_L, 1, "trained: depth of the reference model"),
       integer("study.reference_H", &s.study.reference_H, 1, "trained: width of the reference model"),
       integer("study.references", &s.study.references, 1,
@@ -461,6 +465,12 @@ PetscErrorCode SettingsParse(MPI_Comm comm, const std::string &command, const st
              "train.beta1 and train.beta2 must be below 1 (got %g and %g)", s->train.beta1, s->train.beta2);
   PetscCheck(s->train.lr_min <= s->train.lr, comm, PETSC_ERR_USER_INPUT, "train.lr_min (%g) exceeds train.lr (%g)",
              s->train.lr_min, s->train.lr);
+  if (command == "study") {
+    std::istringstream times(s->study.times);
+    for (PetscInt t; times >> t;)
+      PetscCheck(t <= s->study.steps, comm, PETSC_ERR_USER_INPUT,
+                 "study.times entry %" PetscInt_FMT " is beyond study.steps = %" PetscInt_FMT, t, s->study.steps);
+  }
   PetscCall(CheckOutputs(comm, command, *s));
   PetscFunctionReturn(0);
 }

@@ -8,9 +8,12 @@
 #include "mft/optimizer.hpp"
 #include "mft/random.hpp"
 #include "mft/runfile.hpp"
+#include "mft/checkpoint.hpp"
+#include "mft/training.hpp"
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <list>
 #include <sstream>
@@ -65,26 +68,6 @@ std::vector<std::string> probe_overrides(const Settings &s, size_t f) {
           std::to_string(s.data.seed + 7919 * (f + 1)), "--data.file", ""};
 }
 
-// Trains a model of settings ts for study.steps steps; all of its heads on every rank.
-PetscErrorCode TrainHeads(MPI_Comm comm, const Settings &ts, std::vector<double> *heads) {
-  Problem p;
-  Optimizer opt;
-  PetscFunctionBeginUser;
-  PetscCall(ProblemCreate(comm, ts, &p));
-  PetscCall(OptimizerCreate(ts.train, p.heads, &opt));
-  for (PetscInt step = 0; step < ts.study.steps; ++step) {
-    ProblemSetBatch(&p, step);
-    PetscCall(ProblemEvaluate(&p, PETSC_TRUE));
-    PetscCheck(std::isfinite(p.risk), comm, PETSC_ERR_NOT_CONVERGED, "training diverged at step %" PetscInt_FMT, step);
-    PetscCall(OptimizerStep(&opt, p.heads.theta, p.grad));
-    PetscCall(ProblemSetHeads(&p));
-  }
-  PetscCall(GatherAll(p.heads.theta, heads));
-  PetscCall(OptimizerDestroy(&opt));
-  PetscCall(ProblemDestroy(&p));
-  PetscFunctionReturn(0);
-}
-
 } // namespace
 
 std::string StudyCase::describe() const {
@@ -129,64 +112,6 @@ std::vector<StudyCase> StudyCases(const Settings &s) {
   return cases;
 }
 
-PetscErrorCode StudyRunCase(MPI_Comm comm, const std::vector<std::string> &args, const Settings &s,
-                            const StudyCase &c) {
-  const std::vector<std::string> variant = overrides(StudyVariants(s)[c.variant]);
-  const bool trained = s.study.state == "trained";
-  std::vector<std::string> model = variant;
-  // Seeds: models init.seed + 1 .. + seeds; reference r init.seed + 100003 r
-  // (reference 0: init.seed itself), far from every model's.
-  const std::string seed = std::to_string(s.init.seed + (c.reference ? 100003 * c.reference_index : c.seed));
-  if (!c.reference || trained)
-    model.insert(model.end(), {"--model.L", std::to_string(c.L), "--model.H", std::to_string(c.H), "--init.seed", seed});
-  else
-    model.insert(model.end(), {"--init.seed", seed}); // the reference ensemble's own draw
-  // One learning problem for every model of a trained study: the targets of
-  // one teacher, by default of the reference's shape.
-  if (trained) {
-    const auto teacher = StudyTeacher(s);
-    model.insert(model.end(), {"--data.teacher_L", std::to_string(teacher.first), "--data.teacher_H",
-                               std::to_string(teacher.second)});
-  }
-  std::vector<double> heads;
-  Settings cs;
-  PetscFunctionBeginUser;
-  if (trained) {
-    Settings ts;
-    PetscCall(CaseSettings(comm, args, model, &ts));
-    PetscCall(TrainHeads(comm, ts, &heads));
-  }
-  const auto families = words(s.study.probes);
-  std::vector<LimitResult> results(families.size());
-  for (size_t f = 0; f < families.size(); ++f) {
-    std::vector<std::string> extra = model;
-    const auto probes = probe_overrides(s, f);
-    extra.insert(extra.end(), probes.begin(), probes.end());
-    PetscCall(CaseSettings(comm, args, extra, &cs));
-    if (c.reference && !trained) cs = LimitSettingsFor(cs);
-    cs.scheme.zero_targets = true;
-    cs.loss.kind = LossKind::token;
-    PetscCall(LimitSolve(comm, cs, &results[f], trained ? &heads : nullptr));
-  }
-  std::vector<ResultArray> arrays;
-  std::vector<std::string> names;
-  const unsigned long long M = s.study.probe_M, N = cs.data.N, d = cs.model.d;
-  for (size_t f = 0; f < families.size(); ++f) {
-    arrays.push_back({"/probes/" + families[f] + "/tokens", {M, N, d}, results[f].tokens.data()});
-    arrays.push_back({"/probes/" + families[f] + "/adjoint", {M, N, d}, results[f].adjoint.data()});
-  }
-  PetscCall(ResultFileWrite(comm, cs, arrays,
-                            {{"study.case", std::to_string(c.index)},
-                             {"study.variant", std::to_string(c.variant)},
-                             {"study.reference", c.reference ? "true" : "false"},
-                             {"study.reference_index", std::to_string(c.reference_index)},
-                             {"study.case_L", std::to_string(c.L)},
-                             {"study.case_H", std::to_string(c.H)},
-                             {"study.case_seed", std::to_string(c.seed)}},
-                            case_path(s.study.dir, c.index)));
-  PetscFunctionReturn(0);
-}
-
 namespace {
 
 // The probe outputs of one case: per family, tokens and adjoints.
@@ -196,8 +121,8 @@ struct CaseData {
 };
 
 // Reads a case file (verified); on failure *problem says why.
-PetscErrorCode ReadCase(const std::string &path, const std::vector<std::string> &families, CaseData *out,
-                        std::string *problem) {
+PetscErrorCode ReadCase(const std::string &path, const std::vector<std::string> &families, const std::string &prefix,
+                        CaseData *out, std::string *problem) {
   std::uint64_t stored = 0, computed = 0;
   PetscFunctionBeginUser;
   problem->clear();
@@ -208,7 +133,7 @@ PetscErrorCode ReadCase(const std::string &path, const std::vector<std::string> 
     err = h5::Open(PETSC_COMM_SELF, path, false, &f);
     for (size_t i = 0; !err && i < families.size(); ++i)
       for (int q = 0; q < 2 && !err; ++q) {
-        const std::string name = "/probes/" + families[i] + (q ? "/adjoint" : "/tokens");
+        const std::string name = prefix + "/probes/" + families[i] + (q ? "/adjoint" : "/tokens");
         const auto dims = h5::Shape(f, name);
         if (dims.size() != 3) {
           *problem = path + " has no " + name;
@@ -361,6 +286,192 @@ std::pair<double, double> interval(std::vector<double> v) {
 
 } // namespace
 
+namespace {
+
+// The probe outputs x(1), p(0) of every family for the model of `model`: at
+// `heads` (all of its heads, on every rank), or with heads == nullptr at the
+// settings' own draw (at initialisation; the mean-field reference when
+// `limit`: the shared ensemble, adaptive depth). *cs: the last probe's settings.
+PetscErrorCode Probe(MPI_Comm comm, const std::vector<std::string> &args, const Settings &s,
+                     const std::vector<std::string> &model, bool limit, const std::vector<double> *heads,
+                     std::vector<LimitResult> *results, Settings *cs) {
+  const auto families = words(s.study.probes);
+  PetscFunctionBeginUser;
+  results->assign(families.size(), LimitResult());
+  for (size_t f = 0; f < families.size(); ++f) {
+    std::vector<std::string> extra = model;
+    const auto probes = probe_overrides(s, f);
+    extra.insert(extra.end(), probes.begin(), probes.end());
+    PetscCall(CaseSettings(comm, args, extra, cs));
+    if (limit) *cs = LimitSettingsFor(*cs);
+    cs->scheme.zero_targets = true;
+    cs->loss.kind = LossKind::token;
+    PetscCall(LimitSolve(comm, *cs, &(*results)[f], heads));
+  }
+  PetscFunctionReturn(0);
+}
+
+// The arrays of probe outputs under `prefix` (/probes/<family>/tokens, adjoint).
+void ProbeArrays(const std::string &prefix, const std::vector<std::string> &families,
+                 const std::vector<std::vector<double>> &tokens, const std::vector<std::vector<double>> &adjoint,
+                 std::vector<unsigned long long> dims, std::vector<ResultArray> *arrays) {
+  for (size_t f = 0; f < families.size(); ++f) {
+    arrays->push_back({prefix + "/probes/" + families[f] + "/tokens", dims, tokens[f].data()});
+    arrays->push_back({prefix + "/probes/" + families[f] + "/adjoint", dims, adjoint[f].data()});
+  }
+}
+
+std::string partial_path(const std::string &dir, PetscInt i, PetscInt t) {
+  return dir + "/case-" + std::to_string(i) + "-t" + std::to_string(t) + ".h5";
+}
+
+} // namespace
+
+std::vector<PetscInt> StudyTimes(const Settings &s) {
+  if (s.study.state != "trained") return {0};
+  std::vector<PetscInt> t = integers(s.study.times);
+  t.push_back(0), t.push_back(s.study.steps);
+  std::sort(t.begin(), t.end());
+  t.erase(std::unique(t.begin(), t.end()), t.end());
+  return t;
+}
+
+PetscErrorCode StudyRunCase(MPI_Comm comm, const std::vector<std::string> &args, const Settings &s,
+                            const StudyCase &c, int *signal) {
+  const std::vector<std::string> variant = overrides(StudyVariants(s)[c.variant]);
+  const bool trained = s.study.state == "trained";
+  const auto families = words(s.study.probes);
+  std::vector<std::string> model = variant;
+  // Seeds: models init.seed + 1 .. + seeds; reference r init.seed + 100003 r
+  // (reference 0: init.seed itself), far from every model's.
+  const std::string seed = std::to_string(s.init.seed + (c.reference ? 100003 * c.reference_index : c.seed));
+  if (!c.reference || trained)
+    model.insert(model.end(), {"--model.L", std::to_string(c.L), "--model.H", std::to_string(c.H), "--init.seed", seed});
+  else
+    model.insert(model.end(), {"--init.seed", seed}); // the reference ensemble's own draw
+  // One learning problem for every model of a trained study: the targets of
+  // one teacher, by default of the reference's shape.
+  if (trained) {
+    const auto teacher = StudyTeacher(s);
+    model.insert(model.end(), {"--data.teacher_L", std::to_string(teacher.first), "--data.teacher_H",
+                               std::to_string(teacher.second)});
+  }
+  Settings cs;
+  std::vector<LimitResult> results;
+  std::vector<ResultArray> arrays;
+  std::vector<std::pair<std::string, std::string>> attributes = {
+      {"study.case", std::to_string(c.index)},
+      {"study.variant", std::to_string(c.variant)},
+      {"study.reference", c.reference ? "true" : "false"},
+      {"study.reference_index", std::to_string(c.reference_index)},
+      {"study.case_L", std::to_string(c.L)},
+      {"study.case_H", std::to_string(c.H)},
+      {"study.case_seed", std::to_string(c.seed)}};
+  PetscFunctionBeginUser;
+  *signal = 0;
+  if (!trained) {
+    PetscCall(Probe(comm, args, s, model, c.reference, nullptr, &results, &cs));
+    std::vector<std::vector<double>> tokens, adjoint;
+    for (auto &r : results) tokens.push_back(r.tokens), adjoint.push_back(r.adjoint);
+    ProbeArrays("", families, tokens, adjoint, {(unsigned long long)s.study.probe_M, (unsigned long long)cs.data.N,
+                                                (unsigned long long)cs.model.d}, &arrays);
+    PetscCall(ResultFileWrite(comm, cs, arrays, attributes, case_path(s.study.dir, c.index)));
+    PetscFunctionReturn(0);
+  }
+  // Trained: the training loop of mft train, resumed from the case's own
+  // checkpoints when there are any; the probes at every time of study.times
+  // go to a file each (case-<i>-t<step>.h5) as they are reached.
+  const std::string checkpoints = s.study.dir + "/case-" + std::to_string(c.index) + "-checkpoints";
+  std::vector<std::string> train = model;
+  train.insert(train.end(), {"--train.steps", std::to_string(s.study.steps), "--checkpoint.dir", checkpoints});
+  Settings ts;
+  PetscCall(CaseSettings(comm, args, train, &ts));
+  ts.restart = "auto";
+  Problem p;
+  Optimizer opt;
+  History history;
+  PetscInt start = 0, saved = -1;
+  std::string from;
+  PetscCall(ProblemCreate(comm, ts, &p));
+  PetscCall(OptimizerCreate(ts.train, p.heads, &opt));
+  PetscCall(CheckpointResolve(comm, ts, &from));
+  if (!from.empty()) {
+    PetscCall(CheckpointCompatible(comm, ts, from));
+    PetscCall(RunFileRead(from, &p, &opt, &history, &start));
+    saved = start;
+    PetscCall(PetscPrintf(comm, "%s: resuming from %s at step %" PetscInt_FMT "\n", c.describe().c_str(), from.c_str(),
+                          start));
+  }
+  const std::vector<PetscInt> times = StudyTimes(s);
+  std::vector<double> heads;
+  auto record = [&](PetscInt step) -> PetscErrorCode {
+    PetscFunctionBeginUser;
+    if (!std::binary_search(times.begin(), times.end(), step)) PetscFunctionReturn(0);
+    PetscCall(GatherAll(p.heads.theta, &heads));
+    PetscCall(Probe(comm, args, s, model, false, &heads, &results, &cs));
+    std::vector<std::vector<double>> tokens, adjoint;
+    for (auto &r : results) tokens.push_back(r.tokens), adjoint.push_back(r.adjoint);
+    std::vector<ResultArray> at;
+    ProbeArrays("", families, tokens, adjoint, {(unsigned long long)s.study.probe_M, (unsigned long long)cs.data.N,
+                                                (unsigned long long)cs.model.d}, &at);
+    PetscCall(ResultFileWrite(comm, cs, at, attributes, partial_path(s.study.dir, c.index, step)));
+    PetscFunctionReturn(0);
+  };
+  TrainingStop stop;
+  PetscCall(TrainLoop(&p, &opt, &history, start, saved, record, &stop));
+  // What training did to the heads (printed and kept): |theta_T - theta_0| / |theta_0|, risk reduction.
+  double moved = NAN, reduction = NAN;
+  if (!stop.signal) {
+    Vec theta0;
+    PetscReal n0, dn;
+    PetscCall(VecDuplicate(p.heads.theta, &theta0));
+    PetscCall(HeadsInitialize(&p.heads, ts.init, ts.init.seed, theta0));
+    PetscCall(VecNorm(theta0, NORM_2, &n0));
+    PetscCall(VecAXPY(theta0, -1.0, p.heads.theta));
+    PetscCall(VecNorm(theta0, NORM_2, &dn));
+    PetscCall(VecDestroy(&theta0));
+    moved = dn / n0;
+    ProblemSetBatch(&p, -1);
+    PetscCall(ProblemEvaluate(&p, PETSC_FALSE));
+    reduction = history.loss.empty() ? NAN : history.loss.front() / p.risk;
+  }
+  PetscCall(OptimizerDestroy(&opt));
+  PetscCall(ProblemDestroy(&p));
+  if (stop.signal) {
+    *signal = stop.signal;
+    PetscFunctionReturn(0);
+  }
+  // The case file: every recorded time under /times/<step>, the last also under /probes.
+  std::list<CaseData> kept;
+  std::string problem;
+  for (PetscInt t : times) {
+    kept.emplace_back();
+    PetscCall(ReadCase(partial_path(s.study.dir, c.index, t), families, "", &kept.back(), &problem));
+    PetscCheck(problem.empty(), comm, PETSC_ERR_FILE_READ, "%s", problem.c_str());
+    const CaseData &d = kept.back();
+    const std::vector<unsigned long long> dims = {(unsigned long long)s.study.probe_M, (unsigned long long)d.N,
+                                                  (unsigned long long)d.d};
+    ProbeArrays("/times/" + std::to_string(t), families, d.tokens, d.adjoint, dims, &arrays);
+    if (t == times.back()) ProbeArrays("", families, d.tokens, d.adjoint, dims, &arrays);
+  }
+  attributes.emplace_back("study.times", s.study.times);
+  attributes.emplace_back("study.head_change", num(moved));
+  attributes.emplace_back("study.risk_reduction", num(reduction));
+  PetscCall(PetscPrintf(comm, "%s: heads moved |theta_T - theta_0| / |theta_0| = %.4g, risk reduced %.4gx\n",
+                        c.describe().c_str(), moved, reduction));
+  PetscCall(ResultFileWrite(comm, cs, arrays, attributes, case_path(s.study.dir, c.index)));
+  // The case is done: its partial files and checkpoints go.
+  PetscMPIInt rank;
+  PetscCallMPI(MPI_Comm_rank(comm, &rank));
+  PetscCallMPI(MPI_Barrier(comm));
+  if (rank == 0) {
+    std::error_code ec;
+    for (PetscInt t : times) std::filesystem::remove(partial_path(s.study.dir, c.index, t), ec);
+    std::filesystem::remove_all(checkpoints, ec);
+  }
+  PetscFunctionReturn(0);
+}
+
 PetscErrorCode StudyAggregate(MPI_Comm comm, const Settings &s, const std::string &dir, PetscInt *missing) {
   PetscMPIInt rank;
   PetscFunctionBeginUser;
@@ -371,7 +482,7 @@ PetscErrorCode StudyAggregate(MPI_Comm comm, const Settings &s, const std::strin
     const auto variants = StudyVariants(s);
     const auto families = words(s.study.probes);
     const PetscInt B = 1000; // bootstrap resamples over the seeds and the references
-    const long long time = s.study.state == "trained" ? s.study.steps : 0;
+    const std::vector<PetscInt> times = StudyTimes(s);
     std::ofstream table(dir + "/study.csv"), fits(dir + "/fits.csv");
     table << "variant,overrides,L,H,seeds,err_x,err_x_lo,err_x_hi,err_p,err_p_lo,err_p_hi,time,err_floor_x,"
              "err_corrected_x,err_corrected_x_lo,err_corrected_x_hi,err_floor_p,err_corrected_p,err_corrected_p_lo,"
@@ -380,11 +491,22 @@ PetscErrorCode StudyAggregate(MPI_Comm comm, const Settings &s, const std::strin
             "time,corrected,a_lo,a_hi,b_lo,b_hi\n";
     std::vector<ResultArray> arrays;
     std::list<std::vector<double>> keep; // storage behind the arrays
+    std::vector<std::pair<std::string, std::string>> attributes;
+    // Every recorded time under /t<step> and t<step>.*; the last one also
+    // without the prefix (the state at the end of training, or at initialisation).
+    for (const PetscInt time : times) {
+    const bool last = time == times.back();
+    const std::string at = "/t" + std::to_string(time), at_key = "t" + std::to_string(time) + ".";
+    const std::string prefix_in = s.study.state == "trained" ? "/times/" + std::to_string(time) : "";
     auto store = [&](const std::string &name, std::vector<unsigned long long> dims, std::vector<double> values) {
       keep.push_back(std::move(values));
-      arrays.push_back({name, std::move(dims), keep.back().data()});
+      arrays.push_back({at + name, dims, keep.back().data()});
+      if (last) arrays.push_back({name, dims, keep.back().data()});
     };
-    std::vector<std::pair<std::string, std::string>> attributes;
+    auto attribute = [&](const std::string &key, const std::string &value) {
+      attributes.emplace_back(at_key + key, value);
+      if (last) attributes.emplace_back(key, value);
+    };
     for (size_t v = 0; v < variants.size(); ++v) {
       Grid2 g;
       g.L = integers(s.study.L), g.H = integers(s.study.H);
@@ -398,18 +520,20 @@ PetscErrorCode StudyAggregate(MPI_Comm comm, const Settings &s, const std::strin
       for (const StudyCase &c : cases) {
         if (c.variant != (PetscInt)v) continue;
         CaseData data;
-        PetscCall(ReadCase(case_path(dir, c.index), families, &data, &problem));
+        PetscCall(ReadCase(case_path(dir, c.index), families, prefix_in, &data, &problem));
         if (!problem.empty()) {
-          PetscCall(PetscPrintf(PETSC_COMM_SELF, "mft study: %s is missing or failed: %s\n", c.describe().c_str(),
-                                problem.c_str()));
-          ++*missing;
+          if (last) { // named once
+            PetscCall(PetscPrintf(PETSC_COMM_SELF, "mft study: %s is missing or failed: %s\n", c.describe().c_str(),
+                                  problem.c_str()));
+            ++*missing;
+          }
           continue;
         }
         if (c.reference) {
           if (!refs.empty() && (data.N != refs[0].N || data.d != refs[0].d || data.tokens.size() != refs[0].tokens.size())) {
-            PetscCall(PetscPrintf(PETSC_COMM_SELF, "mft study: %s does not match reference 0's shapes\n",
-                                  c.describe().c_str()));
-            ++*missing;
+            if (last) PetscCall(PetscPrintf(PETSC_COMM_SELF, "mft study: %s does not match reference 0's shapes\n",
+                                            c.describe().c_str()));
+            *missing += last;
             continue;
           }
           refs.push_back(data);
@@ -419,15 +543,15 @@ PetscErrorCode StudyAggregate(MPI_Comm comm, const Settings &s, const std::strin
         const size_t i = std::find(g.L.begin(), g.L.end(), c.L) - g.L.begin(),
                      j = std::find(g.H.begin(), g.H.end(), c.H) - g.H.begin();
         if (data.N != refs[0].N || data.d != refs[0].d || data.tokens.size() != refs[0].tokens.size()) {
-          PetscCall(PetscPrintf(PETSC_COMM_SELF, "mft study: %s does not match its reference's shapes\n",
-                                c.describe().c_str()));
-          ++*missing;
+          if (last) PetscCall(PetscPrintf(PETSC_COMM_SELF, "mft study: %s does not match its reference's shapes\n",
+                                          c.describe().c_str()));
+          *missing += last;
           continue;
         }
         found.emplace_back(i * nH + j, std::move(data));
       }
       if (refs.empty()) { // nothing of this variant can be measured
-        PetscCall(PetscPrintf(PETSC_COMM_SELF, "mft study: variant %zu (%s) has no reference: not measured\n", v,
+        if (last) PetscCall(PetscPrintf(PETSC_COMM_SELF, "mft study: variant %zu (%s) has no reference: not measured\n", v,
                               variants[v].c_str()));
         continue;
       }
@@ -516,11 +640,11 @@ PetscErrorCode StudyAggregate(MPI_Comm comm, const Settings &s, const std::strin
                                                                       {"b_hi", cib.second},
                                                                       {"C1", f.C1},
                                                                       {"C2", f.C2}})
-            attributes.emplace_back(key + kv.first, num(kv.second));
+            attribute(key + kv.first, num(kv.second));
         }
         const double fl = std::sqrt(*std::max_element(floor2[q].begin(), floor2[q].end()));
         store(prefix + "/err_floor", {1}, {fl});
-        attributes.emplace_back("v" + std::to_string(v) + "." + quantity + ".floor", num(fl));
+        attribute("v" + std::to_string(v) + "." + quantity + ".floor", num(fl));
       }
       const double floor_x = std::sqrt(*std::max_element(floor2[0].begin(), floor2[0].end())),
                    floor_p = std::sqrt(*std::max_element(floor2[1].begin(), floor2[1].end()));
@@ -536,9 +660,13 @@ PetscErrorCode StudyAggregate(MPI_Comm comm, const Settings &s, const std::strin
         }
       store("/v" + std::to_string(v) + "/L", {nL}, std::vector<double>(g.L.begin(), g.L.end()));
       store("/v" + std::to_string(v) + "/H", {nH}, std::vector<double>(g.H.begin(), g.H.end()));
-      attributes.emplace_back("v" + std::to_string(v) + ".overrides", variants[v].empty() ? "(none)" : variants[v]);
-      attributes.emplace_back("v" + std::to_string(v) + ".references", std::to_string(R));
+      attribute("v" + std::to_string(v) + ".overrides", variants[v].empty() ? "(none)" : variants[v]);
+      attribute("v" + std::to_string(v) + ".references", std::to_string(R));
     }
+    }
+    std::string listed;
+    for (PetscInt t : times) listed += (listed.empty() ? "" : " ") + std::to_string(t);
+    attributes.emplace_back("study.recorded_times", listed);
     attributes.emplace_back("study.variants_count", std::to_string(variants.size()));
     attributes.emplace_back("study.missing", std::to_string(*missing));
     PetscCall(ResultFileWrite(PETSC_COMM_SELF, s, arrays, attributes, dir + "/study.h5"));

@@ -92,6 +92,7 @@ struct StudySettings {
   PetscInt seeds = 3;                 // initial-head seeds per (L, H): init.seed + 1 .. + seeds
   std::string state = "init";         // init: against the mean-field reference; trained: after `steps`
   PetscInt steps = 50;                // trained: training steps (the config's optimizer) of every model
+  std::string times;                  // trained: steps at which err is recorded (0 and `steps` always are)
   PetscInt reference_L = 128;         // trained: the reference model, trained the same way
   PetscInt reference_H = 128;
   PetscInt references = 2;            // independent references (seeds): their spread estimates their own error

@@ -42,9 +42,17 @@ std::vector<std::string> StudyVariants(const Settings &s);
 std::pair<PetscInt, PetscInt> StudyTeacher(const Settings &s);
 std::vector<StudyCase> StudyCases(const Settings &s);
 
-// Runs one case; args are the command's own (the config and overrides).
+// The training steps at which a trained study records its errors
+// (study.times with 0 and study.steps); {0} at initialisation.
+std::vector<PetscInt> StudyTimes(const Settings &s);
+
+// Runs one case; args are the command's own (the config and overrides). A
+// trained case trains through the loop of mft train (training.hpp), resumes
+// from its own checkpoints (study.dir/case-<i>-checkpoints) when it has any,
+// and records its probe outputs at every time of StudyTimes; *signal is set
+// when SIGUSR1/SIGTERM stopped it after a checkpoint (rerun to resume).
 PetscErrorCode StudyRunCase(MPI_Comm comm, const std::vector<std::string> &args, const Settings &s,
-                            const StudyCase &c);
+                            const StudyCase &c, int *signal);
 
 // Aggregates dir into study.csv, fits.csv and study.h5; *missing counts the
 // cases without a result.

@@ -54,8 +54,15 @@ PetscErrorCode CommandStudy(MPI_Comm comm, const std::vector<std::string> &args,
       const double tc = seconds();
       // A failed case is named and the others still run.
       PetscCall(PetscPushErrorHandler(ErrorCapture, nullptr));
-      PetscErrorCode err = StudyRunCase(comm, args, s, c);
+      int signal = 0;
+      PetscErrorCode err = StudyRunCase(comm, args, s, c, &signal);
       PetscCall(PetscPopErrorHandler());
+      if (!err && signal) { // checkpointed: the same command resumes the case
+        PetscCall(PetscPrintf(comm, "mft study: %s stopped by a signal after a checkpoint; exit %d (rerun to resume)\n",
+                              c.describe().c_str(), kExitResubmit));
+        *status = kExitResubmit;
+        PetscFunctionReturn(0);
+      }
       if (err) {
         ++failed;
         PetscCall(PetscPrintf(comm, "mft study: %s failed: %s\n", c.describe().c_str(), captured_error()));

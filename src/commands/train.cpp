@@ -8,36 +8,12 @@
 #include "mft/ntk.hpp"
 #include "mft/report.hpp"
 #include "mft/signals.hpp"
+#include "mft/training.hpp"
 
 #include <cmath>
 #include <csignal>
 
 namespace mft {
-
-// One training step: risk and gradient on the step's batch, checks, update.
-static PetscErrorCode TrainStep(Problem *p, Optimizer *opt, History *history, PetscInt step, double t0, PetscInt first) {
-  const TrainSettings &t = p->settings.train;
-  MPI_Comm comm = p->grid.comm;
-  PetscReal gnorm, hnorm;
-  PetscFunctionBeginUser;
-  ProblemSetBatch(p, step);
-  PetscCall(ProblemEvaluate(p, PETSC_TRUE));
-  PetscCall(VecNorm(p->grad, NORM_2, &gnorm));
-  PetscCall(HeadsMaxNorm(p->heads, p->heads.theta, &hnorm));
-  PetscCheck(std::isfinite(p->risk) && std::isfinite(gnorm), comm, PETSC_ERR_NOT_CONVERGED,
-             "training diverged at step %" PetscInt_FMT ": the %s is not finite (lower train.lr = %g)", step,
-             std::isfinite(p->risk) ? "gradient" : "risk", t.lr);
-  history->loss.push_back(p->risk);
-  history->max_param_norm.push_back(hnorm);
-  if (step % t.log_every == 0 || step == t.steps - 1) {
-    const double per = (seconds() - t0) / (double)(step + 1 - first);
-    PetscCall(PetscPrintf(comm, "%8" PetscInt_FMT " %16.9e %12.5e %12.5e %10.3g %10.4f %9.1fs\n", step, p->risk,
-                          (double)gnorm, (double)hnorm, learning_rate(t, step), per, per * (double)(t.steps - step - 1)));
-  }
-  PetscCall(OptimizerStep(opt, p->heads.theta, p->grad));
-  PetscCall(ProblemSetHeads(p));
-  PetscFunctionReturn(0);
-}
 
 PetscErrorCode CommandTrain(MPI_Comm comm, const std::vector<std::string> &args, int *status) {
   Settings s;
@@ -82,34 +58,23 @@ PetscErrorCode CommandTrain(MPI_Comm comm, const std::vector<std::string> &args,
                           "training time %.6e (for gd steps of lr %g: %.6e)\n",
                           t.ntk.c_str(), lambda_min, k.eigenvalues.back(), predicted, t.lr, discrete));
   }
-  SignalsInstall();
-  PetscCall(PetscPrintf(comm, "%8s %16s %12s %12s %10s %10s %10s\n", "step", "risk", "|g|", "max|head|", "lr",
-                        "s/step", "left"));
-  const double t0 = seconds();
-  for (PetscInt step = start; step < t.steps; ++step) {
-    PetscCall(TrainStep(&p, &opt, &history, step, t0, start));
-    const PetscInt done = step + 1;
-    if (c.every > 0 && done % c.every == 0 && done < t.steps) {
-      PetscCall(CheckpointWrite(p, history, opt, done));
-      saved = done;
-    }
-    int sig;
-    PetscCall(SignalsPending(comm, &sig));
-    if (sig) {
-      if (saved != done) PetscCall(CheckpointWrite(p, history, opt, done));
-      PetscCall(PetscPrintf(comm, "mft: caught %s after step %" PetscInt_FMT ": wrote %s; exit %d (resubmit with --restart auto)\n",
-                            sig == SIGUSR1 ? "SIGUSR1" : "SIGTERM", step, CheckpointPath(c, done).c_str(),
-                            kExitResubmit));
-      Summary sum;
-      sum.add("command", std::string("train")).add("status", std::string("checkpointed")).add("steps", (long long)done);
-      sum.add("checkpoint", CheckpointPath(c, done));
-      PetscCall(sum.print(comm));
-      *status = kExitResubmit;
-      PetscCall(OptimizerDestroy(&opt));
-      PetscCall(ProblemDestroy(&p));
-      PetscFunctionReturn(0);
-    }
+  TrainingStop stop;
+  PetscCall(TrainLoop(&p, &opt, &history, start, saved, nullptr, &stop));
+  saved = stop.saved;
+  if (stop.signal) {
+    PetscCall(PetscPrintf(comm, "mft: caught %s after step %" PetscInt_FMT ": wrote %s; exit %d (resubmit with --restart auto)\n",
+                          stop.signal == SIGUSR1 ? "SIGUSR1" : "SIGTERM", stop.done - 1,
+                          CheckpointPath(c, stop.done).c_str(), kExitResubmit));
+    Summary sum;
+    sum.add("command", std::string("train")).add("status", std::string("checkpointed")).add("steps", (long long)stop.done);
+    sum.add("checkpoint", CheckpointPath(c, stop.done));
+    PetscCall(sum.print(comm));
+    *status = kExitResubmit;
+    PetscCall(OptimizerDestroy(&opt));
+    PetscCall(ProblemDestroy(&p));
+    PetscFunctionReturn(0);
   }
+  const double t0 = stop.seconds_start;
   // Risk, output and gradient at the final heads, as the run file stores them.
   ProblemSetBatch(&p, -1);
   PetscCall(ProblemEvaluate(&p, PETSC_TRUE));
