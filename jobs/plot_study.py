@@ -85,6 +85,29 @@ def plot(f, v, quantity, out):
     plt.close(fig)
 
 
+def plot_time(f, v, quantity, times, out):
+    """err against the training step, one line per (L, H): the trained state."""
+    L = f[f"/v{v}/L"][()]
+    H = f[f"/v{v}/H"][()]
+    corrected = attr(f, f"v{v}.references") >= 2
+    tag = "_corrected" if corrected else ""
+    err = np.array([f[f"/t{t}/v{v}/{quantity}/err{tag}"][()] for t in times])  # (T, nL, nH)
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for i, l in enumerate(L):
+        for j, h in enumerate(H):
+            ax.plot(times, err[:, i, j], marker="o", label=f"L = {int(l)}, H = {int(h)}")
+    ax.set_xticks(times)
+    ax.set_yscale("log")
+    ax.set_xlabel("training step t")
+    ax.set_ylabel(f"err ({quantity}{', corrected' if corrected else ''})")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=6, ncol=2)
+    ax.set_title(f"err along training: {quantity}")
+    fig.tight_layout()
+    fig.savefig(out, dpi=110)
+    plt.close(fig)
+
+
 def main():
     if len(sys.argv) != 2:
         sys.exit("usage: plot_study.py STUDY_DIR")
@@ -103,6 +126,12 @@ def main():
                 out = f"{d}/study_v{v}_{quantity}.png"
                 plot(f, v, quantity, out)
                 print(f"plot_study: wrote {out}")
+                times = f.attrs.get("study.recorded_times", b"0")
+                times = [int(t) for t in (times.decode() if isinstance(times, bytes) else str(times)).split()]
+                if len(times) > 1:
+                    out = f"{d}/study_v{v}_{quantity}_time.png"
+                    plot_time(f, v, quantity, times, out)
+                    print(f"plot_study: wrote {out}")
 
 
 if __name__ == "__main__":

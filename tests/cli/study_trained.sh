@@ -6,7 +6,8 @@
 #   checkpoint and writes the same case file, bitwise;
 # - the study's tables on 1 and 2 ranks agree to 1e-12;
 # - a table per recorded time, raw and corrected fits per time.
-source "$(dirname "$0")/lib.sh" "$1"
+here="$(cd "$(dirname "$0")" && pwd)"
+source "$here/lib.sh" "$1"
 run1="mpiexec --oversubscribe -n 1 $MFT"
 run2="mpiexec --oversubscribe -n 2 $MFT"
 cat > base.cfg <<CFG
@@ -61,6 +62,10 @@ expect 0 "" -- $run2 study --config base.cfg --study.steps 6 --study.times "2 4"
 [ "$(awk -F, 'NR > 1 { print $12 }' long/study.csv | sort -un | tr '\n' ' ')" = "0 2 4 6 " ] && ok || bad "study.csv lacks the recorded times"
 [ "$(grep -c ',tokens,.*,4,1,' long/fits.csv)" -eq 1 ] && ok || bad "fits.csv lacks the corrected fit at time 4"
 grep -q "heads moved" out.txt && ok || bad "the cases do not say how far their heads moved"
+/usr/bin/python3 "$here/../../jobs/plot_study.py" long > plot.txt 2>&1 && ok || { bad "plot_study.py failed"; cat plot.txt; }
+for png in long/study_v0_tokens.png long/study_v0_tokens_time.png; do
+  [ -s "$png" ] && file "$png" | grep -q PNG && ok || bad "$png is not a PNG"
+done
 # The same cases stopped at step 4: their final probes are the long run's at time 4, bitwise.
 expect 0 "" -- $run2 study --config base.cfg --study.steps 4 --study.dir short
 for i in 0 3 9; do
