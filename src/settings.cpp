@@ -253,6 +253,10 @@ std::vector<Option> declare(Settings &s) {
               "reference's own error, which is removed from the models' (MODEL.md, 'The reference's own error')"),
       text("study.probes", &s.study.probes, "probe families (space-separated), study.probe_M sequences each"),
       integer("study.probe_M", &s.study.probe_M, 1, "probe sequences per family"),
+      integers("study.probe_N", &s.study.probe_N, 1,
+               "tokens of the probe sequences, several for one probe set each (the training data's N need not be "
+               "among them; probes.csv: err per N); empty: data.N",
+               true),
       text("study.variants", &s.study.variants, "';'-separated sets of key=value overrides, one study each"),
       text("study.dir", &s.study.dir, "folder of the case files, tables and plots"),
       integer("study.only", &s.study.only, -1, "run only this case (a Slurm array task); -1: every case"),

@@ -61,11 +61,37 @@ PetscErrorCode CaseSettings(MPI_Comm comm, std::vector<std::string> args, const 
 
 std::string case_path(const std::string &dir, PetscInt i) { return dir + "/case-" + std::to_string(i) + ".h5"; }
 
-// The probe sets: family f with study.probe_M sequences of its own seed.
-std::vector<std::string> probe_overrides(const Settings &s, size_t f) {
+// The probe sets: each family of study.probes, with study.probe_M sequences
+// of its own seed, at each N of study.probe_N (default data.N); named by the
+// family, and "<family>_N<n>" when study.probe_N is given.
+struct ProbeSet {
+  std::string family, name;
+  PetscInt N;
+  std::uint64_t seed; // data.seed + 7919 (f + 1) for family f, + 104729 N when study.probe_N is given
+};
+
+std::vector<ProbeSet> probe_sets(const Settings &s) {
   const auto families = words(s.study.probes);
-  return {"--data.family", families[f], "--data.M", std::to_string(s.study.probe_M), "--data.seed",
-          std::to_string(s.data.seed + 7919 * (f + 1)), "--data.file", ""};
+  std::vector<PetscInt> Ns = integers(s.study.probe_N);
+  const bool named = !Ns.empty();
+  if (Ns.empty()) Ns.push_back(s.data.N);
+  std::vector<ProbeSet> sets;
+  for (size_t f = 0; f < families.size(); ++f)
+    for (PetscInt N : Ns)
+      sets.push_back({families[f], named ? families[f] + "_N" + std::to_string(N) : families[f], N,
+                      s.data.seed + 7919 * (f + 1) + (named ? 104729 * (std::uint64_t)N : 0)});
+  return sets;
+}
+
+std::vector<std::string> probe_names(const Settings &s) {
+  std::vector<std::string> names;
+  for (const ProbeSet &p : probe_sets(s)) names.push_back(p.name);
+  return names;
+}
+
+std::vector<std::string> probe_overrides(const Settings &s, const ProbeSet &p) {
+  return {"--data.family", p.family, "--data.M", std::to_string(s.study.probe_M), "--data.N", std::to_string(p.N),
+          "--data.seed", std::to_string(p.seed), "--data.file", ""};
 }
 
 } // namespace
@@ -114,10 +140,11 @@ std::vector<StudyCase> StudyCases(const Settings &s) {
 
 namespace {
 
-// The probe outputs of one case: per family, tokens and adjoints.
+// The probe outputs of one case: per probe set, tokens and adjoints.
 struct CaseData {
   std::vector<std::vector<double>> tokens, adjoint;
-  PetscInt N = 0, d = 0; // from the arrays' shapes (M, N, d)
+  std::vector<PetscInt> N; // per set, from the arrays' shapes (M, N, d)
+  PetscInt d = 0;
 };
 
 // Reads a case file (verified); on failure *problem says why.
@@ -139,7 +166,8 @@ PetscErrorCode ReadCase(const std::string &path, const std::vector<std::string> 
           *problem = path + " has no " + name;
           break;
         }
-        out->N = (PetscInt)dims[1], out->d = (PetscInt)dims[2];
+        if (q == 0) out->N.push_back((PetscInt)dims[1]);
+        out->d = (PetscInt)dims[2];
         std::vector<double> a((size_t)(dims[0] * dims[1] * dims[2]));
         Range all;
         all.end = (PetscInt)dims[0];
@@ -155,12 +183,13 @@ PetscErrorCode ReadCase(const std::string &path, const std::vector<std::string> 
   PetscFunctionReturn(0);
 }
 
-// Per probe sequence, over all families in order: (1/N) sum_i |a_i - b_i|^2
+// Per probe sequence, over all probe sets in order: (1/N) sum_i |a_i - b_i|^2
 // (b empty: |a_i|^2).
 std::vector<double> sequence_errors(const std::vector<std::vector<double>> &a, const std::vector<std::vector<double>> &b,
-                                    PetscInt N, PetscInt d) {
+                                    const std::vector<PetscInt> &Ns, PetscInt d) {
   std::vector<double> out;
   for (size_t f = 0; f < a.size(); ++f) {
+    const PetscInt N = Ns[f];
     const size_t M = a[f].size() / (size_t)(N * d);
     for (size_t m = 0; m < M; ++m) {
       double e = 0;
@@ -180,18 +209,23 @@ std::vector<double> sequence_errors(const std::vector<std::vector<double>> &a, c
 // relative to the reference's mean square |x_i(1)|^2 on that sequence.
 struct Sample {
   std::vector<double> raw, corrected, relative;
+  std::vector<double> per_set; // against reference 0: the corrected max over each probe set's sequences
   PetscInt clipped = 0, probes = 0; // against reference 0: sequences whose error fell below the floor
 };
 
 Sample measure(const std::vector<std::vector<double>> &model, const std::vector<CaseData> &refs, bool adjoint,
-               const std::vector<double> &floor2, PetscInt N, PetscInt d) {
+               const std::vector<double> &floor2, const std::vector<PetscInt> &N, PetscInt d) {
   Sample s;
   for (size_t r = 0; r < refs.size(); ++r) {
     const auto &ref = adjoint ? refs[r].adjoint : refs[r].tokens;
     const std::vector<double> e2 = sequence_errors(model, ref, N, d), ms = sequence_errors(ref, {}, N, d);
     double raw = 0, corr = 0, rel = 0;
+    size_t set = 0, next = model.empty() ? 0 : model[0].size() / (size_t)(N[0] * d); // first sequence of the next set
+    if (r == 0) s.per_set.assign(model.size(), 0.0);
     for (size_t q = 0; q < e2.size(); ++q) {
+      while (q >= next && set + 1 < model.size()) ++set, next += model[set].size() / (size_t)(N[set] * d);
       const double c = std::fmax(0.0, e2[q] - floor2[q]);
+      if (r == 0) s.per_set[set] = std::fmax(s.per_set[set], c);
       raw = std::fmax(raw, e2[q]), corr = std::fmax(corr, c), rel = std::fmax(rel, ms[q] > 0 ? c / ms[q] : 0.0);
       if (r == 0) s.clipped += e2[q] < floor2[q], ++s.probes;
     }
@@ -295,12 +329,12 @@ namespace {
 PetscErrorCode Probe(MPI_Comm comm, const std::vector<std::string> &args, const Settings &s,
                      const std::vector<std::string> &model, bool limit, const std::vector<double> *heads,
                      std::vector<LimitResult> *results, Settings *cs) {
-  const auto families = words(s.study.probes);
+  const auto sets = probe_sets(s);
   PetscFunctionBeginUser;
-  results->assign(families.size(), LimitResult());
-  for (size_t f = 0; f < families.size(); ++f) {
+  results->assign(sets.size(), LimitResult());
+  for (size_t f = 0; f < sets.size(); ++f) {
     std::vector<std::string> extra = model;
-    const auto probes = probe_overrides(s, f);
+    const auto probes = probe_overrides(s, sets[f]);
     extra.insert(extra.end(), probes.begin(), probes.end());
     PetscCall(CaseSettings(comm, args, extra, cs));
     if (limit) *cs = LimitSettingsFor(*cs);
@@ -312,13 +346,21 @@ PetscErrorCode Probe(MPI_Comm comm, const std::vector<std::string> &args, const 
 }
 
 // The arrays of probe outputs under `prefix` (/probes/<family>/tokens, adjoint).
-void ProbeArrays(const std::string &prefix, const std::vector<std::string> &families,
+void ProbeArrays(const std::string &prefix, const std::vector<std::string> &names,
                  const std::vector<std::vector<double>> &tokens, const std::vector<std::vector<double>> &adjoint,
-                 std::vector<unsigned long long> dims, std::vector<ResultArray> *arrays) {
-  for (size_t f = 0; f < families.size(); ++f) {
-    arrays->push_back({prefix + "/probes/" + families[f] + "/tokens", dims, tokens[f].data()});
-    arrays->push_back({prefix + "/probes/" + families[f] + "/adjoint", dims, adjoint[f].data()});
+                 unsigned long long M, const std::vector<PetscInt> &Ns, unsigned long long d,
+                 std::vector<ResultArray> *arrays) {
+  for (size_t f = 0; f < names.size(); ++f) {
+    const std::vector<unsigned long long> dims = {M, (unsigned long long)Ns[f], d};
+    arrays->push_back({prefix + "/probes/" + names[f] + "/tokens", dims, tokens[f].data()});
+    arrays->push_back({prefix + "/probes/" + names[f] + "/adjoint", dims, adjoint[f].data()});
   }
+}
+
+std::vector<PetscInt> set_sizes(const Settings &s) {
+  std::vector<PetscInt> Ns;
+  for (const ProbeSet &p : probe_sets(s)) Ns.push_back(p.N);
+  return Ns;
 }
 
 std::string partial_path(const std::string &dir, PetscInt i, PetscInt t) {
@@ -340,7 +382,7 @@ PetscErrorCode StudyRunCase(MPI_Comm comm, const std::vector<std::string> &args,
                             const StudyCase &c, int *signal) {
   const std::vector<std::string> variant = overrides(StudyVariants(s)[c.variant]);
   const bool trained = s.study.state == "trained";
-  const auto families = words(s.study.probes);
+  const auto families = probe_names(s);
   std::vector<std::string> model = variant;
   // Seeds: models init.seed + 1 .. + seeds; reference r init.seed + 100003 r
   // (reference 0: init.seed itself), far from every model's.
@@ -373,8 +415,7 @@ PetscErrorCode StudyRunCase(MPI_Comm comm, const std::vector<std::string> &args,
     PetscCall(Probe(comm, args, s, model, c.reference, nullptr, &results, &cs));
     std::vector<std::vector<double>> tokens, adjoint;
     for (auto &r : results) tokens.push_back(r.tokens), adjoint.push_back(r.adjoint);
-    ProbeArrays("", families, tokens, adjoint, {(unsigned long long)s.study.probe_M, (unsigned long long)cs.data.N,
-                                                (unsigned long long)cs.model.d}, &arrays);
+    ProbeArrays("", families, tokens, adjoint, s.study.probe_M, set_sizes(s), cs.model.d, &arrays);
     PetscCall(ResultFileWrite(comm, cs, arrays, attributes, case_path(s.study.dir, c.index)));
     PetscFunctionReturn(0);
   }
@@ -412,8 +453,7 @@ PetscErrorCode StudyRunCase(MPI_Comm comm, const std::vector<std::string> &args,
     std::vector<std::vector<double>> tokens, adjoint;
     for (auto &r : results) tokens.push_back(r.tokens), adjoint.push_back(r.adjoint);
     std::vector<ResultArray> at;
-    ProbeArrays("", families, tokens, adjoint, {(unsigned long long)s.study.probe_M, (unsigned long long)cs.data.N,
-                                                (unsigned long long)cs.model.d}, &at);
+    ProbeArrays("", families, tokens, adjoint, s.study.probe_M, set_sizes(s), cs.model.d, &at);
     PetscCall(ResultFileWrite(comm, cs, at, attributes, partial_path(s.study.dir, c.index, step)));
     PetscFunctionReturn(0);
   };
@@ -449,10 +489,8 @@ PetscErrorCode StudyRunCase(MPI_Comm comm, const std::vector<std::string> &args,
     PetscCall(ReadCase(partial_path(s.study.dir, c.index, t), families, "", &kept.back(), &problem));
     PetscCheck(problem.empty(), comm, PETSC_ERR_FILE_READ, "%s", problem.c_str());
     const CaseData &d = kept.back();
-    const std::vector<unsigned long long> dims = {(unsigned long long)s.study.probe_M, (unsigned long long)d.N,
-                                                  (unsigned long long)d.d};
-    ProbeArrays("/times/" + std::to_string(t), families, d.tokens, d.adjoint, dims, &arrays);
-    if (t == times.back()) ProbeArrays("", families, d.tokens, d.adjoint, dims, &arrays);
+    ProbeArrays("/times/" + std::to_string(t), families, d.tokens, d.adjoint, s.study.probe_M, d.N, d.d, &arrays);
+    if (t == times.back()) ProbeArrays("", families, d.tokens, d.adjoint, s.study.probe_M, d.N, d.d, &arrays);
   }
   attributes.emplace_back("study.times", s.study.times);
   attributes.emplace_back("study.head_change", num(moved));
@@ -480,10 +518,11 @@ PetscErrorCode StudyAggregate(MPI_Comm comm, const Settings &s, const std::strin
   if (rank == 0) {
     const auto cases = StudyCases(s);
     const auto variants = StudyVariants(s);
-    const auto families = words(s.study.probes);
+    const auto families = probe_names(s);
     const PetscInt B = 1000; // bootstrap resamples over the seeds and the references
     const std::vector<PetscInt> times = StudyTimes(s);
-    std::ofstream table(dir + "/study.csv"), fits(dir + "/fits.csv");
+    std::ofstream table(dir + "/study.csv"), fits(dir + "/fits.csv"), sets_table(dir + "/probes.csv");
+    sets_table << "variant,overrides,L,H,time,probe_set,N,err_corrected_x,err_corrected_p,attains_max_x\n";
     table << "variant,overrides,L,H,seeds,err_x,err_x_lo,err_x_hi,err_p,err_p_lo,err_p_hi,time,err_floor_x,"
              "err_corrected_x,err_corrected_x_lo,err_corrected_x_hi,err_floor_p,err_corrected_p,err_corrected_p_lo,"
              "err_corrected_p_hi,clipped_x,clipped_p,err_coord_x,err_rel_x,references\n";
@@ -555,7 +594,8 @@ PetscErrorCode StudyAggregate(MPI_Comm comm, const Settings &s, const std::strin
                               variants[v].c_str()));
         continue;
       }
-      const PetscInt N = refs[0].N, d = refs[0].d, R = (PetscInt)refs.size();
+      const std::vector<PetscInt> N = refs[0].N;
+      const PetscInt d = refs[0].d, R = (PetscInt)refs.size();
       // The references' own squared error per probe sequence (0 with one reference).
       std::vector<double> floor2[2];
       for (int q = 0; q < 2; ++q) {
@@ -646,6 +686,22 @@ PetscErrorCode StudyAggregate(MPI_Comm comm, const Settings &s, const std::strin
         store(prefix + "/err_floor", {1}, {fl});
         attribute("v" + std::to_string(v) + "." + quantity + ".floor", num(fl));
       }
+      // Per probe set (family and N): the corrected err over its sequences alone,
+      // and how often (over seeds) it attains the max over all sets.
+      for (size_t k = 0; k < nL * nH; ++k)
+        for (size_t f = 0; f < families.size(); ++f) {
+          std::vector<double> e2[2];
+          PetscInt attains = 0;
+          for (int q = 0; q < 2; ++q)
+            for (const Sample &x : samples[q][k]) {
+              e2[q].push_back(x.per_set[f]);
+              if (q == 0) attains += x.per_set[f] >= *std::max_element(x.per_set.begin(), x.per_set.end());
+            }
+          if (e2[0].empty()) continue;
+          sets_table << v << ",\"" << variants[v] << "\"," << g.L[k / nH] << "," << g.H[k % nH] << "," << time << ","
+                     << families[f] << "," << N[f] << "," << num(err_of(e2[0])) << "," << num(err_of(e2[1])) << ","
+                     << num((double)attains / (double)e2[0].size()) << "\n";
+        }
       const double floor_x = std::sqrt(*std::max_element(floor2[0].begin(), floor2[0].end())),
                    floor_p = std::sqrt(*std::max_element(floor2[1].begin(), floor2[1].end()));
       for (size_t i = 0; i < nL; ++i)

@@ -95,6 +95,12 @@ compare straight/case-13.h5 / killed/case-13.h5 / 0 && ok || bad "the resumed ca
 expect 0 "" -- $run1 study --config base.cfg --study.steps 6 --study.times "2 4" --study.dir one
 compare one/study.h5 / long/study.h5 / 1e-12 && ok || bad "study.h5 on 1 and 2 ranks differ beyond 1e-12"
 
+# Probes of other lengths than the training data's (N = 4): one probe set per family and N, err per set.
+expect 0 "" -- $run2 study --config base.cfg --study.steps 2 --study.probe_N "4 16" --study.dir pn
+for set in discrete_N4 discrete_N16 uniform_cube_N16; do
+  grep -q ",2,$set,${set##*_N}," pn/probes.csv && ok || bad "probes.csv lacks the probe set $set at the last time"
+done
+
 # Bad study settings: exit 2, one line, before any work.
 expect 2 "study.times entry 9 is beyond study.steps = 6" -- "$MFT" study --config base.cfg --study.steps 6 --study.times "2 9" --study.dir bad
 [ ! -e bad ] && ok || bad "a refused study made its folder"
