@@ -26,13 +26,14 @@ static void usage(FILE *out) {
                     "  limit     the mean-field reference: a shared head ensemble, adaptive depth\n"
                     "  study     convergence studies: run cases (all or one), or --aggregate a folder\n"
                     "  bench     time a training step and the forward pass at the standard sizes\n"
+                    "  info      what an mft HDF5 file is and holds (mft info FILE)\n"
                     "`mft COMMAND --help` lists every option with its default.\n");
 }
 
 int main(int argc, char **argv) {
   mft::BlasSetup(argv);
   if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h")) {
-    if (argc < 2) std::fprintf(stderr, "mft: error: no command given (forward, train, ntk, lse, limit, study, bench)\n");
+    if (argc < 2) std::fprintf(stderr, "mft: error: no command given (forward, train, ntk, lse, limit, study, bench, info)\n");
     usage(argc < 2 ? stderr : stdout);
     return argc < 2 ? mft::kExitInput : mft::kExitOk;
   }
@@ -56,10 +57,11 @@ int main(int argc, char **argv) {
   else if (command == "limit") err = mft::CommandLimit(PETSC_COMM_WORLD, args, &status);
   else if (command == "study") err = mft::CommandStudy(PETSC_COMM_WORLD, args, &status);
   else if (command == "bench") err = mft::CommandBench(PETSC_COMM_WORLD, args, &status);
+  else if (command == "info") err = mft::CommandInfo(PETSC_COMM_WORLD, args, &status);
   else {
     int rank;
     MPI_Comm_rank(PETSC_COMM_WORLD, &rank);
-    if (rank == 0) std::fprintf(stderr, "mft: error: unknown command '%s' (forward, train, ntk, lse, limit, study, bench)\n", command.c_str());
+    if (rank == 0) std::fprintf(stderr, "mft: error: unknown command '%s' (forward, train, ntk, lse, limit, study, bench, info)\n", command.c_str());
     err = PETSC_ERR_USER_INPUT;
   }
   const int code = err ? mft::exit_code(err) : status;

@@ -328,6 +328,36 @@ PetscErrorCode RunFileRead(const std::string &path, Problem *p, Optimizer *opt, 
   PetscFunctionReturn(0);
 }
 
+PetscErrorCode ParamsFileSettings(MPI_Comm comm, const std::string &command, const std::vector<std::string> &args,
+                                  Settings *s) {
+  const std::vector<std::string> keys = {"model.L",    "model.H",      "model.d",   "model.k", "model.head_kind",
+                                         "model.beta", "model.causal", "loss.kind", "loss.c",  "loss.readout_seed"};
+  std::vector<std::string> values, extra = args;
+  PetscBool help;
+  PetscFunctionBeginUser;
+  if (s->params_file.empty()) PetscFunctionReturn(0);
+  PetscCall(RunFileAttributes(comm, s->params_file, keys, &values));
+  PetscCheck(!values[0].empty(), comm, PETSC_ERR_FILE_UNEXPECTED,
+             "params.file %s records no model settings (not a run file or checkpoint of mft)", s->params_file.c_str());
+  for (size_t i = 0; i < keys.size(); ++i) {
+    if (values[i].empty()) continue;
+    if (!s->is_explicit(keys[i])) {
+      extra.insert(extra.end(), {"--" + keys[i], values[i]});
+      continue;
+    }
+    std::string given;
+    for (auto &kv : s->record)
+      if (kv.first == keys[i]) given = kv.second;
+    char *end1, *end2;
+    const double a = std::strtod(given.c_str(), &end1), b = std::strtod(values[i].c_str(), &end2);
+    const bool same = (*end1 == 0 && *end2 == 0 && !given.empty()) ? a == b : given == values[i];
+    PetscCheck(same, comm, PETSC_ERR_USER_INPUT, "%s = %s is given, but params.file %s has %s = %s", keys[i].c_str(),
+               given.c_str(), s->params_file.c_str(), keys[i].c_str(), values[i].c_str());
+  }
+  PetscCall(SettingsParse(comm, command, extra, s, &help));
+  PetscFunctionReturn(0);
+}
+
 PetscErrorCode RunFileAttributes(MPI_Comm comm, const std::string &path, const std::vector<std::string> &keys,
                                  std::vector<std::string> *values) {
   File f;

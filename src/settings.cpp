@@ -229,7 +229,9 @@ std::vector<Option> declare(Settings &s) {
       real("ntk.threshold", &s.ntk.threshold, 0.0, true, "positive definite when lambda_min > threshold * lambda_max"),
       real("ntk.max_gb", &s.ntk.max_gb, 0.0, true, "memory per rank the NTK may use (GiB)"),
       integer("ntk.max_matrix", &s.ntk.max_matrix, 0, "write /ntk/matrix up to this many outputs"),
-      text("params.file", &s.params_file, "ntk: take the heads from this run or checkpoint file (/params)"),
+      text("params.file", &s.params_file,
+           "forward, ntk, train: start from the heads of this run or checkpoint file (/params); its model and loss "
+           "settings are taken from it"),
 
       integer("limit.heads", &s.limit.heads, 1, "H_ref: heads of the ensemble shared by every depth"),
       choice("limit.scheme", s.limit.scheme, {"rk", "euler"}, [&s](const std::string &v) { s.limit.scheme = v; },
@@ -469,6 +471,8 @@ PetscErrorCode SettingsParse(MPI_Comm comm, const std::string &command, const st
              "train.beta1 and train.beta2 must be below 1 (got %g and %g)", s->train.beta1, s->train.beta2);
   PetscCheck(s->train.lr_min <= s->train.lr, comm, PETSC_ERR_USER_INPUT, "train.lr_min (%g) exceeds train.lr (%g)",
              s->train.lr_min, s->train.lr);
+  PetscCheck(s->params_file.empty() || command == "forward" || command == "ntk" || command == "train", comm,
+             PETSC_ERR_USER_INPUT, "params.file is not used by mft %s (only by forward, ntk and train)", command.c_str());
   if (command == "study") {
     std::istringstream times(s->study.times);
     for (PetscInt t; times >> t;)

@@ -29,6 +29,9 @@ PetscErrorCode CommandStudy(MPI_Comm comm, const std::vector<std::string> &args,
 // mft bench: timed steps at the standard sizes, rates, memory, time split.
 PetscErrorCode CommandBench(MPI_Comm comm, const std::vector<std::string> &args, int *status);
 
+// mft info FILE: what an mft file is and holds; exit 2 when it is damaged.
+PetscErrorCode CommandInfo(MPI_Comm comm, const std::vector<std::string> &args, int *status);
+
 // mft lse: the log-sum-exp independence test of the token distributions.
 PetscErrorCode CommandLse(MPI_Comm comm, const std::vector<std::string> &args, int *status);
 

@@ -48,6 +48,13 @@ PetscErrorCode RunFileRead(const std::string &path, Problem *p, Optimizer *opt, 
 // Reads only the heads (/params) of a run or checkpoint file into p.
 PetscErrorCode RunFileReadParams(const std::string &path, Problem *p);
 
+// A run or checkpoint file describes itself: with --params.file, the model and
+// loss settings it records are taken from it (s is parsed again, for
+// `command` with args, with them added); one given explicitly that differs is
+// an error naming both values.
+PetscErrorCode ParamsFileSettings(MPI_Comm comm, const std::string &command, const std::vector<std::string> &args,
+                                  Settings *s);
+
 // A small array known on every rank, for ResultFileWrite.
 struct ResultArray {
   std::string name;

@@ -162,7 +162,7 @@ struct Settings {
   BenchSettings bench;
   std::string aggregate;      // study: aggregate this directory instead of running cases
   bool list_cases = false;    // study: print the cases and exit
-  std::string params_file;    // ntk: read the heads from this run or checkpoint file
+  std::string params_file;    // forward, ntk, train: the heads (and model settings) of this run or checkpoint file
   DepthScheme scheme;
   std::string restart;        // train: a checkpoint file, "auto", or empty
   bool gradient = false;      // forward: also compute and write /grad

@@ -1,5 +1,6 @@
 // mft forward: the L-layer forward pass (and with --gradient the adjoint) at
-// the initial heads; writes the run file and one summary line.
+// the initial heads, or at those of --params.file (a trained model evaluated
+// on any data of its d); writes the run file and one summary line.
 #include "mft/commands.hpp"
 #include "mft/report.hpp"
 #include "mft/runfile.hpp"
@@ -14,8 +15,10 @@ PetscErrorCode CommandForward(MPI_Comm comm, const std::vector<std::string> &arg
   PetscFunctionBeginUser;
   PetscCall(SettingsParse(comm, "forward", args, &s, &help));
   if (help) PetscFunctionReturn(0);
+  PetscCall(ParamsFileSettings(comm, "forward", args, &s));
   PetscCall(ProblemCreate(comm, s, &p));
   PetscCall(ReportHeader(p));
+  if (!s.params_file.empty()) PetscCall(RunFileReadParams(s.params_file, &p)); // a trained model on any data
   const double t0 = seconds();
   PetscCall(ProblemEvaluate(&p, s.gradient ? PETSC_TRUE : PETSC_FALSE));
   const double elapsed = seconds() - t0;

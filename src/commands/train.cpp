@@ -26,6 +26,7 @@ PetscErrorCode CommandTrain(MPI_Comm comm, const std::vector<std::string> &args,
   PetscFunctionBeginUser;
   PetscCall(SettingsParse(comm, "train", args, &s, &help));
   if (help) PetscFunctionReturn(0);
+  PetscCall(ParamsFileSettings(comm, "train", args, &s));
   PetscCall(ProblemCreate(comm, s, &p));
   PetscCall(ReportHeader(p));
   PetscCall(OptimizerCreate(p.settings.train, p.heads, &opt));
@@ -38,6 +39,9 @@ PetscErrorCode CommandTrain(MPI_Comm comm, const std::vector<std::string> &args,
                s.train.steps);
     PetscCall(PetscPrintf(comm, "restarting from %s at step %" PetscInt_FMT "\n", from.c_str(), start));
     saved = start;
+  } else if (!s.params_file.empty()) { // a fresh start from given heads
+    PetscCall(RunFileReadParams(s.params_file, &p));
+    PetscCall(PetscPrintf(comm, "starting from the heads of %s\n", s.params_file.c_str()));
   }
   const TrainSettings &t = p.settings.train;
   const CheckpointSettings &c = p.settings.checkpoint;

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Files that describe themselves:
+# - mft info on a run file, a checkpoint, a data file written by h5py and a
+#   damaged file (exit 2, one line naming it);
+# - --params.file takes the model and loss settings from the file: ntk and
+#   forward (a trained model on other data) need no other option; a
+#   contradicting option is refused naming both values; commands that do not
+#   use it refuse it;
+# - jobs/plot_run.py draws a run.
+here="$(cd "$(dirname "$0")" && pwd)"
+source "$here/lib.sh" "$1"
+run="mpiexec --oversubscribe -n 2 $MFT"
+expect 0 "" -- $run train --model.L 3 --model.H 4 --model.d 3 --model.k 2 --data.M 3 --data.N 6 --train.steps 8 \
+  --checkpoint.every 4 --checkpoint.dir ck --output.file run.h5
+expect 0 "" -- "$MFT" info run.h5
+grep -q "run.h5: run file (mft train)" out.txt && grep -q "checksum: verifies" out.txt && grep -q "/params/Q (3, 4, 2, 3)" out.txt \
+  && ok || { bad "mft info does not describe the run file"; cat out.txt; }
+expect 0 "" -- "$MFT" info ck/checkpoint-00000004.h5
+grep -q "checkpoint" out.txt && grep -q "step 4 of 8" out.txt && ok || { bad "mft info does not describe the checkpoint"; cat out.txt; }
+/usr/bin/python3 -c "
+import h5py, numpy as np
+with h5py.File('data.h5', 'w') as f:
+    f['/data/tokens'] = np.random.default_rng(1).normal(size=(2, 5, 3))
+    f['/data/targets'] = np.zeros((2, 5, 3))
+"
+expect 0 "" -- "$MFT" info data.h5
+grep -q "data.h5: data file" out.txt && grep -q "M = 2 sequences of N = 5 tokens in R^3" out.txt && ok || { bad "mft info does not describe the data file"; cat out.txt; }
+cp run.h5 damaged.h5
+offset=$(h5dump -p -H -d /params/V damaged.h5 | sed -n 's/.*OFFSET \([0-9]*\).*/\1/p')
+printf '\x5a' | dd of=damaged.h5 bs=1 seek=$((offset + 9)) conv=notrunc status=none
+expect 2 "damaged.h5 is damaged: its checksum does not verify" -- "$MFT" info damaged.h5
+
+# --params.file: the model comes from the file.
+expect 0 "" -- $run ntk --params.file run.h5 --data.file run.h5 --output.file ntk.h5
+expect 0 "" -- $run forward --params.file run.h5 --data.file data.h5 --output.file other.h5
+h5dump -H -d /output/tokens other.h5 | grep -q "( 2, 5, 3 )" && ok || bad "forward on other data: /output/tokens has the wrong shape"
+h5dump -A other.h5 | grep -A4 '"model.L"' | grep -q "(0): 3$" && ok || bad "forward did not take model.L from the params file"
+expect 2 "model.L = 5 is given, but params.file run.h5 has model.L = 3" -- "$MFT" forward --params.file run.h5 --data.file data.h5 --model.L 5
+expect 2 "params.file is not used by mft lse" -- "$MFT" lse --params.file run.h5
+
+# A picture of the run.
+/usr/bin/python3 "$here/../../jobs/plot_run.py" run.h5 run.png > plot.txt 2>&1 && ok || { bad "plot_run.py failed"; cat plot.txt; }
+[ "$(stat -c %s run.png 2>/dev/null || echo 0)" -gt 10000 ] && file run.png | grep -q PNG && ok || bad "run.png is not a PNG of a plot"
+finish
