@@ -363,8 +363,8 @@ static std::string unwritable_folder(const std::string &dir) {
   return unwritable(((up.empty() ? fs::path(".") : up) / "x").string());
 }
 
-// Outputs are checked on rank 0 before any work starts: a day of training
-// must not end in a write that was bound to fail.
+// Outputs and input files are checked on rank 0 before any work starts: a
+// day of training must not end in a write that was bound to fail.
 static PetscErrorCode CheckOutputs(MPI_Comm comm, const std::string &command, const Settings &s) {
   PetscMPIInt rank;
   char why[1024] = "";
@@ -382,6 +382,22 @@ static PetscErrorCode CheckOutputs(MPI_Comm comm, const std::string &command, co
   }
   PetscCallMPI(MPI_Bcast(why, sizeof why, MPI_CHAR, 0, comm));
   PetscCheck(!why[0], comm, PETSC_ERR_USER_INPUT, "%s", why);
+  // Input files named in the options are there and are files (MPI-IO would
+  // print its own lines on a folder, and a study would start its cases).
+  if (rank == 0) {
+    namespace fs = std::filesystem;
+    std::error_code ec;
+    std::string w;
+    for (const auto &[key, path] : std::vector<std::pair<std::string, std::string>>{
+             {"data.file", s.data.file}, {"params.file", s.params_file}, {"restart", s.restart == "auto" ? "" : s.restart}})
+      if (w.empty() && !path.empty()) {
+        if (!fs::exists(path, ec)) w = "cannot open '" + path + "': no such file (" + key + ")";
+        else if (!fs::is_regular_file(path, ec)) w = "cannot open '" + path + "': not a file (" + key + ")";
+      }
+    std::snprintf(why, sizeof why, "%s", w.c_str());
+  }
+  PetscCallMPI(MPI_Bcast(why, sizeof why, MPI_CHAR, 0, comm));
+  PetscCheck(!why[0], comm, PETSC_ERR_FILE_OPEN, "%s", why);
   PetscFunctionReturn(0);
 }
 

@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# Every option of every command, given a malformed value: exit 2, exactly one
+# line `mft: error: ...` naming the option, nothing else on stderr, no core
+# dump, and no work started (nothing written). The options and their types
+# come from each command's --help: numbers get 'abc' (and, for mft forward,
+# 'nan' and '', and 'inf' where the default is not a whole number), booleans
+# 'maybe', integer lists '1 x'. Files: a folder where a file is expected, an
+# output in a folder that does not exist or is a folder.
+here="$(cd "$(dirname "$0")" && pwd)"
+source "$here/lib.sh" "$1"
+ulimit -c 0
+export MFT_KEEP_BLAS=1 # no re-execution for the BLAS kernels: the options are all that is tested
+mkdir -p afolder cases
+: > table.txt
+# add CMD KEY VALUE PATTERN: one row of the table.
+add() { printf '%s\x1f%s\x1f%s\x1f%s\n' "$@" >> table.txt; }
+for cmd in forward train ntk lse limit study bench; do
+  "$MFT" "$cmd" --help > help.txt 2>&1 || bad "mft $cmd --help failed"
+  tr '\n' ' ' < help.txt | grep -oE -- '--[a-z_]+\.[a-z_0-9]+ arg \(=[^)]*\)' |
+    sed -E 's/^--([^ ]+) arg \(=(.*)\)$/\1\t\2/' > options.txt
+  [ "$(wc -l < options.txt)" -gt 50 ] && ok || bad "mft $cmd --help lists too few options"
+  while IFS=$'\t' read -r key def; do
+    if [[ "$def" =~ ^-?[0-9]+$ ]]; then
+      add "$cmd" "$key" abc "$key"
+      [ "$cmd" = forward ] && for v in nan ""; do add "$cmd" "$key" "$v" "$key"; done
+    elif [[ "$def" =~ ^-?[0-9.]+(e[-+]?[0-9]+)?$ ]]; then
+      add "$cmd" "$key" abc "$key"
+      [ "$cmd" = forward ] && for v in nan inf ""; do add "$cmd" "$key" "$v" "$key"; done
+    elif [ "$def" = true ] || [ "$def" = false ]; then
+      add "$cmd" "$key" maybe "$key"
+    elif [[ "$def" =~ ^[0-9]+( [0-9]+)+$ ]]; then
+      add "$cmd" "$key" "1 x" "$key"
+    fi
+  done < options.txt
+  add "$cmd" config afolder "config file 'afolder' is not a file"
+  add "$cmd" data.file afolder "cannot open 'afolder': not a file"
+done
+for cmd in forward train ntk lse limit; do
+  add "$cmd" output.file afolder "output.file cannot be written: 'afolder' is a folder"
+  add "$cmd" output.file no/such/out.h5 "output.file cannot be written: no such folder"
+done
+for cmd in forward train ntk; do add "$cmd" params.file afolder "cannot open 'afolder': not a file"; done
+add train restart afolder "afolder"
+touch afile
+add train checkpoint.dir afile "checkpoint.dir cannot be written"
+add study study.dir afile "study.dir cannot be written"
+
+# Each row in its own folder, three at a time; a row prints FAIL or nothing.
+export MFT
+one() {
+  local n="$1" cmd key value pattern
+  IFS=$'\x1f' read -r cmd key value pattern <<<"$2"
+  mkdir -p "cases/$n" && cd "cases/$n" && ln -s ../../afolder afolder && ln -s ../../afile afile
+  "$MFT" "$cmd" "--$key" "$value" >out.txt 2>err.txt
+  local got=$? lines others
+  lines=$(grep -c '^mft: error: ' err.txt)
+  others=$(grep -vc '^mft: error: ' err.txt)
+  if [ "$got" -ne 2 ] || [ "$lines" -ne 1 ] || [ "$others" -ne 0 ] || ! grep -q -- "$pattern" err.txt; then
+    echo "FAIL: mft $cmd --$key '$value': exit $got, $lines error lines, $others other lines: $(head -c 300 err.txt)"
+  fi
+  # Nothing but the outputs of this check (and the links) is left: no work started.
+  local extra
+  extra=$(ls | grep -v '^out.txt$\|^err.txt$\|^afolder$\|^afile$')
+  [ -z "$extra" ] || echo "FAIL: mft $cmd --$key '$value' wrote $extra"
+}
+export -f one
+rows=$(wc -l < table.txt)
+nl -ba -w1 -s$'\t' table.txt | while IFS=$'\t' read -r n row; do printf '%s\0%s\0' "$n" "$row"; done |
+  xargs -0 -n 2 -P 3 bash -c 'one "$1" "$2"' _ > results.txt
+fails=$(grep -c '^FAIL' results.txt)
+cat results.txt
+passed=$((passed + rows - fails))
+failed=$((failed + fails))
+echo "fuzz: $rows malformed values over every option of every command"
+finish
