@@ -23,7 +23,8 @@ expect 0 "" -- "$MFT" train --config "$inputs/qkv_token.cfg" --train.steps 5 --d
 expect 0 "" -- "$MFT" ntk --config "$inputs/qkv_token.cfg" --data.M 2 --data.N 4 --params.file t.h5 --ntk.part full --output.file nt.h5
 h5dump -H -d /ntk/eigenvalues nt.h5 | grep -qF "( 64 )" && ok || bad "token-loss NTK is not 64 x 64"
 expect 2 "needs .* GiB per rank, above ntk.max_gb" -- "$MFT" ntk --config "$inputs/ntk_discrete.cfg" --ntk.max_gb 1e-9
-expect 2 "/params/Q has shape \(8, 8, 4, 8\), expected \(8, 8, 2, 4\)" -- "$MFT" ntk --model.d 4 --model.k 2 --params.file t.h5 --output.file x.h5
+# The file's model settings are taken from it; a contradicting one is refused with both values.
+expect 2 "model.d = 4 is given, but params.file t.h5 has model.d = 8" -- "$MFT" ntk --model.d 4 --model.k 2 --params.file t.h5 --output.file x.h5
 
 expect 0 "" -- "$MFT" lse --config "$inputs/ntk_laplace.cfg" --lse.mode closed --output.file l.h5
 check "laplace closed-form lse" "$(field relative_min)" "v > 0"
