@@ -88,6 +88,13 @@ herr_t TransferRows(const File &f, hid_t dset, hid_t fspace, const std::vector<h
 
 } // namespace
 
+std::string NotReadable(const std::string &path) {
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) return "no such file";
+  if (!std::filesystem::is_regular_file(path, ec)) return "not a file";
+  return "";
+}
+
 PetscErrorCode Open(MPI_Comm comm, const std::string &path, bool create, File *f) {
   PetscFunctionBeginUser;
   H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr); // errors are reported as one line by the caller
@@ -101,12 +108,9 @@ PetscErrorCode Open(MPI_Comm comm, const std::string &path, bool create, File *f
     H5Pclose(fapl);
     PetscCheck(f->id >= 0, comm, PETSC_ERR_FILE_OPEN, "cannot create '%s'", path.c_str());
   } else {
-    // Checked before HDF5 sees it: MPI-IO prints its own lines on a folder.
-    std::error_code ec;
-    const bool exists = std::filesystem::exists(path, ec), regular = std::filesystem::is_regular_file(path, ec);
-    if (!exists || !regular) H5Pclose(fapl);
-    PetscCheck(exists, comm, PETSC_ERR_FILE_OPEN, "cannot open '%s': no such file", path.c_str());
-    PetscCheck(regular, comm, PETSC_ERR_FILE_OPEN, "cannot open '%s': not a file", path.c_str());
+    const std::string why = NotReadable(path);
+    if (!why.empty()) H5Pclose(fapl);
+    PetscCheck(why.empty(), comm, PETSC_ERR_FILE_OPEN, "cannot open '%s': %s", path.c_str(), why.c_str());
     f->id = H5Fopen(path.c_str(), H5F_ACC_RDONLY, fapl);
     H5Pclose(fapl);
     PetscCheck(f->id >= 0, comm, PETSC_ERR_FILE_OPEN, "cannot open '%s' as an HDF5 file", path.c_str());

@@ -5,7 +5,6 @@
 #include "mft/random.hpp"
 
 #include <algorithm>
-
 #include <cmath>
 
 namespace mft {

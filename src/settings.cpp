@@ -1,6 +1,8 @@
 // Options of the mft program: declaration, parsing (INI + command line) and checks.
 #include "mft/settings.hpp"
 
+#include "mft/h5.hpp"
+
 #include <boost/program_options.hpp>
 
 #include <algorithm>
@@ -385,15 +387,11 @@ static PetscErrorCode CheckOutputs(MPI_Comm comm, const std::string &command, co
   // Input files named in the options are there and are files (MPI-IO would
   // print its own lines on a folder, and a study would start its cases).
   if (rank == 0) {
-    namespace fs = std::filesystem;
-    std::error_code ec;
     std::string w;
     for (const auto &[key, path] : std::vector<std::pair<std::string, std::string>>{
              {"data.file", s.data.file}, {"params.file", s.params_file}, {"restart", s.restart == "auto" ? "" : s.restart}})
-      if (w.empty() && !path.empty()) {
-        if (!fs::exists(path, ec)) w = "cannot open '" + path + "': no such file (" + key + ")";
-        else if (!fs::is_regular_file(path, ec)) w = "cannot open '" + path + "': not a file (" + key + ")";
-      }
+      if (w.empty() && !path.empty() && !h5::NotReadable(path).empty())
+        w = "cannot open '" + path + "': " + h5::NotReadable(path) + " (" + key + ")";
     std::snprintf(why, sizeof why, "%s", w.c_str());
   }
   PetscCallMPI(MPI_Bcast(why, sizeof why, MPI_CHAR, 0, comm));

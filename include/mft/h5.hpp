@@ -26,6 +26,10 @@ struct File {
 };
 
 PetscErrorCode Open(MPI_Comm comm, const std::string &path, bool create, File *f);
+
+// Why path cannot be opened for reading before HDF5 sees it ("no such file",
+// "not a file"), or empty: MPI-IO prints lines of its own on a folder.
+std::string NotReadable(const std::string &path);
 PetscErrorCode Close(File *f);
 
 // Writes rows r of a new dataset `name` of shape dims (buf holds them contiguously).
