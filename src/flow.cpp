@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <vector>
 
 namespace mft {
 
@@ -66,6 +67,50 @@ static PetscErrorCode JacobianPMultTranspose(Mat Jp, Vec lam, Vec out) {
   PetscFunctionReturn(0);
 }
 
+// The trajectory's slice at this point of a solve, or -1: the Euler model's
+// steps n = k L / S, or the adaptive solve's steps that landed on s = k / S
+// (step 0 is s = 0: PETSc's adjoint leaves the time of its last step there).
+static PetscInt TrajectorySlice(const Flow *f, PetscInt step, PetscReal s) {
+  const PetscInt S = f->trajectory->S;
+  if (step == 0) return 0;
+  if (f->scheme.adaptive) {
+    const PetscInt k = (PetscInt)std::lround(s * (PetscReal)S);
+    return std::fabs(s - (PetscReal)k / (PetscReal)S) <= 1e-9 ? k : -1;
+  }
+  const PetscInt stride = f->L / S;
+  return step % stride == 0 ? step / stride : -1;
+}
+
+static PetscErrorCode MonitorTrajectory(TS ts, PetscInt step, PetscReal s, Vec x, void *ctx) {
+  Flow *flow = (Flow *)ctx;
+  PetscFunctionBeginUser;
+  if (!flow->trajectory) PetscFunctionReturn(0);
+  const PetscInt k = TrajectorySlice(flow, step, s);
+  if (k >= 0) PetscCall(TrajectoryRecord(flow->trajectory, k, x, false));
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode MonitorTrajectoryAdjoint(TS ts, PetscInt step, PetscReal s, Vec x, PetscInt ncost, Vec *lam,
+                                               Vec *mu, void *ctx) {
+  Flow *flow = (Flow *)ctx;
+  PetscFunctionBeginUser;
+  if (!flow->trajectory) PetscFunctionReturn(0);
+  const PetscInt k = TrajectorySlice(flow, step, s);
+  if (k >= 0) PetscCall(TrajectoryRecord(flow->trajectory, k, lam[0], true));
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode FlowRecord(Flow *f, Trajectory *t) {
+  PetscFunctionBeginUser;
+  f->trajectory = t;
+  if (t && f->scheme.adaptive) {
+    std::vector<PetscReal> depths((size_t)(t->S + 1));
+    for (PetscInt k = 0; k <= t->S; ++k) depths[k] = t->depth(k);
+    PetscCall(TSSetTimeSpan(f->ts, t->S + 1, depths.data()));
+  }
+  PetscFunctionReturn(0);
+}
+
 PetscErrorCode FlowCreate(Velocity *v, PetscInt L, const DepthScheme &scheme, Flow *f) {
   MPI_Comm comm = v->grid->comm;
   PetscInt nx, Nx;
@@ -106,6 +151,8 @@ PetscErrorCode FlowCreate(Velocity *v, PetscInt L, const DepthScheme &scheme, Fl
     PetscCall(TSAdaptSetType(adapt, TSADAPTNONE));
     PetscCall(TSSetExactFinalTime(f->ts, TS_EXACTFINALTIME_STEPOVER));
   }
+  PetscCall(TSMonitorSet(f->ts, MonitorTrajectory, f, nullptr));
+  PetscCall(TSAdjointMonitorSet(f->ts, MonitorTrajectoryAdjoint, f, nullptr));
   PetscCall(TSSetSaveTrajectory(f->ts));
   PetscCall(TSGetTrajectory(f->ts, &trajectory));
   PetscCall(TSTrajectorySetType(trajectory, f->ts, TSTRAJECTORYMEMORY));

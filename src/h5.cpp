@@ -47,34 +47,38 @@ hsize_t RowSize(const std::vector<hsize_t> &dims, int lead) {
 }
 
 // Selects rows [r.begin, r.end) of a dataset whose first `lead` dimensions
-// are flattened into rows: at most three hyperslabs.
-void SelectRows(hid_t space, const std::vector<hsize_t> &dims, int lead, Range r) {
+// are flattened into rows: at most three hyperslabs. With slice >= 0 the
+// dataset has one more, leading, dimension, and the rows are those of slice.
+void SelectRows(hid_t space, const std::vector<hsize_t> &dims, int lead, Range r, hssize_t slice = -1) {
   H5Sselect_none(space);
+  const size_t o = slice >= 0 ? 1 : 0; // the rows' first dimension in the dataset
   const hsize_t B = lead == 2 ? dims[1] : 1;
-  std::vector<hsize_t> start(dims.size(), 0), count(dims);
+  std::vector<hsize_t> start(dims.size() + o, 0), count(dims.size() + o, 1);
+  for (size_t i = 0; i < dims.size(); ++i) count[i + o] = dims[i];
+  if (o) start[0] = (hsize_t)slice, count[0] = 1;
   hsize_t cur = (hsize_t)r.begin, end = (hsize_t)r.end;
   while (cur < end) {
     const hsize_t a = cur / B, b = cur % B;
     hsize_t n;
     if (lead == 1 || (b == 0 && end - cur >= B)) {
       const hsize_t rows = lead == 1 ? end - cur : (end - cur) / B;
-      start[0] = a;
-      count[0] = rows;
-      if (lead == 2) start[1] = 0, count[1] = B;
+      start[o] = a;
+      count[o] = rows;
+      if (lead == 2) start[o + 1] = 0, count[o + 1] = B;
       n = rows * B;
     } else {
       n = std::min(B - b, end - cur);
-      start[0] = a, count[0] = 1, start[1] = b, count[1] = n;
+      start[o] = a, count[o] = 1, start[o + 1] = b, count[o + 1] = n;
     }
     H5Sselect_hyperslab(space, H5S_SELECT_OR, start.data(), nullptr, count.data(), nullptr);
     cur += n;
   }
 }
 
-// Writes or reads (collectively) rows r of an open dataset from or to buf.
+// Writes or reads (collectively) rows r (of slice, if >= 0) of an open dataset from or to buf.
 herr_t TransferRows(const File &f, hid_t dset, hid_t fspace, const std::vector<hsize_t> &dims, int lead, Range r,
-                    double *buf, bool write) {
-  SelectRows(fspace, dims, lead, r);
+                    double *buf, bool write, hssize_t slice = -1) {
+  SelectRows(fspace, dims, lead, r, slice);
   const hsize_t n = (hsize_t)r.size() * RowSize(dims, lead);
   const hsize_t extent = n ? n : 1; // a rank with no rows selects nothing of a 1-entry space
   hid_t mspace = H5Screate_simple(1, &extent, nullptr);
@@ -128,23 +132,46 @@ PetscErrorCode Close(File *f) {
   PetscFunctionReturn(0);
 }
 
-PetscErrorCode WriteRows(File &f, const std::string &name, const std::vector<hsize_t> &dims, int lead, Range r,
-                         const double *buf) {
+// A new dataset of shape dims, or with `sliced`, (slices.size(), dims...):
+// rows r of each slice from slices[k] (one slice, without its dimension, otherwise).
+static PetscErrorCode WriteDataset(File &f, const std::string &name, const std::vector<hsize_t> &dims, int lead,
+                                   Range r, const std::vector<const double *> &slices, bool sliced) {
   PetscFunctionBeginUser;
+  std::vector<hsize_t> all;
+  if (sliced) all.push_back((hsize_t)slices.size());
+  all.insert(all.end(), dims.begin(), dims.end());
   hid_t lcpl = H5Pcreate(H5P_LINK_CREATE);
   H5Pset_create_intermediate_group(lcpl, 1);
-  hid_t fspace = H5Screate_simple((int)dims.size(), dims.data(), nullptr);
+  hid_t fspace = H5Screate_simple((int)all.size(), all.data(), nullptr);
   hid_t dset = H5Dcreate2(f.id, name.c_str(), H5T_IEEE_F64LE, fspace, lcpl, H5P_DEFAULT, H5P_DEFAULT);
   H5Pclose(lcpl);
   PetscCheck(dset >= 0, f.comm, PETSC_ERR_FILE_WRITE, "cannot create dataset %s", name.c_str());
   f.datasets.push_back(name);
-  if (H5Sget_simple_extent_npoints(fspace) > 0) { // an empty history is the dataset alone
-    const hsize_t row = RowSize(dims, lead);
-    f.sum += entries_sum(name, (std::uint64_t)r.begin * row, buf, (std::uint64_t)r.size() * row);
-    H5Check(TransferRows(f, dset, fspace, dims, lead, r, const_cast<double *>(buf), true), f.comm);
+  const hsize_t row = RowSize(dims, lead), slice_size = RowSize(dims, 0);
+  herr_t err = 0;
+  // An empty history is the dataset alone.
+  for (size_t k = 0; k < slices.size() && err >= 0 && slice_size > 0; ++k) {
+    f.sum += entries_sum(name, k * slice_size + (std::uint64_t)r.begin * row, slices[k], (std::uint64_t)r.size() * row);
+    err = TransferRows(f, dset, fspace, dims, lead, r, const_cast<double *>(slices[k]), true,
+                       sliced ? (hssize_t)k : -1);
   }
   H5Sclose(fspace);
   H5Dclose(dset);
+  H5Check(err, f.comm);
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode WriteRows(File &f, const std::string &name, const std::vector<hsize_t> &dims, int lead, Range r,
+                         const double *buf) {
+  PetscFunctionBeginUser;
+  PetscCall(WriteDataset(f, name, dims, lead, r, {buf}, false));
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode WriteSlices(File &f, const std::string &name, const std::vector<hsize_t> &dims, int lead, Range r,
+                           const std::vector<const double *> &slices) {
+  PetscFunctionBeginUser;
+  PetscCall(WriteDataset(f, name, dims, lead, r, slices, true));
   PetscFunctionReturn(0);
 }
 

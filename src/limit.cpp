@@ -18,7 +18,8 @@ Settings LimitSettingsFor(const Settings &in) {
   return s;
 }
 
-PetscErrorCode LimitSolve(MPI_Comm comm, const Settings &s, LimitResult *r, const std::vector<double> *heads) {
+PetscErrorCode LimitSolve(MPI_Comm comm, const Settings &s, LimitResult *r, const std::vector<double> *heads,
+                          Trajectory *trajectory) {
   Problem p;
   PetscFunctionBeginUser;
   PetscCall(ProblemCreate(comm, s, &p));
@@ -34,11 +35,15 @@ PetscErrorCode LimitSolve(MPI_Comm comm, const Settings &s, LimitResult *r, cons
     PetscCall(VecRestoreArray(p.heads.theta, &t));
     PetscCall(ProblemSetHeads(&p));
   }
+  if (trajectory) PetscCall(ProblemRecordTrajectory(&p, trajectory));
   PetscCall(ProblemEvaluate(&p, PETSC_TRUE));
   r->steps = p.flow.steps;
   r->rejected = p.flow.rejected;
   // dR/dx(0) of R = 1/(M N) sum 1/2 |x_i(1)|^2, times M N: the per-token adjoint.
   PetscCall(VecScale(p.adjoint, (PetscScalar)(p.tokens.M * p.tokens.N)));
+  if (trajectory)
+    for (Vec a : trajectory->adjoint)
+      if (a) PetscCall(VecScale(a, (PetscScalar)(p.tokens.M * p.tokens.N)));
   PetscCall(GatherAll(p.x1, &r->tokens));
   PetscCall(GatherAll(p.adjoint, &r->adjoint));
   PetscCall(ProblemDestroy(&p));

@@ -44,6 +44,7 @@ static PetscErrorCode TeacherOutput(Problem *p, PetscInt L, PetscInt H) {
   ts.init.seed = s.data.teacher_seed;
   ts.scheme.zero_targets = true; // no teacher of its own
   ts.parallel.head_groups = 0;
+  ts.output.trajectory = 0; // the student's depths
   PetscCall(ProblemCreate(p->grid.comm, ts, &teacher));
   PetscCall(VecCopy(teacher.x0, teacher.x1));
   PetscCall(FlowForward(&teacher.flow, teacher.x1));
@@ -153,6 +154,15 @@ PetscErrorCode ProblemDestroy(Problem *p) {
   PetscCall(HeadsDestroy(&p->heads));
   PetscCall(TokenLayoutDestroy(&p->tokens));
   PetscCall(GridDestroy(&p->grid));
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode ProblemRecordTrajectory(Problem *p, Trajectory *t) {
+  const PetscInt S = p->settings.output.trajectory;
+  PetscFunctionBeginUser;
+  if (S == 0) PetscFunctionReturn(0);
+  PetscCall(TrajectoryCreate(p->tokens.state, p->tokens.M, p->tokens.N, p->tokens.d, S, t));
+  PetscCall(FlowRecord(&p->flow, t));
   PetscFunctionReturn(0);
 }
 

@@ -248,6 +248,7 @@ PetscErrorCode RunFileWrite(const Problem &p, const History &h, const Optimizer 
     PetscCall(TransferHeads(f, "/optimizer/v", p.heads, opt->v, opt->kind == OptimizerKind::adamw_block, false));
   }
   if (what != Content::checkpoint) PetscCall(WriteTokens(f, "/output/tokens", t, p.x1));
+  if (what != Content::checkpoint && p.flow.trajectory) PetscCall(TrajectoryWrite(f, *p.flow.trajectory));
   const hsize_t n = h.loss.size();
   PetscCall(WriteReplicated(f, "/history/loss", {n}, h.loss.data()));
   PetscCall(WriteReplicated(f, "/history/max_param_norm", {n}, h.max_param_norm.data()));
@@ -273,7 +274,7 @@ PetscErrorCode RunFileWrite(const Problem &p, const History &h, const Optimizer 
 
 PetscErrorCode ResultFileWrite(MPI_Comm comm, const Settings &s, const std::vector<ResultArray> &arrays,
                                const std::vector<std::pair<std::string, std::string>> &attributes,
-                               const std::string &path) {
+                               const std::string &path, const Trajectory *trajectory) {
   File f;
   PetscFunctionBeginUser;
   PetscCall(h5::Open(comm, path + ".tmp", true, &f));
@@ -281,6 +282,7 @@ PetscErrorCode ResultFileWrite(MPI_Comm comm, const Settings &s, const std::vect
     std::vector<hsize_t> dims(a.dims.begin(), a.dims.end());
     PetscCall(WriteReplicated(f, a.name, dims, a.data));
   }
+  if (trajectory) PetscCall(TrajectoryWrite(f, *trajectory));
   for (auto &kv : s.record) h5::WriteAttribute(f, kv.first, kv.second);
   for (auto &kv : attributes) h5::WriteAttribute(f, kv.first, kv.second);
   h5::WriteAttribute(f, "command", s.command);

@@ -1,5 +1,6 @@
 // Options of the mft program: declaration, parsing (INI + command line) and checks.
 #include "mft/settings.hpp"
+#include "mft/trajectory.hpp"
 
 #include "mft/h5.hpp"
 
@@ -286,6 +287,9 @@ std::vector<Option> declare(Settings &s) {
       text("checkpoint.dir", &s.checkpoint.dir, "folder of the checkpoints (checkpoint-<step>.h5)"),
 
       text("output.file", &s.output.file, "run file written at the end (HDF5, MODEL.md layout)"),
+      integer("output.trajectory", &s.output.trajectory, 0,
+              "forward, train, limit: S > 0 also writes the tokens (and the adjoint, where there is one) at the S + 1 "
+              "depths 0, 1/S, ..., 1 (/trajectory); S must divide model.L (0: off)"),
       integer("parallel.head_groups", &s.parallel.head_groups, 0,
               "head groups of the process grid (must divide the rank count; 0: the least predicted step time)"),
       real("parallel.latency", &s.parallel.latency, 0.0, false, "cost model: seconds a message (grid choice)"),
@@ -487,6 +491,9 @@ PetscErrorCode SettingsParse(MPI_Comm comm, const std::string &command, const st
              s->train.lr_min, s->train.lr);
   PetscCheck(s->params_file.empty() || command == "forward" || command == "ntk" || command == "train", comm,
              PETSC_ERR_USER_INPUT, "params.file is not used by mft %s (only by forward, ntk and train)", command.c_str());
+  PetscCheck(s->output.trajectory == 0 || command == "forward" || command == "train" || command == "limit", comm,
+             PETSC_ERR_USER_INPUT, "output.trajectory is not used by mft %s (only by forward, train and limit)",
+             command.c_str());
   if (command == "study") {
     std::istringstream times(s->study.times);
     for (PetscInt t; times >> t;)
@@ -523,6 +530,7 @@ PetscErrorCode SettingsCheck(MPI_Comm comm, const Settings &s) {
     PetscCheck(hg <= m.H, comm, PETSC_ERR_USER_INPUT,
                "parallel.head_groups = %" PetscInt_FMT " exceeds model.H = %" PetscInt_FMT, hg, m.H);
   }
+  PetscCall(TrajectoryCheck(comm, s, s.command == "train" || s.command == "limit" || s.gradient));
   PetscFunctionReturn(0);
 }
 

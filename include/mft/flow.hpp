@@ -8,6 +8,7 @@
 // Jacobians are matrix-free shells of which PETSc only calls MatMultTranspose.
 #pragma once
 
+#include "mft/trajectory.hpp"
 #include "mft/velocity.hpp"
 
 #include <petscts.h>
@@ -23,6 +24,7 @@ struct Flow {
   PetscInt L = 0;    // Euler steps (the layers, unless the heads are shared)
   DepthScheme scheme;
   PetscInt steps = 0, rejected = 0; // of the last forward solve
+  Trajectory *trajectory = nullptr;  // slices recorded by the solves (FlowRecord)
 };
 
 // The parameter part of each layer's reverse sweep is accumulated by the
@@ -34,6 +36,11 @@ struct Flow {
 // options such as -ts_rk_type and -ts_rtol still apply); otherwise L steps of TSRK1FE.
 PetscErrorCode FlowCreate(Velocity *v, PetscInt L, const DepthScheme &scheme, Flow *f);
 PetscErrorCode FlowDestroy(Flow *f);
+
+// The solves that follow record their tokens (and adjoint) at the depths of
+// t (trajectory.hpp); null stops recording. The adaptive solve is made to land
+// on those depths (PETSc's time span): call before its first solve.
+PetscErrorCode FlowRecord(Flow *f, Trajectory *t);
 
 // x <- x(1): the L layers (or the adaptive solve) applied to x = x(0).
 PetscErrorCode FlowForward(Flow *f, Vec x);

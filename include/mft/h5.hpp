@@ -35,6 +35,10 @@ PetscErrorCode Close(File *f);
 // Writes rows r of a new dataset `name` of shape dims (buf holds them contiguously).
 PetscErrorCode WriteRows(File &f, const std::string &name, const std::vector<hsize_t> &dims, int lead, Range r,
                          const double *buf);
+// Writes a new dataset `name` of shape (slices.size(), dims...): slice k holds
+// rows r of dims (its first `lead` dimensions flattened) from slices[k].
+PetscErrorCode WriteSlices(File &f, const std::string &name, const std::vector<hsize_t> &dims, int lead, Range r,
+                           const std::vector<const double *> &slices);
 // Reads rows r of dataset `name` (whose shape the caller has checked to be dims).
 PetscErrorCode ReadRows(File &f, const std::string &name, const std::vector<hsize_t> &dims, int lead, Range r,
                         double *buf);

@@ -26,6 +26,9 @@ Settings LimitSettingsFor(const Settings &s);
 // x(1) and p(0) of the probes (the data of s) under the scheme of s, which
 // LimitSettingsFor or a discrete model's settings (with zero_targets) made;
 // with `heads` (all of theta, natural order), at those heads instead of the initial ones.
-PetscErrorCode LimitSolve(MPI_Comm comm, const Settings &s, LimitResult *r, const std::vector<double> *heads = nullptr);
+// With a trajectory and output.trajectory = S > 0, also x(s) and the per-token
+// adjoint p(s) at the S + 1 depths k / S (the caller destroys it).
+PetscErrorCode LimitSolve(MPI_Comm comm, const Settings &s, LimitResult *r, const std::vector<double> *heads = nullptr,
+                          Trajectory *trajectory = nullptr);
 
 } // namespace mft

@@ -41,6 +41,11 @@ PetscErrorCode ProblemDestroy(Problem *p);
 // gradient, also the adjoint solve: grad.
 PetscErrorCode ProblemEvaluate(Problem *p, PetscBool gradient);
 
+// With output.trajectory = S > 0, the solves that follow record the tokens
+// (and adjoint) at S + 1 depths into t (destroyed by the caller, after the
+// run file is written); with S = 0, nothing.
+PetscErrorCode ProblemRecordTrajectory(Problem *p, Trajectory *t);
+
 // The whole of a distributed vector, on every rank.
 PetscErrorCode GatherAll(Vec v, std::vector<double> *all);
 

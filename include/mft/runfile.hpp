@@ -33,7 +33,8 @@ PetscErrorCode DataFileRead(MPI_Comm comm, const std::string &path, const TokenL
 
 // What a file holds besides /data, /params, /optimizer (when opt has moments)
 // and /history: a run file adds /output/tokens (and /grad), both at the
-// stored params; a checkpoint holds the training state only.
+// stored params, and /trajectory when the flow recorded one; a checkpoint
+// holds the training state only.
 enum class Content { run, run_with_gradient, checkpoint };
 
 // Writes p, h and opt to path; `step` is the number of updates done.
@@ -63,10 +64,11 @@ struct ResultArray {
 };
 
 // Writes arrays and attributes (with every setting) to path, verified and
-// renamed like a run file: the output of the analysis commands.
+// renamed like a run file: the output of the analysis commands (and a
+// trajectory, when given one).
 PetscErrorCode ResultFileWrite(MPI_Comm comm, const Settings &s, const std::vector<ResultArray> &arrays,
                                const std::vector<std::pair<std::string, std::string>> &attributes,
-                               const std::string &path);
+                               const std::string &path, const Trajectory *trajectory = nullptr);
 
 // Root attributes of a run file as text (numbers with 17 digits); empty when absent.
 PetscErrorCode RunFileAttributes(MPI_Comm comm, const std::string &path, const std::vector<std::string> &keys,

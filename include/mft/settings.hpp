@@ -126,6 +126,7 @@ struct CheckpointSettings {
 
 struct OutputSettings {
   std::string file = "run.h5";
+  PetscInt trajectory = 0;    // forward, train, limit: tokens (and adjoint) at S + 1 depths (0: off)
 };
 
 struct ParallelSettings {

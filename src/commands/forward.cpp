@@ -1,6 +1,7 @@
 // mft forward: the L-layer forward pass (and with --gradient the adjoint) at
 // the initial heads, or at those of --params.file (a trained model evaluated
-// on any data of its d); writes the run file and one summary line.
+// on any data of its d); writes the run file (with --output.trajectory, the
+// tokens at S + 1 depths too) and one summary line.
 #include "mft/commands.hpp"
 #include "mft/report.hpp"
 #include "mft/runfile.hpp"
@@ -11,6 +12,7 @@ PetscErrorCode CommandForward(MPI_Comm comm, const std::vector<std::string> &arg
   Settings s;
   PetscBool help;
   Problem p;
+  Trajectory trajectory;
   PetscReal gnorm = 0;
   PetscFunctionBeginUser;
   PetscCall(SettingsParse(comm, "forward", args, &s, &help));
@@ -19,6 +21,7 @@ PetscErrorCode CommandForward(MPI_Comm comm, const std::vector<std::string> &arg
   PetscCall(ProblemCreate(comm, s, &p));
   PetscCall(ReportHeader(p));
   if (!s.params_file.empty()) PetscCall(RunFileReadParams(s.params_file, &p)); // a trained model on any data
+  PetscCall(ProblemRecordTrajectory(&p, &trajectory));
   const double t0 = seconds();
   PetscCall(ProblemEvaluate(&p, s.gradient ? PETSC_TRUE : PETSC_FALSE));
   const double elapsed = seconds() - t0;
@@ -32,6 +35,7 @@ PetscErrorCode CommandForward(MPI_Comm comm, const std::vector<std::string> &arg
   sum.add("seconds", elapsed).add("ranks", (long long)p.grid.size).add("file", s.output.file);
   PetscCall(sum.print(comm));
   PetscCall(ProblemDestroy(&p));
+  PetscCall(TrajectoryDestroy(&trajectory));
   PetscFunctionReturn(0);
 }
 

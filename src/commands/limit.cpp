@@ -1,4 +1,5 @@
-// mft limit: the mean-field reference x(1), p(0) for the probe tokens of the data settings.
+// mft limit: the mean-field reference x(1), p(0) for the probe tokens of the
+// data settings (with --output.trajectory, x(s) and p(s) at S + 1 depths).
 #include "mft/commands.hpp"
 #include "mft/limit.hpp"
 #include "mft/report.hpp"
@@ -10,6 +11,7 @@ PetscErrorCode CommandLimit(MPI_Comm comm, const std::vector<std::string> &args,
   Settings s;
   PetscBool help;
   LimitResult r;
+  Trajectory trajectory;
   PetscFunctionBeginUser;
   PetscCall(SettingsParse(comm, "limit", args, &s, &help));
   if (help) PetscFunctionReturn(0);
@@ -21,13 +23,14 @@ PetscErrorCode CommandLimit(MPI_Comm comm, const std::vector<std::string> &args,
                                            : (std::to_string(ls.model.L) + " Euler steps").c_str(),
                         ls.model.d, ls.model.k, ls.data.M, ls.data.N, ls.data.family.c_str()));
   const double t0 = seconds();
-  PetscCall(LimitSolve(comm, ls, &r));
+  PetscCall(LimitSolve(comm, ls, &r, nullptr, &trajectory));
   const double elapsed = seconds() - t0;
   const unsigned long long M = ls.data.M, N = ls.data.N, d = ls.model.d;
   PetscCall(ResultFileWrite(comm, ls,
                             {{"/limit/tokens", {M, N, d}, r.tokens.data()}, {"/limit/adjoint", {M, N, d}, r.adjoint.data()}},
                             {{"limit.steps", std::to_string(r.steps)}, {"limit.rejected", std::to_string(r.rejected)}},
-                            ls.output.file));
+                            ls.output.file, s.output.trajectory ? &trajectory : nullptr));
+  PetscCall(TrajectoryDestroy(&trajectory));
   PetscCall(PetscPrintf(comm, "%" PetscInt_FMT " steps (%" PetscInt_FMT " rejected), %.2f s; wrote %s\n", r.steps,
                         r.rejected, elapsed, ls.output.file.c_str()));
   Summary sum;

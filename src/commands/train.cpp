@@ -19,6 +19,7 @@ PetscErrorCode CommandTrain(MPI_Comm comm, const std::vector<std::string> &args,
   Settings s;
   PetscBool help;
   Problem p;
+  Trajectory trajectory;
   Optimizer opt;
   History history;
   std::string from;
@@ -81,6 +82,7 @@ PetscErrorCode CommandTrain(MPI_Comm comm, const std::vector<std::string> &args,
   const double t0 = stop.seconds_start;
   // Risk, output and gradient at the final heads, as the run file stores them.
   ProblemSetBatch(&p, -1);
+  PetscCall(ProblemRecordTrajectory(&p, &trajectory));
   PetscCall(ProblemEvaluate(&p, PETSC_TRUE));
   PetscCheck(std::isfinite(p.risk), comm, PETSC_ERR_NOT_CONVERGED,
              "training diverged: the final risk is not finite (lower train.lr = %g)", t.lr);
@@ -130,6 +132,7 @@ PetscErrorCode CommandTrain(MPI_Comm comm, const std::vector<std::string> &args,
   PetscCall(sum.print(comm));
   PetscCall(OptimizerDestroy(&opt));
   PetscCall(ProblemDestroy(&p));
+  PetscCall(TrajectoryDestroy(&trajectory));
   PetscFunctionReturn(0);
 }
 
