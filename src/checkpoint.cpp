@@ -62,22 +62,6 @@ PetscErrorCode Check(MPI_Comm comm, const std::string &path, std::string *proble
   PetscFunctionReturn(0);
 }
 
-bool is_run_defining(const Settings &s, const std::string &key) {
-  for (const char *section : {"model.", "data.", "init.", "loss."})
-    if (key.rfind(section, 0) == 0) return true;
-  for (const char *k : {"train.optimizer", "train.lr", "train.beta1", "train.beta2", "train.eps", "train.weight_decay",
-                        "train.schedule", "train.warmup", "train.lr_min", "train.batch", "train.seed"})
-    if (key == k) return true;
-  return key == "train.steps" && s.train.schedule == "cosine"; // the cosine schedule spans the steps
-}
-
-bool same_value(const std::string &a, const std::string &b) {
-  if (a == b) return true;
-  char *ea, *eb;
-  const double x = std::strtod(a.c_str(), &ea), y = std::strtod(b.c_str(), &eb);
-  return !a.empty() && !b.empty() && *ea == '\0' && *eb == '\0' && x == y;
-}
-
 } // namespace
 
 PetscErrorCode CheckpointWrite(const Problem &p, const History &h, const Optimizer &opt, PetscInt step) {
@@ -128,12 +112,12 @@ PetscErrorCode CheckpointCompatible(MPI_Comm comm, const Settings &s, const std:
   std::vector<std::string> keys = {"content"}, stored;
   PetscFunctionBeginUser;
   for (auto &kv : s.record)
-    if (is_run_defining(s, kv.first)) keys.push_back(kv.first);
+    if (RunDefining(s, kv.first)) keys.push_back(kv.first);
   PetscCall(RunFileAttributes(comm, path, keys, &stored));
   PetscCheck(!stored[0].empty(), comm, PETSC_ERR_FILE_UNEXPECTED, "%s is not an mft checkpoint", path.c_str());
   for (size_t i = 1; i < keys.size(); ++i) {
     const std::string &now = std::find_if(s.record.begin(), s.record.end(), [&](auto &kv) { return kv.first == keys[i]; })->second;
-    PetscCheck(same_value(stored[i], now), comm, PETSC_ERR_USER_INPUT,
+    PetscCheck(SameSetting(stored[i], now), comm, PETSC_ERR_USER_INPUT,
                "cannot restart from %s: %s = %s there but %s now (it would change the run)", path.c_str(),
                keys[i].c_str(), stored[i].empty() ? "(absent)" : stored[i].c_str(), now.c_str());
   }

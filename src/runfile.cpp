@@ -1,8 +1,11 @@
 // Run files, checkpoints and data files: what goes where in the MODEL.md layout.
 #include "mft/runfile.hpp"
 
+#include "mft/checkpoint.hpp"
+#include "mft/error.hpp"
 #include "mft/h5.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <fcntl.h>
@@ -330,31 +333,79 @@ PetscErrorCode RunFileRead(const std::string &path, Problem *p, Optimizer *opt, 
   PetscFunctionReturn(0);
 }
 
-PetscErrorCode ParamsFileSettings(MPI_Comm comm, const std::string &command, const std::vector<std::string> &args,
-                                  Settings *s) {
-  const std::vector<std::string> keys = {"model.L",    "model.H",      "model.d",   "model.k", "model.head_kind",
-                                         "model.beta", "model.causal", "loss.kind", "loss.c",  "loss.readout_seed"};
-  std::vector<std::string> values, extra = args;
+bool RunDefining(const Settings &s, const std::string &key) {
+  for (const char *section : {"model.", "data.", "init.", "loss."})
+    if (key.rfind(section, 0) == 0) return true;
+  for (const char *k : {"train.optimizer", "train.lr", "train.beta1", "train.beta2", "train.eps", "train.weight_decay",
+                        "train.schedule", "train.warmup", "train.lr_min", "train.batch", "train.seed"})
+    if (key == k) return true;
+  return key == "train.steps" && s.train.schedule == "cosine"; // the cosine schedule spans the steps
+}
+
+bool SameSetting(const std::string &a, const std::string &b) {
+  if (a == b) return true;
+  char *ea, *eb;
+  const double x = std::strtod(a.c_str(), &ea), y = std::strtod(b.c_str(), &eb);
+  return !a.empty() && !b.empty() && *ea == '\0' && *eb == '\0' && x == y;
+}
+
+PetscErrorCode SettingsFromFiles(MPI_Comm comm, const std::string &command, const std::vector<std::string> &args,
+                                 Settings *s) {
+  const std::vector<std::string> model = {"model.L",    "model.H",      "model.d",   "model.k", "model.head_kind",
+                                          "model.beta", "model.causal", "loss.kind", "loss.c",  "loss.readout_seed"};
+  enum class Given { refused, checked_later, model_wins };
+  struct Source {
+    std::string option, path;
+    std::vector<std::string> keys;
+    Given given;
+  };
+  std::vector<Source> sources;
+  if (!s->params_file.empty()) sources.push_back({"params.file", s->params_file, model, Given::refused});
+  if (command == "train" && !s->restart.empty() && s->restart != "auto") {
+    std::vector<std::string> keys = {"train.steps"}; // kept below unless the file's schedule is cosine
+    for (auto &kv : s->record)
+      if (RunDefining(*s, kv.first) && kv.first != "data.file") keys.push_back(kv.first);
+    sources.push_back({"--restart", s->restart, keys, Given::checked_later});
+  }
+  if (!s->data.file.empty()) sources.push_back({"data.file", s->data.file, model, Given::model_wins});
+  std::vector<std::string> extra = args, taken;
   PetscBool help;
   PetscFunctionBeginUser;
-  if (s->params_file.empty()) PetscFunctionReturn(0);
-  PetscCall(RunFileAttributes(comm, s->params_file, keys, &values));
-  PetscCheck(!values[0].empty(), comm, PETSC_ERR_FILE_UNEXPECTED,
-             "params.file %s records no model settings (not a run file or checkpoint of mft)", s->params_file.c_str());
-  for (size_t i = 0; i < keys.size(); ++i) {
-    if (values[i].empty()) continue;
-    if (!s->is_explicit(keys[i])) {
-      extra.insert(extra.end(), {"--" + keys[i], values[i]});
-      continue;
+  if (sources.empty()) PetscFunctionReturn(0);
+  for (const Source &src : sources) {
+    std::vector<std::string> values;
+    if (src.given == Given::checked_later) { // a damaged checkpoint is named as the restart's
+      PetscCall(PetscPushErrorHandler(ErrorCapture, nullptr));
+      const PetscErrorCode err = RunFileAttributes(comm, src.path, src.keys, &values);
+      PetscCall(PetscPopErrorHandler());
+      std::string from;
+      if (err) PetscCall(CheckpointResolve(comm, *s, &from));
+      PetscCheck(!err, comm, PETSC_ERR_FILE_UNEXPECTED, "%s", captured_error());
+    } else {
+      PetscCall(RunFileAttributes(comm, src.path, src.keys, &values));
     }
-    std::string given;
-    for (auto &kv : s->record)
-      if (kv.first == keys[i]) given = kv.second;
-    char *end1, *end2;
-    const double a = std::strtod(given.c_str(), &end1), b = std::strtod(values[i].c_str(), &end2);
-    const bool same = (*end1 == 0 && *end2 == 0 && !given.empty()) ? a == b : given == values[i];
-    PetscCheck(same, comm, PETSC_ERR_USER_INPUT, "%s = %s is given, but params.file %s has %s = %s", keys[i].c_str(),
-               given.c_str(), s->params_file.c_str(), keys[i].c_str(), values[i].c_str());
+    std::vector<std::string> schedule(1);
+    if (src.given == Given::checked_later) PetscCall(RunFileAttributes(comm, src.path, {"train.schedule"}, &schedule));
+    const bool records = std::any_of(values.begin(), values.end(), [](const std::string &v) { return !v.empty(); });
+    PetscCheck(records || src.given == Given::model_wins, comm, PETSC_ERR_FILE_UNEXPECTED,
+               "%s %s records no settings (not a run file or checkpoint of mft)", src.option.c_str(), src.path.c_str());
+    for (size_t i = 0; i < src.keys.size(); ++i) {
+      const std::string &key = src.keys[i];
+      if (values[i].empty() || !SettingsReads(command, key) || std::find(taken.begin(), taken.end(), key) != taken.end())
+        continue;
+      if (key == "train.steps" && schedule[0] != "cosine") continue;
+      if (!s->is_explicit(key)) {
+        extra.insert(extra.end(), {"--" + key, values[i]});
+        taken.push_back(key);
+        continue;
+      }
+      if (src.given == Given::checked_later || (src.given == Given::model_wins && key.rfind("model.", 0) == 0)) continue;
+      std::string now;
+      for (auto &kv : s->record)
+        if (kv.first == key) now = kv.second;
+      PetscCheck(SameSetting(now, values[i]), comm, PETSC_ERR_USER_INPUT, "%s = %s is given, but %s %s has %s = %s",
+                 key.c_str(), now.c_str(), src.option.c_str(), src.path.c_str(), key.c_str(), values[i].c_str());
+    }
   }
   PetscCall(SettingsParse(comm, command, extra, s, &help));
   PetscFunctionReturn(0);

@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <map>
 #include <iostream>
 #include <limits>
 #include <sstream>
@@ -89,7 +90,7 @@ std::string format_real(double x) {
 
 // Integer option with a lower bound.
 Option integer(const std::string &key, PetscInt *dst, PetscInt lo, const std::string &help) {
-  return {key, std::to_string(*dst), help, [=](const std::string &v) {
+  return {key, std::to_string(*dst), help + " [integer >= " + std::to_string(lo) + "]", [=](const std::string &v) {
             long long x = parse_integer(v);
             if (x < lo) throw BadValue("must be at least " + std::to_string(lo) + ", got " + v);
             if (x > std::numeric_limits<PetscInt>::max()) throw BadValue("is too large: " + v);
@@ -98,7 +99,7 @@ Option integer(const std::string &key, PetscInt *dst, PetscInt lo, const std::st
 }
 
 Option seed(const std::string &key, std::uint64_t *dst, const std::string &help) {
-  return {key, std::to_string(*dst), help, [=](const std::string &v) {
+  return {key, std::to_string(*dst), help + " [integer >= 0]", [=](const std::string &v) {
             long long x = parse_integer(v);
             if (x < 0) throw BadValue("must be a non-negative integer, got " + v);
             *dst = (std::uint64_t)x;
@@ -107,7 +108,8 @@ Option seed(const std::string &key, std::uint64_t *dst, const std::string &help)
 
 // Real option in [lo, hi]; open_lo excludes lo itself.
 Option real(const std::string &key, double *dst, double lo, bool open_lo, const std::string &help) {
-  return {key, format_real(*dst), help, [=](const std::string &v) {
+  const std::string range = lo > -1e300 ? std::string(" [number ") + (open_lo ? "> " : ">= ") + format_real(lo) + "]" : "";
+  return {key, format_real(*dst), help + range, [=](const std::string &v) {
             double x = parse_real(v);
             if (x < lo || (open_lo && x == lo))
               throw BadValue(std::string("must be ") + (open_lo ? "greater than " : "at least ") + format_real(lo) +
@@ -123,7 +125,7 @@ Option flag(const std::string &key, bool *dst, const std::string &help) {
 // A space-separated list of integers, each at least lo, kept as text (empty only when allowed).
 Option integers(const std::string &key, std::string *dst, PetscInt lo, const std::string &help,
                 bool allow_empty = false) {
-  return {key, *dst, help, [=](const std::string &v) {
+  return {key, *dst, help + " [integers >= " + std::to_string(lo) + "]", [=](const std::string &v) {
             std::istringstream in(v);
             int n = 0;
             for (std::string w; in >> w; ++n) {
@@ -344,6 +346,22 @@ std::vector<std::string> split_arguments(int argc, char **argv, std::vector<std:
   return mine;
 }
 
+bool SettingsReads(const std::string &command, const std::string &key) {
+  static const std::map<std::string, std::vector<std::string>> sections = {
+      {"forward", {"model", "data", "init", "loss", "params", "output", "parallel"}},
+      {"train", {"model", "data", "init", "loss", "params", "train", "ntk", "checkpoint", "output", "parallel"}},
+      {"ntk", {"model", "data", "init", "loss", "params", "ntk", "output", "parallel"}},
+      {"lse", {"data", "lse", "output"}},
+      {"limit", {"model", "data", "init", "limit", "output", "parallel"}},
+      {"study", {"model", "data", "init", "loss", "train", "limit", "study", "checkpoint", "parallel"}},
+      {"bench", {"model", "data", "init", "loss", "train", "bench", "parallel"}}};
+  const auto it = sections.find(command);
+  if (it == sections.end()) return true;
+  if (command == "lse" && key == "model.d") return true;
+  const std::string section = key.substr(0, key.find('.'));
+  return std::find(it->second.begin(), it->second.end(), section) != it->second.end();
+}
+
 // Why a file could not be written at path (empty when it can): a new file
 // beside it is created and removed, by one rank, before any work starts.
 static std::string unwritable(const std::string &path) {
@@ -426,9 +444,12 @@ PetscErrorCode SettingsParse(MPI_Comm comm, const std::string &command, const st
   std::vector<std::pair<std::string, po::options_description>> sections;
   for (auto &o : options) {
     std::string section = o.key.substr(0, o.key.find('.'));
-    if (sections.empty() || sections.back().first != section) sections.emplace_back(section, po::options_description("[" + section + "]"));
-    sections.back().second.add_options()(o.key.c_str(), po::value<std::string>()->default_value(o.def),
-                                         o.help.c_str());
+    if (SettingsReads(command, o.key)) { // --help lists what the command reads
+      if (sections.empty() || sections.back().first != section)
+        sections.emplace_back(section, po::options_description("[" + section + "]"));
+      sections.back().second.add_options()(o.key.c_str(), po::value<std::string>()->default_value(o.def),
+                                           o.help.c_str());
+    }
     keyed.add_options()(o.key.c_str(), po::value<std::string>()->default_value(o.def), o.help.c_str());
   }
 
@@ -489,8 +510,16 @@ PetscErrorCode SettingsParse(MPI_Comm comm, const std::string &command, const st
              "train.beta1 and train.beta2 must be below 1 (got %g and %g)", s->train.beta1, s->train.beta2);
   PetscCheck(s->train.lr_min <= s->train.lr, comm, PETSC_ERR_USER_INPUT, "train.lr_min (%g) exceeds train.lr (%g)",
              s->train.lr_min, s->train.lr);
-  PetscCheck(s->params_file.empty() || command == "forward" || command == "ntk" || command == "train", comm,
-             PETSC_ERR_USER_INPUT, "params.file is not used by mft %s (only by forward, ntk and train)", command.c_str());
+  for (const std::string &a : args) { // on the command line: an option the command does not read is a mistake
+    const std::string key = a.rfind("--", 0) == 0 ? a.substr(2, a.find('=') == std::string::npos ? std::string::npos : a.find('=') - 2) : "";
+    if (key.find('.') == std::string::npos || !vm.count(key) || SettingsReads(command, key)) continue;
+    std::string users;
+    for (const char *c : {"forward", "train", "ntk", "lse", "limit", "study", "bench"})
+      if (SettingsReads(c, key)) users += std::string(users.empty() ? "" : ", ") + c;
+    problem = key + " is not used by mft " + command + " (only by " + users + ")";
+    break;
+  }
+  PetscCheck(problem.empty(), comm, PETSC_ERR_USER_INPUT, "%s", problem.c_str());
   PetscCheck(s->output.trajectory == 0 || command == "forward" || command == "train" || command == "limit", comm,
              PETSC_ERR_USER_INPUT, "output.trajectory is not used by mft %s (only by forward, train and limit)",
              command.c_str());

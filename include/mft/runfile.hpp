@@ -49,12 +49,27 @@ PetscErrorCode RunFileRead(const std::string &path, Problem *p, Optimizer *opt, 
 // Reads only the heads (/params) of a run or checkpoint file into p.
 PetscErrorCode RunFileReadParams(const std::string &path, Problem *p);
 
-// A run or checkpoint file describes itself: with --params.file, the model and
-// loss settings it records are taken from it (s is parsed again, for
-// `command` with args, with them added); one given explicitly that differs is
-// an error naming both values.
-PetscErrorCode ParamsFileSettings(MPI_Comm comm, const std::string &command, const std::vector<std::string> &args,
-                                  Settings *s);
+// Files describe themselves (s is parsed again, for `command` with args, with
+// what they record added):
+// - --params.file: its model and loss settings are taken; one given
+//   explicitly that differs is an error naming both values;
+// - --restart FILE (train): every run-defining setting it records is taken
+//   where not given (CheckpointCompatible refuses one given differently);
+// - --data.file, when it is a run file: its model and loss settings fill in
+//   those not given; a model setting given differently wins (another model on
+//   the same data), a loss setting given differently is an error (the targets
+//   are of the file's loss).
+// Where several files record a setting, the first of that order provides it.
+PetscErrorCode SettingsFromFiles(MPI_Comm comm, const std::string &command, const std::vector<std::string> &args,
+                                 Settings *s);
+
+// The settings a checkpoint must share with a run that restarts from it:
+// model, data, init, loss, optimizer and schedule (train.steps with the
+// cosine schedule, which spans the steps).
+bool RunDefining(const Settings &s, const std::string &key);
+
+// Two recorded values of a setting are the same (as text, or as numbers).
+bool SameSetting(const std::string &a, const std::string &b);
 
 // A small array known on every rank, for ResultFileWrite.
 struct ResultArray {

@@ -192,6 +192,11 @@ std::vector<std::string> split_arguments(int argc, char **argv, std::vector<std:
 PetscErrorCode SettingsParse(MPI_Comm comm, const std::string &command, const std::vector<std::string> &args,
                              Settings *s, PetscBool *help);
 
+// Whether `command` reads option `key` (by section; lse reads model.d only).
+// An option given on the command line that the command does not read is
+// refused by SettingsParse; a config file may hold sections for other commands.
+bool SettingsReads(const std::string &command, const std::string &key);
+
 // Checks the sizes that depend on the data (after a data file is read) and
 // the process grid; the same one-line errors.
 PetscErrorCode SettingsCheck(MPI_Comm comm, const Settings &s);

@@ -17,7 +17,7 @@ PetscErrorCode CommandForward(MPI_Comm comm, const std::vector<std::string> &arg
   PetscFunctionBeginUser;
   PetscCall(SettingsParse(comm, "forward", args, &s, &help));
   if (help) PetscFunctionReturn(0);
-  PetscCall(ParamsFileSettings(comm, "forward", args, &s));
+  PetscCall(SettingsFromFiles(comm, "forward", args, &s));
   PetscCall(ProblemCreate(comm, s, &p));
   PetscCall(ReportHeader(p));
   if (!s.params_file.empty()) PetscCall(RunFileReadParams(s.params_file, &p)); // a trained model on any data

@@ -15,6 +15,8 @@ PetscErrorCode CommandLimit(MPI_Comm comm, const std::vector<std::string> &args,
   PetscFunctionBeginUser;
   PetscCall(SettingsParse(comm, "limit", args, &s, &help));
   if (help) PetscFunctionReturn(0);
+  PetscCall(SettingsFromFiles(comm, "limit", args, &s)); // a run file as probes: its model settings
+  if (!s.data.file.empty()) PetscCall(DataFileConform(comm, &s)); // the probes' sizes, for the header
   const Settings ls = LimitSettingsFor(s);
   PetscCall(PetscPrintf(comm, "mft limit: ensemble of %" PetscInt_FMT " %s heads shared by every depth, %s, d=%" PetscInt_FMT
                               " k=%" PetscInt_FMT " | probes: M=%" PetscInt_FMT " N=%" PetscInt_FMT " %s\n",

@@ -15,7 +15,7 @@ PetscErrorCode CommandNtk(MPI_Comm comm, const std::vector<std::string> &args, i
   PetscFunctionBeginUser;
   PetscCall(SettingsParse(comm, "ntk", args, &s, &help));
   if (help) PetscFunctionReturn(0);
-  PetscCall(ParamsFileSettings(comm, "ntk", args, &s));
+  PetscCall(SettingsFromFiles(comm, "ntk", args, &s));
   PetscCall(ProblemCreate(comm, s, &p));
   PetscCall(ReportHeader(p));
   if (!s.params_file.empty()) PetscCall(RunFileReadParams(s.params_file, &p));

@@ -27,7 +27,7 @@ PetscErrorCode CommandTrain(MPI_Comm comm, const std::vector<std::string> &args,
   PetscFunctionBeginUser;
   PetscCall(SettingsParse(comm, "train", args, &s, &help));
   if (help) PetscFunctionReturn(0);
-  PetscCall(ParamsFileSettings(comm, "train", args, &s));
+  PetscCall(SettingsFromFiles(comm, "train", args, &s));
   PetscCall(ProblemCreate(comm, s, &p));
   PetscCall(ReportHeader(p));
   PetscCall(OptimizerCreate(p.settings.train, p.heads, &opt));

@@ -3,7 +3,7 @@
 # (3 for a diverged training); never a crash or a stack trace.
 source "$(dirname "$0")/lib.sh" "$1"
 run="mpiexec --oversubscribe -n 2 $MFT"
-small=(--model.L 2 --model.H 2 --data.M 2 --data.N 3 --train.steps 2)
+small=(--model.L 2 --model.H 2 --data.M 2 --data.N 3)
 
 expect 2 "usage|command" -- "$MFT"
 expect 2 "unknown command 'frobnicate'" -- "$MFT" frobnicate

@@ -5,7 +5,10 @@
 # - --params.file takes the model and loss settings from the file: ntk and
 #   forward (a trained model on other data) need no other option; a
 #   contradicting option is refused naming both values; commands that do not
-#   use it refuse it;
+#   use it refuse it; --data.file (a run file) and --restart FILE take the
+#   settings they record too;
+# - an option given on the command line that the command does not read is
+#   refused, while a config file may hold other commands' sections;
 # - jobs/plot_run.py draws a run.
 here="$(cd "$(dirname "$0")" && pwd)"
 source "$here/lib.sh" "$1"
@@ -37,6 +40,29 @@ h5dump -H -d /output/tokens other.h5 | grep -q "( 2, 5, 3 )" && ok || bad "forwa
 h5dump -A other.h5 | grep -A4 '"model.L"' | grep -q "(0): 3$" && ok || bad "forward did not take model.L from the params file"
 expect 2 "model.L = 5 is given, but params.file run.h5 has model.L = 3" -- "$MFT" forward --params.file run.h5 --data.file data.h5 --model.L 5
 expect 2 "params.file is not used by mft lse" -- "$MFT" lse --params.file run.h5
+
+# --data.file: a run file given as data supplies its model and loss settings;
+# a model setting given differently wins, a loss setting given differently is refused.
+expect 0 "" -- "$MFT" forward --data.file run.h5 --output.file asdata.h5
+h5diff asdata.h5 run.h5 /data/targets >/dev/null && ok || bad "forward --data.file run.h5 changed the targets"
+h5dump -A asdata.h5 | grep -A4 '"model.H"' | grep -q "(0): 4$" && ok || bad "forward did not take model.H from the data file"
+expect 0 "" -- "$MFT" forward --data.file run.h5 --model.L 5 --output.file asdata5.h5
+h5dump -H -d /params/Q asdata5.h5 | grep -q "( 5, 4, 2, 3 )" && ok || bad "model.L given beside a data file did not win"
+expect 2 "loss.kind = pooled is given, but data.file run.h5 has loss.kind = token" -- "$MFT" forward --data.file run.h5 --loss.kind pooled
+
+# --restart FILE alone: the checkpoint's settings are taken; the run ends as the uninterrupted one (bitwise).
+expect 0 "" -- $run train --restart ck/checkpoint-00000004.h5 --train.steps 8 --checkpoint.dir ck2 --output.file resumed.h5
+h5diff resumed.h5 run.h5 /params >/dev/null && ok || bad "--restart FILE alone did not continue the run"
+expect 2 "cannot restart from ck/checkpoint-00000004.h5: model.L = 3 there but 5 now" -- \
+  "$MFT" train --restart ck/checkpoint-00000004.h5 --model.L 5 --checkpoint.dir ck3
+
+# An option the command does not read, on the command line, is refused naming the commands that read it.
+expect 2 "train.lr is not used by mft forward \(only by train, study, bench\)" -- "$MFT" forward --train.lr 0.5
+expect 2 "model.L is not used by mft lse" -- "$MFT" lse --model.L 3
+expect 2 "ntk.part is not used by mft limit" -- "$MFT" limit --ntk.part value
+# ... while a config file may hold sections for other commands.
+printf '[model]\nd = 3\n[train]\nlr = 0.5\n[output]\nfile = lse.h5\n' > shared.cfg
+expect 0 "" -- "$MFT" lse --config shared.cfg
 
 # A picture of the run.
 /usr/bin/python3 "$here/../../jobs/plot_run.py" run.h5 run.png > plot.txt 2>&1 && ok || { bad "plot_run.py failed"; cat plot.txt; }

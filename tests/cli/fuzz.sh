@@ -4,7 +4,8 @@
 # dump, and no work started (nothing written). The options and their types
 # come from each command's --help: numbers get 'abc' (and, for mft forward,
 # 'nan' and '', and 'inf' where the default is not a whole number), booleans
-# 'maybe', integer lists '1 x'. Files: a folder where a file is expected, an
+# 'maybe', integer lists '1 x'; every option with a range in its help, once,
+# a value below it (zero or negative) and an integer beyond any machine's. Files: a folder where a file is expected, an
 # output in a folder that does not exist or is a folder.
 here="$(cd "$(dirname "$0")" && pwd)"
 source "$here/lib.sh" "$1"
@@ -16,9 +17,35 @@ mkdir -p afolder cases
 add() { printf '%s\x1f%s\x1f%s\x1f%s\n' "$@" >> table.txt; }
 for cmd in forward train ntk lse limit study bench; do
   "$MFT" "$cmd" --help > help.txt 2>&1 || bad "mft $cmd --help failed"
-  tr '\n' ' ' < help.txt | grep -oE -- '--[a-z_]+\.[a-z_0-9]+ arg \(=[^)]*\)' |
+  tr '\n' ' ' < help.txt | grep -oE -- '--[a-z_]+\.[A-Za-z_0-9]+ arg \(=[^)]*\)' |
     sed -E 's/^--([^ ]+) arg \(=(.*)\)$/\1\t\2/' > options.txt
-  [ "$(wc -l < options.txt)" -gt 50 ] && ok || bad "mft $cmd --help lists too few options"
+  [ "$(wc -l < options.txt)" -gt 8 ] && ok || bad "mft $cmd --help lists too few options"
+  # Out of the range its help states ([integer >= 1], [number > 0], ...): below
+  # it, and an integer beyond any machine integer; each option once.
+  /usr/bin/python3 - "$cmd" help.txt ranged.txt >> table.txt <<'PY'
+import re, sys
+cmd, helpfile, seenfile = sys.argv[1:]
+try:
+    seen = set(open(seenfile).read().split())
+except OSError:
+    seen = set()
+text = " ".join(open(helpfile).read().split())
+parts = re.split(r" --([a-z_]+\.[A-Za-z_0-9]+) arg \(=[^)]*\)", text)
+for key, body in zip(parts[1::2], parts[2::2]):
+    m = re.search(r"\[(integers|integer|number) (>=|>) (-?[0-9.e+]+)\]", body)
+    if not m or key in seen:
+        continue
+    seen.add(key)
+    kind, op, lo = m.groups()
+    if kind == "number":
+        low = lo if op == ">" else repr(float(lo) - 1)
+        values = [low]
+    else:
+        values = [str(int(lo) - 1), "99999999999999999999"]
+    for v in values:
+        print(f"{cmd}\x1f{key}\x1f{v}\x1f{key}")
+open(seenfile, "w").write(" ".join(sorted(seen)))
+PY
   while IFS=$'\t' read -r key def; do
     if [[ "$def" =~ ^-?[0-9]+$ ]]; then
       add "$cmd" "$key" abc "$key"

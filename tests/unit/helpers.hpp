@@ -11,8 +11,9 @@
 
 namespace mft::test {
 
-// Settings of a command parsed from "--key value" pairs, as mft would.
-Settings settings(const std::vector<std::string> &args, const std::string &command = "forward");
+// Settings of a command parsed from "--key value" pairs, as mft would (train
+// by default: it reads every option a problem uses).
+Settings settings(const std::vector<std::string> &args, const std::string &command = "train");
 
 // A problem on comm from option pairs; destroyed with the pointer.
 struct ProblemDeleter {

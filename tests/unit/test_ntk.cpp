@@ -139,7 +139,7 @@ TEST(Lse, GaussiansInOneDimensionAreDependent) {
   LseResult r;
   EXPECT_EQ(LseTest(PETSC_COMM_WORLD,
                     settings({"--data.family", "gaussian", "--data.M", "3", "--lse.mode", "closed", "--model.d", "1",
-                              "--model.k", "1", "--data.param_min", "0.4", "--data.param_max", "1.0",
+                              "--data.param_min", "0.4", "--data.param_max", "1.0",
                               "--lse.points", "64"},
                              "lse"),
                     &r),
