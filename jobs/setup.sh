@@ -5,7 +5,7 @@ set -euo pipefail
 top="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 packages=(g++ make cmake pkg-config petsc-dev libhdf5-openmpi-dev libopenmpi-dev openmpi-bin
           libboost-program-options-dev libgtest-dev hdf5-tools libopenblas0-pthread
-          libsleef-dev python3-matplotlib python3-h5py python3-pil)
+          libsleef-dev libxsmm-dev python3-matplotlib python3-h5py python3-pil)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -3,8 +3,10 @@
 
 #include "mft/linalg.hpp"
 
-#if defined(__AVX2__) && defined(MFT_HAVE_SLEEF)
+#if defined(__AVX2__)
 #include <immintrin.h>
+#endif
+#if defined(__AVX2__) && defined(MFT_HAVE_SLEEF)
 #include <sleef.h>
 #endif
 
@@ -27,6 +29,11 @@ void AttentionWork::reserve(const HeadShape &s, PetscInt N) {
   dqs.resize(N * s.k);
   dkappa.resize(N * s.k);
   dw.resize(N * s.dv);
+  qt.resize(s.d * s.k);
+  kt.resize(s.d * s.k);
+  vt.resize(s.d * s.dv);
+  kappat.resize(N * s.k);
+  wt.resize(N * s.dv);
 }
 
 namespace {
@@ -157,29 +164,56 @@ void attention_reverse_reference(const HeadShape &s, const double *theta, const 
 
 namespace {
 
+#if defined(__AVX512F__)
+// exp(x) of 8 arguments x <= 0 (the softmax's), within 2 ulp where exp(x) >
+// 1e-300: 2^n e^r with n = round(x / ln 2), r = x - n ln 2 in two FMA steps
+// (ln 2 split into a 32-bit head and its remainder), e^r by its Taylor
+// polynomial of degree 12 (|r| <= ln(2)/2: truncation below 2e-16), and 2^n
+// built in the exponent bits. Arguments below -708 give exp(-708) ~ 3e-308
+// (their share of a softmax row is zero to round-off). 1.4 times SLEEF's
+// 1-ulp exp here (mft bench prints the rate).
+inline __m512d exp_nonpositive(__m512d x) {
+  x = _mm512_max_pd(x, _mm512_set1_pd(-708.0));
+  const __m512d n = _mm512_roundscale_pd(_mm512_mul_pd(x, _mm512_set1_pd(1.4426950408889634)),
+                                         _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m512d r = _mm512_fnmadd_pd(n, _mm512_set1_pd(6.93147180369123816490e-01), x);
+  r = _mm512_fnmadd_pd(n, _mm512_set1_pd(1.90821492927058770002e-10), r);
+  static const double inverse_factorial[] = {1.0 / 39916800, 1.0 / 3628800, 1.0 / 362880, 1.0 / 40320, 1.0 / 5040,
+                                             1.0 / 720, 1.0 / 120, 1.0 / 24, 1.0 / 6, 0.5, 1.0, 1.0};
+  __m512d p = _mm512_set1_pd(1.0 / 479001600); // 1/12!
+  for (double c : inverse_factorial) p = _mm512_fmadd_pd(p, r, _mm512_set1_pd(c));
+  const __m512i e = _mm512_slli_epi64(
+      _mm512_add_epi64(_mm512_cvtepi32_epi64(_mm512_cvtpd_epi32(n)), _mm512_set1_epi64(1023)), 52);
+  return _mm512_mul_pd(p, _mm512_castsi512_pd(e));
+}
+#endif
+
 // Rows r of P (nb x nk, leading dimension nk): softmax over the first valid(r)
 // entries (the row maximum subtracted), zero beyond them (the causal mask).
-// With AVX-512 and SLEEF: 8-wide max, exp fused with the sum, and scaling.
-template <class Valid> void softmax_rows(double *P, PetscInt nb, PetscInt nk, Valid valid) {
+// With AVX-512: 8-wide max, exp (exp_nonpositive) fused with the sum, and
+// scaling; with AVX2 and SLEEF, its 4-wide exp.
+// The scores arrive unscaled: P = softmax(beta S), with beta >= 0 applied
+// after the maximum is subtracted (max of beta S = beta max S).
+template <class Valid> void softmax_rows(double *P, PetscInt nb, PetscInt nk, double beta, Valid valid) {
   for (PetscInt r = 0; r < nb; ++r) {
     double *row = P + r * nk;
     const PetscInt nv = valid(r);
     double mx = -std::numeric_limits<double>::infinity(), Z = 0;
     PetscInt j = 0;
-#if defined(__AVX512F__) && defined(MFT_HAVE_SLEEF)
+#if defined(__AVX512F__)
     __m512d vmax = _mm512_set1_pd(mx);
     for (; j + 8 <= nv; j += 8) vmax = _mm512_max_pd(vmax, _mm512_loadu_pd(row + j));
     mx = _mm512_reduce_max_pd(vmax);
     for (; j < nv; ++j) mx = std::max(mx, row[j]);
-    const __m512d sh = _mm512_set1_pd(mx);
+    const __m512d sh = _mm512_set1_pd(mx), sc = _mm512_set1_pd(beta);
     __m512d vsum = _mm512_setzero_pd();
     for (j = 0; j + 8 <= nv; j += 8) {
-      const __m512d e = Sleef_expd8_u10avx512f(_mm512_sub_pd(_mm512_loadu_pd(row + j), sh));
+      const __m512d e = exp_nonpositive(_mm512_mul_pd(sc, _mm512_sub_pd(_mm512_loadu_pd(row + j), sh)));
       _mm512_storeu_pd(row + j, e);
       vsum = _mm512_add_pd(vsum, e);
     }
     Z = _mm512_reduce_add_pd(vsum);
-    for (; j < nv; ++j) Z += (row[j] = std::exp(row[j] - mx));
+    for (; j < nv; ++j) Z += (row[j] = std::exp(beta * (row[j] - mx)));
     const __m512d inv = _mm512_set1_pd(1.0 / Z);
     for (j = 0; j + 8 <= nv; j += 8) _mm512_storeu_pd(row + j, _mm512_mul_pd(_mm512_loadu_pd(row + j), inv));
     for (; j < nv; ++j) row[j] *= 1.0 / Z;
@@ -187,10 +221,11 @@ template <class Valid> void softmax_rows(double *P, PetscInt nb, PetscInt nk, Va
     for (; j < nv; ++j) mx = std::max(mx, row[j]);
     j = 0;
 #if defined(__AVX2__) && defined(MFT_HAVE_SLEEF)
-    const __m256d sh = _mm256_set1_pd(mx);
-    for (; j + 4 <= nv; j += 4) _mm256_storeu_pd(row + j, Sleef_expd4_u10(_mm256_sub_pd(_mm256_loadu_pd(row + j), sh)));
+    const __m256d sh = _mm256_set1_pd(mx), sc = _mm256_set1_pd(beta);
+    for (; j + 4 <= nv; j += 4)
+      _mm256_storeu_pd(row + j, Sleef_expd4_u10(_mm256_mul_pd(sc, _mm256_sub_pd(_mm256_loadu_pd(row + j), sh))));
 #endif
-    for (; j < nv; ++j) row[j] = std::exp(row[j] - mx);
+    for (; j < nv; ++j) row[j] = std::exp(beta * (row[j] - mx));
     for (j = 0; j < nv; ++j) Z += row[j];
     const double inv = 1.0 / Z;
     for (j = 0; j < nv; ++j) row[j] *= inv;
@@ -199,21 +234,47 @@ template <class Valid> void softmax_rows(double *P, PetscInt nb, PetscInt nk, Va
   }
 }
 
-// Projections of all keys (kappa = X K^T, w = X V^T) and of the queries (q = X_q Q^T).
-void project_blas(const HeadShape &s, const double *theta, const double *x, PetscInt nk, Range q, AttentionWork &w) {
-  gemm(false, true, nk, s.k, s.d, 1.0, x, s.d, theta + s.offK, s.d, 0.0, w.kappa.data(), s.k);
-  gemm(false, true, nk, s.dv, s.d, 1.0, x, s.d, theta + s.offV, s.d, 0.0, w.w.data(), s.dv);
-  gemm(false, true, q.size(), s.k, s.d, 1.0, x + q.begin * s.d, s.d, theta + s.offQ, s.d, 0.0, w.q.data(), s.k);
+} // namespace
+
+void exponentials(double *x, PetscInt n) {
+  PetscInt j = 0;
+#if defined(__AVX512F__)
+  for (; j + 8 <= n; j += 8) _mm512_storeu_pd(x + j, exp_nonpositive(_mm512_loadu_pd(x + j)));
+#elif defined(__AVX2__) && defined(MFT_HAVE_SLEEF)
+  for (; j + 4 <= n; j += 4) _mm256_storeu_pd(x + j, Sleef_expd4_u10(_mm256_loadu_pd(x + j)));
+#endif
+  for (; j < n; ++j) x[j] = std::exp(x[j]);
 }
 
-// For the queries rows [r0, r0 + nb) of q: P = softmax(beta q kappa^T) over
-// their nkb keys, and (with_y) Y = P w. Returns nkb.
-PetscInt block_attention(const HeadShape &s, const AttentionOptions &o, PetscInt N, Range q, PetscInt r0, PetscInt nb,
-                         AttentionWork &w, bool with_y = true) {
+namespace {
+
+// B (rows x cols, row-major) -> Bt (cols x rows).
+void transpose(const double *B, PetscInt rows, PetscInt cols, double *Bt) {
+  for (PetscInt r = 0; r < rows; ++r)
+    for (PetscInt c = 0; c < cols; ++c) Bt[c * rows + r] = B[r * cols + c];
+}
+
+// Projections of all keys (kappa = X K^T, w = X V^T, and their transposes)
+// and of the queries (q = X_q Q^T), as products X B with B = K^T, V^T, Q^T.
+void project_blas(const HeadShape &s, const double *theta, const double *x, PetscInt nk, Range q, AttentionWork &w) {
+  transpose(theta + s.offQ, s.k, s.d, w.qt.data());
+  transpose(theta + s.offK, s.k, s.d, w.kt.data());
+  transpose(theta + s.offV, s.dv, s.d, w.vt.data());
+  gemm(false, false, nk, s.k, s.d, 1.0, x, s.d, w.kt.data(), s.k, 0.0, w.kappa.data(), s.k);
+  gemm(false, false, nk, s.dv, s.d, 1.0, x, s.d, w.vt.data(), s.dv, 0.0, w.w.data(), s.dv);
+  gemm(false, false, q.size(), s.k, s.d, 1.0, x + q.begin * s.d, s.d, w.qt.data(), s.k, 0.0, w.q.data(), s.k);
+  transpose(w.kappa.data(), nk, s.k, w.kappat.data());
+  transpose(w.w.data(), nk, s.dv, w.wt.data());
+}
+
+// For the queries rows [r0, r0 + nb) of q (nk keys projected): P =
+// softmax(beta q kappa^T) over their nkb keys, and (with_y) Y = P w. Returns nkb.
+PetscInt block_attention(const HeadShape &s, const AttentionOptions &o, PetscInt N, PetscInt nk, Range q, PetscInt r0,
+                         PetscInt nb, AttentionWork &w, bool with_y = true) {
   const PetscInt nkb = o.causal ? q.begin + r0 + nb : N;
-  gemm(false, true, nb, nkb, s.k, o.beta, w.q.data() + r0 * s.k, s.k, w.kappa.data(), s.k, 0.0, w.p.data(), nkb);
+  gemm(false, false, nb, nkb, s.k, 1.0, w.q.data() + r0 * s.k, s.k, w.kappat.data(), nk, 0.0, w.p.data(), nkb);
   const PetscInt first = q.begin + r0;
-  softmax_rows(w.p.data(), nb, nkb, [&](PetscInt r) { return o.causal ? first + r + 1 : nkb; });
+  softmax_rows(w.p.data(), nb, nkb, o.beta, [&](PetscInt r) { return o.causal ? first + r + 1 : nkb; });
   if (with_y) gemm(false, false, nb, s.dv, nkb, 1.0, w.p.data(), nkb, w.w.data(), s.dv, 0.0, w.y.data(), s.dv);
   return nkb;
 }
@@ -223,10 +284,11 @@ PetscInt block_attention(const HeadShape &s, const AttentionOptions &o, PetscInt
 void attention_forward(const HeadShape &s, const double *theta, const AttentionOptions &o, const double *x,
                        PetscInt N, Range q, double scale, double *out, AttentionWork &w) {
   if (q.size() == 0) return;
-  project_blas(s, theta, x, o.causal ? q.end : N, q, w);
+  const PetscInt nk = o.causal ? q.end : N;
+  project_blas(s, theta, x, nk, q, w);
   for (PetscInt r0 = 0; r0 < q.size(); r0 += AttentionWork::block) {
     const PetscInt nb = std::min(AttentionWork::block, q.size() - r0);
-    block_attention(s, o, N, q, r0, nb, w);
+    block_attention(s, o, N, nk, q, r0, nb, w);
     double *o_blk = out + r0 * s.d;
     if (s.kind == HeadKind::qkv) {
       for (PetscInt e = 0; e < nb * s.d; ++e) o_blk[e] += scale * w.y[e];
@@ -247,7 +309,7 @@ void attention_reverse(const HeadShape &s, const double *theta, const AttentionO
   for (PetscInt r0 = 0; r0 < q.size(); r0 += AttentionWork::block) {
     const PetscInt nb = std::min(AttentionWork::block, q.size() - r0);
     // qkv heads need no Y here: dY . Y = sum_j P dP (below); qkvo heads need it for dO.
-    const PetscInt nkb = block_attention(s, o, N, q, r0, nb, w, s.kind == HeadKind::qkvo);
+    const PetscInt nkb = block_attention(s, o, N, nk, q, r0, nb, w, s.kind == HeadKind::qkvo);
     const double *l_blk = lam + r0 * s.d;
     // dY = scale Lambda (qkv) or scale Lambda O (qkvo), and dO += scale Lambda^T Y.
     if (s.kind == HeadKind::qkv) {
@@ -257,7 +319,7 @@ void attention_reverse(const HeadShape &s, const double *theta, const AttentionO
       gemm(true, false, s.d, s.k, nb, scale, l_blk, s.d, w.y.data(), s.k, 1.0, dtheta + s.offO, s.k);
     }
     // dP = dY w^T; dS = beta P (dP - rowsum(dY Y)) (zero where P is masked).
-    gemm(false, true, nb, nkb, s.dv, 1.0, w.dy.data(), s.dv, w.w.data(), s.dv, 0.0, w.dp.data(), nkb);
+    gemm(false, false, nb, nkb, s.dv, 1.0, w.dy.data(), s.dv, w.wt.data(), nk, 0.0, w.dp.data(), nkb);
     for (PetscInt r = 0; r < nb; ++r) {
       double *dpr = w.dp.data() + r * nkb;
       const double *pr = w.p.data() + r * nkb;

@@ -1,6 +1,7 @@
 // Operation counts, the matmul peak, memory.
 #include "mft/bench.hpp"
 
+#include "mft/attention.hpp"
 #include "mft/linalg.hpp"
 
 #include <fstream>
@@ -9,13 +10,59 @@
 
 namespace mft {
 
-double forward_operations(const Settings &s) {
-  const double L = s.model.L, H = s.model.H, M = s.data.M, N = s.data.N, d = s.model.d, k = s.model.k;
+namespace {
+
+// Per layer, head and sequence: the products' flops and the exponentials.
+void per_sequence(const Settings &s, double *products, double *exps) {
+  const double N = s.data.N, d = s.model.d, k = s.model.k;
   const double dv = s.model.head_kind == HeadKind::qkv ? d : k;
   const double nk = s.model.causal ? (N + 1) / 2 : N;
-  double per = 2 * N * d * (2 * k + dv) + 2 * N * nk * k + N * nk + 2 * N * nk * dv;
-  if (s.model.head_kind == HeadKind::qkvo) per += 2 * N * dv * d;
-  return L * H * M * per;
+  *products = 2 * N * d * (2 * k + dv) + 2 * N * nk * k + 2 * N * nk * dv;
+  if (s.model.head_kind == HeadKind::qkvo) *products += 2 * N * dv * d;
+  *exps = N * nk;
+}
+
+double sequences(const Settings &s) { return (double)s.model.L * s.model.H * s.data.M; }
+
+} // namespace
+
+double forward_products(const Settings &s) {
+  double p, e;
+  per_sequence(s, &p, &e);
+  return sequences(s) * p;
+}
+
+double forward_exponentials(const Settings &s) {
+  double p, e;
+  per_sequence(s, &p, &e);
+  return sequences(s) * e;
+}
+
+double forward_operations(const Settings &s) { return forward_products(s) + forward_exponentials(s); }
+
+double step_bound(const Settings &s, double peak_gflops, double gexps) {
+  return 3 * forward_products(s) / (peak_gflops * 1e9) + forward_exponentials(s) / (gexps * 1e9);
+}
+
+PetscErrorCode MeasureExpRate(MPI_Comm comm, double *gexps) {
+  const PetscInt n = 1 << 16;
+  std::vector<double> x(n), arg(n);
+  for (PetscInt i = 0; i < n; ++i) arg[i] = -30.0 * (double)i / (double)n;
+  PetscFunctionBeginUser;
+  x = arg;
+  exponentials(x.data(), n); // warm up
+  PetscCallMPI(MPI_Barrier(comm));
+  const int reps = 200;
+  double seconds = 0;
+  for (int r = 0; r < reps; ++r) { // the arguments restored outside the timing
+    x = arg;
+    const double t0 = MPI_Wtime();
+    exponentials(x.data(), n);
+    seconds += MPI_Wtime() - t0;
+  }
+  double mine = (double)n * reps / seconds / 1e9;
+  PetscCallMPI(MPI_Allreduce(&mine, gexps, 1, MPI_DOUBLE, MPI_SUM, comm));
+  PetscFunctionReturn(0);
 }
 
 PetscErrorCode MeasurePeak(MPI_Comm comm, double *gflops) {

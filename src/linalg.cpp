@@ -1,7 +1,12 @@
-// LAPACK dsyev and dpotrf/dpotrs on row-major data.
+// Row-major products (LIBXSMM for the small ones, else the BLAS); LAPACK dsyev
+// and dpotrf/dpotrs on row-major data.
 #include "mft/linalg.hpp"
 
 #include <petscblaslapack.h>
+
+#if defined(MFT_HAVE_LIBXSMM)
+#include <libxsmm.h>
+#endif
 
 #include <cstdlib>
 #include <cstring>
@@ -25,9 +30,30 @@ void BlasSetup(char **argv) {
   if (auto set = (void (*)(int))dlsym(RTLD_DEFAULT, "openblas_set_num_threads")) set(n > 0 ? n : 1);
 }
 
+#if defined(MFT_HAVE_LIBXSMM)
+// The LIBXSMM kernel for this product, or null (LIBXSMM 1.17 generates
+// alpha = 1, beta = 0 or 1, and no transposed first column-major operand, i.e.
+// no row-major op(B) = B^T; MFT_NO_LIBXSMM=1 sends everything to the BLAS).
+static libxsmm_dmmfunction SmallKernel(bool ta, bool tb, PetscInt m, PetscInt n, PetscInt k, double alpha,
+                                       PetscInt lda, PetscInt ldb, double beta, PetscInt ldc) {
+  static const bool off = std::getenv("MFT_NO_LIBXSMM") && std::strcmp(std::getenv("MFT_NO_LIBXSMM"), "0") != 0;
+  if (off || tb || alpha != 1.0 || (beta != 0.0 && beta != 1.0) || (double)m * n * k > 16777216.0) return nullptr;
+  const libxsmm_blasint M = n, N = m, K = k, la = lda, lb = ldb, lc = ldc;
+  const int flags = ta ? LIBXSMM_GEMM_FLAG_TRANS_B : LIBXSMM_GEMM_FLAG_NONE;
+  return libxsmm_dmmdispatch(M, N, K, &lb, &la, &lc, &alpha, &beta, &flags, nullptr);
+}
+#endif
+
 void gemm(bool ta, bool tb, PetscInt m, PetscInt n, PetscInt k, double alpha, const double *A, PetscInt lda,
           const double *B, PetscInt ldb, double beta, double *C, PetscInt ldc) {
   if (m == 0 || n == 0) return;
+#if defined(MFT_HAVE_LIBXSMM)
+  if (k > 0)
+    if (libxsmm_dmmfunction f = SmallKernel(ta, tb, m, n, k, alpha, lda, ldb, beta, ldc)) {
+      f(B, A, C); // column-major C^T = op(B)^T op(A)^T, as below
+      return;
+    }
+#endif
   // Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T.
   const PetscBLASInt M = (PetscBLASInt)n, N = (PetscBLASInt)m, K = (PetscBLASInt)k, la = (PetscBLASInt)lda,
                      lb = (PetscBLASInt)ldb, lc = (PetscBLASInt)ldc;

@@ -22,6 +22,9 @@ namespace mft {
 struct AttentionWork {
   static constexpr PetscInt block = 128; // queries per block of the fast kernel
   std::vector<double> q, kappa, w, p, y, dy, dq, dkappa, dw, dp, dqs;
+  // Transposed copies, so that every hot product is op(A) B (the small-product
+  // kernels do not take B^T): Q^T, K^T, V^T (d x k, d x k, d x dv), kappa^T, w^T.
+  std::vector<double> qt, kt, vt, kappat, wt;
   void reserve(const HeadShape &s, PetscInt N);
 };
 
@@ -40,6 +43,10 @@ void attention_forward_reference(const HeadShape &s, const double *theta, const 
 void attention_reverse_reference(const HeadShape &s, const double *theta, const AttentionOptions &o, const double *x,
                        PetscInt N, Range q, double scale, const double *lam, double *dx, double *dtheta,
                        AttentionWork &w);
+
+// x <- exp(x), n entries x <= 0, with the fast kernels' vectorised
+// exponential (for the benchmark's measured rate and its test).
+void exponentials(double *x, PetscInt n);
 
 // The fast kernels: the same maps, blocked, on BLAS.
 void attention_forward(const HeadShape &s, const double *theta, const AttentionOptions &o, const double *x,

@@ -7,7 +7,8 @@
 //   projections 2 N d (2k + dv), scores 2 N nk k, exponentials N nk,
 //   weighted sums 2 N nk dv, and for qkvo the output map 2 N dv d.
 // A training step (forward, adjoint, gradient) counts 3 times the forward:
-// the backward of each product is two products of the same size.
+// the backward of each product is two products of the same size. (The kernels
+// do more: the reverse sweep recomputes the projections and the softmax.)
 #pragma once
 
 #include "mft/settings.hpp"
@@ -15,6 +16,19 @@
 namespace mft {
 
 double forward_operations(const Settings &s);
+
+// The parts of forward_operations: the products' flops and the exponentials.
+double forward_products(const Settings &s);
+double forward_exponentials(const Settings &s);
+
+// Exponentials a second (in units of 1e9) of all ranks of comm running the
+// kernels' vectorised exp at once, on arguments in the softmax's range [-30, 0].
+PetscErrorCode MeasureExpRate(MPI_Comm comm, double *gexps);
+
+// The roofline bound of a training step (seconds): its products (3 times the
+// forward's) at the matmul peak and its exponentials (the forward's) at the
+// exp rate, both measured on all ranks.
+double step_bound(const Settings &s, double peak_gflops, double gexps);
 
 // Dense matmul rate (GFLOP/s) of all ranks of comm running a dgemm at once.
 PetscErrorCode MeasurePeak(MPI_Comm comm, double *gflops);

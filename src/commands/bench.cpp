@@ -42,7 +42,8 @@ template <class F> PetscErrorCode Timed(MPI_Comm comm, F f, double *seconds) {
 
 // Times a training step and the forward pass of one size; *rate <- the
 // operations a second of one rank in the step.
-PetscErrorCode BenchSize(MPI_Comm comm, const std::string &name, const Settings &bs, double peak, double *rate) {
+PetscErrorCode BenchSize(MPI_Comm comm, const std::string &name, const Settings &bs, double peak, double gexps,
+                         double *rate) {
   PetscMPIInt size;
   PetscFunctionBeginUser;
   PetscCallMPI(MPI_Comm_size(comm, &size));
@@ -64,23 +65,26 @@ PetscErrorCode BenchSize(MPI_Comm comm, const std::string &name, const Settings 
       return 0;
     }, &t));
     step.push_back(t);
-    double kc[2] = {p.velocity.seconds_kernel - k0, p.velocity.seconds_comm - c0}, kcmax[2];
-    PetscCallMPI(MPI_Allreduce(kc, kcmax, 2, MPI_DOUBLE, MPI_MAX, comm));
-    kernel.push_back(kcmax[0]), comm_s.push_back(kcmax[1]);
+    // Each rank's kernel and communication times are disjoint parts of its
+    // step: their fractions of the step, averaged over the ranks, add up to at most 1.
+    double kc[2] = {(p.velocity.seconds_kernel - k0) / t, (p.velocity.seconds_comm - c0) / t}, kcsum[2];
+    PetscCallMPI(MPI_Allreduce(kc, kcsum, 2, MPI_DOUBLE, MPI_SUM, comm));
+    kernel.push_back(kcsum[0] / size), comm_s.push_back(kcsum[1] / size);
   }
   const double ops = 3 * forward_operations(bs), st = median(step), fw = median(forward);
   double mem = peak_memory_mib(), memmax;
   PetscCallMPI(MPI_Allreduce(&mem, &memmax, 1, MPI_DOUBLE, MPI_MAX, comm));
-  const double kf = median(kernel) / st, cf = median(comm_s) / st;
+  const double kf = median(kernel), cf = median(comm_s), bound = step_bound(bs, peak, gexps);
   PetscCall(PetscPrintf(comm,
                         "%-6s L=%" PetscInt_FMT " H=%" PetscInt_FMT " M=%" PetscInt_FMT " N=%" PetscInt_FMT
                         " d=%" PetscInt_FMT " k=%" PetscInt_FMT ": step %.4g s (min %.4g, max %.4g), forward %.4g s; "
-                        "%.2f GFLOP a step, %.1f GFLOP/s = %.0f%% of the matmul peak; kernels %.0f%%, communication "
-                        "%.0f%%, PETSc and the rest %.0f%%; %.0f MiB per rank\n",
+                        "%.2f GFLOP a step, %.1f GFLOP/s = %.0f%% of the matmul peak; roofline bound %.4g s = %.0f%% "
+                        "of the step; kernels %.0f%%, communication %.0f%%, PETSc and the rest %.0f%%; %.0f MiB per "
+                        "rank\n",
                         name.c_str(), bs.model.L, bs.model.H, bs.data.M, bs.data.N, bs.model.d, bs.model.k, st,
                         *std::min_element(step.begin(), step.end()), *std::max_element(step.begin(), step.end()), fw,
-                        ops / 1e9, ops / st / 1e9, 100 * ops / st / 1e9 / peak, 100 * kf, 100 * cf,
-                        100 * (1 - kf - cf), memmax));
+                        ops / 1e9, ops / st / 1e9, 100 * ops / st / 1e9 / peak, bound, 100 * bound / st, 100 * kf,
+                        100 * cf, 100 * (1 - kf - cf), memmax));
   if (!bs.bench.write.empty()) {
     PetscCall(ProblemEvaluate(&p, PETSC_TRUE));
     PetscCall(RunFileWrite(p, History(), nullptr, 0, Content::run_with_gradient,
@@ -94,6 +98,7 @@ PetscErrorCode BenchSize(MPI_Comm comm, const std::string &name, const Settings 
   sum.add("step_max", *std::max_element(step.begin(), step.end())).add("forward_seconds", fw);
   sum.add("gflop_step", ops / 1e9).add("gflops", ops / st / 1e9).add("peak_gflops", peak);
   sum.add("fraction_of_peak", ops / st / 1e9 / peak).add("kernel_fraction", kf).add("comm_fraction", cf);
+  sum.add("exp_rate", gexps * 1e9).add("roofline_seconds", bound).add("fraction_of_roofline", bound / st);
   sum.add("memory_mib", memmax);
   PetscCall(sum.print(comm));
   PetscCall(OptimizerDestroy(&opt));
@@ -147,16 +152,19 @@ PetscErrorCode BenchPredict(MPI_Comm comm, const std::string &name, const Settin
 PetscErrorCode CommandBench(MPI_Comm comm, const std::vector<std::string> &args, int *status) {
   Settings s;
   PetscBool help;
-  double peak;
+  double peak, gexps;
   PetscMPIInt size;
   PetscFunctionBeginUser;
   PetscCall(SettingsParse(comm, "bench", args, &s, &help));
   if (help) PetscFunctionReturn(0);
   PetscCallMPI(MPI_Comm_size(comm, &size));
   PetscCall(MeasurePeak(comm, &peak));
+  PetscCall(MeasureExpRate(comm, &gexps));
   auto corename = (char *(*)())dlsym(RTLD_DEFAULT, "openblas_get_corename");
-  PetscCall(PetscPrintf(comm, "mft bench: %d ranks; BLAS kernels: %s; dense matmul (dgemm 1024) on all of them: %.1f GFLOP/s\n",
-                        size, corename ? corename() : "(not OpenBLAS)", peak));
+  PetscCall(PetscPrintf(comm,
+                        "mft bench: %d ranks; BLAS kernels: %s; on all of them: dense matmul (dgemm 1024) %.1f GFLOP/s, "
+                        "exponentials (the kernels' exp) %.2f Gexp/s\n",
+                        size, corename ? corename() : "(not OpenBLAS)", peak, gexps));
   std::istringstream names(s.bench.sizes);
   for (std::string name; names >> name;) {
     if (name == "none") continue; // the machine's figures only
@@ -176,7 +184,7 @@ PetscErrorCode CommandBench(MPI_Comm comm, const std::vector<std::string> &args,
     PetscCall(SettingsParse(comm, "bench", a, &bs, &help));
     const double ops = 3 * forward_operations(bs);
     double rate = bs.parallel.rate; // operations a second on one rank: measured below when timed
-    if (bs.bench.repeats > 0) PetscCall(BenchSize(comm, name, bs, peak, &rate));
+    if (bs.bench.repeats > 0) PetscCall(BenchSize(comm, name, bs, peak, gexps, &rate));
     if (!bs.bench.ranks.empty()) PetscCall(BenchPredict(comm, name, bs, ops, rate));
   }
   PetscFunctionReturn(0);

@@ -1,9 +1,14 @@
-// The fast attention kernels (blocked, BLAS, vectorised exp) against the
-// plain reference kernels, forward and reverse, on query ranges that cross
-// block boundaries, with and without the causal mask.
+// The fast attention kernels (blocked, small-product kernels or BLAS,
+// vectorised exp) against the plain reference kernels, forward and reverse,
+// on query ranges that cross block boundaries, with and without the causal
+// mask; the kernels' exponential against the C library's. Run with
+// MFT_NO_LIBXSMM=1 too (ctest unit_blas): every product through the BLAS.
 #include "helpers.hpp"
 #include "mft/attention.hpp"
 #include "mft/random.hpp"
+
+#include <cmath>
+#include <utility>
 
 using namespace mft;
 using namespace mft::test;
@@ -48,5 +53,56 @@ INSTANTIATE_TEST_SUITE_P(All, Kernels,
                          [](const auto &info) {
                            return std::string(to_string(info.param.kind)) + (info.param.causal ? "_causal" : "");
                          });
+
+// The kernels' exponential on the softmax's arguments (x <= 0): within 2 ulp
+// of the C library's where exp(x) > 1e-300, and at most exp(-708) ~ 3.3e-308 below.
+TEST(Exponentials, WithinTwoUlpOfTheLibrary) {
+  std::vector<double> x;
+  for (double v = 0; v > -745; v -= 0.0137) x.push_back(v);
+  for (double v : {-0.0, -1e-300, -1e-17, -0.34657359027997264, -0.34657359027997270, -708.0, -709.5, -1e4})
+    x.push_back(v);
+  std::vector<double> e = x;
+  exponentials(e.data(), (PetscInt)e.size());
+  double worst = 0;
+  for (size_t i = 0; i < x.size(); ++i) {
+    const double ref = std::exp(x[i]);
+    if (ref > 1e-300) worst = std::max(worst, std::fabs(e[i] - ref) / (std::nextafter(ref, 2.0) - ref));
+    else EXPECT_LE(e[i], std::max(ref * (1 + 1e-15), 3.31e-308)) << x[i]; // exp(-708) below -708
+    EXPECT_GE(e[i], 0.0) << x[i];
+  }
+  EXPECT_LE(worst, 2.0);
+  EXPECT_EQ(e[x.size() - 8], 1.0); // exp(-0)
+}
+
+// The shapes of the standard benchmark sizes (k = 8 and 16, blocks of 128
+// queries cut at 300 keys), where the small-product kernels take over.
+TEST(Kernels, FastEqualsReferenceAtBenchmarkShapes) {
+  for (auto [d, k] : {std::pair<PetscInt, PetscInt>{16, 8}, {32, 16}})
+    for (HeadKind kind : {HeadKind::qkv, HeadKind::qkvo})
+      for (bool causal : {false, true}) {
+        const PetscInt N = 300;
+        const HeadShape s = head_shape(kind, d, k);
+        AttentionOptions o;
+        o.beta = 1.0, o.causal = causal;
+        Stream r(7, 3);
+        std::vector<double> theta(s.size), x(N * d), lam(N * d);
+        for (auto &t : theta) t = r.normal() / std::sqrt((double)d);
+        for (auto &v : x) v = r.normal();
+        for (auto &v : lam) v = r.normal();
+        const Range q{90, 300};
+        AttentionWork wf, wr;
+        wf.reserve(s, N), wr.reserve(s, N);
+        std::vector<double> of(q.size() * d, 0.0), orf(q.size() * d, 0.0);
+        attention_forward(s, theta.data(), o, x.data(), N, q, 1.0, of.data(), wf);
+        attention_forward_reference(s, theta.data(), o, x.data(), N, q, 1.0, orf.data(), wr);
+        EXPECT_LT(relative_error(of, orf), 1e-13) << d << " " << causal;
+        std::vector<double> dxf(N * d, 0.0), dxr(N * d, 0.0), dtf(s.size, 0.0), dtr(s.size, 0.0);
+        attention_reverse(s, theta.data(), o, x.data(), N, q, 1.0, lam.data() + q.begin * d, dxf.data(), dtf.data(), wf);
+        attention_reverse_reference(s, theta.data(), o, x.data(), N, q, 1.0, lam.data() + q.begin * d, dxr.data(),
+                                    dtr.data(), wr);
+        EXPECT_LT(relative_error(dxf, dxr), 1e-12) << d << " " << causal;
+        EXPECT_LT(relative_error(dtf, dtr), 1e-12) << d << " " << causal;
+      }
+}
 
 } // namespace
