@@ -29,8 +29,10 @@ wait_job() {
 }
 
 # 1. A training job signalled before its end: checkpoint, requeue, resume.
-# Long enough (about 70 s on 2 cores) that Slurm, which checks limits every 30 s, signals it first.
-args="--train.steps 2500 --checkpoint.every 100 --train.log_every 500"
+# Long enough (about 70 s on 2 cores: 5000 quickstart steps at 14 ms, with the
+# LIBXSMM kernels) that Slurm, which checks limits every 30 s, signals it
+# first; 2500 steps, 35 s since those kernels, could finish unsignalled.
+args="--train.steps 5000 --checkpoint.every 200 --train.log_every 1000"
 expect 0 "" -- mpiexec --oversubscribe -n 2 "$MFT" train --config "$top/input/quickstart.cfg" $args \
   --checkpoint.dir ref.ckpt --output.file ref.h5
 job=$(sbatch --parsable --time=1 --signal=B:USR1@55 --ntasks=2 --output="$work/job.out" \
