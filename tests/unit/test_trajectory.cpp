@@ -5,6 +5,8 @@
 #include "helpers.hpp"
 #include "mft/limit.hpp"
 
+#include <algorithm>
+
 using namespace mft;
 using namespace mft::test;
 
@@ -92,12 +94,25 @@ TEST(Trajectory, MiddleSliceIsWhereTheRemainingLayersStart) {
   }
 }
 
+// On every grid the rank count allows (15 tokens cut unevenly by the token
+// groups, 7 heads by the head groups), qkv and qkvo, causal.
 TEST(Trajectory, SameOnEveryRankCount) {
-  const std::vector<std::string> args = tiny({"--model.L", "6", "--output.trajectory", "3", "--model.causal", "true"});
-  const Recorded one = record(PETSC_COMM_SELF, args), all = record(PETSC_COMM_WORLD, args);
-  for (size_t k = 0; k < one.tokens.size(); ++k) {
-    EXPECT_LT(relative_error(all.tokens[k], one.tokens[k]), 1e-12) << k;
-    EXPECT_LT(relative_error(all.adjoint[k], one.adjoint[k]), 1e-12) << k;
+  int size;
+  MPI_Comm_size(PETSC_COMM_WORLD, &size);
+  for (const std::string kind : {"qkv", "qkvo"}) {
+    const std::vector<std::string> args = tiny({"--model.L", "6", "--model.H", "7", "--output.trajectory", "3",
+                                                "--model.causal", "true", "--model.head_kind", kind});
+    const Recorded one = record(PETSC_COMM_SELF, args);
+    for (int hg = 1; hg <= std::min(size, 7); ++hg) {
+      if (size % hg) continue;
+      std::vector<std::string> grid = args;
+      grid.insert(grid.end(), {"--parallel.head_groups", std::to_string(hg)});
+      const Recorded all = record(PETSC_COMM_WORLD, grid);
+      for (size_t k = 0; k < one.tokens.size(); ++k) {
+        EXPECT_LT(relative_error(all.tokens[k], one.tokens[k]), 1e-12) << kind << " head groups " << hg << " slice " << k;
+        EXPECT_LT(relative_error(all.adjoint[k], one.adjoint[k]), 1e-12) << kind << " head groups " << hg << " slice " << k;
+      }
+    }
   }
 }
 
