@@ -384,8 +384,9 @@ PetscErrorCode SettingsFromFiles(MPI_Comm comm, const std::string &command, cons
     } else {
       PetscCall(RunFileAttributes(comm, src.path, src.keys, &values));
     }
-    std::vector<std::string> schedule(1);
-    if (src.given == Given::checked_later) PetscCall(RunFileAttributes(comm, src.path, {"train.schedule"}, &schedule));
+    // train.schedule is run-defining, so a checkpoint's is among the values read.
+    const auto at = std::find(src.keys.begin(), src.keys.end(), "train.schedule");
+    const std::string schedule = at == src.keys.end() ? "" : values[at - src.keys.begin()];
     const bool records = std::any_of(values.begin(), values.end(), [](const std::string &v) { return !v.empty(); });
     PetscCheck(records || src.given == Given::model_wins, comm, PETSC_ERR_FILE_UNEXPECTED,
                "%s %s records no settings (not a run file or checkpoint of mft)", src.option.c_str(), src.path.c_str());
@@ -393,7 +394,7 @@ PetscErrorCode SettingsFromFiles(MPI_Comm comm, const std::string &command, cons
       const std::string &key = src.keys[i];
       if (values[i].empty() || !SettingsReads(command, key) || std::find(taken.begin(), taken.end(), key) != taken.end())
         continue;
-      if (key == "train.steps" && schedule[0] != "cosine") continue;
+      if (key == "train.steps" && schedule != "cosine") continue;
       if (!s->is_explicit(key)) {
         extra.insert(extra.end(), {"--" + key, values[i]});
         taken.push_back(key);

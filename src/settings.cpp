@@ -301,12 +301,17 @@ std::vector<Option> declare(Settings &s) {
   };
 }
 
+// The key of a command-line argument "--key" or "--key=value" ("" otherwise).
+std::string argument_key(const std::string &a) {
+  if (a.rfind("--", 0) != 0) return "";
+  return a.substr(2, a.find('=') == std::string::npos ? std::string::npos : a.find('=') - 2);
+}
+
 // A key given twice on the command line: the last one wins (job scripts
 // append overrides to a base list), so earlier occurrences are dropped.
 std::vector<std::string> last_wins(const std::vector<std::string> &args, const std::vector<Option> &options) {
   auto key_of = [&](const std::string &a) -> std::string {
-    if (a.rfind("--", 0) != 0) return "";
-    std::string k = a.substr(2, a.find('=') == std::string::npos ? std::string::npos : a.find('=') - 2);
+    const std::string k = argument_key(a);
     for (auto &o : options)
       if (o.key == k) return k;
     return "";
@@ -358,6 +363,7 @@ bool SettingsReads(const std::string &command, const std::string &key) {
   const auto it = sections.find(command);
   if (it == sections.end()) return true;
   if (command == "lse" && key == "model.d") return true;
+  if (key == "output.trajectory") return command == "forward" || command == "train" || command == "limit";
   const std::string section = key.substr(0, key.find('.'));
   return std::find(it->second.begin(), it->second.end(), section) != it->second.end();
 }
@@ -511,7 +517,7 @@ PetscErrorCode SettingsParse(MPI_Comm comm, const std::string &command, const st
   PetscCheck(s->train.lr_min <= s->train.lr, comm, PETSC_ERR_USER_INPUT, "train.lr_min (%g) exceeds train.lr (%g)",
              s->train.lr_min, s->train.lr);
   for (const std::string &a : args) { // on the command line: an option the command does not read is a mistake
-    const std::string key = a.rfind("--", 0) == 0 ? a.substr(2, a.find('=') == std::string::npos ? std::string::npos : a.find('=') - 2) : "";
+    const std::string key = argument_key(a);
     if (key.find('.') == std::string::npos || !vm.count(key) || SettingsReads(command, key)) continue;
     std::string users;
     for (const char *c : {"forward", "train", "ntk", "lse", "limit", "study", "bench"})
@@ -520,9 +526,6 @@ PetscErrorCode SettingsParse(MPI_Comm comm, const std::string &command, const st
     break;
   }
   PetscCheck(problem.empty(), comm, PETSC_ERR_USER_INPUT, "%s", problem.c_str());
-  PetscCheck(s->output.trajectory == 0 || command == "forward" || command == "train" || command == "limit", comm,
-             PETSC_ERR_USER_INPUT, "output.trajectory is not used by mft %s (only by forward, train and limit)",
-             command.c_str());
   if (command == "study") {
     std::istringstream times(s->study.times);
     for (PetscInt t; times >> t;)
@@ -559,7 +562,8 @@ PetscErrorCode SettingsCheck(MPI_Comm comm, const Settings &s) {
     PetscCheck(hg <= m.H, comm, PETSC_ERR_USER_INPUT,
                "parallel.head_groups = %" PetscInt_FMT " exceeds model.H = %" PetscInt_FMT, hg, m.H);
   }
-  PetscCall(TrajectoryCheck(comm, s, s.command == "train" || s.command == "limit" || s.gradient));
+  if (SettingsReads(s.command, "output.trajectory")) // elsewhere a config's value is not used
+    PetscCall(TrajectoryCheck(comm, s, s.command == "train" || s.command == "limit" || s.gradient));
   PetscFunctionReturn(0);
 }
 

@@ -192,7 +192,8 @@ std::vector<std::string> split_arguments(int argc, char **argv, std::vector<std:
 PetscErrorCode SettingsParse(MPI_Comm comm, const std::string &command, const std::vector<std::string> &args,
                              Settings *s, PetscBool *help);
 
-// Whether `command` reads option `key` (by section; lse reads model.d only).
+// Whether `command` reads option `key` (by section; lse reads model.d only,
+// and only forward, train and limit read output.trajectory).
 // An option given on the command line that the command does not read is
 // refused by SettingsParse; a config file may hold sections for other commands.
 bool SettingsReads(const std::string &command, const std::string &key);
