@@ -254,17 +254,34 @@ void transpose(const double *B, PetscInt rows, PetscInt cols, double *Bt) {
     for (PetscInt c = 0; c < cols; ++c) Bt[c * rows + r] = B[r * cols + c];
 }
 
-// Projections of all keys (kappa = X K^T, w = X V^T, and their transposes)
-// and of the queries (q = X_q Q^T), as products X B with B = K^T, V^T, Q^T.
-void project_blas(const HeadShape &s, const double *theta, const double *x, PetscInt nk, Range q, AttentionWork &w) {
-  transpose(theta + s.offQ, s.k, s.d, w.qt.data());
-  transpose(theta + s.offK, s.k, s.d, w.kt.data());
-  transpose(theta + s.offV, s.dv, s.d, w.vt.data());
-  gemm(false, false, nk, s.k, s.d, 1.0, x, s.d, w.kt.data(), s.k, 0.0, w.kappa.data(), s.k);
-  gemm(false, false, nk, s.dv, s.d, 1.0, x, s.d, w.vt.data(), s.dv, 0.0, w.w.data(), s.dv);
-  gemm(false, false, q.size(), s.k, s.d, 1.0, x + q.begin * s.d, s.d, w.qt.data(), s.k, 0.0, w.q.data(), s.k);
+// The head's transposed blocks: Q^T (queries) and K^T, V^T (keys): d x k, d x k, d x dv.
+void transpose_head(const HeadShape &s, const double *theta, bool queries, bool keys, AttentionWork &w) {
+  if (queries) transpose(theta + s.offQ, s.k, s.d, w.qt.data());
+  if (keys) {
+    transpose(theta + s.offK, s.k, s.d, w.kt.data());
+    transpose(theta + s.offV, s.dv, s.d, w.vt.data());
+  }
+}
+
+// Projections of the queries (q = X_q Q^T) and, when x_keys is given, of the
+// nk keys (kappa = X K^T, w = X V^T); then the keys' transposes.
+void project_blas(const HeadShape &s, const double *xq, PetscInt nq, const double *x_keys, PetscInt nk,
+                  AttentionWork &w) {
+  if (x_keys) {
+    gemm(false, false, nk, s.k, s.d, 1.0, x_keys, s.d, w.kt.data(), s.k, 0.0, w.kappa.data(), s.k);
+    gemm(false, false, nk, s.dv, s.d, 1.0, x_keys, s.d, w.vt.data(), s.dv, 0.0, w.w.data(), s.dv);
+  }
+  gemm(false, false, nq, s.k, s.d, 1.0, xq, s.d, w.qt.data(), s.k, 0.0, w.q.data(), s.k);
   transpose(w.kappa.data(), nk, s.k, w.kappat.data());
   transpose(w.w.data(), nk, s.dv, w.wt.data());
+}
+
+// kappa and w of nk keys from given projections (row j: kappa_j, then w_j; leading dimension ld).
+void load_keys(const HeadShape &s, const double *kw, PetscInt ld, PetscInt nk, AttentionWork &w) {
+  for (PetscInt j = 0; j < nk; ++j) {
+    std::copy(kw + j * ld, kw + j * ld + s.k, w.kappa.data() + j * s.k);
+    std::copy(kw + j * ld + s.k, kw + j * ld + s.k + s.dv, w.w.data() + j * s.dv);
+  }
 }
 
 // For the queries rows [r0, r0 + nb) of q (nk keys projected): P =
@@ -279,13 +296,10 @@ PetscInt block_attention(const HeadShape &s, const AttentionOptions &o, PetscInt
   return nkb;
 }
 
-} // namespace
-
-void attention_forward(const HeadShape &s, const double *theta, const AttentionOptions &o, const double *x,
-                       PetscInt N, Range q, double scale, double *out, AttentionWork &w) {
-  if (q.size() == 0) return;
-  const PetscInt nk = o.causal ? q.end : N;
-  project_blas(s, theta, x, nk, q, w);
+// The forward from the projections in w: out += scale Attn at the queries q.
+void forward_projected(const HeadShape &s, const double *theta, const AttentionOptions &o, PetscInt N, Range q,
+                       double scale, double *out, AttentionWork &w) {
+  const PetscInt nk = key_count(o, N, q);
   for (PetscInt r0 = 0; r0 < q.size(); r0 += AttentionWork::block) {
     const PetscInt nb = std::min(AttentionWork::block, q.size() - r0);
     block_attention(s, o, N, nk, q, r0, nb, w);
@@ -298,12 +312,11 @@ void attention_forward(const HeadShape &s, const double *theta, const AttentionO
   }
 }
 
-void attention_reverse(const HeadShape &s, const double *theta, const AttentionOptions &o, const double *x,
-                       PetscInt N, Range q, double scale, const double *lam, double *dx, double *dtheta,
-                       AttentionWork &w) {
-  if (q.size() == 0) return;
-  const PetscInt nk = o.causal ? q.end : N;
-  project_blas(s, theta, x, nk, q, w);
+// The reverse from the projections in w, up to them: w.dkappa, w.dw (nk keys)
+// and w.dqs (the queries) are set, dO is added to dtheta; then through Q.
+void reverse_projected(const HeadShape &s, const double *theta, const AttentionOptions &o, const double *xq, PetscInt N,
+                       Range q, double scale, const double *lam, double *dxq, double *dtheta, AttentionWork &w) {
+  const PetscInt nk = key_count(o, N, q);
   std::fill(w.dkappa.begin(), w.dkappa.begin() + nk * s.k, 0.0);
   std::fill(w.dw.begin(), w.dw.begin() + nk * s.dv, 0.0);
   for (PetscInt r0 = 0; r0 < q.size(); r0 += AttentionWork::block) {
@@ -332,13 +345,79 @@ void attention_reverse(const HeadShape &s, const double *theta, const AttentionO
     gemm(true, false, nkb, s.k, nb, 1.0, w.dp.data(), nkb, w.q.data() + r0 * s.k, s.k, 1.0, w.dkappa.data(), s.k);
     gemm(true, false, nkb, s.dv, nb, 1.0, w.p.data(), nkb, w.dy.data(), s.dv, 1.0, w.dw.data(), s.dv);
   }
-  // Through the projections: queries, then keys and values (the mean-field term).
-  gemm(true, false, s.k, s.d, q.size(), 1.0, w.dqs.data(), s.k, x + q.begin * s.d, s.d, 1.0, dtheta + s.offQ, s.d);
-  gemm(false, false, q.size(), s.d, s.k, 1.0, w.dqs.data(), s.k, theta + s.offQ, s.d, 1.0, dx + q.begin * s.d, s.d);
-  gemm(true, false, s.k, s.d, nk, 1.0, w.dkappa.data(), s.k, x, s.d, 1.0, dtheta + s.offK, s.d);
-  gemm(false, false, nk, s.d, s.k, 1.0, w.dkappa.data(), s.k, theta + s.offK, s.d, 1.0, dx, s.d);
-  gemm(true, false, s.dv, s.d, nk, 1.0, w.dw.data(), s.dv, x, s.d, 1.0, dtheta + s.offV, s.d);
-  gemm(false, false, nk, s.d, s.dv, 1.0, w.dw.data(), s.dv, theta + s.offV, s.d, 1.0, dx, s.d);
+  // Through the queries' projection.
+  gemm(true, false, s.k, s.d, q.size(), 1.0, w.dqs.data(), s.k, xq, s.d, 1.0, dtheta + s.offQ, s.d);
+  gemm(false, false, q.size(), s.d, s.k, 1.0, w.dqs.data(), s.k, theta + s.offQ, s.d, 1.0, dxq, s.d);
+}
+
+// Through the keys' and values' projections of n keys x (the mean-field term):
+// dkappa (leading dimension ldk) and dw (ldw) onto dx and dtheta's K and V.
+void reverse_keys(const HeadShape &s, const double *theta, const double *x, PetscInt n, const double *dkappa,
+                  PetscInt ldk, const double *dw, PetscInt ldw, double *dx, double *dtheta) {
+  gemm(true, false, s.k, s.d, n, 1.0, dkappa, ldk, x, s.d, 1.0, dtheta + s.offK, s.d);
+  gemm(false, false, n, s.d, s.k, 1.0, dkappa, ldk, theta + s.offK, s.d, 1.0, dx, s.d);
+  gemm(true, false, s.dv, s.d, n, 1.0, dw, ldw, x, s.d, 1.0, dtheta + s.offV, s.d);
+  gemm(false, false, n, s.d, s.dv, 1.0, dw, ldw, theta + s.offV, s.d, 1.0, dx, s.d);
+}
+
+} // namespace
+
+void attention_forward(const HeadShape &s, const double *theta, const AttentionOptions &o, const double *x,
+                       PetscInt N, Range q, double scale, double *out, AttentionWork &w) {
+  if (q.size() == 0) return;
+  transpose_head(s, theta, true, true, w);
+  project_blas(s, x + q.begin * s.d, q.size(), x, key_count(o, N, q), w);
+  forward_projected(s, theta, o, N, q, scale, out, w);
+}
+
+void attention_reverse(const HeadShape &s, const double *theta, const AttentionOptions &o, const double *x,
+                       PetscInt N, Range q, double scale, const double *lam, double *dx, double *dtheta,
+                       AttentionWork &w) {
+  if (q.size() == 0) return;
+  const PetscInt nk = key_count(o, N, q);
+  transpose_head(s, theta, true, true, w);
+  project_blas(s, x + q.begin * s.d, q.size(), x, nk, w);
+  reverse_projected(s, theta, o, x + q.begin * s.d, N, q, scale, lam, dx + q.begin * s.d, dtheta, w);
+  reverse_keys(s, theta, x, nk, w.dkappa.data(), s.k, w.dw.data(), s.dv, dx, dtheta);
+}
+
+void attention_keys(const HeadShape &s, const double *theta, const double *x, PetscInt n, double *kw, PetscInt ld,
+                    AttentionWork &w) {
+  if (n == 0) return;
+  transpose_head(s, theta, false, true, w);
+  gemm(false, false, n, s.k, s.d, 1.0, x, s.d, w.kt.data(), s.k, 0.0, kw, ld);
+  gemm(false, false, n, s.dv, s.d, 1.0, x, s.d, w.vt.data(), s.dv, 0.0, kw + s.k, ld);
+}
+
+void attention_forward_keys(const HeadShape &s, const double *theta, const AttentionOptions &o, const double *xq,
+                            const double *kw, PetscInt ld, PetscInt N, Range q, double scale, double *out,
+                            AttentionWork &w) {
+  if (q.size() == 0) return;
+  transpose_head(s, theta, true, false, w);
+  load_keys(s, kw, ld, key_count(o, N, q), w);
+  project_blas(s, xq, q.size(), nullptr, key_count(o, N, q), w);
+  forward_projected(s, theta, o, N, q, scale, out, w);
+}
+
+void attention_reverse_keys(const HeadShape &s, const double *theta, const AttentionOptions &o, const double *xq,
+                            const double *kw, PetscInt ld, PetscInt N, Range q, double scale, const double *lam,
+                            double *dxq, double *dkw, double *dtheta, AttentionWork &w) {
+  if (q.size() == 0) return;
+  const PetscInt nk = key_count(o, N, q);
+  transpose_head(s, theta, true, false, w);
+  load_keys(s, kw, ld, nk, w);
+  project_blas(s, xq, q.size(), nullptr, nk, w);
+  reverse_projected(s, theta, o, xq, N, q, scale, lam, dxq, dtheta, w);
+  for (PetscInt j = 0; j < nk; ++j) {
+    for (PetscInt c = 0; c < s.k; ++c) dkw[j * ld + c] += w.dkappa[j * s.k + c];
+    for (PetscInt c = 0; c < s.dv; ++c) dkw[j * ld + s.k + c] += w.dw[j * s.dv + c];
+  }
+}
+
+void attention_keys_reverse(const HeadShape &s, const double *theta, const double *x, PetscInt n, const double *dkw,
+                            PetscInt ld, double *dx, double *dtheta) {
+  if (n == 0) return;
+  reverse_keys(s, theta, x, n, dkw, ld, dkw + s.k, ld, dx, dtheta);
 }
 
 } // namespace mft

@@ -39,12 +39,12 @@ Count Exchange(ExchangeKind kind, PetscInt n, PetscInt rank, const std::vector<P
 
 } // namespace
 
-StepCost PredictStep(const ModelSettings &m, PetscInt M, PetscInt N, PetscInt P, PetscInt Ph, double rate,
-                     const Network &net) {
+StepCost PredictStep(const ModelSettings &m, PetscInt M, PetscInt N, PetscInt P, PetscInt Ph, CutForm form,
+                     double rate, const Network &net) {
   const PetscInt d = m.d, k = m.k, dv = m.head_kind == HeadKind::qkv ? d : k, Pt = P / Ph;
   const PetscInt ph = m.head_kind == HeadKind::qkv ? 2 * k * d + dv * d : 2 * k * d + dv * d + d * k; // head size
   StepCost c;
-  c.P = P, c.Ph = Ph, c.Pt = Pt;
+  c.P = P, c.Ph = Ph, c.Pt = Pt, c.form = form;
   std::vector<Count> scatter((size_t)P);
   std::vector<PetscInt> theta_begin((size_t)P + 1);
   for (PetscInt r = 0; r < P; ++r) theta_begin[r] = split(m.L * m.H, P, r).begin;
@@ -64,26 +64,28 @@ StepCost PredictStep(const ModelSettings &m, PetscInt M, PetscInt N, PetscInt P,
   }
   for (PetscInt r = 0; r < P; ++r) {
     Count layer, step;
-    // Per layer: three gathers of the sequences (the forward's state; the
-    // adjoint's state and adjoint) and the contributions sent back, each a
-    // stage A between token groups and a stage B over the group (tokens.hpp).
-    const TokenPlan plan = TokenPlanFor(P, Ph, M, N, r);
-    std::vector<PetscInt> entries = plan.counts;
-    for (PetscInt &e : entries) e *= d;
-    for (const TokenPiece &p : plan.give) layer.add({1.0, 8.0 * d * (double)(p.end - p.begin)}, 3.0);
-    for (const TokenPiece &p : plan.receive) layer.add({1.0, 8.0 * d * (double)(p.end - p.begin)});
-    layer.add(Exchange(ExchangeKind::allgather, Ph, r % Ph, entries), 3.0);
-    layer.add(Exchange(ExchangeKind::reduce_scatter, Ph, r % Ph, entries));
-    // Per layer, forward, Ph > 1: the velocity over the head groups of a token group.
+    // Per layer: the group's tokens gathered three times (the forward's state;
+    // the adjoint's state and adjoint) and the contributions reduce-scattered
+    // once, over the Ph ranks of the group; with Ph > 1 the forward's velocity
+    // too. The cut sequences' rows (d or Hl (k + dv) numbers a token) are
+    // shared twice (forward, adjoint) and their gradients returned once, one
+    // message to each peer each time (tokens.hpp).
     const Range g = GroupTokens(P, Ph, M, N, r);
-    if (Ph > 1) {
-      std::vector<PetscInt> counts((size_t)Ph);
-      for (PetscInt a = 0; a < Ph; ++a) counts[a] = split(g.size(), Ph, a).size() * d;
-      layer.add(Exchange(ExchangeKind::reduce_scatter, Ph, r % Ph, counts));
-    }
+    const PetscInt Hl = split(m.H, Ph, r % Ph).size();
+    std::vector<PetscInt> entries((size_t)Ph);
+    for (PetscInt a = 0; a < Ph; ++a) entries[a] = split(g.size(), Ph, a).size() * d;
+    layer.add(Exchange(ExchangeKind::allgather, Ph, r % Ph, entries), 3.0);
+    layer.add(Exchange(ExchangeKind::reduce_scatter, Ph, r % Ph, entries), Ph > 1 ? 2.0 : 1.0);
+    const double width = 8.0 * (double)(form == CutForm::tokens ? d : Hl * (k + dv));
+    const std::vector<CutSequence> cuts = CutSequencesFor(P, Ph, M, N, r);
+    c.cuts = c.cuts || !cuts.empty();
+    for (const CutSequence &cs : cuts)
+      for (const TokenPiece &p : cs.peers) {
+        layer.add({1.0, width * (double)cs.mine.size()}, 2.0);
+        layer.add({1.0, width * (double)(p.end - p.begin)});
+      }
     // Per step: the gradient and the heads over the token groups (exchange.hpp),
     // and the PETSc scatters between the chunk and theta.
-    const PetscInt Hl = split(m.H, Ph, r % Ph).size();
     std::vector<PetscInt> counts((size_t)Pt);
     for (PetscInt b = 0; b < Pt; ++b) counts[b] = split(m.L * Hl, Pt, b).size() * ph;
     step.add(Exchange(ExchangeKind::reduce_scatter, Pt, r / Ph, counts));
@@ -99,7 +101,8 @@ StepCost PredictStep(const ModelSettings &m, PetscInt M, PetscInt N, PetscInt P,
     c.communication = std::max(c.communication, step.messages * net.latency + step.bytes / net.bandwidth);
 
     // Operations (bench.hpp's count, a step being three forwards), with the
-    // keys' and values' projections of every sequence the rank touches.
+    // keys' and values' projections of the whole sequence, or only of the
+    // group's own tokens when a cut sequence is shared as projections.
     const Range s = GroupSequences(P, Ph, M, N, r);
     double ops = 0;
     for (PetscInt seq = s.begin; seq < s.end; ++seq) {
@@ -107,7 +110,8 @@ StepCost PredictStep(const ModelSettings &m, PetscInt M, PetscInt N, PetscInt P,
       if (q1 <= q0) continue;
       const double q = (double)(q1 - q0);
       const double keys = m.causal ? 0.5 * (double)(q1 * (q1 + 1) - q0 * (q0 + 1)) : q * (double)N; // sum of nk
-      ops += 2.0 * N * d * (k + dv) + 2.0 * q * d * k + 2.0 * keys * k + keys + 2.0 * keys * dv;
+      const double projected = form == CutForm::projections ? q : (double)N;
+      ops += 2.0 * projected * d * (k + dv) + 2.0 * q * d * k + 2.0 * keys * k + keys + 2.0 * keys * dv;
       if (m.head_kind == HeadKind::qkvo) ops += 2.0 * q * dv * d;
     }
     c.operations = std::max(c.operations, 3.0 * (double)m.L * (double)Hl * ops);
@@ -116,13 +120,17 @@ StepCost PredictStep(const ModelSettings &m, PetscInt M, PetscInt N, PetscInt P,
   return c;
 }
 
-PetscInt ChooseHeadGroups(const ModelSettings &m, PetscInt M, PetscInt N, PetscInt P, double rate, const Network &net) {
-  PetscInt best = 0;
-  double best_seconds = 0;
-  for (PetscInt Ph = 1; Ph <= std::min(P, m.H); ++Ph) {
-    if (P % Ph || P / Ph > M * N) continue;
-    const double t = PredictStep(m, M, N, P, Ph, rate, net).seconds();
-    if (best == 0 || t < best_seconds) best = Ph, best_seconds = t;
+StepCost ChooseGrid(const ModelSettings &m, PetscInt M, PetscInt N, PetscInt P, double rate, const Network &net,
+                    PetscInt Ph, std::optional<CutForm> form) {
+  StepCost best;
+  best.Ph = 0;
+  for (PetscInt h = 1; h <= std::min(P, m.H); ++h) {
+    if (Ph > 0 ? h != Ph : P % h || P / h > M * N) continue; // a given Ph is checked by the settings
+    for (CutForm f : {CutForm::tokens, CutForm::projections}) {
+      if (form && f != *form) continue;
+      const StepCost c = PredictStep(m, M, N, P, h, f, rate, net);
+      if (best.Ph == 0 || c.seconds() < best.seconds()) best = c;
+    }
   }
   return best;
 }

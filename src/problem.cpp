@@ -103,20 +103,19 @@ PetscErrorCode ProblemCreate(MPI_Comm comm, const Settings &settings, Problem *p
   PetscMPIInt size;
   PetscCallMPI(MPI_Comm_size(comm, &size));
   const Network net{s.parallel.latency, s.parallel.bandwidth};
-  PetscInt Ph = s.parallel.head_groups;
-  if (Ph == 0) {
-    Ph = ChooseHeadGroups(s.model, s.data.M, s.data.N, size, s.parallel.rate, net);
-    PetscCheck(Ph > 0, comm, PETSC_ERR_USER_INPUT,
-               "%d ranks are more than the %" PetscInt_FMT " tokens times %" PetscInt_FMT " heads can share", size,
-               s.data.M * s.data.N, s.model.H);
-  }
-  p->predicted = PredictStep(s.model, s.data.M, s.data.N, size, Ph, s.parallel.rate, net);
-  PetscCall(GridCreate(comm, Ph, s.model.H, &p->grid));
+  std::optional<CutForm> form;
+  if (s.parallel.cut_sequences != "auto")
+    form = s.parallel.cut_sequences == "tokens" ? CutForm::tokens : CutForm::projections;
+  p->predicted = ChooseGrid(s.model, s.data.M, s.data.N, size, s.parallel.rate, net, s.parallel.head_groups, form);
+  PetscCheck(p->predicted.Ph > 0, comm, PETSC_ERR_USER_INPUT,
+             "%d ranks are more than the %" PetscInt_FMT " tokens times %" PetscInt_FMT " heads can share", size,
+             s.data.M * s.data.N, s.model.H);
+  PetscCall(GridCreate(comm, p->predicted.Ph, s.model.H, &p->grid));
   PetscCall(TokenLayoutCreate(p->grid, s.data.M, s.data.N, s.model.d, &p->tokens));
   ModelSettings layers = s.model;
   if (s.scheme.shared) layers.L = 1; // one ensemble of heads for every depth
   PetscCall(HeadsCreate(p->grid, layers, &p->heads));
-  PetscCall(VelocityCreate(p->grid, p->tokens, &p->heads, s.model, &p->velocity));
+  PetscCall(VelocityCreate(p->grid, p->tokens, &p->heads, s.model, p->predicted.form, &p->velocity));
   PetscCall(FlowCreate(&p->velocity, s.model.L, s.scheme, &p->flow));
   PetscCall(VecDuplicate(p->tokens.state, &p->x0));
   PetscCall(VecDuplicate(p->tokens.state, &p->x1));

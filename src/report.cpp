@@ -20,10 +20,13 @@ PetscErrorCode ReportHeader(const Problem &p) {
                         p.grid.size, p.grid.Ph, p.grid.Pt));
   if (p.grid.size > 1) {
     const StepCost &c = p.predicted;
+    const std::string cut = c.cuts ? std::string(", sequences cut across token groups shared as ") + to_string(c.form)
+                                   : std::string();
     PetscCall(PetscPrintf(p.grid.comm,
-                          "grid %s: predicted training step %.3g s = compute %.3g s + communication %.3g s (%.0f "
+                          "grid %s%s: predicted training step %.3g s = compute %.3g s + communication %.3g s (%.0f "
                           "messages, %.3g MB a rank; %.3g us, %.3g GB/s, %.3g Gop/s a rank)\n",
-                          s.is_explicit("parallel.head_groups") ? "given" : "chosen by the cost model", c.seconds(),
+                          s.is_explicit("parallel.head_groups") ? "given" : "chosen by the cost model", cut.c_str(),
+                          c.seconds(),
                           c.compute, c.communication, c.messages, c.bytes / 1e6, s.parallel.latency * 1e6,
                           s.parallel.bandwidth / 1e9, s.parallel.rate / 1e9));
   }

@@ -294,6 +294,11 @@ std::vector<Option> declare(Settings &s) {
               "depths 0, 1/S, ..., 1 (/trajectory); S must divide model.L (0: off)"),
       integer("parallel.head_groups", &s.parallel.head_groups, 0,
               "head groups of the process grid (must divide the rank count; 0: the least predicted step time)"),
+      choice("parallel.cut_sequences", s.parallel.cut_sequences, {"auto", "tokens", "projections"},
+             [&s](const std::string &v) { s.parallel.cut_sequences = v; },
+             "what a token group sends the others for a sequence cut across token groups: its tokens (every group "
+             "projects the whole sequence) or their key and value projections (no group projects another's tokens); "
+             "auto: the less predicted step time"),
       real("parallel.latency", &s.parallel.latency, 0.0, false, "cost model: seconds a message (grid choice)"),
       real("parallel.bandwidth", &s.parallel.bandwidth, 0.0, true, "cost model: bytes a second a link (grid choice)"),
       real("parallel.rate", &s.parallel.rate, 0.0, true,

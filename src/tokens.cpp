@@ -1,4 +1,4 @@
-// Token layout: ownership ranges and the two-stage gather of whole sequences.
+// Token layout: ownership ranges, the group's gather, the key projections of cut sequences.
 #include "mft/tokens.hpp"
 
 #include "mft/exchange.hpp"
@@ -10,6 +10,8 @@ namespace mft {
 namespace {
 constexpr PetscMPIInt kTag = 7152;
 }
+
+const char *to_string(CutForm f) { return f == CutForm::tokens ? "tokens" : "projections"; }
 
 Range GroupTokens(PetscInt P, PetscInt Ph, PetscInt M, PetscInt N, PetscInt rank) {
   return split(M * N, P / Ph, rank / Ph);
@@ -30,52 +32,25 @@ Range GroupSequences(PetscInt P, PetscInt Ph, PetscInt M, PetscInt N, PetscInt r
   return s;
 }
 
-TokenPlan TokenPlanFor(PetscInt P, PetscInt Ph, PetscInt M, PetscInt N, PetscInt rank) {
+std::vector<CutSequence> CutSequencesFor(PetscInt P, PetscInt Ph, PetscInt M, PetscInt N, PetscInt rank) {
   const PetscInt Pt = P / Ph, a = rank % Ph, b = rank / Ph;
-  TokenPlan plan;
-  auto group_of = [&](PetscInt token) { // the last token group that begins at or before token
-    PetscInt lo = 0, hi = Pt - 1;
-    while (lo < hi) {
-      const PetscInt mid = (lo + hi + 1) / 2;
-      if (split(M * N, Pt, mid).begin <= token) lo = mid;
-      else hi = mid - 1;
-    }
-    return lo;
+  auto part = [&](PetscInt group, PetscInt m) { // group's tokens of sequence m (possibly empty)
+    const Range g = split(M * N, Pt, group);
+    return Range{std::max(g.begin, m * N), std::max(std::min(g.end, (m + 1) * N), std::max(g.begin, m * N))};
   };
-  // What rank (a_, g) of each other token group g owns of the tokens [t0, t1), in token order.
-  auto pieces = [&](PetscInt a_, PetscInt t0, PetscInt t1, std::vector<TokenPiece> &out) {
-    if (t1 <= t0) return;
-    for (PetscInt g = group_of(t0); g < Pt && split(M * N, Pt, g).begin < t1; ++g) {
-      if (g == b) continue;
-      const Range own = OwnedTokens(P, Ph, M, N, g * Ph + a_);
-      const PetscInt lo = std::max(own.begin, t0), hi = std::min(own.end, t1);
-      if (hi > lo) out.push_back({g * Ph + a_, lo, hi});
-    }
-  };
+  std::vector<CutSequence> cuts;
   const Range s = GroupSequences(P, Ph, M, N, rank);
-  pieces(a, s.begin * N, s.end * N, plan.receive);
-  // The other groups whose sequences meet the owned tokens, in group order.
-  const Range own = OwnedTokens(P, Ph, M, N, rank);
-  if (own.size() > 0)
-    for (PetscInt g = group_of((own.begin / N) * N); g < Pt; ++g) {
-      const Range sg = GroupSequences(P, Ph, M, N, g * Ph);
-      if (sg.size() > 0 && sg.begin * N >= own.end) break;
-      const PetscInt lo = std::max(own.begin, sg.begin * N), hi = std::min(own.end, sg.end * N);
-      if (g != b && hi > lo) plan.give.push_back({g * Ph + a, lo, hi});
-    }
-  // Stage B: each rank of the group brings its own tokens, then what it received.
-  plan.segments.resize((size_t)Ph);
-  plan.counts.assign((size_t)Ph, 0);
-  for (PetscInt a_ = 0; a_ < Ph; ++a_) {
-    std::vector<TokenPiece> got;
-    pieces(a_, s.begin * N, s.end * N, got);
-    const Range mine = OwnedTokens(P, Ph, M, N, b * Ph + a_);
-    std::vector<Range> &seg = plan.segments[a_];
-    if (mine.size() > 0) seg.push_back(mine);
-    for (const TokenPiece &p : got) seg.push_back({p.begin, p.end});
-    for (const Range &r : seg) plan.counts[a_] += r.size();
+  for (PetscInt m = s.begin; m < s.end; ++m) {
+    CutSequence c;
+    c.m = m;
+    c.mine = part(b, m);
+    if (c.mine.size() == N) continue;
+    // Groups are contiguous: the sequence's other parts are held by the groups just before and after b.
+    for (PetscInt g = b - 1; g >= 0 && part(g, m).size() > 0; --g) c.peers.insert(c.peers.begin(), {g * Ph + a, part(g, m).begin, part(g, m).end});
+    for (PetscInt g = b + 1; g < Pt && part(g, m).size() > 0; ++g) c.peers.push_back({g * Ph + a, part(g, m).begin, part(g, m).end});
+    cuts.push_back(c);
   }
-  return plan;
+  return cuts;
 }
 
 Range TokenLayout::queries(PetscInt m) const {
@@ -84,6 +59,12 @@ Range TokenLayout::queries(PetscInt m) const {
   r.end = std::min(group.end - m * N, N);
   if (r.end < r.begin) r.end = r.begin;
   return r;
+}
+
+PetscInt TokenLayout::cut(PetscInt m) const {
+  for (size_t c = 0; c < cuts.size(); ++c)
+    if (cuts[c].m == m) return (PetscInt)c;
+  return -1;
 }
 
 PetscErrorCode TokenLayoutCreate(const Grid &g, PetscInt M, PetscInt N, PetscInt d, TokenLayout *t) {
@@ -98,14 +79,9 @@ PetscErrorCode TokenLayoutCreate(const Grid &g, PetscInt M, PetscInt N, PetscInt
   t->seqs = GroupSequences(g.size, g.Ph, M, N, g.rank);
   t->counts.resize(g.Ph);
   for (PetscInt a = 0; a < g.Ph; ++a) t->counts[a] = split(t->group.size(), g.Ph, a).size() * d;
-  t->plan = TokenPlanFor(g.size, g.Ph, M, N, g.rank);
-  for (PetscInt &c : t->plan.counts) c *= d; // entries, not tokens
-  PetscInt given = 0;
-  for (const TokenPiece &p : t->plan.give) given += (p.end - p.begin) * d;
-  t->incoming.assign((size_t)given, 0.0);
-  t->staging.assign((size_t)(t->seqs.size() * N * d), 0.0);
+  t->cuts = CutSequencesFor(g.size, g.Ph, M, N, g.rank);
   PetscCall(VecCreateMPI(g.comm, t->owned.size() * d, M * N * d, &t->state));
-  PetscCall(VecCreateSeq(PETSC_COMM_SELF, t->seqs.size() * N * d, &t->local));
+  PetscCall(VecCreateSeq(PETSC_COMM_SELF, t->group.size() * d, &t->local));
   PetscFunctionReturn(0);
 }
 
@@ -116,13 +92,38 @@ PetscErrorCode TokenLayoutDestroy(TokenLayout *t) {
   PetscFunctionReturn(0);
 }
 
+PetscErrorCode TokensGather(const TokenLayout &t, Vec state, Vec local) {
+  const PetscScalar *xs;
+  PetscScalar *xl;
+  PetscFunctionBeginUser;
+  PetscCall(VecGetArrayRead(state, &xs));
+  PetscCall(VecGetArray(local, &xl));
+  std::copy(xs, xs + t.owned.size() * t.d, xl + (t.owned.begin - t.group.begin) * t.d);
+  PetscCall(AllgatherSegments(t.head_comm, xl, t.counts));
+  PetscCall(VecRestoreArray(local, &xl));
+  PetscCall(VecRestoreArrayRead(state, &xs));
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode TokensScatterAdd(const TokenLayout &t, Vec local, Vec state) {
+  PetscScalar *xl, *xs;
+  PetscFunctionBeginUser;
+  PetscCall(VecGetArray(local, &xl));
+  PetscCall(VecGetArray(state, &xs));
+  PetscCall(ReduceScatterSum(t.head_comm, xl, t.counts, xs));
+  PetscCall(VecRestoreArray(state, &xs));
+  PetscCall(VecRestoreArray(local, &xl));
+  PetscFunctionReturn(0);
+}
+
 namespace {
 
-// Posts a send or a receive of tokens [begin, end) at `base` (d entries a token).
-PetscErrorCode Post(const TokenLayout &t, bool send, const TokenPiece &p, double *base, std::vector<MPI_Request> &req) {
+// Posts a send or a receive of the rows of tokens [p.begin, p.end) at `base`.
+PetscErrorCode Post(const TokenLayout &t, bool send, const TokenPiece &p, double *base, PetscInt width,
+                    std::vector<MPI_Request> &req) {
   PetscMPIInt n, peer;
   PetscFunctionBeginUser;
-  PetscCall(PetscMPIIntCast((p.end - p.begin) * t.d, &n));
+  PetscCall(PetscMPIIntCast((p.end - p.begin) * width, &n));
   PetscCall(PetscMPIIntCast(p.peer, &peer));
   req.emplace_back();
   if (send) {
@@ -135,93 +136,50 @@ PetscErrorCode Post(const TokenLayout &t, bool send, const TokenPiece &p, double
   PetscFunctionReturn(0);
 }
 
-// Posts the pieces, one after the other in the contiguous buffer `base`.
-PetscErrorCode PostPacked(const TokenLayout &t, bool send, const std::vector<TokenPiece> &pieces, double *base,
-                          std::vector<MPI_Request> &req) {
-  PetscFunctionBeginUser;
-  for (const TokenPiece &p : pieces) {
-    PetscCall(Post(t, send, p, base, req));
-    base += (p.end - p.begin) * t.d;
-  }
-  PetscFunctionReturn(0);
-}
-
-// Copies between the staging vector (the group's segments in order) and the
-// gathered sequences: into local, or out of it.
-void Unstage(const TokenLayout &t, double *local, bool to_local) {
-  const PetscInt first = t.seqs.begin * t.N;
-  double *st = t.staging.data();
-  for (const auto &seg : t.plan.segments)
-    for (const Range &r : seg) {
-      double *lo = local + (r.begin - first) * t.d;
-      const PetscInt n = r.size() * t.d;
-      if (to_local) std::copy(st, st + n, lo);
-      else std::copy(lo, lo + n, st);
-      st += n;
-    }
-}
-
-// The first entry of segment a in the staging vector.
-PetscInt SegmentBegin(const TokenLayout &t, PetscMPIInt a) {
-  PetscInt begin = 0;
-  for (PetscMPIInt r = 0; r < a; ++r) begin += t.plan.counts[r];
-  return begin;
+// The row of flat token j (in cut c's sequence) in the key projections.
+double *KeyRow(const TokenLayout &t, double *keys, PetscInt width, size_t c, PetscInt j) {
+  return keys + ((PetscInt)c * t.N + j - t.cuts[c].m * t.N) * width;
 }
 
 } // namespace
 
-PetscErrorCode TokensGather(const TokenLayout &t, Vec state, Vec local) {
-  const PetscScalar *xs;
-  PetscScalar *xl;
-  PetscMPIInt a;
+PetscErrorCode TokensShareKeys(const TokenLayout &t, double *keys, PetscInt width) {
   std::vector<MPI_Request> req;
   PetscFunctionBeginUser;
-  PetscCallMPI(MPI_Comm_rank(t.head_comm, &a));
-  PetscCall(VecGetArrayRead(state, &xs));
-  PetscCall(VecGetArray(local, &xl));
-  // Stage A: this rank's segment is its own tokens, then what it receives.
-  double *seg = t.staging.data() + SegmentBegin(t, a);
-  std::copy(xs, xs + t.owned.size() * t.d, seg);
-  PetscCall(PostPacked(t, false, t.plan.receive, seg + t.owned.size() * t.d, req));
-  for (const TokenPiece &p : t.plan.give)
-    PetscCall(Post(t, true, p, const_cast<double *>(xs) + (p.begin - t.owned.begin) * t.d, req));
+  for (size_t c = 0; c < t.cuts.size(); ++c) {
+    const CutSequence &cs = t.cuts[c];
+    for (const TokenPiece &p : cs.peers) {
+      PetscCall(Post(t, false, p, KeyRow(t, keys, width, c, p.begin), width, req));
+      PetscCall(Post(t, true, {p.peer, cs.mine.begin, cs.mine.end}, KeyRow(t, keys, width, c, cs.mine.begin), width, req));
+    }
+  }
   PetscCallMPI(MPI_Waitall((int)req.size(), req.data(), MPI_STATUSES_IGNORE));
-  // Stage B: every segment of the group, then into sequence order.
-  PetscCall(AllgatherSegments(t.head_comm, t.staging.data(), t.plan.counts));
-  Unstage(t, xl, true);
-  PetscCall(VecRestoreArray(local, &xl));
-  PetscCall(VecRestoreArrayRead(state, &xs));
   PetscFunctionReturn(0);
 }
 
-PetscErrorCode TokensScatterAdd(const TokenLayout &t, Vec local, Vec state) {
-  const PetscScalar *xl;
-  PetscScalar *xs;
-  PetscMPIInt a;
+PetscErrorCode TokensReturnKeys(const TokenLayout &t, double *keys, PetscInt width) {
   std::vector<MPI_Request> req;
   PetscFunctionBeginUser;
-  PetscCallMPI(MPI_Comm_rank(t.head_comm, &a));
-  PetscCall(VecGetArrayRead(local, &xl));
-  PetscCall(VecGetArray(state, &xs));
-  // Stage B reversed: the group's sum of each segment, onto its rank.
-  Unstage(t, const_cast<double *>(xl), false);
-  const PetscInt n = t.owned.size() * t.d;
-  std::vector<double> seg((size_t)t.plan.counts[a]);
-  PetscCall(ReduceScatterSum(t.head_comm, t.staging.data(), t.plan.counts, seg.data()));
-  // Stage A reversed: the received pieces go back to their owners, and the
-  // other groups' sums of the own tokens come in.
-  PetscCall(PostPacked(t, true, t.plan.receive, seg.data() + n, req));
-  PetscCall(PostPacked(t, false, t.plan.give, t.incoming.data(), req));
-  PetscCallMPI(MPI_Waitall((int)req.size(), req.data(), MPI_STATUSES_IGNORE));
-  // The own group's sum first, then the other groups' in group order.
-  std::copy(seg.data(), seg.data() + n, xs);
-  const double *in = t.incoming.data();
-  for (const TokenPiece &p : t.plan.give) {
-    for (PetscInt e = 0; e < (p.end - p.begin) * t.d; ++e) xs[(p.begin - t.owned.begin) * t.d + e] += in[e];
-    in += (p.end - p.begin) * t.d;
+  PetscInt incoming = 0;
+  for (const CutSequence &cs : t.cuts) incoming += (PetscInt)cs.peers.size() * cs.mine.size() * width;
+  t.incoming.resize((size_t)incoming);
+  double *in = t.incoming.data();
+  for (size_t c = 0; c < t.cuts.size(); ++c) {
+    const CutSequence &cs = t.cuts[c];
+    for (const TokenPiece &p : cs.peers) {
+      PetscCall(Post(t, false, {p.peer, cs.mine.begin, cs.mine.end}, in, width, req));
+      PetscCall(Post(t, true, p, KeyRow(t, keys, width, c, p.begin), width, req));
+      in += cs.mine.size() * width;
+    }
   }
-  PetscCall(VecRestoreArray(state, &xs));
-  PetscCall(VecRestoreArrayRead(local, &xl));
+  PetscCallMPI(MPI_Waitall((int)req.size(), req.data(), MPI_STATUSES_IGNORE));
+  in = t.incoming.data();
+  for (size_t c = 0; c < t.cuts.size(); ++c) {
+    const CutSequence &cs = t.cuts[c];
+    double *mine = KeyRow(t, keys, width, c, cs.mine.begin);
+    for (size_t p = 0; p < cs.peers.size(); ++p, in += cs.mine.size() * width)
+      for (PetscInt e = 0; e < cs.mine.size() * width; ++e) mine[e] += in[e];
+  }
   PetscFunctionReturn(0);
 }
 

@@ -10,7 +10,8 @@
 
 namespace mft {
 
-PetscErrorCode VelocityCreate(const Grid &g, const TokenLayout &t, Heads *h, const ModelSettings &m, Velocity *v) {
+PetscErrorCode VelocityCreate(const Grid &g, const TokenLayout &t, Heads *h, const ModelSettings &m, CutForm form,
+                              Velocity *v) {
   PetscFunctionBeginUser;
   v->grid = &g;
   v->tokens = &t;
@@ -22,6 +23,10 @@ PetscErrorCode VelocityCreate(const Grid &g, const TokenLayout &t, Heads *h, con
   PetscCall(VecDuplicate(t.local, &v->dx_local));
   PetscCall(VecDuplicate(t.state, &v->scratch));
   if (g.Ph > 1) v->partial.assign((size_t)(t.group.size() * t.d), 0.0);
+  v->form = form;
+  v->key_width = form == CutForm::tokens ? t.d : h->group.size() * (h->shape.k + h->shape.dv);
+  v->keys.assign((size_t)((PetscInt)t.cuts.size() * t.N * v->key_width), 0.0);
+  v->dkeys.assign(v->keys.size(), 0.0);
   v->work.reserve(h->shape, t.N);
   PetscFunctionReturn(0);
 }
@@ -35,11 +40,47 @@ PetscErrorCode VelocityDestroy(Velocity *v) {
   PetscFunctionReturn(0);
 }
 
+namespace {
+
+// The first entry of flat token j in the group's gathered tokens.
+PetscInt at(const TokenLayout &t, PetscInt m, PetscInt i) { return (m * t.N + i - t.group.begin) * t.d; }
+
+// The rows of cut c: its whole sequence's tokens, or local head hl's projections.
+PetscInt key_block(const Velocity &v, PetscInt c, PetscInt hl) {
+  const PetscInt first = c * v.tokens->N * v.key_width;
+  return v.form == CutForm::tokens ? first : first + hl * (v.heads->shape.k + v.heads->shape.dv);
+}
+
+} // namespace
+
 PetscErrorCode VelocityPrepare(Velocity *v, PetscInt l, Vec x) {
+  const TokenLayout &t = *v->tokens;
+  const Heads &h = *v->heads;
   PetscFunctionBeginUser;
-  const double t0 = MPI_Wtime();
-  PetscCall(TokensGather(*v->tokens, x, v->x_local));
+  double t0 = MPI_Wtime();
+  PetscCall(TokensGather(t, x, v->x_local));
   v->seconds_comm += MPI_Wtime() - t0;
+  if (!t.cuts.empty()) { // the group's rows of its cut sequences (tokens or projections), then shared
+    const PetscScalar *xs;
+    t0 = MPI_Wtime();
+    PetscCall(VecGetArrayRead(v->x_local, &xs));
+    for (PetscInt c = 0; c < (PetscInt)t.cuts.size(); ++c) {
+      const CutSequence &cs = t.cuts[c];
+      const PetscInt row = cs.mine.begin - cs.m * t.N;
+      const double *x = xs + at(t, cs.m, row);
+      if (v->form == CutForm::tokens)
+        std::copy(x, x + cs.mine.size() * t.d, v->keys.data() + key_block(*v, c, 0) + row * t.d);
+      else
+        for (PetscInt hl = 0; hl < h.group.size(); ++hl)
+          attention_keys(h.shape, h.head(l, hl), x, cs.mine.size(),
+                         v->keys.data() + key_block(*v, c, hl) + row * v->key_width, v->key_width, v->work);
+    }
+    PetscCall(VecRestoreArrayRead(v->x_local, &xs));
+    v->seconds_kernel += MPI_Wtime() - t0;
+    t0 = MPI_Wtime();
+    PetscCall(TokensShareKeys(t, v->keys.data(), v->key_width));
+    v->seconds_comm += MPI_Wtime() - t0;
+  }
   v->layer = l;
   v->grad_layer = -1;
   PetscFunctionReturn(0);
@@ -48,7 +89,6 @@ PetscErrorCode VelocityPrepare(Velocity *v, PetscInt l, Vec x) {
 PetscErrorCode VelocityEvaluate(Velocity *v, PetscInt l, Vec x, Vec f) {
   const TokenLayout &t = *v->tokens;
   const Heads &h = *v->heads;
-  const PetscInt seq = t.N * t.d;
   const double scale = 1.0 / (double)h.H;
   const PetscScalar *xs;
   PetscScalar *fa;
@@ -64,8 +104,15 @@ PetscErrorCode VelocityEvaluate(Velocity *v, PetscInt l, Vec x, Vec f) {
     for (PetscInt m = t.seqs.begin; m < t.seqs.end; ++m) {
       if (v->active && !(*v->active)[m]) continue; // outside the batch: not needed by the risk
       const Range q = t.queries(m);
-      attention_forward(h.shape, h.head(l, hl), v->options, xs + (m - t.seqs.begin) * seq, t.N, q, scale,
-                        out + (m * t.N + q.begin - t.group.begin) * t.d, v->work);
+      const PetscInt c = t.cut(m);
+      if (c < 0 || v->form == CutForm::tokens) // the sequence's tokens: held by the group or shared
+        attention_forward(h.shape, h.head(l, hl), v->options,
+                          c < 0 ? xs + at(t, m, 0) : v->keys.data() + key_block(*v, c, hl), t.N, q, scale,
+                          out + at(t, m, q.begin), v->work);
+      else
+        attention_forward_keys(h.shape, h.head(l, hl), v->options, xs + at(t, m, q.begin),
+                               v->keys.data() + key_block(*v, c, hl), v->key_width, t.N, q, scale,
+                               out + at(t, m, q.begin), v->work);
     }
   v->seconds_kernel += MPI_Wtime() - t0;
   t0 = MPI_Wtime();
@@ -80,7 +127,7 @@ PetscErrorCode VelocityEvaluate(Velocity *v, PetscInt l, Vec x, Vec f) {
 PetscErrorCode VelocityReverse(Velocity *v, Vec lam, Vec dx) {
   const TokenLayout &t = *v->tokens;
   Heads &h = *v->heads;
-  const PetscInt seq = t.N * t.d, l = v->layer;
+  const PetscInt l = v->layer;
   const double scale = 1.0 / (double)h.H;
   const PetscScalar *xs, *ls;
   PetscScalar *ds;
@@ -92,23 +139,56 @@ PetscErrorCode VelocityReverse(Velocity *v, Vec lam, Vec dx) {
   t0 = MPI_Wtime();
   PetscCall(VecSet(v->dx_local, 0.0));
   std::fill(h.layer_grad.begin(), h.layer_grad.end(), 0.0);
+  std::fill(v->dkeys.begin(), v->dkeys.end(), 0.0);
   PetscCall(VecGetArrayRead(v->x_local, &xs));
   PetscCall(VecGetArrayRead(v->lam_local, &ls));
   PetscCall(VecGetArray(v->dx_local, &ds));
+  auto skip = [&](PetscInt m) { return v->active && !(*v->active)[m]; }; // zero adjoint outside the batch
   for (PetscInt hl = 0; hl < h.group.size(); ++hl)
     for (PetscInt m = t.seqs.begin; m < t.seqs.end; ++m) {
       const Range q = t.queries(m);
-      if (q.size() == 0 || (v->active && !(*v->active)[m])) continue; // zero adjoint outside the batch
-      const PetscInt base = (m - t.seqs.begin) * seq;
-      attention_reverse(h.shape, h.head(l, hl), v->options, xs + base, t.N, q, scale, ls + base + q.begin * t.d,
-                        ds + base, h.layer_grad.data() + hl * h.shape.size, v->work);
+      const PetscInt c = t.cut(m);
+      double *dtheta = h.layer_grad.data() + hl * h.shape.size;
+      if (q.size() == 0 || skip(m)) continue;
+      if (c < 0)
+        attention_reverse(h.shape, h.head(l, hl), v->options, xs + at(t, m, 0), t.N, q, scale, ls + at(t, m, q.begin),
+                          ds + at(t, m, 0), dtheta, v->work);
+      else if (v->form == CutForm::tokens) // the shared tokens' gradients go back with the rows
+        attention_reverse(h.shape, h.head(l, hl), v->options, v->keys.data() + key_block(*v, c, hl), t.N, q, scale,
+                          ls + at(t, m, q.begin), v->dkeys.data() + key_block(*v, c, hl), dtheta, v->work);
+      else
+        attention_reverse_keys(h.shape, h.head(l, hl), v->options, xs + at(t, m, q.begin),
+                               v->keys.data() + key_block(*v, c, hl), v->key_width, t.N, q, scale,
+                               ls + at(t, m, q.begin), ds + at(t, m, q.begin), v->dkeys.data() + key_block(*v, c, hl),
+                               dtheta, v->work);
     }
+  v->seconds_kernel += MPI_Wtime() - t0;
+  if (!t.cuts.empty()) { // the rows' gradients back to their group, then onto its tokens
+    t0 = MPI_Wtime();
+    PetscCall(TokensReturnKeys(t, v->dkeys.data(), v->key_width));
+    v->seconds_comm += MPI_Wtime() - t0;
+    t0 = MPI_Wtime();
+    for (PetscInt c = 0; c < (PetscInt)t.cuts.size(); ++c) {
+      const CutSequence &cs = t.cuts[c];
+      const PetscInt row = cs.mine.begin - cs.m * t.N;
+      if (skip(cs.m)) continue;
+      if (v->form == CutForm::tokens) {
+        const double *g = v->dkeys.data() + key_block(*v, c, 0) + row * t.d;
+        for (PetscInt e = 0; e < cs.mine.size() * t.d; ++e) ds[at(t, cs.m, row) + e] += g[e];
+        continue;
+      }
+      for (PetscInt hl = 0; hl < h.group.size(); ++hl)
+        attention_keys_reverse(h.shape, h.head(l, hl), xs + at(t, cs.m, row), cs.mine.size(),
+                               v->dkeys.data() + key_block(*v, c, hl) + row * v->key_width, v->key_width,
+                               ds + at(t, cs.m, row), h.layer_grad.data() + hl * h.shape.size);
+    }
+    v->seconds_kernel += MPI_Wtime() - t0;
+  }
   PetscCall(VecRestoreArray(v->dx_local, &ds));
   PetscCall(VecRestoreArrayRead(v->lam_local, &ls));
   PetscCall(VecRestoreArrayRead(v->x_local, &xs));
-  v->seconds_kernel += MPI_Wtime() - t0;
   t0 = MPI_Wtime();
-  // Every rank that saw token j as a key or query adds its part.
+  // Every rank of the group that saw token j as a key or query adds its part.
   PetscCall(TokensScatterAdd(t, v->dx_local, dx));
   v->seconds_comm += MPI_Wtime() - t0;
   v->grad_layer = l;

@@ -3,22 +3,27 @@
 // What crosses the network is counted rank by rank from the layouts the
 // solver itself uses (split() of tokens and heads, tokens.hpp and heads.hpp;
 // the plans of exchange.hpp), not estimated:
-//   per layer  the forward gathers the sequences of each token group (one
-//              VecScatter: a message from every other rank that owns some of
-//              their tokens) and, with Ph > 1, reduce-scatters the velocity
-//              over the head groups; the adjoint gathers the state and the
-//              adjoint and scatters the contributions back: three more of
-//              the gather's pattern;
+//   per layer  each token group gathers its tokens over its Ph ranks three
+//              times (the forward's state, the adjoint's state and adjoint)
+//              and reduce-scatters the contributions once, and with Ph > 1
+//              the forward's velocity too; for each sequence cut across
+//              token groups, the group's rows (tokens or key projections,
+//              tokens.hpp) go to every other group holding part of it twice
+//              (forward, adjoint) and their gradients come back once;
 //   per step   the head gradients are reduce-scattered over the token groups
 //              once and the updated heads allgathered once, each with a
 //              PETSc scatter between the chunks and theta (local when Ph = 1).
 // Compute: the attention operations each rank does (bench.hpp's count, with
-// the keys' and values' projections of every sequence it touches), at `rate`.
+// the keys' and values' projections of every sequence it touches, or, for a
+// cut sequence shared as projections, of the group's own tokens), at `rate`.
 // Time: the slowest rank's compute plus the slowest rank's
 // messages * latency + bytes / bandwidth.
 #pragma once
 
 #include "mft/settings.hpp"
+#include "mft/tokens.hpp"
+
+#include <optional>
 
 namespace mft {
 
@@ -29,6 +34,8 @@ struct Network {
 
 struct StepCost {
   PetscInt P = 1, Ph = 1, Pt = 1;
+  CutForm form = CutForm::tokens;
+  bool cuts = false;                      // some token group holds part of a sequence
   double messages = 0, bytes = 0;         // sent per rank and step: the mean over ranks
   double scatter_messages = 0, scatter_bytes = 0; // of which PETSc's scatters (the rest: exchange.hpp)
   double max_messages = 0, max_bytes = 0; // the busiest rank's
@@ -37,12 +44,16 @@ struct StepCost {
   double seconds() const { return compute + communication; }
 };
 
-// The step of `m` on M sequences of N tokens, P ranks in Ph head groups.
-StepCost PredictStep(const ModelSettings &m, PetscInt M, PetscInt N, PetscInt P, PetscInt Ph, double rate,
-                     const Network &net);
+// The step of `m` on M sequences of N tokens, P ranks in Ph head groups, cut
+// sequences shared in `form`.
+StepCost PredictStep(const ModelSettings &m, PetscInt M, PetscInt N, PetscInt P, PetscInt Ph, CutForm form,
+                     double rate, const Network &net);
 
-// The head-group count (a divisor of P, at most H, leaving every token group
-// a token) of least predicted step time; 0 when there is none.
-PetscInt ChooseHeadGroups(const ModelSettings &m, PetscInt M, PetscInt N, PetscInt P, double rate, const Network &net);
+// The grid of least predicted step time: over the head-group counts Ph (a
+// divisor of P, at most H, leaving every token group a token; only `Ph` when
+// it is given, > 0) and the forms (only `form` when given). Ph = 0 in the
+// result when there is none.
+StepCost ChooseGrid(const ModelSettings &m, PetscInt M, PetscInt N, PetscInt P, double rate, const Network &net,
+                    PetscInt Ph = 0, std::optional<CutForm> form = std::nullopt);
 
 } // namespace mft

@@ -131,6 +131,7 @@ struct OutputSettings {
 
 struct ParallelSettings {
   PetscInt head_groups = 0;   // 0: chosen by the cost model (cost.hpp)
+  std::string cut_sequences = "auto"; // tokens | projections | auto (tokens.hpp; auto: the cost model's choice)
   double latency = 1.5e-6;    // the cost model's network: seconds a message
   double bandwidth = 12e9;    // bytes a second
   double rate = 13.6e9;       // attention operations a second on one rank

@@ -3,21 +3,27 @@
 // The state x (and the adjoint p) is one PETSc Vec of M*N*d entries in the
 // natural order (m, i, c): tokens x[m,i] in R^d, sequence-major. Token group b
 // of the grid owns the contiguous tokens `group`, split among its Ph ranks
-// (`owned`, whole tokens). Attention needs every key of a query's sequence, so
-// each rank gathers the sequences its group touches (`seqs`, whole sequences,
-// possibly cut by neighbouring groups) into a sequential `local` Vec, and the
-// contributions to them (as keys and queries) go back to their owners and add
-// up.
+// (`owned`, whole tokens). The group computes the velocity at its tokens, so
+// each rank of the group gathers the group's tokens into a sequential `local`
+// Vec (an allgather over the Ph ranks, exchange.hpp: log2 Ph messages), and
+// the contributions to them go back to their owners and add up (the reverse,
+// a reduce-scatter).
 //
-// The gather is two stages, so that a rank sends few messages however many
-// ranks share a sequence: (A) rank (a, b) receives from rank (a, b') of every
-// other token group b' the tokens of its sequences that (a, b') owns (none
-// when the token groups hold whole sequences); (B) the Ph ranks of token group
-// b allgather what each owns or received (exchange.hpp: log2 Ph messages).
-// The way back is the reverse: a reduce-scatter over the group, then each
-// piece back to its owner. The plan is made from the layout alone
-// (TokenPlanFor), so that the cost model counts exactly what is sent; the
-// additions are in a fixed order: bitwise repeatable on the same ranks.
+// Attention also needs every key of a query's sequence. A sequence held whole
+// by the group is projected there. For a sequence cut across token groups
+// (`cuts`), rank (a, b) exchanges rows point to point with rank (a, b') of
+// every other group b' that holds part of it (TokensShareKeys), in one of two
+// forms (CutForm): the group's tokens (d numbers a token; every group then
+// projects the whole sequence, as if it held it), or the projections of the
+// group's tokens onto the keys and values of the head group's heads
+// (Hl (k + dv) numbers a token; no group projects another's tokens). In the
+// reverse, the gradients with respect to the rows go back to the tokens'
+// group and add up there (TokensReturnKeys). The cost model picks the form
+// whose step is predicted shorter: projections save the compute, tokens the
+// bytes when Hl (k + dv) is much larger than d.
+// The plans are made from the layout alone (CutSequencesFor), so that the
+// cost model counts exactly what is sent; the additions are in a fixed order:
+// bitwise repeatable on the same ranks.
 #pragma once
 
 #include "mft/grid.hpp"
@@ -28,16 +34,23 @@
 
 namespace mft {
 
+// What a group sends the others of a cut sequence: its tokens (d numbers a
+// token; each group then projects the whole sequence) or the projections.
+enum class CutForm { tokens, projections };
+const char *to_string(CutForm f);
+
 // Tokens [begin, end) (flat m*N+i) that this rank exchanges with peer.
 struct TokenPiece {
   PetscInt peer, begin, end;
 };
 
-struct TokenPlan {
-  std::vector<TokenPiece> receive;           // stage A: pieces of `seqs` from (a, b'), b' != b
-  std::vector<TokenPiece> give;              // stage A: owned tokens to (a, b''), b'' != b
-  std::vector<std::vector<Range>> segments;  // stage B: per rank a' of the group, its token ranges in order
-  std::vector<PetscInt> counts;              // stage B: tokens of each segment (entries in TokenLayout)
+// A sequence m that the token group holds only part of: the group's tokens
+// `mine` of it, and every other group's part held by rank (a, b') (`peers`,
+// in group order).
+struct CutSequence {
+  PetscInt m = 0;
+  Range mine;
+  std::vector<TokenPiece> peers;
 };
 
 // Ownership on a grid of P ranks, Ph head groups (rank r: head group r % Ph,
@@ -45,7 +58,7 @@ struct TokenPlan {
 Range GroupTokens(PetscInt P, PetscInt Ph, PetscInt M, PetscInt N, PetscInt rank);
 Range OwnedTokens(PetscInt P, PetscInt Ph, PetscInt M, PetscInt N, PetscInt rank);
 Range GroupSequences(PetscInt P, PetscInt Ph, PetscInt M, PetscInt N, PetscInt rank);
-TokenPlan TokenPlanFor(PetscInt P, PetscInt Ph, PetscInt M, PetscInt N, PetscInt rank);
+std::vector<CutSequence> CutSequencesFor(PetscInt P, PetscInt Ph, PetscInt M, PetscInt N, PetscInt rank);
 
 struct TokenLayout {
   PetscInt M = 0, N = 0, d = 0;
@@ -53,26 +66,36 @@ struct TokenLayout {
   Range group;  // tokens (flat m*N+i) of this rank's token group: the queries it computes
   Range owned;  // tokens whose entries this rank owns in the state Vec
   Range seqs;   // sequences that hold the group's tokens
-  std::vector<PetscInt> counts;     // entries owned by each rank of head_comm (reduce-scatter)
-  Vec state = nullptr;              // template of the distributed state
-  Vec local = nullptr;              // template of the gathered sequences (sequential)
-  TokenPlan plan;
-  MPI_Comm head_comm = MPI_COMM_NULL;   // the Ph ranks of the token group (stage B)
-  mutable std::vector<double> staging;  // stage B's vector: the group's segments in order
-  mutable std::vector<double> incoming; // stage A's receive buffer of the additions
+  std::vector<PetscInt> counts;   // entries owned by each rank of head_comm (allgather, reduce-scatter)
+  std::vector<CutSequence> cuts;  // the sequences in seqs the group holds only part of
+  Vec state = nullptr;            // template of the distributed state
+  Vec local = nullptr;            // template of the group's tokens (sequential)
+  MPI_Comm head_comm = MPI_COMM_NULL;   // the Ph ranks of the token group
+  mutable std::vector<double> incoming; // receive buffer of the returned key gradients
 
   // Query range [i0, i1) of sequence m (in seqs) that this group computes.
   Range queries(PetscInt m) const;
+  // Index in cuts of sequence m, or -1 when the group holds it whole.
+  PetscInt cut(PetscInt m) const;
 };
 
 PetscErrorCode TokenLayoutCreate(const Grid &g, PetscInt M, PetscInt N, PetscInt d, TokenLayout *t);
 PetscErrorCode TokenLayoutDestroy(TokenLayout *t);
 
-// local <- the sequences `seqs` of the distributed state.
+// local <- the group's tokens of the distributed state.
 PetscErrorCode TokensGather(const TokenLayout &t, Vec state, Vec local);
 
-// state <- the sum, over every rank that gathered them, of the contributions
-// in local to each owned token (state is overwritten).
+// state <- the sum, over the ranks of the group, of the contributions in local
+// to each owned token (state is overwritten; local is used as scratch).
 PetscErrorCode TokensScatterAdd(const TokenLayout &t, Vec local, Vec state);
+
+// Key projections of the cut sequences: `keys` holds, for each cut c, N rows
+// of `width` numbers (row i: token i of the sequence), at keys + c N width.
+// Share: the rows of `mine` (filled by the caller) go to every peer, and the
+// peers' rows come in. Return: the rows of each peer's part go back to it,
+// and the rows of `mine` become the sum of every group's, own part first,
+// then the peers' in group order.
+PetscErrorCode TokensShareKeys(const TokenLayout &t, double *keys, PetscInt width);
+PetscErrorCode TokensReturnKeys(const TokenLayout &t, double *keys, PetscInt width);
 
 } // namespace mft

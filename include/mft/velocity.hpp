@@ -2,9 +2,11 @@
 //
 //   f(x)_i = (1/H) sum_h Attn_{theta[l,h]}(x_i)            (MODEL.md, 'Depth')
 //
-// Forward: each rank gathers the sequences of its token group, adds the
-// contributions of its head group for the group's queries, and the head
-// groups' partial sums are reduce-scattered onto the owned tokens.
+// Forward: each rank gathers the tokens of its token group (and, for a
+// sequence cut across token groups, the other groups' tokens or key
+// projections: tokens.hpp), adds the contributions of its head group for the group's
+// queries, and the head groups' partial sums are reduce-scattered onto the
+// owned tokens.
 // Reverse: one sweep per layer gives both (df/dx)^T lam, the state part with
 // its mean-field term (a key token receives from every query that attends to
 // it), and (df/dtheta)^T lam for the layer's heads. PETSc asks for the two
@@ -27,11 +29,17 @@ struct Velocity {
   Heads *heads = nullptr;
   AttentionOptions options;
   const std::vector<char> *active = nullptr; // sequences in the current batch (null: all)
-  Vec x_local = nullptr;   // gathered sequences of the state
-  Vec lam_local = nullptr; // gathered sequences of the adjoint
-  Vec dx_local = nullptr;  // contributions to every gathered token
+  Vec x_local = nullptr;   // the group's tokens of the state
+  Vec lam_local = nullptr; // the group's tokens of the adjoint
+  Vec dx_local = nullptr;  // contributions to the group's tokens
   Vec scratch = nullptr;   // a state-layout vector for a lone parameter transpose
   std::vector<double> partial; // the head group's velocity at the group's queries
+  // The rows of the cut sequences (tokens.hpp), per cut N rows of key_width
+  // numbers: the tokens (d), or the projections (Hl (k + dv): the group's
+  // heads in order, each K x_j then V x_j); their gradients in the reverse.
+  CutForm form = CutForm::tokens;
+  std::vector<double> keys, dkeys;
+  PetscInt key_width = 0;
   AttentionWork work;
   PetscInt layer = -1;     // layer whose state is gathered in x_local
   PetscInt sweeps = 0;     // reverse sweeps done (one per layer and adjoint solve)
@@ -42,13 +50,15 @@ struct Velocity {
   PetscObjectState grad_state = 0;
 };
 
-PetscErrorCode VelocityCreate(const Grid &g, const TokenLayout &t, Heads *h, const ModelSettings &m, Velocity *v);
+PetscErrorCode VelocityCreate(const Grid &g, const TokenLayout &t, Heads *h, const ModelSettings &m, CutForm form,
+                              Velocity *v);
 PetscErrorCode VelocityDestroy(Velocity *v);
 
 // f = velocity of layer l at state x.
 PetscErrorCode VelocityEvaluate(Velocity *v, PetscInt l, Vec x, Vec f);
 
-// Gathers the state x of layer l for the transposes that follow.
+// Gathers the state x of layer l (and shares the cut sequences' rows) for
+// the velocity or the transposes that follow.
 PetscErrorCode VelocityPrepare(Velocity *v, PetscInt l, Vec x);
 
 // dx = (df/dx)^T lam at the prepared state; keeps (df/dtheta)^T lam.

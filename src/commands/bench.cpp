@@ -116,12 +116,15 @@ PetscErrorCode BenchPredict(MPI_Comm comm, const std::string &name, const Settin
   const Network net{bs.parallel.latency, bs.parallel.bandwidth};
   std::istringstream list(bs.bench.ranks);
   PetscFunctionBeginUser;
-  const double t1 = PredictStep(m, bs.data.M, bs.data.N, 1, 1, rate, net).seconds();
+  const double t1 = PredictStep(m, bs.data.M, bs.data.N, 1, 1, CutForm::tokens, rate, net).seconds();
+  std::optional<CutForm> form;
+  if (bs.parallel.cut_sequences != "auto")
+    form = bs.parallel.cut_sequences == "tokens" ? CutForm::tokens : CutForm::projections;
   PetscCall(PetscPrintf(comm,
                         "%s predicted (%.4g GFLOP a step at %.3g GFLOP/s a rank; network %.3g us, %.3g GB/s):\n"
-                        "%8s %9s %12s %12s %10s %12s %11s\n",
+                        "%8s %9s %12s %12s %12s %10s %12s %11s\n",
                         name.c_str(), ops / 1e9, rate / 1e9, net.latency * 1e6, net.bandwidth / 1e9, "ranks", "grid",
-                        "compute s", "comm s", "msgs/rank", "MB/rank", "efficiency"));
+                        "cut seqs", "compute s", "comm s", "msgs/rank", "MB/rank", "efficiency"));
   for (std::string word; list >> word;) {
     PetscInt P = 0;
     try {
@@ -129,18 +132,19 @@ PetscErrorCode BenchPredict(MPI_Comm comm, const std::string &name, const Settin
     } catch (...) {
     }
     PetscCheck(P >= 1, comm, PETSC_ERR_USER_INPUT, "bench.ranks: '%s' is not a rank count", word.c_str());
-    const PetscInt Ph = ChooseHeadGroups(m, bs.data.M, bs.data.N, P, rate, net);
-    if (Ph == 0) {
+    const StepCost c = ChooseGrid(m, bs.data.M, bs.data.N, P, rate, net, 0, form);
+    if (c.Ph == 0) {
       PetscCall(PetscPrintf(comm, "%8" PetscInt_FMT " more ranks than tokens times heads\n", P));
       continue;
     }
-    const StepCost c = PredictStep(m, bs.data.M, bs.data.N, P, Ph, rate, net);
     const std::string grid = std::to_string(c.Ph) + "x" + std::to_string(c.Pt);
-    PetscCall(PetscPrintf(comm, "%8" PetscInt_FMT " %9s %12.4g %12.4g %10.0f %12.4g %11.3f\n", P, grid.c_str(),
-                          c.compute, c.communication, c.messages, c.bytes / 1e6, t1 / ((double)P * c.seconds())));
+    const std::string cut = c.cuts ? to_string(c.form) : "none";
+    PetscCall(PetscPrintf(comm, "%8" PetscInt_FMT " %9s %12s %12.4g %12.4g %10.0f %12.4g %11.3f\n", P, grid.c_str(),
+                          cut.c_str(), c.compute, c.communication, c.messages, c.bytes / 1e6,
+                          t1 / ((double)P * c.seconds())));
     Summary sum;
     sum.add("command", std::string("bench")).add("size", name).add("predicted_ranks", (long long)P);
-    sum.add("grid", grid).add("compute_seconds", c.compute).add("comm_seconds", c.communication);
+    sum.add("grid", grid).add("cut_sequences", cut).add("compute_seconds", c.compute).add("comm_seconds", c.communication);
     sum.add("messages_per_rank", c.messages).add("bytes_per_rank", c.bytes).add("efficiency", t1 / ((double)P * c.seconds()));
     PetscCall(sum.print(comm));
   }

@@ -125,6 +125,7 @@ PetscErrorCode CommandTrain(MPI_Comm comm, const std::vector<std::string> &args,
       .add("messages_per_rank", messages) // the program's own exchanges (exchange.hpp), not PETSc's scatters
       .add("bytes_per_rank", bytes)
       .add("grid", std::to_string(p.grid.Ph) + "x" + std::to_string(p.grid.Pt))
+      .add("cut_sequences", std::string(p.predicted.cuts ? to_string(p.velocity.form) : "none"))
       .add("predicted_messages_per_step", p.predicted.messages) // the cost model's (cost.hpp), per rank
       .add("predicted_bytes_per_step", p.predicted.bytes)
       .add("predicted_step_seconds", p.predicted.seconds())

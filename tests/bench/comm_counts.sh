@@ -38,7 +38,7 @@ shape[long]="--model.L 4 --model.H 8 --data.M 1 --data.N 512 --model.d 16 --mode
 shape[whole]="--model.L 4 --model.H 8 --data.M 8 --data.N 16 --parallel.head_groups 1"
 
 
-printf '%-5s %5s %7s %12s %12s %9s %14s %14s %9s\n' shape P grid "msgs meas" "msgs model" ratio "bytes meas" "bytes model" ratio
+printf '%-5s %5s %7s %12s %12s %12s %9s %14s %14s %9s\n' shape P grid "cut seqs" "msgs meas" "msgs model" ratio "bytes meas" "bytes model" ratio
 for name in ${SHAPES:-s2 long}; do
   for P in "${ranks[@]}"; do
     for steps in 1 3; do
@@ -64,8 +64,9 @@ b = [own("log%d.txt" % s, "bytes_per_rank") + scatters("log%d.txt" % s)[1] for s
 meas_m, meas_b = (m[1] - m[0]) / 2, (b[1] - b[0]) / 2
 pm, pb = own("log3.txt", "predicted_messages_per_step"), own("log3.txt", "predicted_bytes_per_step")
 grid = open("log3.txt").read().split('"grid": "')[1].split('"')[0]
+cut = open("log3.txt").read().split('"cut_sequences": "')[1].split('"')[0]
 r = lambda a, c: "%.3f" % (a / c) if c else ("1.000" if a == 0 else "inf")
-print("%-5s %5d %7s %12.1f %12.1f %9s %14.0f %14.0f %9s" % (name, P, grid, meas_m, pm, r(meas_m, pm), meas_b, pb, r(meas_b, pb)))
+print("%-5s %5d %7s %12s %12.1f %12.1f %9s %14.0f %14.0f %9s" % (name, P, grid, cut, meas_m, pm, r(meas_m, pm), meas_b, pb, r(meas_b, pb)))
 if check:
     off = lambda a, c: abs(a - c) > float(check) * max(abs(c), 1e-300) if c or a else False
     if off(meas_m, pm) or off(meas_b, pb):

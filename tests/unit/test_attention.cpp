@@ -21,16 +21,27 @@ struct Case {
 };
 class Kernels : public ::testing::TestWithParam<Case> {};
 
+// A head, tokens and an adjoint drawn from stream `seed`.
+struct Inputs {
+  HeadShape s;
+  AttentionOptions o;
+  std::vector<double> theta, x, lam;
+  Inputs(const Case &c, PetscInt d, PetscInt k, PetscInt N, std::uint64_t seed)
+      : s(head_shape(c.kind, d, k)), theta(s.size), x(N * d), lam(N * d) {
+    o.beta = 0.9, o.causal = c.causal;
+    Stream r(42, seed);
+    for (auto &t : theta) t = r.normal() / std::sqrt((double)d);
+    for (auto &v : x) v = 1.5 * r.normal();
+    for (auto &v : lam) v = r.normal();
+  }
+};
+
 TEST_P(Kernels, FastEqualsReference) {
   const PetscInt d = 5, k = 3, N = 150; // 150 queries: blocks of 64, 64, 22
-  const HeadShape s = head_shape(GetParam().kind, d, k);
-  AttentionOptions o;
-  o.beta = 0.9, o.causal = GetParam().causal;
-  Stream r(42, 99);
-  std::vector<double> theta(s.size), x(N * d), lam(N * d);
-  for (auto &t : theta) t = r.normal() / std::sqrt((double)d);
-  for (auto &v : x) v = 1.5 * r.normal();
-  for (auto &v : lam) v = r.normal();
+  Inputs in(GetParam(), d, k, N, 99);
+  const HeadShape &s = in.s;
+  const AttentionOptions &o = in.o;
+  const std::vector<double> &theta = in.theta, &x = in.x, &lam = in.lam;
   for (Range q : {Range{0, N}, Range{37, 140}, Range{64, 65}}) {
     AttentionWork wf, wr;
     wf.reserve(s, N), wr.reserve(s, N);
@@ -45,6 +56,48 @@ TEST_P(Kernels, FastEqualsReference) {
     EXPECT_LT(relative_error(dxf, dxr), 1e-12) << q.begin;
     EXPECT_LT(relative_error(dtf, dtr), 1e-12) << q.begin;
   }
+}
+
+// A sequence cut into three token groups, as a cut sequence is computed across
+// ranks: each part projects its own keys (attention_keys), every part's
+// queries attend to all the projections (attention_*_keys), the keys'
+// gradients of all parts are summed and taken through each part's own
+// projections (attention_keys_reverse). The result must be the reference
+// kernels' on the whole sequence.
+TEST_P(Kernels, SplitAtTheProjectionsEqualsReference) {
+  const PetscInt d = 5, k = 3, N = 150;
+  Inputs in(GetParam(), d, k, N, 98);
+  const HeadShape &s = in.s;
+  const AttentionOptions &o = in.o;
+  const std::vector<double> &theta = in.theta, &x = in.x, &lam = in.lam;
+  const PetscInt ld = 2 * (s.k + s.dv), off = s.k + s.dv; // two heads' rows side by side; this head second
+  const Range parts[] = {{0, 37}, {37, 140}, {140, N}};
+  AttentionWork w, wr;
+  w.reserve(s, N), wr.reserve(s, N);
+  std::vector<double> kw(N * ld, 0.0), dkw(N * ld, 0.0);
+  for (Range p : parts)
+    attention_keys(s, theta.data(), x.data() + p.begin * d, p.size(), kw.data() + p.begin * ld + off, ld, w);
+  std::vector<double> out(N * d, 0.1), ref(N * d, 0.1), dx(N * d, 0.2), dxr(N * d, 0.2), dt(s.size, 0.3),
+      dtr(s.size, 0.3);
+  for (Range p : parts) {
+    attention_forward_keys(s, theta.data(), o, x.data() + p.begin * d, kw.data() + off, ld, N, p, 0.7,
+                           out.data() + p.begin * d, w);
+    attention_reverse_keys(s, theta.data(), o, x.data() + p.begin * d, kw.data() + off, ld, N, p, 0.7,
+                           lam.data() + p.begin * d, dx.data() + p.begin * d, dkw.data() + off, dt.data(), w);
+  }
+  for (Range p : parts)
+    attention_keys_reverse(s, theta.data(), x.data() + p.begin * d, p.size(), dkw.data() + p.begin * ld + off, ld,
+                           dx.data() + p.begin * d, dt.data());
+  attention_forward_reference(s, theta.data(), o, x.data(), N, {0, N}, 0.7, ref.data(), wr);
+  attention_reverse_reference(s, theta.data(), o, x.data(), N, {0, N}, 0.7, lam.data(), dxr.data(), dtr.data(), wr);
+  EXPECT_LT(relative_error(out, ref), 1e-13);
+  EXPECT_LT(relative_error(dx, dxr), 1e-12);
+  EXPECT_LT(relative_error(dt, dtr), 1e-12);
+  for (PetscInt j = 0; j < N; ++j) // the other head's rows are left alone
+    for (PetscInt c = 0; c < off; ++c) {
+      ASSERT_EQ(kw[j * ld + c], 0.0);
+      ASSERT_EQ(dkw[j * ld + c], 0.0);
+    }
 }
 
 INSTANTIATE_TEST_SUITE_P(All, Kernels,

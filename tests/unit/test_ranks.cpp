@@ -1,5 +1,6 @@
-// Rank independence: the run on all ranks (every grid shape) equals the run
-// on one rank, for the forward pass, the gradient and 20 training steps.
+// Rank independence: the run on all ranks (every grid shape, cut sequences
+// shared as tokens and as projections) equals the run on one rank, for the
+// forward pass, the gradient and 20 training steps.
 #include "helpers.hpp"
 #include "mft/optimizer.hpp"
 
@@ -52,9 +53,11 @@ void check(std::vector<std::string> extra) {
   EXPECT_LT(serial.risks.back(), serial.risks.front()); // training does something
   for (int hg = 1; hg <= std::min(size, 7); ++hg) { // at most model.H head groups
     if (size % hg) continue;
-    std::vector<std::string> args = base;
-    args.insert(args.end(), {"--parallel.head_groups", std::to_string(hg)});
-    expect_same(run(PETSC_COMM_WORLD, args), serial, "head groups " + std::to_string(hg));
+    for (const char *form : {"tokens", "projections"}) { // how cut sequences cross between token groups
+      std::vector<std::string> args = base;
+      args.insert(args.end(), {"--parallel.head_groups", std::to_string(hg), "--parallel.cut_sequences", form});
+      expect_same(run(PETSC_COMM_WORLD, args), serial, "head groups " + std::to_string(hg) + ", cut sequences as " + form);
+    }
   }
 }
 
