@@ -64,8 +64,8 @@ StepCost PredictStep(const ModelSettings &m, PetscInt M, PetscInt N, PetscInt P,
   }
   for (PetscInt r = 0; r < P; ++r) {
     Count layer, step;
-    // Per layer: the group's tokens gathered three times (the forward's state;
-    // the adjoint's state and adjoint) and the contributions reduce-scattered
+    // Per layer: the group's tokens gathered twice (the forward's state, kept
+    // for the adjoint; the adjoint) and the contributions reduce-scattered
     // once, over the Ph ranks of the group; with Ph > 1 the forward's velocity
     // too. The cut sequences' rows (d or Hl (k + dv) numbers a token) are
     // shared twice (forward, adjoint) and their gradients returned once, one
@@ -74,7 +74,7 @@ StepCost PredictStep(const ModelSettings &m, PetscInt M, PetscInt N, PetscInt P,
     const PetscInt Hl = split(m.H, Ph, r % Ph).size();
     std::vector<PetscInt> entries((size_t)Ph);
     for (PetscInt a = 0; a < Ph; ++a) entries[a] = split(g.size(), Ph, a).size() * d;
-    layer.add(Exchange(ExchangeKind::allgather, Ph, r % Ph, entries), 3.0);
+    layer.add(Exchange(ExchangeKind::allgather, Ph, r % Ph, entries), 2.0);
     layer.add(Exchange(ExchangeKind::reduce_scatter, Ph, r % Ph, entries), Ph > 1 ? 2.0 : 1.0);
     const double width = 8.0 * (double)(form == CutForm::tokens ? d : Hl * (k + dv));
     const std::vector<CutSequence> cuts = CutSequencesFor(P, Ph, M, N, r);

@@ -180,6 +180,7 @@ PetscErrorCode FlowForward(Flow *f, Vec x) {
   PetscCall(TSSetStepNumber(f->ts, 0));
   if (f->scheme.adaptive) {
     PetscReal s;
+    PetscCall(VelocityKeep(f->velocity, 0)); // its stages are not the steps' states
     PetscCall(TSSetTimeStep(f->ts, 1.0 / 64));
     PetscCall(TSSetMaxTime(f->ts, 1.0));
     PetscCall(TSSetMaxSteps(f->ts, 10000000));
@@ -191,6 +192,8 @@ PetscErrorCode FlowForward(Flow *f, Vec x) {
                "the adaptive solve stopped at depth %g before 1", (double)s);
     PetscFunctionReturn(0);
   }
+  // The L layers' gathered states, kept for the adjoint (a layer is a step).
+  PetscCall(VelocityKeep(f->velocity, f->scheme.shared ? 0 : f->L));
   PetscCall(TSSetTimeStep(f->ts, 1.0 / (PetscReal)f->L));
   PetscCall(TSSetMaxTime(f->ts, 1.0 + 0.5 / (PetscReal)f->L));
   PetscCall(TSSetMaxSteps(f->ts, f->L));

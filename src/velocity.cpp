@@ -53,12 +53,46 @@ PetscInt key_block(const Velocity &v, PetscInt c, PetscInt hl) {
 
 } // namespace
 
-PetscErrorCode VelocityPrepare(Velocity *v, PetscInt l, Vec x) {
+PetscErrorCode VelocityKeep(Velocity *v, PetscInt L) {
+  PetscFunctionBeginUser;
+  v->kept_layer.assign((size_t)L, 0);
+  v->kept.resize((size_t)(L * v->tokens->group.size() * v->tokens->d));
+  PetscFunctionReturn(0);
+}
+
+namespace {
+
+// x_local <- the group's tokens of x (from the forward's copy when `reuse` and
+// one is kept for layer l; the forward keeps its own), then the cut
+// sequences' rows, shared.
+PetscErrorCode Gather(Velocity *v, PetscInt l, Vec x, bool reuse) {
   const TokenLayout &t = *v->tokens;
   const Heads &h = *v->heads;
+  const PetscInt n = t.group.size() * t.d;
+  const bool keeping = l < (PetscInt)v->kept_layer.size();
+  PetscScalar *xl;
   PetscFunctionBeginUser;
   double t0 = MPI_Wtime();
-  PetscCall(TokensGather(t, x, v->x_local));
+  if (reuse && keeping && v->kept_layer[l]) {
+    const double *kept = v->kept.data() + l * n;
+    const PetscScalar *xs;
+    PetscCall(VecGetArrayRead(x, &xs));
+    const bool same = std::equal(xs, xs + t.owned.size() * t.d, kept + (t.owned.begin - t.group.begin) * t.d);
+    PetscCall(VecRestoreArrayRead(x, &xs));
+    PetscCheck(same, PETSC_COMM_SELF, PETSC_ERR_PLIB, "the adjoint's state of layer %" PetscInt_FMT
+               " is not the forward's", l);
+    PetscCall(VecGetArray(v->x_local, &xl));
+    std::copy(kept, kept + n, xl);
+    PetscCall(VecRestoreArray(v->x_local, &xl));
+  } else {
+    PetscCall(TokensGather(t, x, v->x_local));
+    if (!reuse && keeping) {
+      PetscCall(VecGetArray(v->x_local, &xl));
+      std::copy(xl, xl + n, v->kept.data() + l * n);
+      PetscCall(VecRestoreArray(v->x_local, &xl));
+      v->kept_layer[l] = 1;
+    }
+  }
   v->seconds_comm += MPI_Wtime() - t0;
   if (!t.cuts.empty()) { // the group's rows of its cut sequences (tokens or projections), then shared
     const PetscScalar *xs;
@@ -67,12 +101,12 @@ PetscErrorCode VelocityPrepare(Velocity *v, PetscInt l, Vec x) {
     for (PetscInt c = 0; c < (PetscInt)t.cuts.size(); ++c) {
       const CutSequence &cs = t.cuts[c];
       const PetscInt row = cs.mine.begin - cs.m * t.N;
-      const double *x = xs + at(t, cs.m, row);
+      const double *xc = xs + at(t, cs.m, row);
       if (v->form == CutForm::tokens)
-        std::copy(x, x + cs.mine.size() * t.d, v->keys.data() + key_block(*v, c, 0) + row * t.d);
+        std::copy(xc, xc + cs.mine.size() * t.d, v->keys.data() + key_block(*v, c, 0) + row * t.d);
       else
         for (PetscInt hl = 0; hl < h.group.size(); ++hl)
-          attention_keys(h.shape, h.head(l, hl), x, cs.mine.size(),
+          attention_keys(h.shape, h.head(l, hl), xc, cs.mine.size(),
                          v->keys.data() + key_block(*v, c, hl) + row * v->key_width, v->key_width, v->work);
     }
     PetscCall(VecRestoreArrayRead(v->x_local, &xs));
@@ -86,6 +120,14 @@ PetscErrorCode VelocityPrepare(Velocity *v, PetscInt l, Vec x) {
   PetscFunctionReturn(0);
 }
 
+} // namespace
+
+PetscErrorCode VelocityPrepare(Velocity *v, PetscInt l, Vec x) {
+  PetscFunctionBeginUser;
+  PetscCall(Gather(v, l, x, true));
+  PetscFunctionReturn(0);
+}
+
 PetscErrorCode VelocityEvaluate(Velocity *v, PetscInt l, Vec x, Vec f) {
   const TokenLayout &t = *v->tokens;
   const Heads &h = *v->heads;
@@ -93,7 +135,7 @@ PetscErrorCode VelocityEvaluate(Velocity *v, PetscInt l, Vec x, Vec f) {
   const PetscScalar *xs;
   PetscScalar *fa;
   PetscFunctionBeginUser;
-  PetscCall(VelocityPrepare(v, l, x));
+  PetscCall(Gather(v, l, x, false));
   PetscCall(VecGetArrayRead(v->x_local, &xs));
   PetscCall(VecGetArray(f, &fa));
   // With one head group the group's queries are exactly the owned tokens.

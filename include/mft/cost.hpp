@@ -3,9 +3,9 @@
 // What crosses the network is counted rank by rank from the layouts the
 // solver itself uses (split() of tokens and heads, tokens.hpp and heads.hpp;
 // the plans of exchange.hpp), not estimated:
-//   per layer  each token group gathers its tokens over its Ph ranks three
-//              times (the forward's state, the adjoint's state and adjoint)
-//              and reduce-scatters the contributions once, and with Ph > 1
+//   per layer  each token group gathers its tokens over its Ph ranks twice
+//              (the forward's state, kept for the adjoint; the adjoint) and
+//              reduce-scatters the contributions once, and with Ph > 1
 //              the forward's velocity too; for each sequence cut across
 //              token groups, the group's rows (tokens or key projections,
 //              tokens.hpp) go to every other group holding part of it twice

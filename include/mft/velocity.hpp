@@ -4,9 +4,10 @@
 //
 // Forward: each rank gathers the tokens of its token group (and, for a
 // sequence cut across token groups, the other groups' tokens or key
-// projections: tokens.hpp), adds the contributions of its head group for the group's
-// queries, and the head groups' partial sums are reduce-scattered onto the
-// owned tokens.
+// projections: tokens.hpp), adds the contributions of its head group for the
+// group's queries, and the head groups' partial sums are reduce-scattered
+// onto the owned tokens. The gathered tokens of each layer are kept for the
+// adjoint (VelocityKeep), which then gathers only the adjoint.
 // Reverse: one sweep per layer gives both (df/dx)^T lam, the state part with
 // its mean-field term (a key token receives from every query that attends to
 // it), and (df/dtheta)^T lam for the layer's heads. PETSc asks for the two
@@ -42,6 +43,10 @@ struct Velocity {
   PetscInt key_width = 0;
   AttentionWork work;
   PetscInt layer = -1;     // layer whose state is gathered in x_local
+  // The forward's gathered state of each layer, kept for the adjoint that
+  // follows (VelocityKeep): kept_layer[l] once layer l's is in kept.
+  std::vector<double> kept;
+  std::vector<char> kept_layer;
   PetscInt sweeps = 0;     // reverse sweeps done (one per layer and adjoint solve)
   double seconds_kernel = 0, seconds_comm = 0; // time in the attention kernels and in gathers/reductions
   // Identity of the adjoint vector whose parameter part is in heads->layer_grad.
@@ -58,8 +63,17 @@ PetscErrorCode VelocityDestroy(Velocity *v);
 PetscErrorCode VelocityEvaluate(Velocity *v, PetscInt l, Vec x, Vec f);
 
 // Gathers the state x of layer l (and shares the cut sequences' rows) for
-// the velocity or the transposes that follow.
+// the transposes that follow. The group's tokens are not gathered again when
+// the forward kept them for layer l (VelocityKeep): x must then be that
+// state (the adjoint of the forward solve), which is checked on the owned
+// tokens.
 PetscErrorCode VelocityPrepare(Velocity *v, PetscInt l, Vec x);
+
+// From now on, and until the next call, the forward keeps each layer's
+// gathered state (layers 0 ... L - 1) for the adjoint; L = 0 stops keeping.
+// One gather of the state a layer fewer in the adjoint, for L times the
+// group's tokens in memory.
+PetscErrorCode VelocityKeep(Velocity *v, PetscInt L);
 
 // dx = (df/dx)^T lam at the prepared state; keeps (df/dtheta)^T lam.
 PetscErrorCode VelocityReverse(Velocity *v, Vec lam, Vec dx);
