@@ -5,6 +5,7 @@
 #include "mft/linalg.hpp"
 
 #include <fstream>
+#include <unistd.h>
 #include <string>
 #include <vector>
 
@@ -76,6 +77,24 @@ PetscErrorCode MeasurePeak(MPI_Comm comm, double *gflops) {
   for (int r = 0; r < reps; ++r) gemm(false, false, n, n, n, 1.0, A.data(), n, B.data(), n, 1.0, C.data(), n);
   double mine = 2.0 * n * n * n * reps / (MPI_Wtime() - t0) / 1e9;
   PetscCallMPI(MPI_Allreduce(&mine, gflops, 1, MPI_DOUBLE, MPI_SUM, comm));
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode NodeMemory(MPI_Comm comm, double *available, PetscMPIInt *node_ranks) {
+  MPI_Comm node;
+  PetscFunctionBeginUser;
+  *available = (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE);
+  std::ifstream in("/proc/meminfo");
+  std::string key, unit;
+  double kb;
+  while (in >> key >> kb >> unit)
+    if (key == "MemAvailable:") {
+      *available = kb * 1024.0;
+      break;
+    }
+  PetscCallMPI(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node));
+  PetscCallMPI(MPI_Comm_size(node, node_ranks));
+  PetscCallMPI(MPI_Comm_free(&node));
   PetscFunctionReturn(0);
 }
 

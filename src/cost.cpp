@@ -79,6 +79,8 @@ StepCost PredictStep(const ModelSettings &m, PetscInt M, PetscInt N, PetscInt P,
     const double width = 8.0 * (double)(form == CutForm::tokens ? d : Hl * (k + dv));
     const std::vector<CutSequence> cuts = CutSequencesFor(P, Ph, M, N, r);
     c.cuts = c.cuts || !cuts.empty();
+    // Memory (velocity.hpp): L gathered states kept, and each cut's rows and their gradients.
+    c.memory = std::max(c.memory, 8.0 * (double)(m.L * g.size() * d) + 2.0 * width * (double)(cuts.size() * N));
     for (const CutSequence &cs : cuts)
       for (const TokenPiece &p : cs.peers) {
         layer.add({1.0, width * (double)cs.mine.size()}, 2.0);
@@ -121,17 +123,21 @@ StepCost PredictStep(const ModelSettings &m, PetscInt M, PetscInt N, PetscInt P,
 }
 
 StepCost ChooseGrid(const ModelSettings &m, PetscInt M, PetscInt N, PetscInt P, double rate, const Network &net,
-                    PetscInt Ph, std::optional<CutForm> form) {
+                    PetscInt Ph, std::optional<CutForm> form, double memory) {
   StepCost best;
   best.Ph = 0;
+  double least = -1; // the least memory of the candidates
   for (PetscInt h = 1; h <= std::min(P, m.H); ++h) {
     if (Ph > 0 ? h != Ph : P % h || P / h > M * N) continue; // a given Ph is checked by the settings
     for (CutForm f : {CutForm::tokens, CutForm::projections}) {
       if (form && f != *form) continue;
       const StepCost c = PredictStep(m, M, N, P, h, f, rate, net);
+      if (least < 0 || c.memory < least) least = c.memory;
+      if (memory > 0 && c.memory > memory) continue;
       if (best.Ph == 0 || c.seconds() < best.seconds()) best = c;
     }
   }
+  if (best.Ph == 0) best.memory = least;
   return best;
 }
 

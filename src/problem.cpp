@@ -1,6 +1,7 @@
 // Problem assembly: data, teacher targets, initial heads; forward and adjoint.
 #include "mft/problem.hpp"
 
+#include "mft/bench.hpp"
 #include "mft/cost.hpp"
 #include "mft/families.hpp"
 #include "mft/random.hpp"
@@ -106,10 +107,22 @@ PetscErrorCode ProblemCreate(MPI_Comm comm, const Settings &settings, Problem *p
   std::optional<CutForm> form;
   if (s.parallel.cut_sequences != "auto")
     form = s.parallel.cut_sequences == "tokens" ? CutForm::tokens : CutForm::projections;
+  // The grid's exchange buffers (cost.hpp) must fit in the rank's share of its node's available memory.
+  double available;
+  PetscMPIInt node_ranks;
+  PetscCall(NodeMemory(comm, &available, &node_ranks));
+  PetscCallMPI(MPI_Allreduce(MPI_IN_PLACE, &available, 1, MPI_DOUBLE, MPI_MIN, comm));
+  const double share = available / (double)node_ranks;
   p->predicted = ChooseGrid(s.model, s.data.M, s.data.N, size, s.parallel.rate, net, s.parallel.head_groups, form);
   PetscCheck(p->predicted.Ph > 0, comm, PETSC_ERR_USER_INPUT,
              "%d ranks are more than the %" PetscInt_FMT " tokens times %" PetscInt_FMT " heads can share", size,
              s.data.M * s.data.N, s.model.H);
+  p->predicted = ChooseGrid(s.model, s.data.M, s.data.N, size, s.parallel.rate, net, s.parallel.head_groups, form, share);
+  PetscCheck(p->predicted.Ph > 0, comm, PETSC_ERR_USER_INPUT,
+             "the exchanges need %.3g GiB a rank (the forward's gathered states kept for the adjoint and the rows of "
+             "sequences cut across token groups), more than the %.3g GiB a rank has: use more ranks%s",
+             p->predicted.memory / 1073741824.0, share / 1073741824.0,
+             s.parallel.cut_sequences == "projections" ? " or parallel.cut_sequences = tokens" : "");
   PetscCall(GridCreate(comm, p->predicted.Ph, s.model.H, &p->grid));
   PetscCall(TokenLayoutCreate(p->grid, s.data.M, s.data.N, s.model.d, &p->tokens));
   ModelSettings layers = s.model;

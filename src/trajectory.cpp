@@ -1,22 +1,11 @@
 // Token trajectories: the depth slices, their memory check and their output.
 #include "mft/trajectory.hpp"
 
-#include <fstream>
+#include "mft/bench.hpp"
+
 #include <string>
-#include <unistd.h>
 
 namespace mft {
-
-// Memory this node can still give (bytes): MemAvailable, or the physical memory.
-static double NodeAvailableBytes() {
-  std::ifstream in("/proc/meminfo");
-  std::string key;
-  double kb;
-  std::string unit;
-  while (in >> key >> kb >> unit)
-    if (key == "MemAvailable:") return kb * 1024.0;
-  return (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE);
-}
 
 bool Trajectory::complete(const std::vector<char> &have) const {
   for (char h : have)
@@ -36,13 +25,11 @@ PetscErrorCode TrajectoryCheck(MPI_Comm comm, const Settings &s, bool with_adjoi
   // keeps one more copy of the tokens.
   const double copies = 1.0 + (with_adjoint ? 1.0 : 0.0) + (s.scheme.adaptive ? 1.0 : 0.0);
   const double bytes = copies * (double)(S + 1) * (double)s.data.M * (double)s.data.N * (double)s.model.d * 8.0;
-  MPI_Comm node;
   PetscMPIInt size, node_size;
+  double available, worst[2];
   PetscCallMPI(MPI_Comm_size(comm, &size));
-  PetscCallMPI(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node));
-  PetscCallMPI(MPI_Comm_size(node, &node_size));
-  PetscCallMPI(MPI_Comm_free(&node));
-  double need = bytes * (double)node_size / (double)size, available = NodeAvailableBytes(), worst[2];
+  PetscCall(NodeMemory(comm, &available, &node_size));
+  const double need = bytes * (double)node_size / (double)size;
   double mine[2] = {need - available, need};
   PetscCallMPI(MPI_Allreduce(mine, worst, 2, MPI_DOUBLE, MPI_MAX, comm));
   PetscCheck(worst[0] <= 0, comm, PETSC_ERR_USER_INPUT,

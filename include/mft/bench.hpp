@@ -36,4 +36,8 @@ PetscErrorCode MeasurePeak(MPI_Comm comm, double *gflops);
 // Peak resident memory of this process (MiB).
 double peak_memory_mib();
 
+// The memory this rank's node can still give (bytes: MemAvailable, or the
+// physical memory), and how many ranks of comm share the node.
+PetscErrorCode NodeMemory(MPI_Comm comm, double *available, PetscMPIInt *node_ranks);
+
 } // namespace mft

@@ -41,6 +41,7 @@ struct StepCost {
   double max_messages = 0, max_bytes = 0; // the busiest rank's
   double operations = 0;                  // the busiest rank's
   double compute = 0, communication = 0;  // seconds, slowest rank
+  double memory = 0; // bytes the busiest rank keeps for the exchanges: the forward's gathered states, the cut rows
   double seconds() const { return compute + communication; }
 };
 
@@ -51,9 +52,10 @@ StepCost PredictStep(const ModelSettings &m, PetscInt M, PetscInt N, PetscInt P,
 
 // The grid of least predicted step time: over the head-group counts Ph (a
 // divisor of P, at most H, leaving every token group a token; only `Ph` when
-// it is given, > 0) and the forms (only `form` when given). Ph = 0 in the
-// result when there is none.
+// it is given, > 0) and the forms (only `form` when given) whose memory is at
+// most `memory` bytes a rank (0: any). Ph = 0 in the result when there is
+// none; then `memory` is the least any of them needs.
 StepCost ChooseGrid(const ModelSettings &m, PetscInt M, PetscInt N, PetscInt P, double rate, const Network &net,
-                    PetscInt Ph = 0, std::optional<CutForm> form = std::nullopt);
+                    PetscInt Ph = 0, std::optional<CutForm> form = std::nullopt, double memory = 0);
 
 } // namespace mft
