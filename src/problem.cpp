@@ -113,11 +113,11 @@ PetscErrorCode ProblemCreate(MPI_Comm comm, const Settings &settings, Problem *p
   PetscCall(NodeMemory(comm, &available, &node_ranks));
   PetscCallMPI(MPI_Allreduce(MPI_IN_PLACE, &available, 1, MPI_DOUBLE, MPI_MIN, comm));
   const double share = available / (double)node_ranks;
-  p->predicted = ChooseGrid(s.model, s.data.M, s.data.N, size, s.parallel.rate, net, s.parallel.head_groups, form);
-  PetscCheck(p->predicted.Ph > 0, comm, PETSC_ERR_USER_INPUT,
+  const PetscInt Ph = s.parallel.head_groups;
+  p->predicted = ChooseGrid(s.model, s.data.M, s.data.N, size, s.parallel.rate, net, Ph, form, share);
+  PetscCheck(p->predicted.Ph > 0 || p->predicted.memory >= 0, comm, PETSC_ERR_USER_INPUT,
              "%d ranks are more than the %" PetscInt_FMT " tokens times %" PetscInt_FMT " heads can share", size,
              s.data.M * s.data.N, s.model.H);
-  p->predicted = ChooseGrid(s.model, s.data.M, s.data.N, size, s.parallel.rate, net, s.parallel.head_groups, form, share);
   PetscCheck(p->predicted.Ph > 0, comm, PETSC_ERR_USER_INPUT,
              "the exchanges need %.3g GiB a rank (the forward's gathered states kept for the adjoint and the rows of "
              "sequences cut across token groups), more than the %.3g GiB a rank has: use more ranks%s",

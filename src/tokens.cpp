@@ -46,8 +46,10 @@ std::vector<CutSequence> CutSequencesFor(PetscInt P, PetscInt Ph, PetscInt M, Pe
     c.mine = part(b, m);
     if (c.mine.size() == N) continue;
     // Groups are contiguous: the sequence's other parts are held by the groups just before and after b.
-    for (PetscInt g = b - 1; g >= 0 && part(g, m).size() > 0; --g) c.peers.insert(c.peers.begin(), {g * Ph + a, part(g, m).begin, part(g, m).end});
-    for (PetscInt g = b + 1; g < Pt && part(g, m).size() > 0; ++g) c.peers.push_back({g * Ph + a, part(g, m).begin, part(g, m).end});
+    for (PetscInt g = b - 1; g >= 0 && part(g, m).size() > 0; --g)
+      c.peers.insert(c.peers.begin(), {g * Ph + a, part(g, m).begin, part(g, m).end});
+    for (PetscInt g = b + 1; g < Pt && part(g, m).size() > 0; ++g)
+      c.peers.push_back({g * Ph + a, part(g, m).begin, part(g, m).end});
     cuts.push_back(c);
   }
   return cuts;
@@ -150,7 +152,8 @@ PetscErrorCode TokensShareKeys(const TokenLayout &t, double *keys, PetscInt widt
     const CutSequence &cs = t.cuts[c];
     for (const TokenPiece &p : cs.peers) {
       PetscCall(Post(t, false, p, KeyRow(t, keys, width, c, p.begin), width, req));
-      PetscCall(Post(t, true, {p.peer, cs.mine.begin, cs.mine.end}, KeyRow(t, keys, width, c, cs.mine.begin), width, req));
+      PetscCall(Post(t, true, {p.peer, cs.mine.begin, cs.mine.end}, KeyRow(t, keys, width, c, cs.mine.begin), width,
+                     req));
     }
   }
   PetscCallMPI(MPI_Waitall((int)req.size(), req.data(), MPI_STATUSES_IGNORE));

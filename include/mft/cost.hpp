@@ -54,7 +54,7 @@ StepCost PredictStep(const ModelSettings &m, PetscInt M, PetscInt N, PetscInt P,
 // divisor of P, at most H, leaving every token group a token; only `Ph` when
 // it is given, > 0) and the forms (only `form` when given) whose memory is at
 // most `memory` bytes a rank (0: any). Ph = 0 in the result when there is
-// none; then `memory` is the least any of them needs.
+// none; then `memory` is the least any of them needs (-1: no grid at all).
 StepCost ChooseGrid(const ModelSettings &m, PetscInt M, PetscInt N, PetscInt P, double rate, const Network &net,
                     PetscInt Ph = 0, std::optional<CutForm> form = std::nullopt, double memory = 0);
 

@@ -144,8 +144,10 @@ PetscErrorCode BenchPredict(MPI_Comm comm, const std::string &name, const Settin
                           t1 / ((double)P * c.seconds())));
     Summary sum;
     sum.add("command", std::string("bench")).add("size", name).add("predicted_ranks", (long long)P);
-    sum.add("grid", grid).add("cut_sequences", cut).add("compute_seconds", c.compute).add("comm_seconds", c.communication);
-    sum.add("messages_per_rank", c.messages).add("bytes_per_rank", c.bytes).add("efficiency", t1 / ((double)P * c.seconds()));
+    sum.add("grid", grid).add("cut_sequences", cut);
+    sum.add("compute_seconds", c.compute).add("comm_seconds", c.communication);
+    sum.add("messages_per_rank", c.messages).add("bytes_per_rank", c.bytes);
+    sum.add("efficiency", t1 / ((double)P * c.seconds()));
     PetscCall(sum.print(comm));
   }
   PetscFunctionReturn(0);

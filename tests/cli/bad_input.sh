@@ -19,6 +19,8 @@ printf '[model]\nL = 4\nlayers = 3\n' > typo.cfg
 expect 2 "unrecognised option 'model.layers'" -- "$MFT" train --config typo.cfg
 expect 2 "parallel.head_groups = 3 does not divide the 2 ranks" -- $run train --parallel.head_groups 3 "${small[@]}"
 expect 2 "parallel.cut_sequences 'keys' is not one of auto\|tokens\|projections" -- "$MFT" train --parallel.cut_sequences keys
+expect 2 "4 ranks are more than the 3 tokens times 1 heads can share" -- \
+  mpiexec --oversubscribe -n 4 "$MFT" forward --model.H 1 --data.M 1 --data.N 3
 # A sequence of 2^20 tokens cut in two, shared as the projections of 1024 heads: terabytes, refused before any work.
 expect 2 "the exchanges need .* GiB a rank .* more than the .* GiB a rank has: use more ranks or parallel.cut_sequences = tokens" -- \
   $run forward --model.L 1 --model.H 1024 --model.d 64 --model.k 32 --data.M 1 --data.N 1048576 \

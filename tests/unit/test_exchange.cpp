@@ -2,7 +2,9 @@
 // uneven and empty segments, and the message counts the cost model reads.
 #include "helpers.hpp"
 #include "mft/exchange.hpp"
+#include "mft/tokens.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 using namespace mft;
@@ -75,4 +77,60 @@ TEST(Exchange, PlanIsSymmetric) {
         for (PetscInt q = 0; q < P; ++q) EXPECT_EQ(sent[r][q], received[q][r]) << "P " << P << ": " << r << " -> " << q;
     }
   }
+}
+
+// The plan of the cut sequences (tokens.hpp), on every grid of up to 24 ranks
+// and sequences of several lengths, against the ownership ranges themselves:
+// a rank's cuts are exactly the sequences its token group holds part of; the
+// group's part and its peers' parts tile the sequence, in order; every peer is
+// in the same head group and lists the rank back, with the same two ranges.
+TEST(Exchange, CutSequencesTileAndAreMutual) {
+  for (PetscInt P = 1; P <= 24; ++P)
+    for (PetscInt Ph = 1; Ph <= P; ++Ph) {
+      if (P % Ph) continue;
+      for (PetscInt M : {1, 2, 3, 5})
+        for (PetscInt N : {1, 2, 7, 16}) {
+          if (P / Ph > M * N) continue;
+          const std::string where = "P " + std::to_string(P) + " Ph " + std::to_string(Ph) + " M " +
+                                    std::to_string(M) + " N " + std::to_string(N);
+          for (PetscInt r = 0; r < P; ++r) {
+            const Range g = GroupTokens(P, Ph, M, N, r), s = GroupSequences(P, Ph, M, N, r);
+            const std::vector<CutSequence> cuts = CutSequencesFor(P, Ph, M, N, r);
+            size_t c = 0;
+            for (PetscInt m = s.begin; m < s.end; ++m) {
+              const bool whole = g.begin <= m * N && (m + 1) * N <= g.end;
+              if (whole) continue;
+              ASSERT_LT(c, cuts.size()) << where << " rank " << r << ": sequence " << m << " not among the cuts";
+              const CutSequence &cs = cuts[c++];
+              ASSERT_EQ(cs.m, m) << where;
+              EXPECT_EQ(cs.mine.begin, std::max(g.begin, m * N)) << where;
+              EXPECT_EQ(cs.mine.end, std::min(g.end, (m + 1) * N)) << where;
+              // The parts in token order: peers before, mine, peers after; no gap, no overlap.
+              std::vector<Range> parts;
+              for (const TokenPiece &p : cs.peers) parts.push_back({p.begin, p.end});
+              parts.push_back(cs.mine);
+              std::sort(parts.begin(), parts.end(), [](Range a, Range b) { return a.begin < b.begin; });
+              PetscInt next = m * N;
+              for (const Range &p : parts) {
+                EXPECT_EQ(p.begin, next) << where << " rank " << r << " sequence " << m;
+                EXPECT_GT(p.size(), 0) << where;
+                next = p.end;
+              }
+              EXPECT_EQ(next, (m + 1) * N) << where << " rank " << r << " sequence " << m;
+              for (const TokenPiece &p : cs.peers) {
+                EXPECT_EQ(p.peer % Ph, r % Ph) << where << ": a peer in another head group";
+                const Range pg = GroupTokens(P, Ph, M, N, p.peer);
+                EXPECT_EQ(p.begin, std::max(pg.begin, m * N)) << where;
+                EXPECT_EQ(p.end, std::min(pg.end, (m + 1) * N)) << where;
+                int back = 0;
+                for (const CutSequence &o : CutSequencesFor(P, Ph, M, N, p.peer))
+                  for (const TokenPiece &q : o.peers)
+                    back += o.m == m && q.peer == r && q.begin == cs.mine.begin && q.end == cs.mine.end;
+                EXPECT_EQ(back, 1) << where << ": rank " << p.peer << " does not list rank " << r << " back";
+              }
+            }
+            EXPECT_EQ(c, cuts.size()) << where << " rank " << r << ": cuts of sequences held whole";
+          }
+        }
+    }
 }
