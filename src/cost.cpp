@@ -76,16 +76,23 @@ StepCost PredictStep(const ModelSettings &m, PetscInt M, PetscInt N, PetscInt P,
     for (PetscInt a = 0; a < Ph; ++a) entries[a] = split(g.size(), Ph, a).size() * d;
     layer.add(Exchange(ExchangeKind::allgather, Ph, r % Ph, entries), 2.0);
     layer.add(Exchange(ExchangeKind::reduce_scatter, Ph, r % Ph, entries), Ph > 1 ? 2.0 : 1.0);
+    // The cuts as CutSequencesFor makes them (tested to tile each sequence):
+    // every other token group holding part of the sequence is a peer, in
+    // O(1) a sequence rather than O(Pt).
     const double width = 8.0 * (double)(form == CutForm::tokens ? d : Hl * (k + dv));
-    const std::vector<CutSequence> cuts = CutSequencesFor(P, Ph, M, N, r);
-    c.cuts = c.cuts || !cuts.empty();
+    const Range s = GroupSequences(P, Ph, M, N, r);
+    PetscInt cuts = 0;
+    for (PetscInt seq = s.begin; seq < s.end; ++seq) {
+      const PetscInt mine = std::min(g.end, (seq + 1) * N) - std::max(g.begin, seq * N);
+      if (mine == N) continue;
+      ++cuts;
+      const double peers = (double)(split_part(M * N, Pt, (seq + 1) * N - 1) - split_part(M * N, Pt, seq * N));
+      layer.add({peers, width * (double)mine * peers}, 2.0);
+      layer.add({peers, width * (double)(N - mine)});
+    }
+    c.cuts = c.cuts || cuts > 0;
     // Memory (velocity.hpp): L gathered states kept, and each cut's rows and their gradients.
-    c.memory = std::max(c.memory, 8.0 * (double)(m.L * g.size() * d) + 2.0 * width * (double)(cuts.size() * N));
-    for (const CutSequence &cs : cuts)
-      for (const TokenPiece &p : cs.peers) {
-        layer.add({1.0, width * (double)cs.mine.size()}, 2.0);
-        layer.add({1.0, width * (double)(p.end - p.begin)});
-      }
+    c.memory = std::max(c.memory, 8.0 * (double)(m.L * g.size() * d) + 2.0 * width * (double)(cuts * N));
     // Per step: the gradient and the heads over the token groups (exchange.hpp),
     // and the PETSc scatters between the chunk and theta.
     std::vector<PetscInt> counts((size_t)Pt);
@@ -105,7 +112,6 @@ StepCost PredictStep(const ModelSettings &m, PetscInt M, PetscInt N, PetscInt P,
     // Operations (bench.hpp's count, a step being three forwards), with the
     // keys' and values' projections of the whole sequence, or only of the
     // group's own tokens when a cut sequence is shared as projections.
-    const Range s = GroupSequences(P, Ph, M, N, r);
     double ops = 0;
     for (PetscInt seq = s.begin; seq < s.end; ++seq) {
       const PetscInt q0 = std::max(g.begin - seq * N, (PetscInt)0), q1 = std::min(g.end - seq * N, N);

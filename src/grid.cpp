@@ -11,6 +11,11 @@ Range split(PetscInt n, PetscInt parts, PetscInt p) {
   return out;
 }
 
+PetscInt split_part(PetscInt n, PetscInt parts, PetscInt i) {
+  const PetscInt q = n / parts, r = n % parts; // parts [0, r) hold q + 1 items, the others q
+  return i < r * (q + 1) ? i / (q + 1) : r + (i - r * (q + 1)) / q;
+}
+
 PetscErrorCode GridCreate(MPI_Comm comm, PetscInt head_groups, PetscInt H, Grid *g) {
   PetscFunctionBeginUser;
   g->comm = comm;

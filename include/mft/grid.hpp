@@ -18,6 +18,8 @@ struct Range {
   PetscInt size() const { return end - begin; }
 };
 Range split(PetscInt n, PetscInt parts, PetscInt p);
+// The part of that split that holds item i (0 <= i < n).
+PetscInt split_part(PetscInt n, PetscInt parts, PetscInt i);
 
 struct Grid {
   MPI_Comm comm = MPI_COMM_NULL;

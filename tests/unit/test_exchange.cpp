@@ -79,6 +79,16 @@ TEST(Exchange, PlanIsSymmetric) {
   }
 }
 
+// The part of a split that holds an item (the cost model's shortcut).
+TEST(Exchange, SplitPartHoldsTheItem) {
+  for (PetscInt n = 1; n <= 40; ++n)
+    for (PetscInt parts = 1; parts <= n + 3; ++parts)
+      for (PetscInt i = 0; i < n; ++i) {
+        const Range r = split(n, parts, split_part(n, parts, i));
+        EXPECT_TRUE(r.begin <= i && i < r.end) << "n " << n << " parts " << parts << " item " << i;
+      }
+}
+
 // The plan of the cut sequences (tokens.hpp), on every grid of up to 24 ranks
 // and sequences of several lengths, against the ownership ranges themselves:
 // a rank's cuts are exactly the sequences its token group holds part of; the
