@@ -21,9 +21,11 @@
 // group and add up there (TokensReturnKeys). The cost model picks the form
 // whose step is predicted shorter: projections save the compute, tokens the
 // bytes when Hl (k + dv) is much larger than d.
-// The plans are made from the layout alone (CutSequencesFor), so that the
-// cost model counts exactly what is sent; the additions are in a fixed order:
-// bitwise repeatable on the same ranks.
+// The plans are made from the layout alone (CutSequencesFor: a cut's peers
+// are exactly the other groups holding part of its sequence, in order, as
+// its unit test checks; the cost model counts them so, without building the
+// plans); the additions are in a fixed order: bitwise repeatable on the same
+// ranks.
 #pragma once
 
 #include "mft/grid.hpp"
@@ -89,8 +91,9 @@ PetscErrorCode TokensGather(const TokenLayout &t, Vec state, Vec local);
 // to each owned token (state is overwritten; local is used as scratch).
 PetscErrorCode TokensScatterAdd(const TokenLayout &t, Vec local, Vec state);
 
-// Key projections of the cut sequences: `keys` holds, for each cut c, N rows
-// of `width` numbers (row i: token i of the sequence), at keys + c N width.
+// The rows the cut sequences' keys are made from (tokens or key projections):
+// `keys` holds, for each cut c, N rows of `width` numbers (row i: token i of
+// the sequence), at keys + c N width.
 // Share: the rows of `mine` (filled by the caller) go to every peer, and the
 // peers' rows come in. Return: the rows of each peer's part go back to it,
 // and the rows of `mine` become the sum of every group's, own part first,
