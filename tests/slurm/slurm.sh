@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # On a real Slurm (single node on localhost, started here and stopped after):
-# jobs/train.sbatch under a time limit short enough that Slurm signals it
-# before it ends must checkpoint, requeue, resume and finish with the same
-# parameters as an uninterrupted run; jobs/sweep.sh's array runs and its
+# jobs/train.sbatch, signalled (USR1 to the batch shell, as --signal=B:USR1
+# sends it) before it ends, must checkpoint, requeue, resume and finish with
+# the same parameters as an uninterrupted run; jobs/sweep.sh's array runs and its
 # dependent aggregation job writes the table, naming the case that failed;
 # a convergence study runs as a job array and its aggregation job after it.
 # Where Slurm cannot start, the test says so and is skipped (exit 77).
@@ -29,15 +29,24 @@ wait_job() {
 }
 
 # 1. A training job signalled before its end: checkpoint, requeue, resume.
-# Long enough (about 70 s on 2 cores: 5000 quickstart steps at 14 ms, with the
-# LIBXSMM kernels) that Slurm, which checks limits every 30 s, signals it
-# first; 2500 steps, 35 s since those kernels, could finish unsignalled.
+# The signal is what --signal=B:USR1@T gives train.sbatch on a cluster: USR1
+# to the batch shell. It is sent with scancel once mft has written its first
+# checkpoints, not left to a short time limit: Slurm checks --signal's time
+# only every 30-60 s, and on a 1-minute limit it once came 2 s before the
+# limit, whose SIGTERM then ended mpiexec (seen in CI). The job (5000
+# quickstart steps, about 70 s on 2 cores) is still running when it comes.
 args="--train.steps 5000 --checkpoint.every 200 --train.log_every 1000"
 expect 0 "" -- mpiexec --oversubscribe -n 2 "$MFT" train --config "$top/input/quickstart.cfg" $args \
   --checkpoint.dir ref.ckpt --output.file ref.h5
-job=$(sbatch --parsable --time=1 --signal=B:USR1@55 --ntasks=2 --output="$work/job.out" \
+job=$(sbatch --parsable --time=5 --signal=B:USR1@10 --ntasks=2 --output="$work/job.out" \
   --export=ALL,MFT_HOME="$top",MFT="$MFT",MFT_CONFIG="$top/input/quickstart.cfg",MFT_ARGS="$args --checkpoint.dir $work/job.ckpt --output.file $work/job.h5" \
   "$top/jobs/train.sbatch")
+for _ in $(seq 1 300); do
+  ls "$work"/job.ckpt/checkpoint-*.h5 >/dev/null 2>&1 && break
+  sleep 1
+done
+sleep 10
+scancel --batch --signal=USR1 "$job" && ok || bad "scancel could not signal job $job"
 state=$(wait_job "$job" 900)
 restarts=$(scontrol show job "$job" | sed -n 's/.*Restarts=\([0-9]*\).*/\1/p')
 echo "slurm: job $job ended $state after $restarts requeues"
