@@ -76,19 +76,30 @@ StepCost PredictStep(const ModelSettings &m, PetscInt M, PetscInt N, PetscInt P,
     for (PetscInt a = 0; a < Ph; ++a) entries[a] = split(g.size(), Ph, a).size() * d;
     layer.add(Exchange(ExchangeKind::allgather, Ph, r % Ph, entries), 2.0);
     layer.add(Exchange(ExchangeKind::reduce_scatter, Ph, r % Ph, entries), Ph > 1 ? 2.0 : 1.0);
-    // The cuts as CutSequencesFor makes them (tested to tile each sequence):
-    // every other token group holding part of the sequence is a peer, in
-    // O(1) a sequence rather than O(Pt).
+    // One pass over the group's sequences. A cut's peers are every other
+    // token group holding part of its sequence, as CutSequencesFor makes
+    // them (tested), counted here without building the plan. Operations
+    // (bench.hpp's count, a step being three forwards) with the keys' and
+    // values' projections of the whole sequence, or only of the group's own
+    // tokens when a cut sequence is shared as projections.
     const double width = 8.0 * (double)(form == CutForm::tokens ? d : Hl * (k + dv));
     const Range s = GroupSequences(P, Ph, M, N, r);
     PetscInt cuts = 0;
+    double ops = 0;
     for (PetscInt seq = s.begin; seq < s.end; ++seq) {
-      const PetscInt mine = std::min(g.end, (seq + 1) * N) - std::max(g.begin, seq * N);
-      if (mine == N) continue;
-      ++cuts;
-      const double peers = (double)(split_part(M * N, Pt, (seq + 1) * N - 1) - split_part(M * N, Pt, seq * N));
-      layer.add({peers, width * (double)mine * peers}, 2.0);
-      layer.add({peers, width * (double)(N - mine)});
+      const PetscInt q0 = std::max(g.begin - seq * N, (PetscInt)0), q1 = std::min(g.end - seq * N, N);
+      const double q = (double)(q1 - q0);
+      const bool cut = q1 - q0 < N;
+      if (cut) {
+        ++cuts;
+        const double peers = (double)(split_part(M * N, Pt, (seq + 1) * N - 1) - split_part(M * N, Pt, seq * N));
+        layer.add({peers, width * q * peers}, 2.0);
+        layer.add({peers, width * ((double)N - q)});
+      }
+      const double keys = m.causal ? 0.5 * (double)(q1 * (q1 + 1) - q0 * (q0 + 1)) : q * (double)N; // sum of nk
+      const double projected = cut && form == CutForm::projections ? q : (double)N;
+      ops += 2.0 * projected * d * (k + dv) + 2.0 * q * d * k + 2.0 * keys * k + keys + 2.0 * keys * dv;
+      if (m.head_kind == HeadKind::qkvo) ops += 2.0 * q * dv * d;
     }
     c.cuts = c.cuts || cuts > 0;
     // Memory (velocity.hpp): L gathered states kept, and each cut's rows and their gradients.
@@ -109,23 +120,15 @@ StepCost PredictStep(const ModelSettings &m, PetscInt M, PetscInt N, PetscInt P,
     c.max_bytes = std::max(c.max_bytes, step.bytes);
     c.communication = std::max(c.communication, step.messages * net.latency + step.bytes / net.bandwidth);
 
-    // Operations (bench.hpp's count, a step being three forwards), with the
-    // keys' and values' projections of the whole sequence, or only of the
-    // group's own tokens when a cut sequence is shared as projections.
-    double ops = 0;
-    for (PetscInt seq = s.begin; seq < s.end; ++seq) {
-      const PetscInt q0 = std::max(g.begin - seq * N, (PetscInt)0), q1 = std::min(g.end - seq * N, N);
-      if (q1 <= q0) continue;
-      const double q = (double)(q1 - q0);
-      const double keys = m.causal ? 0.5 * (double)(q1 * (q1 + 1) - q0 * (q0 + 1)) : q * (double)N; // sum of nk
-      const double projected = form == CutForm::projections ? q : (double)N;
-      ops += 2.0 * projected * d * (k + dv) + 2.0 * q * d * k + 2.0 * keys * k + keys + 2.0 * keys * dv;
-      if (m.head_kind == HeadKind::qkvo) ops += 2.0 * q * dv * d;
-    }
     c.operations = std::max(c.operations, 3.0 * (double)m.L * (double)Hl * ops);
   }
   c.compute = c.operations / rate;
   return c;
+}
+
+std::optional<CutForm> CutFormSetting(const ParallelSettings &s) {
+  if (s.cut_sequences == "auto") return std::nullopt;
+  return s.cut_sequences == "tokens" ? CutForm::tokens : CutForm::projections;
 }
 
 StepCost ChooseGrid(const ModelSettings &m, PetscInt M, PetscInt N, PetscInt P, double rate, const Network &net,

@@ -104,17 +104,16 @@ PetscErrorCode ProblemCreate(MPI_Comm comm, const Settings &settings, Problem *p
   PetscMPIInt size;
   PetscCallMPI(MPI_Comm_size(comm, &size));
   const Network net{s.parallel.latency, s.parallel.bandwidth};
-  std::optional<CutForm> form;
-  if (s.parallel.cut_sequences != "auto")
-    form = s.parallel.cut_sequences == "tokens" ? CutForm::tokens : CutForm::projections;
-  // The grid's exchange buffers (cost.hpp) must fit in the rank's share of its node's available memory.
-  double available;
+  // The grid's exchange buffers (cost.hpp) must fit in a rank's share of its
+  // node's available memory: the least share of any rank, so that every rank
+  // chooses the same grid.
+  double available, share;
   PetscMPIInt node_ranks;
   PetscCall(NodeMemory(comm, &available, &node_ranks));
-  PetscCallMPI(MPI_Allreduce(MPI_IN_PLACE, &available, 1, MPI_DOUBLE, MPI_MIN, comm));
-  const double share = available / (double)node_ranks;
-  const PetscInt Ph = s.parallel.head_groups;
-  p->predicted = ChooseGrid(s.model, s.data.M, s.data.N, size, s.parallel.rate, net, Ph, form, share);
+  share = available / (double)node_ranks;
+  PetscCallMPI(MPI_Allreduce(MPI_IN_PLACE, &share, 1, MPI_DOUBLE, MPI_MIN, comm));
+  p->predicted = ChooseGrid(s.model, s.data.M, s.data.N, size, s.parallel.rate, net, s.parallel.head_groups,
+                            CutFormSetting(s.parallel), share);
   PetscCheck(p->predicted.Ph > 0 || p->predicted.memory >= 0, comm, PETSC_ERR_USER_INPUT,
              "%d ranks are more than the %" PetscInt_FMT " tokens times %" PetscInt_FMT " heads can share", size,
              s.data.M * s.data.N, s.model.H);

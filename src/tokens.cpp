@@ -34,9 +34,9 @@ Range GroupSequences(PetscInt P, PetscInt Ph, PetscInt M, PetscInt N, PetscInt r
 
 std::vector<CutSequence> CutSequencesFor(PetscInt P, PetscInt Ph, PetscInt M, PetscInt N, PetscInt rank) {
   const PetscInt Pt = P / Ph, a = rank % Ph, b = rank / Ph;
-  auto part = [&](PetscInt group, PetscInt m) { // group's tokens of sequence m (possibly empty)
+  auto part = [&](PetscInt group, PetscInt m) { // group's tokens of sequence m, which it holds part of
     const Range g = split(M * N, Pt, group);
-    return Range{std::max(g.begin, m * N), std::max(std::min(g.end, (m + 1) * N), std::max(g.begin, m * N))};
+    return Range{std::max(g.begin, m * N), std::min(g.end, (m + 1) * N)};
   };
   std::vector<CutSequence> cuts;
   const Range s = GroupSequences(P, Ph, M, N, rank);
@@ -45,11 +45,9 @@ std::vector<CutSequence> CutSequencesFor(PetscInt P, PetscInt Ph, PetscInt M, Pe
     c.m = m;
     c.mine = part(b, m);
     if (c.mine.size() == N) continue;
-    // Groups are contiguous: the sequence's other parts are held by the groups just before and after b.
-    for (PetscInt g = b - 1; g >= 0 && part(g, m).size() > 0; --g)
-      c.peers.insert(c.peers.begin(), {g * Ph + a, part(g, m).begin, part(g, m).end});
-    for (PetscInt g = b + 1; g < Pt && part(g, m).size() > 0; ++g)
-      c.peers.push_back({g * Ph + a, part(g, m).begin, part(g, m).end});
+    // The groups holding sequence m: those of its first and last tokens and all between.
+    for (PetscInt g = split_part(M * N, Pt, m * N); g <= split_part(M * N, Pt, (m + 1) * N - 1); ++g)
+      if (g != b) c.peers.push_back({g * Ph + a, part(g, m).begin, part(g, m).end});
     cuts.push_back(c);
   }
   return cuts;

@@ -50,6 +50,9 @@ struct StepCost {
 StepCost PredictStep(const ModelSettings &m, PetscInt M, PetscInt N, PetscInt P, PetscInt Ph, CutForm form,
                      double rate, const Network &net);
 
+// parallel.cut_sequences as a form (none for auto: the cost model chooses).
+std::optional<CutForm> CutFormSetting(const ParallelSettings &s);
+
 // The grid of least predicted step time: over the head-group counts Ph (a
 // divisor of P, at most H, leaving every token group a token; only `Ph` when
 // it is given, > 0) and the forms (only `form` when given) whose memory is at

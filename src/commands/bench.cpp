@@ -117,9 +117,7 @@ PetscErrorCode BenchPredict(MPI_Comm comm, const std::string &name, const Settin
   std::istringstream list(bs.bench.ranks);
   PetscFunctionBeginUser;
   const double t1 = PredictStep(m, bs.data.M, bs.data.N, 1, 1, CutForm::tokens, rate, net).seconds();
-  std::optional<CutForm> form;
-  if (bs.parallel.cut_sequences != "auto")
-    form = bs.parallel.cut_sequences == "tokens" ? CutForm::tokens : CutForm::projections;
+  const std::optional<CutForm> form = CutFormSetting(bs.parallel);
   PetscCall(PetscPrintf(comm,
                         "%s predicted (%.4g GFLOP a step at %.3g GFLOP/s a rank; network %.3g us, %.3g GB/s):\n"
                         "%8s %9s %12s %12s %12s %10s %12s %11s\n",
