@@ -42,7 +42,9 @@ static PetscErrorCode TeacherOutput(Problem *p, PetscInt L, PetscInt H) {
              L, H, s.model.L, s.model.H);
   ts.model.L = L, ts.model.H = H;
   ts.data.teacher_L = ts.data.teacher_H = 0;
+  ts.init = TeacherInit(s);
   ts.init.seed = s.data.teacher_seed;
+  ts.data.teacher_init.clear();
   ts.scheme.zero_targets = true; // no teacher of its own
   ts.parallel.head_groups = 0;
   ts.output.trajectory = 0; // the student's depths
@@ -79,7 +81,7 @@ static PetscErrorCode TeacherTargets(Problem *p) {
     PetscCall(HeadsInitialize(&p->heads, s.init, s.init.seed, p->heads.theta));
     PetscCall(HeadsPerturb(p->heads, s.data.teacher_seed, s.data.teacher_perturbation, p->heads.theta));
   } else {
-    PetscCall(HeadsInitialize(&p->heads, s.init, s.data.teacher_seed, p->heads.theta));
+    PetscCall(HeadsInitialize(&p->heads, TeacherInit(s), s.data.teacher_seed, p->heads.theta));
   }
   if (tL == s.model.L && tH == s.model.H) {
     PetscCall(ProblemSetHeads(p));

@@ -81,11 +81,14 @@ bool parse_bool(const std::string &v) {
   throw BadValue("'" + v + "' is not true or false");
 }
 
+// The shortest text that reads back as x (0.1, not 0.10000000000000001).
 std::string format_real(double x) {
-  std::ostringstream os;
-  os.precision(17);
-  os << x;
-  return os.str();
+  for (int digits = 1;; ++digits) {
+    std::ostringstream os;
+    os.precision(digits);
+    os << x;
+    if (digits >= 17 || std::stod(os.str()) == x) return os.str();
+  }
 }
 
 // Integer option with a lower bound.
@@ -189,6 +192,9 @@ std::vector<Option> declare(Settings &s) {
               "layers of the teacher (0: the student's; in a trained study, the reference's: one set of targets)"),
       integer("data.teacher_H", &d.teacher_H, 0,
               "heads per layer of the teacher (0: the student's; in a trained study, the reference's)"),
+      text("data.teacher_init", &d.teacher_init,
+           "the teacher's own law, overrides of init.* without the prefix, e.g. 'v_mean=-1 q_gain=3' (empty: the "
+           "students' law; a trained study's targets then sit near every model's start)"),
       text("data.file", &d.file, "HDF5 file with /data/tokens, /data/targets (and /data/readout); replaces the family"),
 
       choice("init.law", "gaussian", {"gaussian", "uniform"},
@@ -258,6 +264,13 @@ std::vector<Option> declare(Settings &s) {
       integer("study.references", &s.study.references, 1,
               "independent references (initial-head seeds); with 2 or more, their spread estimates the "
               "reference's own error, which is removed from the models' (MODEL.md, 'The reference's own error')"),
+      real("study.reference_margin", &s.study.reference_margin, 0.0, false,
+           "the reference (trained: study.reference_L, _H; init: limit.heads) must be at least this many times the "
+           "largest L and H of the grid, in each direction with more than one value (0: no check)"),
+      real("study.resolution", &s.study.resolution, 0.0, true,
+           "a cell is resolved when the references' own error (floor / sqrt(references)) is at most this times its "
+           "corrected err; unresolved cells are left out of the corrected fits"),
+      flag("study.keep_unresolved", &s.study.keep_unresolved, "fit the unresolved cells too"),
       text("study.probes", &s.study.probes, "probe families (space-separated), study.probe_M sequences each"),
       integer("study.probe_M", &s.study.probe_M, 1, "probe sequences per family"),
       integers("study.probe_N", &s.study.probe_N, 1,
@@ -432,6 +445,48 @@ static PetscErrorCode CheckOutputs(MPI_Comm comm, const std::string &command, co
   PetscFunctionReturn(0);
 }
 
+// A study's design, checked before any case runs: references that dominate
+// the models, and a teacher that is no model's or reference's own draw.
+static PetscErrorCode StudyCheck(MPI_Comm comm, const Settings &s) {
+  const bool trained = s.study.state == "trained";
+  std::vector<PetscInt> L, H;
+  std::istringstream l(s.study.L), h(s.study.H);
+  for (PetscInt x; l >> x;) L.push_back(x);
+  for (PetscInt x; h >> x;) H.push_back(x);
+  PetscFunctionBeginUser;
+  const PetscInt Lmax = *std::max_element(L.begin(), L.end()), Hmax = *std::max_element(H.begin(), H.end());
+  const bool varies_L = *std::min_element(L.begin(), L.end()) < Lmax, varies_H = *std::min_element(H.begin(), H.end()) < Hmax;
+  const double m = s.study.reference_margin;
+  const PetscInt refH = trained ? s.study.reference_H : s.limit.heads;
+  PetscCheck(!varies_H || refH >= m * Hmax, comm, PETSC_ERR_USER_INPUT,
+             "the reference's %" PetscInt_FMT " heads (%s) are fewer than study.reference_margin = %s times the "
+             "largest H = %" PetscInt_FMT " of the grid: its own error would stay in the models' (lower "
+             "study.reference_margin to run anyway)",
+             refH, trained ? "study.reference_H" : "limit.heads", format_real(m).c_str(), Hmax);
+  PetscCheck(!trained || !varies_L || s.study.reference_L >= m * Lmax, comm, PETSC_ERR_USER_INPUT,
+             "the reference's %" PetscInt_FMT " layers (study.reference_L) are fewer than study.reference_margin = %s "
+             "times the largest L = %" PetscInt_FMT " of the grid: its own error would stay in the models' (lower "
+             "study.reference_margin to run anyway)",
+             s.study.reference_L, format_real(m).c_str(), Lmax);
+  if (trained) {
+    PetscCheck(s.data.teacher_perturbation == 0, comm, PETSC_ERR_USER_INPUT,
+               "data.teacher_perturbation = %s in a trained study: its teacher is one model of the reference's shape "
+               "for every case (use data.teacher_init for a teacher of another law)",
+               format_real(s.data.teacher_perturbation).c_str());
+    for (PetscInt k = 1; k <= s.study.seeds; ++k)
+      PetscCheck(s.init.seed + (std::uint64_t)k != s.data.teacher_seed, comm, PETSC_ERR_USER_INPUT,
+                 "init.seed + %" PetscInt_FMT " = %llu is data.teacher_seed: seed %" PetscInt_FMT
+                 "'s models would start from the teacher's own draw (choose another init.seed or data.teacher_seed)",
+                 k, (unsigned long long)s.data.teacher_seed, k);
+    for (PetscInt r = 0; r < s.study.references; ++r)
+      PetscCheck(s.init.seed + 100003 * (std::uint64_t)r != s.data.teacher_seed, comm, PETSC_ERR_USER_INPUT,
+                 "reference %" PetscInt_FMT "'s seed init.seed + %llu = %llu is data.teacher_seed: it would start from "
+                 "the teacher's own draw (choose another init.seed or data.teacher_seed)",
+                 r, 100003ull * (unsigned long long)r, (unsigned long long)s.data.teacher_seed);
+  }
+  PetscFunctionReturn(0);
+}
+
 PetscErrorCode SettingsParse(MPI_Comm comm, const std::string &command, const std::vector<std::string> &args,
                              Settings *s, PetscBool *help) {
   PetscFunctionBeginUser;
@@ -514,6 +569,12 @@ PetscErrorCode SettingsParse(MPI_Comm comm, const std::string &command, const st
     s->record.emplace_back(o.key, v);
   }
   PetscCheck(problem.empty(), comm, PETSC_ERR_USER_INPUT, "%s", problem.c_str());
+  try {
+    (void)TeacherInit(*s);
+  } catch (const std::invalid_argument &e) {
+    problem = std::string("data.teacher_init ") + e.what();
+  }
+  PetscCheck(problem.empty(), comm, PETSC_ERR_USER_INPUT, "%s", problem.c_str());
   PetscCheck(s->data.param_max >= s->data.param_min, comm, PETSC_ERR_USER_INPUT,
              "data.param_max (%g) is smaller than data.param_min (%g)", s->data.param_max, s->data.param_min);
   PetscCheck(!s->output.file.empty(), comm, PETSC_ERR_USER_INPUT, "output.file is empty");
@@ -536,9 +597,38 @@ PetscErrorCode SettingsParse(MPI_Comm comm, const std::string &command, const st
     for (PetscInt t; times >> t;)
       PetscCheck(t <= s->study.steps, comm, PETSC_ERR_USER_INPUT,
                  "study.times entry %" PetscInt_FMT " is beyond study.steps = %" PetscInt_FMT, t, s->study.steps);
+    PetscCall(StudyCheck(comm, *s));
   }
   PetscCall(CheckOutputs(comm, command, *s));
   PetscFunctionReturn(0);
+}
+
+InitSettings TeacherInit(const Settings &s) {
+  InitSettings t = s.init;
+  const std::map<std::string, double *> reals = {{"q_gain", &t.q_gain}, {"k_gain", &t.k_gain}, {"v_gain", &t.v_gain},
+                                                 {"o_gain", &t.o_gain}, {"q_mean", &t.q_mean}, {"k_mean", &t.k_mean},
+                                                 {"v_mean", &t.v_mean}, {"o_mean", &t.o_mean}};
+  std::istringstream in(s.data.teacher_init);
+  for (std::string kv; in >> kv;) {
+    const size_t eq = kv.find('=');
+    const std::string key = kv.substr(0, eq), value = eq == std::string::npos ? "" : kv.substr(eq + 1);
+    if (eq == std::string::npos) throw std::invalid_argument("'" + kv + "' is not key=value (keys: law, q_gain .. o_mean)");
+    if (key == "law") {
+      if (value != "gaussian" && value != "uniform") throw std::invalid_argument("law '" + value + "' is not gaussian or uniform");
+      t.law = value == "gaussian" ? InitLaw::gaussian : InitLaw::uniform;
+    } else if (reals.count(key)) {
+      try {
+        *reals.at(key) = parse_real(value);
+      } catch (const BadValue &e) {
+        throw std::invalid_argument(key + ": " + e.what());
+      }
+      if (key.find("gain") != std::string::npos && *reals.at(key) < 0)
+        throw std::invalid_argument(key + " must be at least 0, got " + value);
+    } else {
+      throw std::invalid_argument("'" + kv + "' is not key=value with a key of init (law, q_gain .. o_mean)");
+    }
+  }
+  return t;
 }
 
 PetscErrorCode SettingsCheck(MPI_Comm comm, const Settings &s) {

@@ -41,6 +41,7 @@ struct DataSettings {
   std::uint64_t teacher_seed = 2;  // heads of the teacher that makes the targets
   double teacher_perturbation = 0; // > 0: the teacher is the initial heads plus this times N(0,1) entries
   PetscInt teacher_L = 0, teacher_H = 0; // the teacher's shape (0: the student's; a trained study: the reference's)
+  std::string teacher_init;   // the teacher's own law: init.* overrides "v_mean=-1 q_gain=3" (empty: the students')
   std::string file;           // user data in the MODEL.md layout (overrides the family)
 };
 
@@ -95,7 +96,10 @@ struct StudySettings {
   std::string times;                  // trained: steps at which err is recorded (0 and `steps` always are)
   PetscInt reference_L = 128;         // trained: the reference model, trained the same way
   PetscInt reference_H = 128;
-  PetscInt references = 2;            // independent references (seeds): their spread estimates their own error
+  PetscInt references = 4;            // independent references (seeds): their spread estimates their own error
+  double reference_margin = 4;        // the reference at least this times the largest model in a varied direction
+  double resolution = 0.5;            // a cell is resolved when the references' error / err_corrected <= this
+  bool keep_unresolved = false;       // fit the unresolved cells too
   std::string probes = "discrete uniform_cube"; // probe families (the training family need not be among them)
   PetscInt probe_M = 4;               // probe sequences per family
   std::string probe_N;                // tokens of the probe sequences (several: one probe set each); empty: data.N
@@ -202,5 +206,10 @@ bool SettingsReads(const std::string &command, const std::string &key);
 // Checks the sizes that depend on the data (after a data file is read) and
 // the process grid; the same one-line errors.
 PetscErrorCode SettingsCheck(MPI_Comm comm, const Settings &s);
+
+// The law of the teacher's heads: init with data.teacher_init's overrides
+// ("law=gaussian v_mean=-1 q_gain=3"; keys are init.* without the prefix).
+// Throws std::invalid_argument naming a bad key or value.
+InitSettings TeacherInit(const Settings &s);
 
 } // namespace mft

@@ -45,6 +45,20 @@ fi
 # A grid entry that is not a number (it used to abort the program).
 expect 2 "study.L 'x' is not an integer" -- "$MFT" study --study.L "1 x"
 expect 2 "study.H is empty" -- "$MFT" study --study.H " "
+# Studies whose design cannot carry their figures are refused before any work.
+expect 2 "reference's 64 heads \\(study.reference_H\\) are fewer than study.reference_margin = 4 times the largest H = 32" -- \
+  "$MFT" study --study.state trained --study.L 2 --study.H "2 32" --study.reference_L 64 --study.reference_H 64 --study.dir s1
+expect 2 "reference's 32 layers \\(study.reference_L\\) are fewer" -- \
+  "$MFT" study --study.state trained --study.L "2 16" --study.H 2 --study.reference_L 32 --study.dir s1
+expect 2 "reference's 1024 heads \\(limit.heads\\)" -- "$MFT" study --study.H "2 512" --limit.heads 1024 --study.dir s1
+expect 2 "init.seed \\+ 2 = 5 is data.teacher_seed" -- "$MFT" study --study.state trained --init.seed 3 --data.teacher_seed 5 --study.dir s1
+expect 2 "reference 1's seed init.seed \\+ 100003 = 100006 is data.teacher_seed" -- \
+  "$MFT" study --study.state trained --init.seed 3 --data.teacher_seed 100006 --study.dir s1
+expect 2 "data.teacher_perturbation = 0.1 in a trained study" -- "$MFT" study --study.state trained --data.teacher_perturbation 0.1 --study.dir s1
+expect 2 "data.teacher_init 'v_mean' is not key=value" -- "$MFT" train --data.teacher_init "v_mean"
+expect 2 "data.teacher_init q_gain: 'x' is not a number" -- "$MFT" train --data.teacher_init "q_gain=x"
+expect 2 "data.teacher_init law 'cauchy' is not gaussian or uniform" -- "$MFT" train --data.teacher_init "law=cauchy"
+[ ! -e s1 ] && ok || bad "a refused study created its folder"
 # A damaged file: the first kilobyte of a good run file.
 expect 0 "" -- "$MFT" forward "${small[@]}" --output.file good.h5
 head -c 1024 good.h5 > cut.h5
