@@ -1,5 +1,6 @@
 // Convergence studies: cases, their runs, and the aggregation into errors and fits.
 #include "mft/study.hpp"
+#include "mft/study_statistics.hpp"
 
 #include "mft/error.hpp"
 #include "mft/fit.hpp"
@@ -203,119 +204,11 @@ std::vector<double> sequence_errors(const std::vector<std::vector<double>> &a, c
   return out;
 }
 
-// One model case measured against each reference r: the max over probe
-// sequences of the raw squared error, of the corrected one (the references'
-// floor^2 subtracted per sequence, clipped at 0), and of the corrected one
-// relative to the reference's mean square |x_i(1)|^2 on that sequence.
-struct Sample {
-  std::vector<double> raw, corrected, relative;
-  std::vector<double> per_set; // against reference 0: the corrected max over each probe set's sequences
-  PetscInt clipped = 0, probes = 0; // against reference 0: sequences whose error fell below the floor
-};
-
-Sample measure(const std::vector<std::vector<double>> &model, const std::vector<CaseData> &refs, bool adjoint,
-               const std::vector<double> &floor2, const std::vector<PetscInt> &N, PetscInt d) {
-  Sample s;
-  for (size_t r = 0; r < refs.size(); ++r) {
-    const auto &ref = adjoint ? refs[r].adjoint : refs[r].tokens;
-    const std::vector<double> e2 = sequence_errors(model, ref, N, d), ms = sequence_errors(ref, {}, N, d);
-    double raw = 0, corr = 0, rel = 0;
-    size_t set = 0, next = model.empty() ? 0 : model[0].size() / (size_t)(N[0] * d); // first sequence of the next set
-    if (r == 0) s.per_set.assign(model.size(), 0.0);
-    for (size_t q = 0; q < e2.size(); ++q) {
-      while (q >= next && set + 1 < model.size()) ++set, next += model[set].size() / (size_t)(N[set] * d);
-      const double c = std::fmax(0.0, e2[q] - floor2[q]);
-      if (r == 0) s.per_set[set] = std::fmax(s.per_set[set], c);
-      raw = std::fmax(raw, e2[q]), corr = std::fmax(corr, c), rel = std::fmax(rel, ms[q] > 0 ? c / ms[q] : 0.0);
-      if (r == 0) s.clipped += e2[q] < floor2[q], ++s.probes;
-    }
-    s.raw.push_back(raw), s.corrected.push_back(corr), s.relative.push_back(rel);
-  }
-  return s;
-}
-
-struct Grid2 {
-  std::vector<PetscInt> L, H;
-};
-
-// err = (mean over seeds of the squared errors)^(1/2); NaN without seeds.
-double err_of(const std::vector<double> &e2) {
-  if (e2.empty()) return NAN;
-  double s = 0;
-  for (double v : e2) s += v;
-  return std::sqrt(s / (double)e2.size());
-}
-
-struct Fits {
-  double slope_L = NAN, slope_H = NAN, a = NAN, b = NAN, C1 = NAN, C2 = NAN, joint_rms = NAN;
-};
-
-// Slopes, and with `joint` the fit of C1/L + C2 L^-a H^-b (a grid search of
-// a, b in [0, 1.5] with this step).
-Fits fit_grid(const Grid2 &g, const std::vector<double> &err, bool joint = true, double step = 0.01) {
-  Fits f;
-  const size_t nL = g.L.size(), nH = g.H.size();
-  std::vector<double> x, y;
-  for (size_t i = 0; i < nL; ++i) // slope in L at the largest H
-    if (std::isfinite(err[i * nH + nH - 1]) && err[i * nH + nH - 1] > 0)
-      x.push_back(std::log((double)g.L[i])), y.push_back(std::log(err[i * nH + nH - 1]));
-  if (x.size() >= 2) f.slope_L = fit_line(x, y).slope;
-  x.clear(), y.clear();
-  for (size_t j = 0; j < nH; ++j) // slope in H at the largest L
-    if (std::isfinite(err[(nL - 1) * nH + j]) && err[(nL - 1) * nH + j] > 0)
-      x.push_back(std::log((double)g.H[j])), y.push_back(std::log(err[(nL - 1) * nH + j]));
-  if (x.size() >= 2) f.slope_H = fit_line(x, y).slope;
-  if (!joint) return f;
-  // err ~ C1/L + C2 L^-a H^-b: for each (a, b) on a grid, C1, C2 >= 0 by least
-  // squares on relative residuals; keep the best.
-  double best = INFINITY;
-  const int n_steps = (int)std::lround(1.5 / step);
-  std::vector<double> powL((size_t)(n_steps + 1) * nL), powH((size_t)(n_steps + 1) * nH); // L^-a, H^-b on the grid
-  for (int k = 0; k <= n_steps; ++k) {
-    for (size_t i = 0; i < nL; ++i) powL[k * nL + i] = std::pow((double)g.L[i], -k * step);
-    for (size_t j = 0; j < nH; ++j) powH[k * nH + j] = std::pow((double)g.H[j], -k * step);
-  }
-  for (int ia = 0; ia <= n_steps; ++ia)
-    for (int ib = 0; ib <= n_steps; ++ib) {
-      const double a = ia * step, b = ib * step;
-      double s11 = 0, s12 = 0, s22 = 0, r1 = 0, r2 = 0;
-      int n = 0;
-      for (size_t i = 0; i < nL; ++i)
-        for (size_t j = 0; j < nH; ++j) {
-          const double e = err[i * nH + j];
-          if (!std::isfinite(e) || e <= 0) continue;
-          const double u = 1.0 / g.L[i] / e, v = powL[ia * nL + i] * powH[ib * nH + j] / e;
-          s11 += u * u, s12 += u * v, s22 += v * v, r1 += u, r2 += v, ++n;
-        }
-      if (n < 3) continue;
-      double C1, C2;
-      const double det = s11 * s22 - s12 * s12;
-      C1 = (r1 * s22 - r2 * s12) / det, C2 = (s11 * r2 - s12 * r1) / det;
-      if (!(C1 >= 0 && C2 >= 0) || !std::isfinite(C1)) { // one term only
-        const double c1 = r1 / s11, c2 = r2 / s22;
-        const double q1 = n - 2 * c1 * r1 + c1 * c1 * s11, q2 = n - 2 * c2 * r2 + c2 * c2 * s22;
-        if (q1 < q2) C1 = c1, C2 = 0;
-        else C1 = 0, C2 = c2;
-      }
-      const double q = n - 2 * (C1 * r1 + C2 * r2) + C1 * C1 * s11 + 2 * C1 * C2 * s12 + C2 * C2 * s22;
-      if (q < best) best = q, f.a = a, f.b = b, f.C1 = C1, f.C2 = C2, f.joint_rms = std::sqrt(std::fmax(q, 0) / n);
-    }
-  return f;
-}
-
 std::string num(double v) {
   if (!std::isfinite(v)) return "";
   char b[32];
   std::snprintf(b, sizeof b, "%.6g", v);
   return b;
-}
-
-// 2.5% and 97.5% quantiles.
-std::pair<double, double> interval(std::vector<double> v) {
-  v.erase(std::remove_if(v.begin(), v.end(), [](double x) { return !std::isfinite(x); }), v.end());
-  if (v.size() < 2) return {NAN, NAN};
-  std::sort(v.begin(), v.end());
-  return {v[(size_t)(0.025 * (v.size() - 1))], v[(size_t)(0.975 * (v.size() - 1))]};
 }
 
 } // namespace
@@ -510,222 +403,269 @@ PetscErrorCode StudyRunCase(MPI_Comm comm, const std::vector<std::string> &args,
   PetscFunctionReturn(0);
 }
 
+namespace {
+
+// A CSV row: the fields joined by commas.
+std::string csv(std::initializer_list<std::string> fields) {
+  std::string row;
+  for (const std::string &f : fields) row += (row.empty() ? "" : ",") + f;
+  return row + "\n";
+}
+
+std::string quoted(const std::string &s) { return "\"" + s + "\""; }
+
+// The case files of one variant at one recorded time: its references and its models.
+struct VariantCases {
+  std::vector<CaseData> references;
+  std::vector<std::pair<StudyCase, CaseData>> models;
+};
+
+bool same_shapes(const CaseData &a, const CaseData &b) {
+  return a.N == b.N && a.d == b.d && a.tokens.size() == b.tokens.size();
+}
+
+// Reads them; a missing, failed or mismatched case is named (when `name`) and counted in *missing.
+PetscErrorCode ReadVariant(const Settings &s, const std::string &dir, size_t v, const std::string &prefix, bool name,
+                           VariantCases *out, PetscInt *missing) {
+  const auto families = probe_names(s);
+  PetscFunctionBeginUser;
+  for (const StudyCase &c : StudyCases(s)) {
+    if (c.variant != (PetscInt)v) continue;
+    CaseData data;
+    std::string problem;
+    PetscCall(ReadCase(case_path(dir, c.index), families, prefix, &data, &problem));
+    if (problem.empty() && !out->references.empty() && !same_shapes(data, out->references[0]))
+      problem = c.reference ? "does not match reference 0's shapes" : "does not match its reference's shapes";
+    if (!problem.empty()) {
+      if (name) PetscCall(PetscPrintf(PETSC_COMM_SELF, "mft study: %s is missing or failed: %s\n", c.describe().c_str(),
+                                      problem.c_str()));
+      *missing += name;
+      continue;
+    }
+    if (c.reference) out->references.push_back(std::move(data));
+    else if (!out->references.empty()) out->models.emplace_back(c, std::move(data));
+  }
+  PetscFunctionReturn(0);
+}
+
+// The squared errors of quantity q (0: tokens x(1), 1: adjoints p(0)) for the statistics.
+StudyErrors ErrorsOf(const Settings &s, const VariantCases &vc, int q) {
+  StudyErrors e;
+  for (PetscInt L : integers(s.study.L)) e.L.push_back(L);
+  for (PetscInt H : integers(s.study.H)) e.H.push_back(H);
+  std::sort(e.L.begin(), e.L.end()), std::sort(e.H.begin(), e.H.end());
+  const auto &refs = vc.references;
+  const std::vector<PetscInt> &N = refs[0].N;
+  const PetscInt d = refs[0].d;
+  auto of = [q](const CaseData &c) -> const std::vector<std::vector<double>> & { return q ? c.adjoint : c.tokens; };
+  e.references = refs.size();
+  for (size_t a = 0; a < refs.size(); ++a) {
+    e.square.push_back(sequence_errors(of(refs[a]), {}, N, d));
+    for (size_t b = a + 1; b < refs.size(); ++b) {
+      e.pairs.push_back(sequence_errors(of(refs[a]), of(refs[b]), N, d));
+      for (double &x : e.pairs.back()) x *= 0.5;
+    }
+  }
+  e.sequences = e.square[0].size();
+  for (const auto &[c, data] : vc.models) {
+    StudyErrors::Case k;
+    const size_t i = std::find(e.L.begin(), e.L.end(), c.L) - e.L.begin(),
+                 j = std::find(e.H.begin(), e.H.end(), c.H) - e.H.begin();
+    k.cell = i * e.H.size() + j, k.seed = c.seed;
+    for (const CaseData &r : refs) k.e2.push_back(sequence_errors(of(data), of(r), N, d));
+    e.cases.push_back(std::move(k));
+  }
+  return e;
+}
+
+StudyOptions OptionsOf(const Settings &s) {
+  StudyOptions o;
+  o.resolution = s.study.resolution, o.keep_unresolved = s.study.keep_unresolved;
+  if (s.study.state == "trained") o.reference_L = (double)s.study.reference_L, o.reference_H = (double)s.study.reference_H;
+  return o;
+}
+
+// A figure of the printed summary with its interval; "(not determined)" when
+// one of the flags `undecided` (space-separated) is raised.
+std::string with_interval(double x, StudyInterval ci, const std::string &flags, const std::string &undecided) {
+  char b[96];
+  std::istringstream in(undecided);
+  for (std::string f; in >> f;)
+    if (flags.find(f) != std::string::npos) {
+      std::snprintf(b, sizeof b, "%.3f (not determined)", x);
+      return b;
+    }
+  if (!std::isfinite(x)) return "-";
+  if (!std::isfinite(ci.lo)) std::snprintf(b, sizeof b, "%.3f [no interval]", x);
+  else std::snprintf(b, sizeof b, "%.3f [%.3f, %.3f]", x, ci.lo, ci.hi);
+  return b;
+}
+
+// The rows and arrays of one variant at one time.
+struct Outputs {
+  std::ofstream table, fits, sets;
+  std::vector<ResultArray> arrays;
+  std::list<std::vector<double>> keep; // storage behind the arrays
+  std::vector<std::pair<std::string, std::string>> attributes;
+  std::string at, at_key;
+  bool last = false;
+  void store(const std::string &name, std::vector<unsigned long long> dims, std::vector<double> values) {
+    keep.push_back(std::move(values));
+    arrays.push_back({at + name, dims, keep.back().data()});
+    if (last) arrays.push_back({name, dims, keep.back().data()});
+  }
+  void attribute(const std::string &key, const std::string &value) {
+    attributes.emplace_back(at_key + key, value);
+    if (last) attributes.emplace_back(key, value);
+  }
+};
+
+void WriteFit(Outputs &out, const std::string &v, const std::string &variant, const char *quantity, PetscInt time,
+              int corrected, const StudyFit &f) {
+  out.fits << csv({v, quoted(variant), quantity, num(f.slope_L), num(f.slope_L_ci.lo), num(f.slope_L_ci.hi),
+                   num(f.slope_H), num(f.slope_H_ci.lo), num(f.slope_H_ci.hi), num(f.a), num(f.b), num(f.C1), num(f.C2),
+                   num(f.rms), std::to_string(time), std::to_string(corrected), num(f.a_ci.lo), num(f.a_ci.hi),
+                   num(f.b_ci.lo), num(f.b_ci.hi), quoted(f.flags), std::to_string(f.cells),
+                   num(f.reference_bias)});
+  const std::string key = "v" + v + "." + quantity + (corrected ? ".corrected." : ".");
+  for (auto &[name, x] : std::vector<std::pair<std::string, double>>{
+           {"slope_L", f.slope_L}, {"slope_L_lo", f.slope_L_ci.lo}, {"slope_L_hi", f.slope_L_ci.hi},
+           {"slope_H", f.slope_H}, {"slope_H_lo", f.slope_H_ci.lo}, {"slope_H_hi", f.slope_H_ci.hi},
+           {"a", f.a}, {"b", f.b}, {"a_lo", f.a_ci.lo}, {"a_hi", f.a_ci.hi}, {"b_lo", f.b_ci.lo},
+           {"b_hi", f.b_ci.hi}, {"C1", f.C1}, {"C2", f.C2}, {"reference_bias", f.reference_bias}})
+    out.attribute(key + name, num(x));
+  out.attribute(key + "flags", f.flags.empty() ? "(none)" : f.flags);
+}
+
+// Per probe set (family and N): the corrected err over its sequences alone,
+// and how often (over seeds) it attains the max over all sets.
+void WriteProbeSets(Outputs &out, const Settings &s, const std::string &v, const std::string &variant, PetscInt time,
+                    const VariantCases &vc, const StudyErrors &ex, const StudyErrors &ep) {
+  const auto families = probe_names(s);
+  const size_t M = (size_t)s.study.probe_M, nH = ex.H.size(), sets = families.size();
+  std::vector<std::vector<double>> e2[2]; // per cell: per seed, per set
+  std::vector<std::vector<PetscInt>> attains(ex.L.size() * nH, std::vector<PetscInt>(sets, 0));
+  std::vector<std::vector<std::vector<double>>> sum[2];
+  for (int q = 0; q < 2; ++q) sum[q].assign(ex.L.size() * nH, std::vector<std::vector<double>>());
+  for (size_t m = 0; m < ex.cases.size(); ++m)
+    for (int q = 0; q < 2; ++q) {
+      const StudyErrors &e = q ? ep : ex;
+      const std::vector<double> c = StudyCorrected(e, e.cases[m]);
+      std::vector<double> per(sets, 0.0);
+      for (size_t k = 0; k < c.size(); ++k) per[std::min(k / M, sets - 1)] = std::fmax(per[std::min(k / M, sets - 1)], c[k]);
+      sum[q][e.cases[m].cell].push_back(per);
+      if (q == 0)
+        for (size_t f = 0; f < sets; ++f) attains[e.cases[m].cell][f] += per[f] >= *std::max_element(per.begin(), per.end());
+    }
+  for (size_t k = 0; k < ex.L.size() * nH; ++k)
+    for (size_t f = 0; f < sets; ++f) {
+      if (sum[0][k].empty()) continue;
+      double e[2] = {0, 0};
+      for (int q = 0; q < 2; ++q) {
+        for (const auto &per : sum[q][k]) e[q] += per[f];
+        e[q] = std::sqrt(e[q] / (double)sum[q][k].size());
+      }
+      out.sets << csv({v, quoted(variant), std::to_string(ex.L[k / nH]), std::to_string(ex.H[k % nH]),
+                       std::to_string(time), families[f], std::to_string(vc.references[0].N[f]), num(e[0]), num(e[1]),
+                       num((double)attains[k][f] / (double)sum[0][k].size())});
+    }
+}
+
+void WriteCells(Outputs &out, const std::string &v, const std::string &variant, PetscInt time, const StudyErrors &e,
+                const StudyStatistics st[2], PetscInt d) {
+  const size_t nH = e.H.size();
+  const double rd = std::sqrt((double)d);
+  for (size_t k = 0; k < st[0].cells.size(); ++k) {
+    const StudyCell &x = st[0].cells[k], &p = st[1].cells[k];
+    out.table << csv({v, quoted(variant), std::to_string(e.L[k / nH]), std::to_string(e.H[k % nH]),
+                      std::to_string(x.seeds), num(x.err[0]), num(x.ci[0].lo), num(x.ci[0].hi), num(p.err[0]),
+                      num(p.ci[0].lo), num(p.ci[0].hi), std::to_string(time), num(st[0].floor), num(x.err[1]),
+                      num(x.ci[1].lo), num(x.ci[1].hi), num(st[1].floor), num(p.err[1]), num(p.ci[1].lo),
+                      num(p.ci[1].hi), num(x.clipped), num(p.clipped), num(x.err[1] / rd), num(x.relative),
+                      std::to_string(e.references), num(x.ci[1].lo / rd), num(x.ci[1].hi / rd), num(x.relative_ci.lo),
+                      num(x.relative_ci.hi), num(x.floor_ratio), num(p.floor_ratio), std::to_string(x.resolved),
+                      std::to_string(p.resolved)});
+  }
+}
+
+} // namespace
+
 PetscErrorCode StudyAggregate(MPI_Comm comm, const Settings &s, const std::string &dir, PetscInt *missing) {
   PetscMPIInt rank;
   PetscFunctionBeginUser;
   PetscCallMPI(MPI_Comm_rank(comm, &rank));
   *missing = 0;
   if (rank == 0) {
-    const auto cases = StudyCases(s);
     const auto variants = StudyVariants(s);
-    const auto families = probe_names(s);
-    const PetscInt B = 1000; // bootstrap resamples over the seeds and the references
     const std::vector<PetscInt> times = StudyTimes(s);
-    std::ofstream table(dir + "/study.csv"), fits(dir + "/fits.csv"), sets_table(dir + "/probes.csv");
-    sets_table << "variant,overrides,L,H,time,probe_set,N,err_corrected_x,err_corrected_p,attains_max_x\n";
-    table << "variant,overrides,L,H,seeds,err_x,err_x_lo,err_x_hi,err_p,err_p_lo,err_p_hi,time,err_floor_x,"
-             "err_corrected_x,err_corrected_x_lo,err_corrected_x_hi,err_floor_p,err_corrected_p,err_corrected_p_lo,"
-             "err_corrected_p_hi,clipped_x,clipped_p,err_coord_x,err_rel_x,references\n";
-    fits << "variant,overrides,quantity,slope_L,slope_L_lo,slope_L_hi,slope_H,slope_H_lo,slope_H_hi,a,b,C1,C2,joint_rms,"
-            "time,corrected,a_lo,a_hi,b_lo,b_hi\n";
-    std::vector<ResultArray> arrays;
-    std::list<std::vector<double>> keep; // storage behind the arrays
-    std::vector<std::pair<std::string, std::string>> attributes;
+    const StudyOptions options = OptionsOf(s);
+    Outputs out;
+    out.table.open(dir + "/study.csv"), out.fits.open(dir + "/fits.csv"), out.sets.open(dir + "/probes.csv");
+    out.sets << "variant,overrides,L,H,time,probe_set,N,err_corrected_x,err_corrected_p,attains_max_x\n";
+    out.table << "variant,overrides,L,H,seeds,err_x,err_x_lo,err_x_hi,err_p,err_p_lo,err_p_hi,time,err_floor_x,"
+                 "err_corrected_x,err_corrected_x_lo,err_corrected_x_hi,err_floor_p,err_corrected_p,err_corrected_p_lo,"
+                 "err_corrected_p_hi,clipped_x,clipped_p,err_coord_x,err_rel_x,references,err_coord_x_lo,"
+                 "err_coord_x_hi,err_rel_x_lo,err_rel_x_hi,floor_ratio_x,floor_ratio_p,resolved_x,resolved_p\n";
+    out.fits << "variant,overrides,quantity,slope_L,slope_L_lo,slope_L_hi,slope_H,slope_H_lo,slope_H_hi,a,b,C1,C2,"
+                "joint_rms,time,corrected,a_lo,a_hi,b_lo,b_hi,flags,cells,reference_bias\n";
     // Every recorded time under /t<step> and t<step>.*; the last one also
     // without the prefix (the state at the end of training, or at initialisation).
     for (const PetscInt time : times) {
-    const bool last = time == times.back();
-    const std::string at = "/t" + std::to_string(time), at_key = "t" + std::to_string(time) + ".";
-    const std::string prefix_in = s.study.state == "trained" ? "/times/" + std::to_string(time) : "";
-    auto store = [&](const std::string &name, std::vector<unsigned long long> dims, std::vector<double> values) {
-      keep.push_back(std::move(values));
-      arrays.push_back({at + name, dims, keep.back().data()});
-      if (last) arrays.push_back({name, dims, keep.back().data()});
-    };
-    auto attribute = [&](const std::string &key, const std::string &value) {
-      attributes.emplace_back(at_key + key, value);
-      if (last) attributes.emplace_back(key, value);
-    };
-    for (size_t v = 0; v < variants.size(); ++v) {
-      Grid2 g;
-      g.L = integers(s.study.L), g.H = integers(s.study.H);
-      const size_t nL = g.L.size(), nH = g.H.size();
-      std::vector<CaseData> refs;
-  
-      std::vector<std::vector<Sample>> samples[2]; // per quantity, per cell: the seeds
-      samples[0].assign(nL * nH, {}), samples[1].assign(nL * nH, {});
-      std::vector<std::pair<size_t, CaseData>> found;
-      std::string problem;
-      for (const StudyCase &c : cases) {
-        if (c.variant != (PetscInt)v) continue;
-        CaseData data;
-        PetscCall(ReadCase(case_path(dir, c.index), families, prefix_in, &data, &problem));
-        if (!problem.empty()) {
-          if (last) { // named once
-            PetscCall(PetscPrintf(PETSC_COMM_SELF, "mft study: %s is missing or failed: %s\n", c.describe().c_str(),
-                                  problem.c_str()));
-            ++*missing;
-          }
+      out.last = time == times.back();
+      out.at = "/t" + std::to_string(time), out.at_key = "t" + std::to_string(time) + ".";
+      const std::string prefix = s.study.state == "trained" ? "/times/" + std::to_string(time) : "";
+      for (size_t v = 0; v < variants.size(); ++v) {
+        const std::string vs = std::to_string(v);
+        VariantCases vc;
+        PetscCall(ReadVariant(s, dir, v, prefix, out.last, &vc, missing));
+        if (vc.references.empty()) { // nothing of this variant can be measured
+          if (out.last) PetscCall(PetscPrintf(PETSC_COMM_SELF, "mft study: variant %zu (%s) has no reference: not measured\n",
+                                              v, variants[v].c_str()));
           continue;
         }
-        if (c.reference) {
-          if (!refs.empty() && (data.N != refs[0].N || data.d != refs[0].d || data.tokens.size() != refs[0].tokens.size())) {
-            if (last) PetscCall(PetscPrintf(PETSC_COMM_SELF, "mft study: %s does not match reference 0's shapes\n",
-                                            c.describe().c_str()));
-            *missing += last;
-            continue;
+        const StudyErrors e[2] = {ErrorsOf(s, vc, 0), ErrorsOf(s, vc, 1)};
+        const StudyStatistics st[2] = {StudyStatisticsCompute(e[0], options), StudyStatisticsCompute(e[1], options)};
+        const size_t nL = e[0].L.size(), nH = e[0].H.size();
+        for (int q = 0; q < 2; ++q) {
+          const char *quantity = q ? "adjoint" : "tokens";
+          const std::string name = "/v" + vs + "/" + quantity;
+          for (int c = 0; c < 2; ++c) {
+            WriteFit(out, vs, variants[v], quantity, time, c, st[q].fit[c]);
+            std::vector<double> err, lo, hi;
+            for (const StudyCell &cell : st[q].cells) err.push_back(cell.err[c]), lo.push_back(cell.ci[c].lo), hi.push_back(cell.ci[c].hi);
+            const std::string tag = c ? "_corrected" : "";
+            out.store(name + "/err" + tag, {nL, nH}, err);
+            out.store(name + "/err" + tag + "_lo", {nL, nH}, lo);
+            out.store(name + "/err" + tag + "_hi", {nL, nH}, hi);
           }
-          refs.push_back(data);
-          continue;
+          std::vector<double> resolved;
+          for (const StudyCell &cell : st[q].cells) resolved.push_back(cell.resolved);
+          out.store(name + "/resolved", {nL, nH}, resolved);
+          out.store(name + "/err_floor", {1}, {st[q].floor});
+          out.attribute("v" + vs + "." + quantity + ".floor", num(st[q].floor));
+          const StudyFit &f = st[q].fit[1];
+          PetscCall(PetscPrintf(PETSC_COMM_SELF,
+                                "mft study: v%zu %s t=%" PetscInt_FMT ": slope_L %s, slope_H %s, a %s, b %s%s%s\n", v,
+                                quantity, time, with_interval(f.slope_L, f.slope_L_ci, f.flags, "slope_L:").c_str(),
+                                with_interval(f.slope_H, f.slope_H_ci, f.flags, "slope_H:").c_str(),
+                                with_interval(f.a, f.a_ci, f.flags, "a: ab: joint:").c_str(),
+                                with_interval(f.b, f.b_ci, f.flags, "b: ab: joint:").c_str(), f.flags.empty() ? "" : "; flags: ",
+                                f.flags.c_str()));
         }
-        if (refs.empty()) continue; // named below
-        const size_t i = std::find(g.L.begin(), g.L.end(), c.L) - g.L.begin(),
-                     j = std::find(g.H.begin(), g.H.end(), c.H) - g.H.begin();
-        if (data.N != refs[0].N || data.d != refs[0].d || data.tokens.size() != refs[0].tokens.size()) {
-          if (last) PetscCall(PetscPrintf(PETSC_COMM_SELF, "mft study: %s does not match its reference's shapes\n",
-                                          c.describe().c_str()));
-          *missing += last;
-          continue;
-        }
-        found.emplace_back(i * nH + j, std::move(data));
+        WriteProbeSets(out, s, vs, variants[v], time, vc, e[0], e[1]);
+        WriteCells(out, vs, variants[v], time, e[0], st, vc.references[0].d);
+        out.store("/v" + vs + "/L", {nL}, std::vector<double>(e[0].L.begin(), e[0].L.end()));
+        out.store("/v" + vs + "/H", {nH}, std::vector<double>(e[0].H.begin(), e[0].H.end()));
+        out.attribute("v" + vs + ".overrides", variants[v].empty() ? "(none)" : variants[v]);
+        out.attribute("v" + vs + ".references", std::to_string(e[0].references));
       }
-      if (refs.empty()) { // nothing of this variant can be measured
-        if (last) PetscCall(PetscPrintf(PETSC_COMM_SELF, "mft study: variant %zu (%s) has no reference: not measured\n", v,
-                              variants[v].c_str()));
-        continue;
-      }
-      const std::vector<PetscInt> N = refs[0].N;
-      const PetscInt d = refs[0].d, R = (PetscInt)refs.size();
-      // The references' own squared error per probe sequence (0 with one reference).
-      std::vector<double> floor2[2];
-      for (int q = 0; q < 2; ++q) {
-        floor2[q].assign(sequence_errors(refs[0].tokens, {}, N, d).size(), 0.0);
-        PetscInt pairs = 0;
-        for (PetscInt a = 0; a < R; ++a)
-          for (PetscInt b = a + 1; b < R; ++b, ++pairs) {
-            const auto e2 = sequence_errors(q ? refs[a].adjoint : refs[a].tokens, q ? refs[b].adjoint : refs[b].tokens, N, d);
-            for (size_t k = 0; k < e2.size(); ++k) floor2[q][k] += 0.5 * e2[k];
-          }
-        for (double &f : floor2[q]) f /= pairs ? (double)pairs : 1.0;
-      }
-      for (auto &[cell, data] : found)
-        for (int q = 0; q < 2; ++q)
-          samples[q][cell].push_back(measure(q ? data.adjoint : data.tokens, refs, q == 1, floor2[q], N, d));
-
-      // Point estimates against reference 0, and bootstrap intervals that
-      // resample the seeds of every cell and the reference compared with.
-      std::vector<double> err[2][2], lo[2][2], hi[2][2]; // [quantity][corrected]
-      std::vector<double> rel(nL * nH), clipped[2];
-      for (int q = 0; q < 2; ++q) {
-        clipped[q].assign(nL * nH, NAN);
-        for (int c = 0; c < 2; ++c) err[q][c].assign(nL * nH, NAN), lo[q][c] = hi[q][c] = err[q][c];
-        for (size_t k = 0; k < nL * nH; ++k) {
-          std::vector<double> e2[2], r2;
-          PetscInt clip = 0, probes = 0;
-          for (const Sample &x : samples[q][k])
-            e2[0].push_back(x.raw[0]), e2[1].push_back(x.corrected[0]), r2.push_back(x.relative[0]),
-                clip += x.clipped, probes += x.probes;
-          for (int c = 0; c < 2; ++c) err[q][c][k] = err_of(e2[c]);
-          if (q == 0) rel[k] = err_of(r2);
-          if (probes) clipped[q][k] = (double)clip / (double)probes;
-        }
-        Stream r(20261129, 7, v * 2 + q);
-        std::vector<std::vector<double>> boot[2];
-        std::vector<double> bL[2], bH[2], ba[2], bb[2];
-        boot[0].assign(nL * nH, {}), boot[1].assign(nL * nH, {});
-        for (PetscInt b = 0; b < B; ++b) {
-          const size_t ref = R > 1 ? std::min((size_t)(r.uniform() * R), (size_t)R - 1) : 0;
-          std::vector<double> eb[2] = {std::vector<double>(nL * nH), std::vector<double>(nL * nH)};
-          for (size_t k = 0; k < nL * nH; ++k) {
-            const auto &seeds = samples[q][k];
-            std::vector<double> pick[2];
-            for (size_t t = 0; t < seeds.size(); ++t) {
-              const Sample &x = seeds[(size_t)(r.uniform() * seeds.size())];
-              pick[0].push_back(x.raw[ref]), pick[1].push_back(x.corrected[ref]);
-            }
-            for (int c = 0; c < 2; ++c) eb[c][k] = err_of(pick[c]), boot[c][k].push_back(eb[c][k]);
-          }
-          for (int c = 0; c < 2; ++c) { // the joint fit on a coarser grid: 1000 of them
-            const Fits fb = fit_grid(g, eb[c], true, 0.02);
-            bL[c].push_back(fb.slope_L), bH[c].push_back(fb.slope_H), ba[c].push_back(fb.a), bb[c].push_back(fb.b);
-          }
-        }
-        const char *quantity = q ? "adjoint" : "tokens";
-        const std::string prefix = "/v" + std::to_string(v) + "/" + quantity;
-        for (int c = 0; c < 2; ++c) {
-          for (size_t k = 0; k < nL * nH; ++k) std::tie(lo[q][c][k], hi[q][c][k]) = interval(boot[c][k]);
-          const Fits f = fit_grid(g, err[q][c]);
-          const auto ciL = interval(bL[c]), ciH = interval(bH[c]), cia = interval(ba[c]), cib = interval(bb[c]);
-          fits << v << ",\"" << variants[v] << "\"," << quantity << "," << num(f.slope_L) << "," << num(ciL.first)
-               << "," << num(ciL.second) << "," << num(f.slope_H) << "," << num(ciH.first) << "," << num(ciH.second)
-               << "," << num(f.a) << "," << num(f.b) << "," << num(f.C1) << "," << num(f.C2) << "," << num(f.joint_rms)
-               << "," << time << "," << c << "," << num(cia.first) << "," << num(cia.second) << "," << num(cib.first)
-               << "," << num(cib.second) << "\n";
-          const std::string tag = c ? "_corrected" : "";
-          store(prefix + "/err" + tag, {nL, nH}, err[q][c]);
-          store(prefix + "/err" + tag + "_lo", {nL, nH}, lo[q][c]);
-          store(prefix + "/err" + tag + "_hi", {nL, nH}, hi[q][c]);
-          const std::string key = "v" + std::to_string(v) + "." + quantity + (c ? ".corrected." : ".");
-          for (auto &kv : std::vector<std::pair<std::string, double>>{{"slope_L", f.slope_L},
-                                                                      {"slope_L_lo", ciL.first},
-                                                                      {"slope_L_hi", ciL.second},
-                                                                      {"slope_H", f.slope_H},
-                                                                      {"slope_H_lo", ciH.first},
-                                                                      {"slope_H_hi", ciH.second},
-                                                                      {"a", f.a},
-                                                                      {"b", f.b},
-                                                                      {"a_lo", cia.first},
-                                                                      {"a_hi", cia.second},
-                                                                      {"b_lo", cib.first},
-                                                                      {"b_hi", cib.second},
-                                                                      {"C1", f.C1},
-                                                                      {"C2", f.C2}})
-            attribute(key + kv.first, num(kv.second));
-        }
-        const double fl = std::sqrt(*std::max_element(floor2[q].begin(), floor2[q].end()));
-        store(prefix + "/err_floor", {1}, {fl});
-        attribute("v" + std::to_string(v) + "." + quantity + ".floor", num(fl));
-      }
-      // Per probe set (family and N): the corrected err over its sequences alone,
-      // and how often (over seeds) it attains the max over all sets.
-      for (size_t k = 0; k < nL * nH; ++k)
-        for (size_t f = 0; f < families.size(); ++f) {
-          std::vector<double> e2[2];
-          PetscInt attains = 0;
-          for (int q = 0; q < 2; ++q)
-            for (const Sample &x : samples[q][k]) {
-              e2[q].push_back(x.per_set[f]);
-              if (q == 0) attains += x.per_set[f] >= *std::max_element(x.per_set.begin(), x.per_set.end());
-            }
-          if (e2[0].empty()) continue;
-          sets_table << v << ",\"" << variants[v] << "\"," << g.L[k / nH] << "," << g.H[k % nH] << "," << time << ","
-                     << families[f] << "," << N[f] << "," << num(err_of(e2[0])) << "," << num(err_of(e2[1])) << ","
-                     << num((double)attains / (double)e2[0].size()) << "\n";
-        }
-      const double floor_x = std::sqrt(*std::max_element(floor2[0].begin(), floor2[0].end())),
-                   floor_p = std::sqrt(*std::max_element(floor2[1].begin(), floor2[1].end()));
-      for (size_t i = 0; i < nL; ++i)
-        for (size_t j = 0; j < nH; ++j) {
-          const size_t k = i * nH + j;
-          table << v << ",\"" << variants[v] << "\"," << g.L[i] << "," << g.H[j] << "," << samples[0][k].size();
-          for (int q = 0; q < 2; ++q) table << "," << num(err[q][0][k]) << "," << num(lo[q][0][k]) << "," << num(hi[q][0][k]);
-          table << "," << time << "," << num(floor_x) << "," << num(err[0][1][k]) << "," << num(lo[0][1][k]) << ","
-                << num(hi[0][1][k]) << "," << num(floor_p) << "," << num(err[1][1][k]) << "," << num(lo[1][1][k]) << ","
-                << num(hi[1][1][k]) << "," << num(clipped[0][k]) << "," << num(clipped[1][k]) << ","
-                << num(err[0][1][k] / std::sqrt((double)d)) << "," << num(rel[k]) << "," << R << "\n";
-        }
-      store("/v" + std::to_string(v) + "/L", {nL}, std::vector<double>(g.L.begin(), g.L.end()));
-      store("/v" + std::to_string(v) + "/H", {nH}, std::vector<double>(g.H.begin(), g.H.end()));
-      attribute("v" + std::to_string(v) + ".overrides", variants[v].empty() ? "(none)" : variants[v]);
-      attribute("v" + std::to_string(v) + ".references", std::to_string(R));
-    }
     }
     std::string listed;
     for (PetscInt t : times) listed += (listed.empty() ? "" : " ") + std::to_string(t);
-    attributes.emplace_back("study.recorded_times", listed);
-    attributes.emplace_back("study.variants_count", std::to_string(variants.size()));
-    attributes.emplace_back("study.missing", std::to_string(*missing));
-    PetscCall(ResultFileWrite(PETSC_COMM_SELF, s, arrays, attributes, dir + "/study.h5"));
+    out.attributes.emplace_back("study.recorded_times", listed);
+    out.attributes.emplace_back("study.variants_count", std::to_string(variants.size()));
+    out.attributes.emplace_back("study.missing", std::to_string(*missing));
+    PetscCall(ResultFileWrite(PETSC_COMM_SELF, s, out.arrays, out.attributes, dir + "/study.h5"));
   }
   PetscCallMPI(MPI_Bcast(missing, 1, MPIU_INT, 0, comm));
   PetscFunctionReturn(0);

@@ -25,21 +25,23 @@ dir = tiny
 CFG
 export MFT
 expect 0 "" -- bash "$top/jobs/study.sh" tiny.cfg
-grep -q "case 14 (variant 1, reference 0) failed: model.beta must be at least 0, got -1" out.txt && ok || bad "the failed variant's cases are not named"
+grep -q "case 16 (variant 1, reference 0) failed: model.beta must be at least 0, got -1" out.txt && ok || bad "the failed variant's cases are not named"
 [ "$(grep -c '^0,"model.beta=1",' tiny/study.csv)" -eq 6 ] && ok || bad "study.csv lacks the 6 cells of variant 0"
 awk -F, '$1 == 0 && $6 == "" { exit 1 }' tiny/study.csv && ok || bad "a cell of variant 0 has no error"
-# Two references (the default): a floor and a corrected error in every cell, raw and corrected fits.
-awk -F, 'NR > 1 && $1 == 0 && ($13 == "" || $14 == "" || $25 != 2) { exit 1 }' tiny/study.csv && ok || bad "a cell of variant 0 has no floor or corrected error"
+# Four references (the default): a floor and a corrected error in every cell, raw and corrected fits.
+awk -F, 'NR > 1 && $1 == 0 && ($13 == "" || $14 == "" || $25 != 4) { exit 1 }' tiny/study.csv && ok || bad "a cell of variant 0 has no floor or corrected error"
 head -1 tiny/study.csv | grep -q ',time,err_floor_x,err_corrected_x,' && ok || bad "study.csv lacks the floor columns"
-[ "$(grep -c '^0,"model.beta=1",tokens,.*,0,1,[^,]*,[^,]*,[^,]*,[^,]*$' tiny/fits.csv)" -eq 1 ] && ok || bad "fits.csv lacks the corrected fit"
+[ "$(grep -c '^0,"model.beta=1",tokens,.*,0,1,[^,]*,[^,]*,[^,]*,[^,]*,"[^"]*",[0-9]*,[^,]*$' tiny/fits.csv)" -eq 1 ] && ok || bad "fits.csv lacks the corrected fit"
+head -1 tiny/fits.csv | grep -q ',flags,cells,reference_bias$' && ok || bad "fits.csv lacks the flag column"
+grep -qE '^mft study: v0 tokens t=0: slope_L -?[0-9.]+ \[-?[0-9.]+, -?[0-9.]+\], slope_H' out.txt && ok || bad "no printed summary with intervals"
 grep -q '^0,"model.beta=1",tokens,-' tiny/fits.csv && ok || bad "no negative slope in L for variant 0"
 for png in tiny/study_v0_tokens.png tiny/study_v0_adjoint.png; do
   [ -s "$png" ] && file "$png" | grep -q PNG && ok || bad "$png is not a PNG"
 done
 grep -q "missing or failed" out.txt && ok || bad "the aggregation does not report the failed cases"
 # A lost case file: named, and its cell keeps the other seed.
-rm tiny/case-4.h5
+rm tiny/case-6.h5
 expect 0 "" -- "$MFT" study --config tiny.cfg --aggregate tiny
-grep -q "case 4 (variant 0, L=1, H=4, seed 1) is missing or failed" out.txt && ok || bad "the lost case is not named"
+grep -q "case 6 (variant 0, L=1, H=4, seed 1) is missing or failed" out.txt && ok || bad "the lost case is not named"
 grep -q '^0,"model.beta=1",1,4,1,' tiny/study.csv && ok || bad "the cell of the lost case does not keep its other seed"
 finish

@@ -29,8 +29,9 @@ L = 1 2 4
 H = 2 4
 seeds = 2
 state = trained
-reference_L = 8
-reference_H = 8
+reference_L = 16
+reference_H = 16
+references = 2
 probe_M = 2
 CFG
 # Compares the datasets of two HDF5 files (or one dataset path of each): bitwise, or to a relative tolerance.

@@ -3,6 +3,7 @@
 #include "mft/h5.hpp"
 #include "mft/runfile.hpp"
 #include "mft/study.hpp"
+#include "mft/study_statistics.hpp"
 
 #include <cmath>
 #include <sys/stat.h>
@@ -87,35 +88,37 @@ TEST(Study, CasesAreNumberedPerVariant) {
   EXPECT_EQ(cases[5].seed, 2);
 }
 
-// The reference's own error: two references at squared distance 2 phi^2 from
-// each other (floor^2 = phi^2, orthogonal to the models' errors), the models
-// at squared distance e^2 + phi^2 from reference 0 with e = C1/L + C2 L^-a H^-b.
-// The correction recovers e (and its exponents) and the floor phi; the raw err
-// is pulled flat by it.
+// The reference's own error: four references at +-phi along the axes 1 and 2
+// (their mean at 0, their sample variance s^2 = 4 phi^2 / 3 on every token),
+// the models at distance sqrt(e^2 + s^2 / 4) along axis 0 with
+// e = C1/L + C2 L^-a H^-b: the corrected err, |x - mean_r x^r|^2 - s^2 / R,
+// is e, and recovers its exponents; the floor is s; the raw err is pulled flat.
 TEST(Study, FloorCorrectionRecoversExponentsAndFloor) {
   int rank;
   MPI_Comm_rank(PETSC_COMM_WORLD, &rank);
   const std::string dir = "test_study_floor";
   Settings s = settings({"--study.L", "2 4 8 16 32", "--study.H", "2 4 8 16 32", "--study.seeds", "1", "--study.probes",
-                         "discrete", "--study.probe_M", "2", "--data.N", "2", "--model.d", "2", "--model.k", "1",
-                         "--study.references", "2", "--study.dir", dir},
+                         "discrete", "--study.probe_M", "2", "--data.N", "2", "--model.d", "3", "--model.k", "1",
+                         "--study.references", "4", "--study.dir", dir, "--study.resolution", "100"},
                         "study");
-  const double C1 = 0.5, C2 = 2.0, a = 0.33, b = 0.5, phi = 0.1;
+  const double C1 = 0.5, C2 = 2.0, a = 0.33, b = 0.5, phi = 0.1, s2 = 4 * phi * phi / 3;
   if (rank == 0) {
     mkdir(dir.c_str(), 0755);
     for (const StudyCase &c : StudyCases(s)) {
-      std::vector<double> x(8), p(8);
+      std::vector<double> x(12), p(12);
       for (int m = 0; m < 2; ++m)
         for (int i = 0; i < 2; ++i) {
-          double *t = &x[(m * 2 + i) * 2], *u = &p[(m * 2 + i) * 2];
-          if (c.reference) { // reference 0 at (phi, 0), reference 1 at (0, phi); the adjoint 3 times
-            t[c.reference_index] = phi, u[c.reference_index] = 3 * phi;
-          } else { // sequence 0 at e, sequence 1 at e/2 along the second axis
-            const double e = (C1 / c.L + C2 * std::pow(c.L, -a) * std::pow(c.H, -b)) / (m + 1);
-            t[1] = e, u[1] = 3 * e;
+          double *t = &x[(m * 2 + i) * 3], *u = &p[(m * 2 + i) * 3];
+          if (c.reference) { // +-phi along axis 1 (references 0, 1) and axis 2 (2, 3); the adjoint 3 times
+            const int axis = 1 + (int)c.reference_index / 2;
+            const double sign = c.reference_index % 2 ? -1.0 : 1.0;
+            t[axis] = sign * phi, u[axis] = 3 * sign * phi;
+          } else { // sequence 0 at e, sequence 1 nearer
+            const double e = C1 / c.L + C2 * std::pow(c.L, -a) * std::pow(c.H, -b);
+            t[0] = std::sqrt(e * e + s2 / 4) / (m + 1), u[0] = 3 * std::sqrt(e * e + s2 / 4) / (m + 1);
           }
         }
-      write_case(s, dir, c, {2, 2, 2}, x, p);
+      write_case(s, dir, c, {2, 2, 3}, x, p);
     }
   }
   const std::vector<double> v = aggregate(
@@ -125,11 +128,82 @@ TEST(Study, FloorCorrectionRecoversExponentsAndFloor) {
        "v0.adjoint.corrected.C2"});
   ASSERT_EQ(v.size(), 9u);
   expect_fit(v, a, b, C1, C2);
-  EXPECT_NEAR((v[4]), phi, 1e-6 * phi); // written with 6 digits
-  EXPECT_NEAR((v[5]), 3 * phi, 1e-6 * phi);
+  EXPECT_NEAR((v[4]), std::sqrt(s2), 1e-5 * phi); // written with 6 digits
+  EXPECT_NEAR((v[5]), 3 * std::sqrt(s2), 1e-5 * phi);
   EXPECT_NEAR((v[8]), 3 * C2, 0.03 * 3 * C2);
   EXPECT_NEAR((v[6]), -b, 0.1);     // corrected: the H term's slope
   EXPECT_GT((v[7]), (v[6]) + 0.05); // raw: flattened by the floor
+}
+
+// Noise-free errors on a grid: the fit recovers the exponents, with no flag.
+std::vector<double> grid_errors(const std::vector<long long> &L, const std::vector<long long> &H, double C1, double C2,
+                                double a, double b) {
+  std::vector<double> e;
+  for (long long l : L)
+    for (long long h : H) e.push_back(C1 / (double)l + C2 * std::pow((double)l, -a) * std::pow((double)h, -b));
+  return e;
+}
+
+TEST(StudyStatistics, FitsSayWhenTheyCannotDecide) {
+  const std::vector<long long> L3 = {2, 4, 8}, L2 = {4, 16}, H = {1, 4, 16};
+  std::vector<double> e = grid_errors(L3, H, 0.5, 2.0, 0.3, 0.5);
+  StudyFit f = StudyFitGrid(L3, H, e, std::vector<char>(e.size(), 1));
+  EXPECT_EQ(f.flags, "");
+  EXPECT_NEAR(f.a, 0.3, 0.003);
+  EXPECT_NEAR(f.b, 0.5, 0.003);
+  // Two depths: a is not identifiable.
+  e = grid_errors(L2, H, 0.5, 2.0, 0.3, 0.5);
+  f = StudyFitGrid(L2, H, e, std::vector<char>(e.size(), 1));
+  EXPECT_NE(f.flags.find("a:few_L"), std::string::npos) << f.flags;
+  // Only the 1/L term: every (a, b) fits alike.
+  e = grid_errors(L3, H, 0.5, 0.0, 0.3, 0.5);
+  f = StudyFitGrid(L3, H, e, std::vector<char>(e.size(), 1));
+  EXPECT_NE(f.flags.find("ab:one_term"), std::string::npos) << f.flags << " a " << f.a << " b " << f.b << " C1 " << f.C1 << " C2 " << f.C2;
+  // b beyond the search range: at its bound, flagged.
+  e = grid_errors(L3, H, 0.01, 2.0, 0.3, 2.5);
+  f = StudyFitGrid(L3, H, e, std::vector<char>(e.size(), 1));
+  EXPECT_NE(f.flags.find("b:bound"), std::string::npos) << f.flags;
+  // A dropped cell is named; the slope in L is taken at the largest H.
+  std::vector<char> use(9, 1);
+  use[0] = 0;
+  e = grid_errors(L3, H, 0.5, 2.0, 0.3, 0.5);
+  f = StudyFitGrid(L3, H, e, use);
+  EXPECT_NE(f.flags.find("dropped:1"), std::string::npos) << f.flags;
+  const StudyFit sorted = StudyFitGrid(L3, H, e, std::vector<char>(9, 1));
+  EXPECT_NEAR(sorted.slope_L, std::log(e[8] / e[2]) / std::log(4.0), 1e-12);
+}
+
+// The jackknife interval: zero width without noise; a seed's shift widens it,
+// and the references' spread enters it.
+TEST(StudyStatistics, IntervalsFollowSeedsAndReferences) {
+  StudyErrors e;
+  e.L = {2, 4, 8}, e.H = {1, 4, 16}, e.references = 3, e.sequences = 1;
+  e.square = {{1.0}, {1.0}, {1.0}};
+  e.pairs = {{0.0}, {0.0}, {0.0}};
+  const std::vector<double> err = grid_errors(e.L, e.H, 0.5, 2.0, 0.3, 0.5);
+  for (long long seed = 1; seed <= 4; ++seed)
+    for (size_t k = 0; k < err.size(); ++k) {
+      StudyErrors::Case c;
+      c.cell = k, c.seed = seed, c.e2 = {{err[k] * err[k]}, {err[k] * err[k]}, {err[k] * err[k]}};
+      e.cases.push_back(c);
+    }
+  StudyStatistics st = StudyStatisticsCompute(e, StudyOptions());
+  EXPECT_NEAR(st.fit[1].a_ci.hi - st.fit[1].a_ci.lo, 0.0, 1e-12);
+  EXPECT_NEAR(st.cells[4].err[1], err[4], 1e-12);
+  for (auto &c : e.cases)
+    if (c.seed == 2)
+      for (auto &r : c.e2) r[0] *= 1.2;
+  st = StudyStatisticsCompute(e, StudyOptions());
+  EXPECT_GT(st.cells[4].ci[1].hi - st.cells[4].ci[1].lo, 0.01);
+  EXPECT_LT(st.cells[4].ci[1].lo, st.cells[4].err[1]);
+  // The references apart: the floor is subtracted, and a large one leaves cells unresolved.
+  e.pairs = {{1.0}, {1.0}, {1.0}};
+  for (auto &c : e.cases)
+    for (auto &r : c.e2) r[0] += 1.0;
+  st = StudyStatisticsCompute(e, StudyOptions());
+  EXPECT_NEAR(st.floor, 1.0, 1e-12);
+  EXPECT_FALSE(st.cells[8].resolved);
+  EXPECT_NE(st.fit[1].flags.find("dropped:"), std::string::npos) << st.fit[1].flags;
 }
 
 } // namespace

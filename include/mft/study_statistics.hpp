@@ -1,0 +1,91 @@
+// The statistics of a convergence study (docs/results.md, 'How the intervals
+// are made'): from the squared errors of every model case against every
+// reference on every probe sequence, to err per cell, its interval, the slopes
+// in L and H, the joint fit err ~ C1/L + C2 L^-a H^-b, and the flags that say
+// when the data cannot decide.
+//
+// The estimator. On probe sequence q, a model x against references x^1..x^R:
+//   e2_q = (1/R) sum_r (1/N)|x - x^r|^2 - floor2_q,
+//   floor2_q = mean over pairs a < b of 1/2 (1/N)|x^a - x^b|^2,
+// which is (1/N)|x - mean_r x^r|^2 - floor2_q / R: an unbiased estimate of the
+// squared distance to the references' expectation (clipped at 0). A case's
+// error is the max over probe sequences; err(cell) = (mean over seeds)^(1/2).
+//
+// The intervals: a delete-one jackknife over the two independent sources of
+// randomness, the seed indices (left out of every cell at once: cells that
+// share a seed index share nested initial heads) and the references (the floor
+// recomputed without the one left out). The two variances add; the interval
+// is theta +- t_nu sqrt(V) with Welch-Satterthwaite's nu. The point estimate
+// is the same estimator on every seed and reference. tests/calibration
+// measures the coverage on synthetic studies with known exponents.
+#pragma once
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+namespace mft {
+
+// One quantity (tokens or adjoints) of one variant at one time.
+struct StudyErrors {
+  std::vector<long long> L, H; // the grid, ascending; cell k = i * H.size() + j
+  size_t references = 0, sequences = 0;
+  // Per reference pair (0,1), (0,2), .., (1,2), ..: per sequence 1/2 (1/N)|x^a - x^b|^2.
+  std::vector<std::vector<double>> pairs;
+  // Per reference, per sequence: (1/N)|x^r|^2 (the scale of the relative error).
+  std::vector<std::vector<double>> square;
+  struct Case {
+    size_t cell = 0;
+    long long seed = 0;
+    std::vector<std::vector<double>> e2; // [reference][sequence]: (1/N)|x - x^r|^2
+  };
+  std::vector<Case> cases;
+};
+
+struct StudyOptions {
+  double level = 0.95;            // of every interval
+  double resolution = 0.5;        // a cell is resolved when (floor / sqrt(R)) / err_corrected <= this
+  bool keep_unresolved = false;   // fit unresolved cells anyway
+  double reference_L = 0, reference_H = 0; // a trained reference's size: its bias from the fit (0: none)
+};
+
+struct StudyInterval {
+  double lo = NAN, hi = NAN;
+};
+
+struct StudyFit {
+  double slope_L = NAN, slope_H = NAN, a = NAN, b = NAN, C1 = NAN, C2 = NAN, rms = NAN;
+  StudyInterval slope_L_ci, slope_H_ci, a_ci, b_ci;
+  double reference_bias = NAN; // C1/L_ref + C2 L_ref^-a H_ref^-b (a trained reference)
+  int cells = 0;               // cells fitted
+  std::string flags;           // space-separated; empty when the data decides every figure
+};
+
+struct StudyCell {
+  int seeds = 0;
+  double err[2] = {NAN, NAN};    // raw, corrected
+  StudyInterval ci[2];
+  double relative = NAN;         // corrected, relative to the references' mean square
+  StudyInterval relative_ci;
+  double clipped = NAN;          // fraction of (seed, sequence) pairs whose corrected error was clipped at 0
+  double floor_ratio = NAN;      // (floor / sqrt(R)) / err_corrected
+  bool resolved = false;
+};
+
+struct StudyStatistics {
+  std::vector<StudyCell> cells;
+  StudyFit fit[2];  // raw, corrected
+  double floor = 0; // one reference's own error: (max over sequences of floor2)^(1/2)
+};
+
+StudyStatistics StudyStatisticsCompute(const StudyErrors &e, const StudyOptions &o);
+
+// Per sequence, the corrected squared error of one case against every reference.
+std::vector<double> StudyCorrected(const StudyErrors &e, const StudyErrors::Case &c);
+
+// Slopes of log err in log L (at the largest H) and log H (at the largest L),
+// and the joint fit, on the cells with `use` set and a positive error.
+StudyFit StudyFitGrid(const std::vector<long long> &L, const std::vector<long long> &H, const std::vector<double> &err,
+                      const std::vector<char> &use);
+
+} // namespace mft

@@ -1,0 +1,282 @@
+// The statistics of a convergence study: estimator, jackknife intervals, fits, flags.
+#include "mft/study_statistics.hpp"
+
+#include "mft/fit.hpp"
+
+#include <boost/math/distributions/students_t.hpp>
+
+#include <algorithm>
+#include <set>
+
+namespace mft {
+
+namespace {
+
+constexpr double kExponentMax = 1.5; // the joint fit searches a, b in [0, kExponentMax]
+constexpr double kCoarse = 0.02, kFine = 0.002;
+
+// Which seed index and which reference an estimate leaves out (-1: none).
+struct LeaveOut {
+  long long seed = -1;
+  long long reference = -1;
+};
+
+// Per sequence: the references' floor2 without the one left out (0 with fewer than two).
+std::vector<double> floor_without(const StudyErrors &e, long long out) {
+  std::vector<double> f(e.sequences, 0.0);
+  size_t p = 0, n = 0;
+  for (size_t a = 0; a < e.references; ++a)
+    for (size_t b = a + 1; b < e.references; ++b, ++p) {
+      if ((long long)a == out || (long long)b == out) continue;
+      for (size_t q = 0; q < e.sequences; ++q) f[q] += e.pairs[p][q];
+      ++n;
+    }
+  for (double &v : f) v /= n ? (double)n : 1.0;
+  return f;
+}
+
+// Per sequence: mean over the references kept of a case's e2 (or of their squares).
+std::vector<double> mean_without(const std::vector<std::vector<double>> &per_ref, size_t Q, long long out) {
+  std::vector<double> m(Q, 0.0);
+  size_t n = 0;
+  for (size_t r = 0; r < per_ref.size(); ++r) {
+    if ((long long)r == out) continue;
+    for (size_t q = 0; q < Q; ++q) m[q] += per_ref[r][q];
+    ++n;
+  }
+  for (double &v : m) v /= (double)n;
+  return m;
+}
+
+// err per cell: raw, corrected and relative; *clipped: the fraction of clipped sequences.
+struct Estimate {
+  std::vector<double> err[2], relative, clipped;
+  std::vector<int> seeds;
+  StudyFit fit[2];
+};
+
+Estimate estimate(const StudyErrors &e, LeaveOut out, const std::vector<char> use[2]) {
+  const size_t cells = e.L.size() * e.H.size(), Q = e.sequences;
+  const std::vector<double> floor2 = floor_without(e, out.reference);
+  const std::vector<double> scale = mean_without(e.square, Q, out.reference);
+  std::vector<double> sum[2], rel(cells, 0.0), clip(cells, 0.0);
+  sum[0].assign(cells, 0.0), sum[1].assign(cells, 0.0);
+  Estimate est;
+  est.seeds.assign(cells, 0);
+  for (const auto &c : e.cases) {
+    if (c.seed == out.seed) continue;
+    const std::vector<double> m = mean_without(c.e2, Q, out.reference);
+    double raw = 0, corr = 0, relative = 0;
+    for (size_t q = 0; q < Q; ++q) {
+      const double v = std::fmax(0.0, m[q] - floor2[q]);
+      raw = std::fmax(raw, m[q]), corr = std::fmax(corr, v);
+      relative = std::fmax(relative, scale[q] > 0 ? v / scale[q] : 0.0);
+      clip[c.cell] += m[q] < floor2[q];
+    }
+    sum[0][c.cell] += raw, sum[1][c.cell] += corr, rel[c.cell] += relative, ++est.seeds[c.cell];
+  }
+  for (int k = 0; k < 2; ++k) est.err[k].assign(cells, NAN);
+  est.relative.assign(cells, NAN), est.clipped.assign(cells, NAN);
+  for (size_t k = 0; k < cells; ++k) {
+    const double n = est.seeds[k];
+    if (!n) continue;
+    for (int c = 0; c < 2; ++c) est.err[c][k] = std::sqrt(sum[c][k] / n);
+    est.relative[k] = std::sqrt(rel[k] / n), est.clipped[k] = clip[k] / (n * (double)Q);
+  }
+  if (use)
+    for (int c = 0; c < 2; ++c) est.fit[c] = StudyFitGrid(e.L, e.H, est.err[c], use[c]);
+  return est;
+}
+
+// The jackknife interval of theta from its leave-one-seed-out and
+// leave-one-reference-out values (see the header).
+StudyInterval jackknife(double theta, const std::vector<double> &by_seed, const std::vector<double> &by_reference,
+                        double level) {
+  struct Part {
+    double V = 0, df = 0;
+  };
+  auto part = [](const std::vector<double> &v, bool *bad) {
+    Part p;
+    const size_t n = v.size();
+    if (n < 2) return p;
+    double mean = 0;
+    for (double x : v) *bad |= !std::isfinite(x), mean += x / (double)n;
+    for (double x : v) p.V += (x - mean) * (x - mean);
+    p.V *= (double)(n - 1) / (double)n, p.df = (double)(n - 1);
+    return p;
+  };
+  bool bad = !std::isfinite(theta);
+  const Part s = part(by_seed, &bad), r = part(by_reference, &bad);
+  if (bad || s.df == 0) return {};
+  const double V = s.V + r.V;
+  if (V == 0) return {theta, theta};
+  const double df = V * V / (s.V * s.V / s.df + (r.df > 0 ? r.V * r.V / r.df : 0.0));
+  const double t = boost::math::quantile(boost::math::students_t(df), 0.5 + level / 2);
+  return {theta - t * std::sqrt(V), theta + t * std::sqrt(V)};
+}
+
+bool at_bound(double x) { return std::isfinite(x) && (x < kFine / 2 || x > kExponentMax - kFine / 2); }
+
+// Relative least squares of err ~ C1/L + C2 L^-a H^-b at one (a, b), C1, C2 >= 0; returns the sum of squares.
+struct Point {
+  double invL, logL, logH, err;
+};
+double solve(const std::vector<Point> &pts, double a, double b, double *C1, double *C2) {
+  double s11 = 0, s12 = 0, s22 = 0, r1 = 0, r2 = 0;
+  for (const Point &p : pts) {
+    const double u = p.invL / p.err, v = std::exp(-a * p.logL - b * p.logH) / p.err;
+    s11 += u * u, s12 += u * v, s22 += v * v, r1 += u, r2 += v;
+  }
+  const double n = (double)pts.size(), det = s11 * s22 - s12 * s12;
+  *C1 = (r1 * s22 - r2 * s12) / det, *C2 = (s11 * r2 - s12 * r1) / det;
+  if (!(*C1 >= 0 && *C2 >= 0) || !std::isfinite(*C1)) { // one term only
+    const double c1 = r1 / s11, c2 = r2 / s22;
+    const double q1 = n - 2 * c1 * r1 + c1 * c1 * s11, q2 = n - 2 * c2 * r2 + c2 * c2 * s22;
+    if (q1 < q2) *C1 = c1, *C2 = 0;
+    else *C1 = 0, *C2 = c2;
+  }
+  return n - 2 * (*C1 * r1 + *C2 * r2) + *C1 * *C1 * s11 + 2 * *C1 * *C2 * s12 + *C2 * *C2 * s22;
+}
+
+// The joint fit: a grid of step kCoarse on [0, kExponentMax]^2, then kFine around the best.
+void joint_fit(const std::vector<Point> &pts, StudyFit *f) {
+  double best = INFINITY, a0 = 0, b0 = 0;
+  auto search = [&](double alo, double ahi, double blo, double bhi, double step) {
+    const int na = (int)std::lround((ahi - alo) / step), nb = (int)std::lround((bhi - blo) / step);
+    for (int ia = 0; ia <= na; ++ia)
+      for (int ib = 0; ib <= nb; ++ib) {
+        const double a = alo + ia * step, b = blo + ib * step;
+        double C1, C2;
+        const double q = solve(pts, a, b, &C1, &C2);
+        if (q < best) best = q, f->a = a, f->b = b, f->C1 = C1, f->C2 = C2;
+      }
+  };
+  search(0, kExponentMax, 0, kExponentMax, kCoarse);
+  a0 = f->a, b0 = f->b;
+  search(std::max(0.0, a0 - kCoarse), std::min(kExponentMax, a0 + kCoarse), std::max(0.0, b0 - kCoarse),
+         std::min(kExponentMax, b0 + kCoarse), kFine);
+  f->rms = std::sqrt(std::fmax(best, 0) / (double)pts.size());
+}
+
+// Whether C1/L and L^-a H^-b are one term on these cells (their relative
+// residual vectors at cosine above 1 - 1e-6): then C1 and C2 trade freely.
+bool one_term(const std::vector<Point> &pts, double a, double b) {
+  double s11 = 0, s12 = 0, s22 = 0;
+  for (const Point &p : pts) {
+    const double u = p.invL / p.err, v = std::exp(-a * p.logL - b * p.logH) / p.err;
+    s11 += u * u, s12 += u * v, s22 += v * v;
+  }
+  return s12 * s12 > (1 - 1e-6) * s11 * s22;
+}
+
+void add_flag(std::string *flags, const std::string &f) {
+  if (flags->find(f) == std::string::npos) *flags += (flags->empty() ? "" : " ") + f;
+}
+
+} // namespace
+
+StudyFit StudyFitGrid(const std::vector<long long> &L, const std::vector<long long> &H, const std::vector<double> &err,
+                      const std::vector<char> &use) {
+  StudyFit f;
+  const size_t nL = L.size(), nH = H.size();
+  auto ok = [&](size_t k) { return use[k] && std::isfinite(err[k]) && err[k] > 0; };
+  std::vector<Point> pts;
+  std::set<long long> Ls, Hs;
+  for (size_t k = 0; k < nL * nH; ++k)
+    if (ok(k)) {
+      pts.push_back({1.0 / (double)L[k / nH], std::log((double)L[k / nH]), std::log((double)H[k % nH]), err[k]});
+      Ls.insert(L[k / nH]), Hs.insert(H[k % nH]);
+    }
+  f.cells = (int)pts.size();
+  if (pts.size() < nL * nH) add_flag(&f.flags, "dropped:" + std::to_string(nL * nH - pts.size()));
+  std::vector<double> x, y;
+  for (size_t i = 0; i < nL; ++i) // slope in L at the largest H
+    if (ok(i * nH + nH - 1)) x.push_back(std::log((double)L[i])), y.push_back(std::log(err[i * nH + nH - 1]));
+  if (x.size() >= 2) f.slope_L = fit_line(x, y).slope;
+  else if (nL > 1) add_flag(&f.flags, "slope_L:undetermined");
+  x.clear(), y.clear();
+  for (size_t j = 0; j < nH; ++j) // slope in H at the largest L
+    if (ok((nL - 1) * nH + j)) x.push_back(std::log((double)H[j])), y.push_back(std::log(err[(nL - 1) * nH + j]));
+  if (x.size() >= 2) f.slope_H = fit_line(x, y).slope;
+  else if (nH > 1) add_flag(&f.flags, "slope_H:undetermined");
+  if (pts.size() < 5) { // four parameters need at least five cells
+    add_flag(&f.flags, "joint:few_cells");
+    return f;
+  }
+  joint_fit(pts, &f);
+  if (Ls.size() < 3) add_flag(&f.flags, "a:few_L"); // a and the 1/L term need three depths
+  if (Hs.size() < 2) add_flag(&f.flags, "b:few_H");
+  if (f.C2 <= 1e-10 * (f.C1 + f.C2) || one_term(pts, f.a, f.b)) add_flag(&f.flags, "ab:one_term"); // every (a, b) fits alike
+  if (at_bound(f.a)) add_flag(&f.flags, "a:bound");
+  if (at_bound(f.b)) add_flag(&f.flags, "b:bound");
+  return f;
+}
+
+std::vector<double> StudyCorrected(const StudyErrors &e, const StudyErrors::Case &c) {
+  const std::vector<double> floor2 = floor_without(e, -1), m = mean_without(c.e2, e.sequences, -1);
+  std::vector<double> v(e.sequences);
+  for (size_t q = 0; q < e.sequences; ++q) v[q] = std::fmax(0.0, m[q] - floor2[q]);
+  return v;
+}
+
+StudyStatistics StudyStatisticsCompute(const StudyErrors &e, const StudyOptions &o) {
+  StudyStatistics st;
+  const size_t cells = e.L.size() * e.H.size();
+  const std::vector<double> floor2 = floor_without(e, -1);
+  st.floor = floor2.empty() ? 0.0 : std::sqrt(*std::max_element(floor2.begin(), floor2.end()));
+  // Which cells are fitted: the point estimate decides once, for every replicate.
+  const Estimate point0 = estimate(e, {}, nullptr);
+  std::vector<char> use[2] = {std::vector<char>(cells, 1), std::vector<char>(cells, 1)};
+  st.cells.resize(cells);
+  for (size_t k = 0; k < cells; ++k) {
+    StudyCell &c = st.cells[k];
+    c.seeds = point0.seeds[k];
+    c.floor_ratio = st.floor / std::sqrt((double)std::max<size_t>(e.references, 1)) / point0.err[1][k];
+    c.resolved = e.references < 2 || (std::isfinite(c.floor_ratio) && c.floor_ratio <= o.resolution);
+    use[1][k] = c.resolved || o.keep_unresolved;
+  }
+  const Estimate point = estimate(e, {}, use);
+  std::set<long long> seeds;
+  for (const auto &c : e.cases) seeds.insert(c.seed);
+  std::vector<Estimate> by_seed, by_ref;
+  for (long long s : seeds) by_seed.push_back(estimate(e, {s, -1}, use));
+  if (e.references >= 3)
+    for (size_t r = 0; r < e.references; ++r) by_ref.push_back(estimate(e, {-1, (long long)r}, use));
+  // The interval of any figure of an estimate.
+  auto interval = [&](auto figure) {
+    std::vector<double> s, r;
+    for (const Estimate &x : by_seed) s.push_back(figure(x));
+    for (const Estimate &x : by_ref) r.push_back(figure(x));
+    return jackknife(figure(point), s, r, o.level);
+  };
+  for (size_t k = 0; k < cells; ++k) {
+    StudyCell &c = st.cells[k];
+    for (int q = 0; q < 2; ++q) {
+      c.err[q] = point.err[q][k];
+      c.ci[q] = interval([&](const Estimate &x) { return x.err[q][k]; });
+    }
+    c.relative = point.relative[k], c.clipped = point.clipped[k];
+    c.relative_ci = interval([&](const Estimate &x) { return x.relative[k]; });
+  }
+  for (int q = 0; q < 2; ++q) {
+    StudyFit &f = st.fit[q];
+    f = point.fit[q];
+    f.slope_L_ci = interval([&](const Estimate &x) { return x.fit[q].slope_L; });
+    f.slope_H_ci = interval([&](const Estimate &x) { return x.fit[q].slope_H; });
+    f.a_ci = interval([&](const Estimate &x) { return x.fit[q].a; });
+    f.b_ci = interval([&](const Estimate &x) { return x.fit[q].b; });
+    for (const auto *reps : {&by_seed, &by_ref})
+      for (const Estimate &x : *reps) {
+        if (at_bound(x.fit[q].a)) add_flag(&f.flags, "a:bound");
+        if (at_bound(x.fit[q].b)) add_flag(&f.flags, "b:bound");
+        if (x.fit[q].C2 <= 1e-10 * (x.fit[q].C1 + x.fit[q].C2)) add_flag(&f.flags, "ab:one_term");
+      }
+    if (seeds.size() < 2) add_flag(&f.flags, "ci:one_seed");
+    if (e.references >= 2 && e.references < 3) add_flag(&f.flags, "ci:without_references");
+    if (o.reference_L > 0 && std::isfinite(f.C1))
+      f.reference_bias = f.C1 / o.reference_L + f.C2 * std::pow(o.reference_L, -f.a) * std::pow(o.reference_H, -f.b);
+  }
+  return st;
+}
+
+} // namespace mft

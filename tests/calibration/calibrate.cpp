@@ -1,0 +1,177 @@
+// Coverage of a study's 95% intervals, measured on synthetic studies whose
+// exponents are known (docs/results.md, 'How the intervals are made').
+//
+// Each replicate is one study of the shipped trained designs: probe outputs
+// of 2 x 4 sequences of N = 8 tokens in R^4 for every (L, H, seed) model and
+// every reference, with
+//   model  x_q = err(L, H) (sqrt(rho) zeta_{seed,q} + sqrt(1 - rho) eta_{L,H,seed,q}),
+//   reference r  x_q = phi err_min xi_{r,q},
+// entries N(0, 1/d), so that (1/N)|x - 0|^2 has mean err(L, H)^2 on every
+// sequence: err = C1/L + C2 L^-a H^-b. Seeds share zeta across cells (nested
+// initial heads, rho = 0.5), references have their own spread phi err_min
+// (the floor) and the corrected errors can clip. The unchanged statistics
+// (StudyStatisticsCompute) runs on each; the truth of a figure is the same
+// fit on the noiseless err grid. Prints the coverage of slope_L, slope_H, a, b
+// (corrected fits) and exits 1 when one falls outside [--min, --max].
+//
+//   study_calibration [--replicates 1000] [--seeds 8] [--references 4] [--floor 0.5]
+//                     [--design width|depth|both] [--min 0.90] [--max 0.98]
+#include "mft/random.hpp"
+#include "mft/study_statistics.hpp"
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+using namespace mft;
+
+namespace {
+
+struct Options {
+  int replicates = 1000, seeds = 8, references = 4;
+  double floor = 0.5, min = 0.90, max = 0.98;
+  std::string design = "both";
+};
+
+struct Design {
+  const char *name;
+  std::vector<long long> L, H;
+};
+
+constexpr double kC1 = 0.05, kC2 = 0.3, kA = 1.0 / 3.0, kB = 0.5, kRho = 0.5;
+constexpr int kSequences = 8, kN = 8, kD = 4;
+
+double err_true(long long L, long long H) { return kC1 / (double)L + kC2 * std::pow((double)L, -kA) * std::pow((double)H, -kB); }
+
+// A vector of kN x kD entries N(0, 1/kD).
+std::vector<double> draw(Stream &r) {
+  std::vector<double> v(kN * kD);
+  for (double &x : v) x = r.normal() / std::sqrt((double)kD);
+  return v;
+}
+
+double dist2(const std::vector<double> &a, const std::vector<double> &b) {
+  double s = 0;
+  for (size_t i = 0; i < a.size(); ++i) s += (a[i] - b[i]) * (a[i] - b[i]);
+  return s / kN;
+}
+
+StudyErrors synthetic(const Design &g, const Options &o, std::uint64_t replicate) {
+  StudyErrors e;
+  e.L = g.L, e.H = g.H, e.references = (size_t)o.references, e.sequences = kSequences;
+  double err_min = INFINITY;
+  for (long long L : g.L)
+    for (long long H : g.H) err_min = std::fmin(err_min, err_true(L, H));
+  const std::vector<double> zero(kN * kD, 0.0);
+  std::vector<std::vector<std::vector<double>>> ref(o.references); // [r][q]
+  for (int r = 0; r < o.references; ++r) {
+    Stream s(replicate, 101, (std::uint64_t)r);
+    for (int q = 0; q < kSequences; ++q) {
+      auto x = draw(s);
+      for (double &v : x) v *= o.floor * err_min;
+      ref[r].push_back(x);
+    }
+    e.square.emplace_back();
+    for (int q = 0; q < kSequences; ++q) e.square.back().push_back(dist2(ref[r][q], zero));
+  }
+  for (int a = 0; a < o.references; ++a)
+    for (int b = a + 1; b < o.references; ++b) {
+      e.pairs.emplace_back();
+      for (int q = 0; q < kSequences; ++q) e.pairs.back().push_back(0.5 * dist2(ref[a][q], ref[b][q]));
+    }
+  for (int seed = 1; seed <= o.seeds; ++seed) {
+    Stream shared(replicate, 102, (std::uint64_t)seed);
+    std::vector<std::vector<double>> zeta;
+    for (int q = 0; q < kSequences; ++q) zeta.push_back(draw(shared));
+    for (size_t i = 0; i < g.L.size(); ++i)
+      for (size_t j = 0; j < g.H.size(); ++j) {
+        Stream own(replicate, 103, (std::uint64_t)seed, i * g.H.size() + j);
+        StudyErrors::Case c;
+        c.cell = i * g.H.size() + j, c.seed = seed;
+        c.e2.assign(o.references, std::vector<double>(kSequences));
+        const double err = err_true(g.L[i], g.H[j]);
+        for (int q = 0; q < kSequences; ++q) {
+          std::vector<double> x = draw(own);
+          for (size_t k = 0; k < x.size(); ++k) x[k] = err * (std::sqrt(kRho) * zeta[q][k] + std::sqrt(1 - kRho) * x[k]);
+          for (int r = 0; r < o.references; ++r) c.e2[r][q] = dist2(x, ref[r][q]);
+        }
+        e.cases.push_back(std::move(c));
+      }
+  }
+  return e;
+}
+
+bool covers(StudyInterval ci, double truth) { return ci.lo <= truth && truth <= ci.hi; }
+
+// Runs one design; returns false when a coverage is out of bounds.
+bool calibrate(const Design &g, const Options &o) {
+  std::vector<double> err;
+  for (long long L : g.L)
+    for (long long H : g.H) err.push_back(err_true(L, H));
+  const StudyFit truth = StudyFitGrid(g.L, g.H, err, std::vector<char>(err.size(), 1));
+  const char *names[4] = {"slope_L", "slope_H", "a", "b"};
+  const double truths[4] = {truth.slope_L, truth.slope_H, truth.a, truth.b};
+  int covered[4] = {0, 0, 0, 0}, flagged = 0, unresolved = 0;
+  double width[4] = {0, 0, 0, 0};
+  for (int n = 0; n < o.replicates; ++n) {
+    const StudyStatistics st = StudyStatisticsCompute(synthetic(g, o, (std::uint64_t)n + 1), StudyOptions());
+    const StudyFit &f = st.fit[1];
+    const StudyInterval ci[4] = {f.slope_L_ci, f.slope_H_ci, f.a_ci, f.b_ci};
+    for (int k = 0; k < 4; ++k) {
+      covered[k] += covers(ci[k], truths[k]);
+      width[k] += (ci[k].hi - ci[k].lo) / o.replicates;
+    }
+    flagged += !f.flags.empty();
+    for (const StudyCell &c : st.cells) unresolved += !c.resolved;
+  }
+  bool ok = true;
+  std::printf("design %s: L = {", g.name);
+  for (long long L : g.L) std::printf(" %lld", L);
+  std::printf(" }, H = {");
+  for (long long H : g.H) std::printf(" %lld", H);
+  std::printf(" }; %d seeds, %d references, floor %.2f err_min, %d replicates\n", o.seeds, o.references, o.floor,
+              o.replicates);
+  for (int k = 0; k < 4; ++k) {
+    const double c = (double)covered[k] / o.replicates;
+    const bool in = c >= o.min && c <= o.max;
+    ok &= in;
+    std::printf("  %-8s truth %7.4f  coverage %.3f  mean width %.4f  %s\n", names[k], truths[k], c, width[k],
+                in ? "ok" : "OUT OF BOUNDS");
+  }
+  std::printf("  flagged fits %.3f, unresolved cells %.4f\n", (double)flagged / o.replicates,
+              (double)unresolved / (o.replicates * err.size()));
+  return ok;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  Options o;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const std::string k = argv[i], v = argv[i + 1];
+    if (k == "--replicates") o.replicates = std::atoi(v.c_str());
+    else if (k == "--seeds") o.seeds = std::atoi(v.c_str());
+    else if (k == "--references") o.references = std::atoi(v.c_str());
+    else if (k == "--floor") o.floor = std::atof(v.c_str());
+    else if (k == "--min") o.min = std::atof(v.c_str());
+    else if (k == "--max") o.max = std::atof(v.c_str());
+    else if (k == "--design") o.design = v;
+    else {
+      std::fprintf(stderr, "study_calibration: unknown option %s\n", k.c_str());
+      return 2;
+    }
+  }
+  if (o.replicates < 1 || o.seeds < 2 || o.references < 1 || (o.design != "width" && o.design != "depth" && o.design != "both")) {
+    std::fprintf(stderr, "study_calibration: need --replicates >= 1, --seeds >= 2, --references >= 1, --design width|depth|both\n");
+    return 2;
+  }
+  const Design width{"width", {4, 8, 16}, {1, 2, 4, 8, 16}}, depth{"depth", {1, 2, 4, 8, 16}, {4, 8, 16}};
+  bool ok = true;
+  if (o.design != "depth") ok &= calibrate(width, o);
+  if (o.design != "width") ok &= calibrate(depth, o);
+  std::printf("calibration: %s\n", ok ? "every coverage within bounds" : "a coverage out of bounds");
+  return ok ? 0 : 1;
+}
