@@ -264,6 +264,21 @@ bool ReadAttribute(const File &f, const std::string &key, std::string *value) {
     std::vector<char> buf(H5Tget_size(type) + 1, '\0');
     ok = H5Aread(attr, type, buf.data()) >= 0;
     os << buf.data();
+  } else if (cls == H5T_STRING) { // variable length: how h5py writes a Python str
+    char *text = nullptr;
+    hid_t memtype = H5Tcopy(H5T_C_S1);
+    H5Tset_size(memtype, H5T_VARIABLE);
+    H5Tset_cset(memtype, H5Tget_cset(type));
+    ok = H5Aread(attr, memtype, &text) >= 0 && text;
+    if (ok) os << text;
+    if (text) H5free_memory(text);
+    H5Tclose(memtype);
+  } else if (cls == H5T_ENUM && H5Tget_size(type) == 1) { // h5py's bool (numpy.bool_): FALSE = 0, TRUE = 1
+    signed char v = 0;
+    hid_t memtype = H5Tcopy(type);
+    ok = H5Aread(attr, memtype, &v) >= 0;
+    os << (v ? "true" : "false");
+    H5Tclose(memtype);
   } else {
     ok = false;
   }

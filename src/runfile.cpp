@@ -6,6 +6,7 @@
 #include "mft/h5.hpp"
 
 #include <algorithm>
+#include <map>
 #include <cmath>
 #include <cstdio>
 #include <fcntl.h>
@@ -417,9 +418,19 @@ PetscErrorCode RunFileAttributes(MPI_Comm comm, const std::string &path, const s
   File f;
   PetscFunctionBeginUser;
   PetscCall(h5::Open(comm, path, false, &f));
+  // The documented short names (L, H, d, k, head_kind, beta, causal, loss)
+  // stand for the dotted keys in files that other programs wrote.
+  static const std::map<std::string, std::string> short_names = {
+      {"model.L", "L"},       {"model.H", "H"},       {"model.d", "d"},           {"model.k", "k"},
+      {"model.beta", "beta"}, {"model.causal", "causal"}, {"model.head_kind", "head_kind"}, {"loss.kind", "loss"}};
   values->assign(keys.size(), "");
-  for (size_t i = 0; i < keys.size(); ++i)
-    if (!h5::ReadAttribute(f, keys[i], &(*values)[i])) (*values)[i].clear();
+  for (size_t i = 0; i < keys.size(); ++i) {
+    std::string &v = (*values)[i];
+    const auto alias = short_names.find(keys[i]);
+    if (!h5::ReadAttribute(f, keys[i], &v) && !(alias != short_names.end() && h5::ReadAttribute(f, alias->second, &v)))
+      v.clear();
+    if (keys[i] == "model.causal" && (v == "0" || v == "1")) v = v == "1" ? "true" : "false";
+  }
   PetscCall(h5::Close(&f));
   PetscFunctionReturn(0);
 }

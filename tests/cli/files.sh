@@ -41,6 +41,28 @@ h5dump -A other.h5 | grep -A4 '"model.L"' | grep -q "(0): 3$" && ok || bad "forw
 expect 2 "model.L = 5 is given, but params.file run.h5 has model.L = 3" -- "$MFT" forward --params.file run.h5 --data.file data.h5 --model.L 5
 expect 2 "params.file is not used by mft lse" -- "$MFT" lse --params.file run.h5
 
+# A params and data file written by h5py alone, in the documented layout with
+# the documented short attributes (Python str, int, bool; no mft attribute):
+# forward, ntk and train take their settings from it and give what mft's own
+# file of the same numbers gives.
+/usr/bin/python3 -c "
+import h5py
+with h5py.File('run.h5') as src, h5py.File('foreign.h5', 'w') as f:
+    for name in ['/data/tokens', '/data/targets', '/params/Q', '/params/K', '/params/V']:
+        f[name] = src[name][()]
+    f.attrs['L'] = 3; f.attrs['H'] = 4; f.attrs['d'] = 3; f.attrs['k'] = 2
+    f.attrs['head_kind'] = 'qkv'; f.attrs['loss'] = 'token'; f.attrs['causal'] = False; f.attrs['beta'] = 1.0
+"
+expect 0 "" -- $run forward --params.file foreign.h5 --data.file foreign.h5 --output.file fwd_foreign.h5
+expect 0 "" -- $run forward --params.file run.h5 --data.file run.h5 --output.file fwd_own.h5
+h5diff fwd_foreign.h5 fwd_own.h5 /output/tokens >/dev/null && ok || bad "forward on an h5py file differs from mft's own file"
+expect 0 "" -- $run ntk --params.file foreign.h5 --data.file foreign.h5 --output.file ntk_foreign.h5
+h5diff ntk_foreign.h5 ntk.h5 /ntk >/dev/null && ok || bad "ntk on an h5py file differs from mft's own file"
+expect 0 "" -- $run train --params.file foreign.h5 --data.file foreign.h5 --train.steps 2 --checkpoint.dir ckf --output.file tr_foreign.h5
+expect 0 "" -- $run train --params.file run.h5 --data.file run.h5 --train.steps 2 --checkpoint.dir cko --output.file tr_own.h5
+h5diff tr_foreign.h5 tr_own.h5 /params >/dev/null && ok || bad "train from an h5py file differs from mft's own file"
+expect 2 "model.L = 5 is given, but params.file foreign.h5 has model.L = 3" -- "$MFT" forward --params.file foreign.h5 --data.file foreign.h5 --model.L 5
+
 # --data.file: a run file given as data supplies its model and loss settings;
 # a model setting given differently wins, a loss setting given differently is refused.
 expect 0 "" -- "$MFT" forward --data.file run.h5 --output.file asdata.h5
