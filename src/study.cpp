@@ -146,6 +146,8 @@ struct CaseData {
   std::vector<std::vector<double>> tokens, adjoint;
   std::vector<PetscInt> N; // per set, from the arrays' shapes (M, N, d)
   PetscInt d = 0;
+  // A trained case at this time: |theta_t - theta_0| / |theta_0| and the full risk (NaN at initialisation).
+  double head_change = NAN, risk = NAN, reduction = NAN; // reduction: risk at step 0 / risk now
 };
 
 // Reads a case file (verified); on failure *problem says why.
@@ -175,6 +177,13 @@ PetscErrorCode ReadCase(const std::string &path, const std::vector<std::string> 
         err = h5::ReadRows(f, name, dims, 1, all, a.data());
         (q ? out->adjoint : out->tokens).push_back(a);
       }
+    for (auto [name, value] : {std::pair<const char *, double *>{"/training/head_change", &out->head_change},
+                               {"/training/risk", &out->risk}, {"/training/risk_reduction", &out->reduction}}) {
+      const auto dims = h5::Shape(f, prefix + name);
+      Range one;
+      one.end = 1;
+      if (!err && dims.size() == 1 && dims[0] == 1) err = h5::ReadRows(f, prefix + name, dims, 1, one, value);
+    }
     if (!err) err = h5::Close(&f);
   } else if (!err) {
     *problem = path + " is damaged (checksum)";
@@ -338,7 +347,12 @@ PetscErrorCode StudyRunCase(MPI_Comm comm, const std::vector<std::string> &args,
   }
   const std::vector<PetscInt> times = StudyTimes(s);
   std::vector<double> heads;
+  Vec theta0; // the initial heads, for |theta_t - theta_0| / |theta_0|
+  PetscCall(VecDuplicate(p.heads.theta, &theta0));
+  PetscCall(HeadsInitialize(&p.heads, ts.init, ts.init.seed, theta0));
   auto record = [&](PetscInt step) -> PetscErrorCode {
+    PetscReal n0, dn;
+    Vec diff;
     PetscFunctionBeginUser;
     if (!std::binary_search(times.begin(), times.end(), step)) PetscFunctionReturn(0);
     PetscCall(GatherAll(p.heads.theta, &heads));
@@ -347,27 +361,23 @@ PetscErrorCode StudyRunCase(MPI_Comm comm, const std::vector<std::string> &args,
     for (auto &r : results) tokens.push_back(r.tokens), adjoint.push_back(r.adjoint);
     std::vector<ResultArray> at;
     ProbeArrays("", families, tokens, adjoint, s.study.probe_M, set_sizes(s), cs.model.d, &at);
+    // What training has done by this step: the heads' movement and the full-batch risk.
+    PetscCall(VecDuplicate(theta0, &diff));
+    PetscCall(VecWAXPY(diff, -1.0, theta0, p.heads.theta));
+    PetscCall(VecNorm(theta0, NORM_2, &n0));
+    PetscCall(VecNorm(diff, NORM_2, &dn));
+    PetscCall(VecDestroy(&diff));
+    ProblemSetBatch(&p, -1);
+    PetscCall(ProblemEvaluate(&p, PETSC_FALSE));
+    const double change = dn / n0, risk = p.risk;
+    at.push_back({"/training/head_change", {1}, &change});
+    at.push_back({"/training/risk", {1}, &risk});
     PetscCall(ResultFileWrite(comm, cs, at, attributes, partial_path(s.study.dir, c.index, step)));
     PetscFunctionReturn(0);
   };
   TrainingStop stop;
   PetscCall(TrainLoop(&p, &opt, &history, start, saved, record, &stop));
-  // What training did to the heads (printed and kept): |theta_T - theta_0| / |theta_0|, risk reduction.
-  double moved = NAN, reduction = NAN;
-  if (!stop.signal) {
-    Vec theta0;
-    PetscReal n0, dn;
-    PetscCall(VecDuplicate(p.heads.theta, &theta0));
-    PetscCall(HeadsInitialize(&p.heads, ts.init, ts.init.seed, theta0));
-    PetscCall(VecNorm(theta0, NORM_2, &n0));
-    PetscCall(VecAXPY(theta0, -1.0, p.heads.theta));
-    PetscCall(VecNorm(theta0, NORM_2, &dn));
-    PetscCall(VecDestroy(&theta0));
-    moved = dn / n0;
-    ProblemSetBatch(&p, -1);
-    PetscCall(ProblemEvaluate(&p, PETSC_FALSE));
-    reduction = history.loss.empty() ? NAN : history.loss.front() / p.risk;
-  }
+  PetscCall(VecDestroy(&theta0));
   PetscCall(OptimizerDestroy(&opt));
   PetscCall(ProblemDestroy(&p));
   if (stop.signal) {
@@ -381,10 +391,16 @@ PetscErrorCode StudyRunCase(MPI_Comm comm, const std::vector<std::string> &args,
     kept.emplace_back();
     PetscCall(ReadCase(partial_path(s.study.dir, c.index, t), families, "", &kept.back(), &problem));
     PetscCheck(problem.empty(), comm, PETSC_ERR_FILE_READ, "%s", problem.c_str());
-    const CaseData &d = kept.back();
+    CaseData &d = kept.back();
+    d.reduction = kept.front().risk / d.risk;
     ProbeArrays("/times/" + std::to_string(t), families, d.tokens, d.adjoint, s.study.probe_M, d.N, d.d, &arrays);
+    for (auto [name, value] : {std::pair<const char *, const double *>{"head_change", &d.head_change},
+                               {"risk", &d.risk}, {"risk_reduction", &d.reduction}})
+      arrays.push_back({"/times/" + std::to_string(t) + "/training/" + name, {1}, value});
     if (t == times.back()) ProbeArrays("", families, d.tokens, d.adjoint, s.study.probe_M, d.N, d.d, &arrays);
   }
+  // What training did to the heads (printed and kept): |theta_T - theta_0| / |theta_0|, risk reduction.
+  const double moved = kept.back().head_change, reduction = kept.back().reduction;
   attributes.emplace_back("study.times", s.study.times);
   attributes.emplace_back("study.head_change", num(moved));
   attributes.emplace_back("study.risk_reduction", num(reduction));
@@ -478,6 +494,30 @@ StudyErrors ErrorsOf(const Settings &s, const VariantCases &vc, int q) {
   return e;
 }
 
+// What training did, per cell (mean over seeds of the heads' movement,
+// geometric mean of the risk reduction) and for the references; NaN at initialisation.
+struct Training {
+  std::vector<double> change, reduction;
+  double reference_change = NAN, reference_reduction = NAN;
+};
+
+Training TrainingOf(const VariantCases &vc, const StudyErrors &e) {
+  Training t;
+  const size_t cells = e.L.size() * e.H.size();
+  std::vector<double> n(cells, 0.0);
+  t.change.assign(cells, 0.0), t.reduction.assign(cells, 0.0);
+  for (size_t m = 0; m < vc.models.size(); ++m) {
+    const size_t k = e.cases[m].cell;
+    t.change[k] += vc.models[m].second.head_change, t.reduction[k] += std::log(vc.models[m].second.reduction), ++n[k];
+  }
+  for (size_t k = 0; k < cells; ++k) t.change[k] /= n[k], t.reduction[k] = std::exp(t.reduction[k] / n[k]);
+  double c = 0, r = 0;
+  for (const CaseData &ref : vc.references) c += ref.head_change, r += std::log(ref.reduction);
+  t.reference_change = c / (double)vc.references.size();
+  t.reference_reduction = std::exp(r / (double)vc.references.size());
+  return t;
+}
+
 StudyOptions OptionsOf(const Settings &s) {
   StudyOptions o;
   o.resolution = s.study.resolution, o.keep_unresolved = s.study.keep_unresolved;
@@ -521,12 +561,12 @@ struct Outputs {
 };
 
 void WriteFit(Outputs &out, const std::string &v, const std::string &variant, const char *quantity, PetscInt time,
-              int corrected, const StudyFit &f) {
+              int corrected, const StudyFit &f, const Training &t) {
   out.fits << csv({v, quoted(variant), quantity, num(f.slope_L), num(f.slope_L_ci.lo), num(f.slope_L_ci.hi),
                    num(f.slope_H), num(f.slope_H_ci.lo), num(f.slope_H_ci.hi), num(f.a), num(f.b), num(f.C1), num(f.C2),
                    num(f.rms), std::to_string(time), std::to_string(corrected), num(f.a_ci.lo), num(f.a_ci.hi),
                    num(f.b_ci.lo), num(f.b_ci.hi), quoted(f.flags), std::to_string(f.cells),
-                   num(f.reference_bias)});
+                   num(f.reference_bias), num(t.reference_change), num(t.reference_reduction)});
   const std::string key = "v" + v + "." + quantity + (corrected ? ".corrected." : ".");
   for (auto &[name, x] : std::vector<std::pair<std::string, double>>{
            {"slope_L", f.slope_L}, {"slope_L_lo", f.slope_L_ci.lo}, {"slope_L_hi", f.slope_L_ci.hi},
@@ -572,7 +612,7 @@ void WriteProbeSets(Outputs &out, const Settings &s, const std::string &v, const
 }
 
 void WriteCells(Outputs &out, const std::string &v, const std::string &variant, PetscInt time, const StudyErrors &e,
-                const StudyStatistics st[2], PetscInt d) {
+                const StudyStatistics st[2], PetscInt d, const Training &t) {
   const size_t nH = e.H.size();
   const double rd = std::sqrt((double)d);
   for (size_t k = 0; k < st[0].cells.size(); ++k) {
@@ -584,7 +624,7 @@ void WriteCells(Outputs &out, const std::string &v, const std::string &variant, 
                       num(p.ci[1].hi), num(x.clipped), num(p.clipped), num(x.err[1] / rd), num(x.relative),
                       std::to_string(e.references), num(x.ci[1].lo / rd), num(x.ci[1].hi / rd), num(x.relative_ci.lo),
                       num(x.relative_ci.hi), num(x.floor_ratio), num(p.floor_ratio), std::to_string(x.resolved),
-                      std::to_string(p.resolved)});
+                      std::to_string(p.resolved), num(t.change[k]), num(t.reduction[k])});
   }
 }
 
@@ -605,9 +645,11 @@ PetscErrorCode StudyAggregate(MPI_Comm comm, const Settings &s, const std::strin
     out.table << "variant,overrides,L,H,seeds,err_x,err_x_lo,err_x_hi,err_p,err_p_lo,err_p_hi,time,err_floor_x,"
                  "err_corrected_x,err_corrected_x_lo,err_corrected_x_hi,err_floor_p,err_corrected_p,err_corrected_p_lo,"
                  "err_corrected_p_hi,clipped_x,clipped_p,err_coord_x,err_rel_x,references,err_coord_x_lo,"
-                 "err_coord_x_hi,err_rel_x_lo,err_rel_x_hi,floor_ratio_x,floor_ratio_p,resolved_x,resolved_p\n";
+                 "err_coord_x_hi,err_rel_x_lo,err_rel_x_hi,floor_ratio_x,floor_ratio_p,resolved_x,resolved_p,head_change,"
+                 "risk_reduction\n";
     out.fits << "variant,overrides,quantity,slope_L,slope_L_lo,slope_L_hi,slope_H,slope_H_lo,slope_H_hi,a,b,C1,C2,"
-                "joint_rms,time,corrected,a_lo,a_hi,b_lo,b_hi,flags,cells,reference_bias\n";
+                "joint_rms,time,corrected,a_lo,a_hi,b_lo,b_hi,flags,cells,reference_bias,reference_head_change,"
+                "reference_risk_reduction\n";
     // Every recorded time under /t<step> and t<step>.*; the last one also
     // without the prefix (the state at the end of training, or at initialisation).
     for (const PetscInt time : times) {
@@ -626,11 +668,12 @@ PetscErrorCode StudyAggregate(MPI_Comm comm, const Settings &s, const std::strin
         const StudyErrors e[2] = {ErrorsOf(s, vc, 0), ErrorsOf(s, vc, 1)};
         const StudyStatistics st[2] = {StudyStatisticsCompute(e[0], options), StudyStatisticsCompute(e[1], options)};
         const size_t nL = e[0].L.size(), nH = e[0].H.size();
+        const Training training = TrainingOf(vc, e[0]);
         for (int q = 0; q < 2; ++q) {
           const char *quantity = q ? "adjoint" : "tokens";
           const std::string name = "/v" + vs + "/" + quantity;
           for (int c = 0; c < 2; ++c) {
-            WriteFit(out, vs, variants[v], quantity, time, c, st[q].fit[c]);
+            WriteFit(out, vs, variants[v], quantity, time, c, st[q].fit[c], training);
             std::vector<double> err, lo, hi;
             for (const StudyCell &cell : st[q].cells) err.push_back(cell.err[c]), lo.push_back(cell.ci[c].lo), hi.push_back(cell.ci[c].hi);
             const std::string tag = c ? "_corrected" : "";
@@ -653,7 +696,11 @@ PetscErrorCode StudyAggregate(MPI_Comm comm, const Settings &s, const std::strin
                                 f.flags.c_str()));
         }
         WriteProbeSets(out, s, vs, variants[v], time, vc, e[0], e[1]);
-        WriteCells(out, vs, variants[v], time, e[0], st, vc.references[0].d);
+        WriteCells(out, vs, variants[v], time, e[0], st, vc.references[0].d, training);
+        if (s.study.state == "trained")
+          PetscCall(PetscPrintf(PETSC_COMM_SELF,
+                                "mft study: v%zu t=%" PetscInt_FMT ": references' heads moved %.1f%%, risk reduced %.3gx\n",
+                                v, time, 100 * training.reference_change, training.reference_reduction));
         out.store("/v" + vs + "/L", {nL}, std::vector<double>(e[0].L.begin(), e[0].L.end()));
         out.store("/v" + vs + "/H", {nH}, std::vector<double>(e[0].H.begin(), e[0].H.end()));
         out.attribute("v" + vs + ".overrides", variants[v].empty() ? "(none)" : variants[v]);

@@ -62,6 +62,10 @@ PY
 expect 0 "" -- $run2 study --config base.cfg --study.steps 6 --study.times "2 4" --study.dir long
 [ "$(awk -F, 'NR > 1 { print $12 }' long/study.csv | sort -un | tr '\n' ' ')" = "0 2 4 6 " ] && ok || bad "study.csv lacks the recorded times"
 [ "$(grep -c ',tokens,.*,4,1,' long/fits.csv)" -eq 1 ] && ok || bad "fits.csv lacks the corrected fit at time 4"
+# What training did, per cell and time: nothing at step 0, heads moved and the risk lower at step 6.
+awk -F, 'NR > 1 && $12 == 0 && ($34 != 0 || $35 != 1) { exit 1 }' long/study.csv && ok || bad "study.csv: movement or reduction at step 0"
+awk -F, 'NR > 1 && $12 == 6 && !($34 > 0 && $35 > 1) { exit 1 }' long/study.csv && ok || bad "study.csv: no movement or reduction at step 6"
+grep -q "references' heads moved" out.txt && ok || bad "the references' movement is not printed"
 grep -q "heads moved" out.txt && ok || bad "the cases do not say how far their heads moved"
 /usr/bin/python3 "$here/../../jobs/plot_study.py" long > plot.txt 2>&1 && ok || { bad "plot_study.py failed"; cat plot.txt; }
 for png in long/study_v0_tokens.png long/study_v0_tokens_time.png; do
