@@ -311,13 +311,15 @@ PetscErrorCode StudyRunCase(MPI_Comm comm, const std::vector<std::string> &args,
       {"study.case_L", std::to_string(c.L)},
       {"study.case_H", std::to_string(c.H)},
       {"study.case_seed", std::to_string(c.seed)}};
+  Settings vs; // the variant's settings: its data.N and data.seed are its probes' defaults
   PetscFunctionBeginUser;
   *signal = 0;
+  PetscCall(CaseSettings(comm, args, variant, &vs));
   if (!trained) {
-    PetscCall(Probe(comm, args, s, model, c.reference, nullptr, &results, &cs));
+    PetscCall(Probe(comm, args, vs, model, c.reference, nullptr, &results, &cs));
     std::vector<std::vector<double>> tokens, adjoint;
     for (auto &r : results) tokens.push_back(r.tokens), adjoint.push_back(r.adjoint);
-    ProbeArrays("", families, tokens, adjoint, s.study.probe_M, set_sizes(s), cs.model.d, &arrays);
+    ProbeArrays("", families, tokens, adjoint, s.study.probe_M, set_sizes(vs), cs.model.d, &arrays);
     PetscCall(ResultFileWrite(comm, cs, arrays, attributes, case_path(s.study.dir, c.index)));
     PetscFunctionReturn(0);
   }
@@ -356,11 +358,11 @@ PetscErrorCode StudyRunCase(MPI_Comm comm, const std::vector<std::string> &args,
     PetscFunctionBeginUser;
     if (!std::binary_search(times.begin(), times.end(), step)) PetscFunctionReturn(0);
     PetscCall(GatherAll(p.heads.theta, &heads));
-    PetscCall(Probe(comm, args, s, model, false, &heads, &results, &cs));
+    PetscCall(Probe(comm, args, vs, model, false, &heads, &results, &cs));
     std::vector<std::vector<double>> tokens, adjoint;
     for (auto &r : results) tokens.push_back(r.tokens), adjoint.push_back(r.adjoint);
     std::vector<ResultArray> at;
-    ProbeArrays("", families, tokens, adjoint, s.study.probe_M, set_sizes(s), cs.model.d, &at);
+    ProbeArrays("", families, tokens, adjoint, s.study.probe_M, set_sizes(vs), cs.model.d, &at);
     // What training has done by this step: the heads' movement and the full-batch risk.
     PetscCall(VecDuplicate(theta0, &diff));
     PetscCall(VecWAXPY(diff, -1.0, theta0, p.heads.theta));

@@ -39,6 +39,11 @@ for png in tiny/study_v0_tokens.png tiny/study_v0_adjoint.png; do
   [ -s "$png" ] && file "$png" | grep -q PNG && ok || bad "$png is not a PNG"
 done
 grep -q "missing or failed" out.txt && ok || bad "the aggregation does not report the failed cases"
+# Variants of data.N probe at their own N (the probes' default), not at the config's.
+expect 0 "" -- "$MFT" study --config tiny.cfg --study.variants "data.N=3; data.N=6" --study.L 1 --study.H 2 \
+  --study.seeds 1 --study.references 1 --study.dir nvar
+h5dump -H -d /probes/discrete/tokens nvar/case-0.h5 | grep -q "( 2, 3, 2 )" && ok || bad "variant data.N=3 did not probe at N = 3"
+h5dump -H -d /probes/discrete/tokens nvar/case-2.h5 | grep -q "( 2, 6, 2 )" && ok || bad "variant data.N=6 did not probe at N = 6"
 # A lost case file: named, and its cell keeps the other seed.
 rm tiny/case-6.h5
 expect 0 "" -- "$MFT" study --config tiny.cfg --aggregate tiny
