@@ -263,7 +263,8 @@ std::vector<Option> declare(Settings &s) {
       integer("study.reference_H", &s.study.reference_H, 1, "trained: width of the reference model"),
       integer("study.references", &s.study.references, 1,
               "independent references (initial-head seeds); with 2 or more, their spread estimates the "
-              "reference's own error, which is removed from the models' (MODEL.md, 'The reference's own error')"),
+              "reference's own error, which is removed from the models' (docs/results.md); with 3 or more it enters the "
+              "intervals"),
       real("study.reference_margin", &s.study.reference_margin, 0.0, false,
            "the reference (trained: study.reference_L, _H; init: limit.heads) must be at least this many times the "
            "largest L and H of the grid, in each direction with more than one value (0: no check)"),

@@ -568,13 +568,15 @@ void WriteFit(Outputs &out, const std::string &v, const std::string &variant, co
                    num(f.slope_H), num(f.slope_H_ci.lo), num(f.slope_H_ci.hi), num(f.a), num(f.b), num(f.C1), num(f.C2),
                    num(f.rms), std::to_string(time), std::to_string(corrected), num(f.a_ci.lo), num(f.a_ci.hi),
                    num(f.b_ci.lo), num(f.b_ci.hi), quoted(f.flags), std::to_string(f.cells),
-                   num(f.reference_bias), num(t.reference_change), num(t.reference_reduction)});
+                   num(f.reference_bias), num(t.reference_change), num(t.reference_reduction),
+                   num(f.reference_spread)});
   const std::string key = "v" + v + "." + quantity + (corrected ? ".corrected." : ".");
   for (auto &[name, x] : std::vector<std::pair<std::string, double>>{
            {"slope_L", f.slope_L}, {"slope_L_lo", f.slope_L_ci.lo}, {"slope_L_hi", f.slope_L_ci.hi},
            {"slope_H", f.slope_H}, {"slope_H_lo", f.slope_H_ci.lo}, {"slope_H_hi", f.slope_H_ci.hi},
            {"a", f.a}, {"b", f.b}, {"a_lo", f.a_ci.lo}, {"a_hi", f.a_ci.hi}, {"b_lo", f.b_ci.lo},
-           {"b_hi", f.b_ci.hi}, {"C1", f.C1}, {"C2", f.C2}, {"reference_bias", f.reference_bias}})
+           {"b_hi", f.b_ci.hi}, {"C1", f.C1}, {"C2", f.C2}, {"reference_bias", f.reference_bias},
+           {"reference_spread", f.reference_spread}})
     out.attribute(key + name, num(x));
   out.attribute(key + "flags", f.flags.empty() ? "(none)" : f.flags);
 }
@@ -651,7 +653,7 @@ PetscErrorCode StudyAggregate(MPI_Comm comm, const Settings &s, const std::strin
                  "risk_reduction\n";
     out.fits << "variant,overrides,quantity,slope_L,slope_L_lo,slope_L_hi,slope_H,slope_H_lo,slope_H_hi,a,b,C1,C2,"
                 "joint_rms,time,corrected,a_lo,a_hi,b_lo,b_hi,flags,cells,reference_bias,reference_head_change,"
-                "reference_risk_reduction\n";
+                "reference_risk_reduction,reference_spread\n";
     // Every recorded time under /t<step> and t<step>.*; the last one also
     // without the prefix (the state at the end of training, or at initialisation).
     for (const PetscInt time : times) {
@@ -689,13 +691,18 @@ PetscErrorCode StudyAggregate(MPI_Comm comm, const Settings &s, const std::strin
           out.store(name + "/err_floor", {1}, {st[q].floor});
           out.attribute("v" + vs + "." + quantity + ".floor", num(st[q].floor));
           const StudyFit &f = st[q].fit[1];
+          char bias[192] = "";
+          if (std::isfinite(f.reference_bias))
+            std::snprintf(bias, sizeof bias, "; the reference's bias C1/L_ref ~%.2g (%.0f%% of the smallest err), "
+                          "its spread from the fit %.2g (floor %.2g)", f.reference_bias,
+                          100 * f.reference_bias / f.smallest, f.reference_spread, st[q].floor);
           PetscCall(PetscPrintf(PETSC_COMM_SELF,
-                                "mft study: v%zu %s t=%" PetscInt_FMT ": slope_L %s, slope_H %s, a %s, b %s%s%s\n", v,
+                                "mft study: v%zu %s t=%" PetscInt_FMT ": slope_L %s, slope_H %s, a %s, b %s%s%s%s\n", v,
                                 quantity, time, with_interval(f.slope_L, f.slope_L_ci, f.flags, "slope_L:").c_str(),
                                 with_interval(f.slope_H, f.slope_H_ci, f.flags, "slope_H:").c_str(),
                                 with_interval(f.a, f.a_ci, f.flags, "a: ab: joint:").c_str(),
-                                with_interval(f.b, f.b_ci, f.flags, "b: ab: joint:").c_str(), f.flags.empty() ? "" : "; flags: ",
-                                f.flags.c_str()));
+                                with_interval(f.b, f.b_ci, f.flags, "b: ab: joint:").c_str(), bias,
+                                f.flags.empty() ? "" : "; flags: ", f.flags.c_str()));
         }
         WriteProbeSets(out, s, vs, variants[v], time, vc, e[0], e[1]);
         WriteCells(out, vs, variants[v], time, e[0], st, vc.references[0].d, training);

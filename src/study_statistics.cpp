@@ -188,6 +188,7 @@ StudyFit StudyFitGrid(const std::vector<long long> &L, const std::vector<long lo
       Ls.insert(L[k / nH]), Hs.insert(H[k % nH]);
     }
   f.cells = (int)pts.size();
+  for (const Point &p : pts) f.smallest = std::fmin(std::isfinite(f.smallest) ? f.smallest : INFINITY, p.err);
   if (pts.size() < nL * nH) add_flag(&f.flags, "dropped:" + std::to_string(nL * nH - pts.size()));
   std::vector<double> x, y;
   for (size_t i = 0; i < nL; ++i) // slope in L at the largest H
@@ -273,8 +274,10 @@ StudyStatistics StudyStatisticsCompute(const StudyErrors &e, const StudyOptions 
       }
     if (seeds.size() < 2) add_flag(&f.flags, "ci:one_seed");
     if (e.references >= 2 && e.references < 3) add_flag(&f.flags, "ci:without_references");
-    if (o.reference_L > 0 && std::isfinite(f.C1))
-      f.reference_bias = f.C1 / o.reference_L + f.C2 * std::pow(o.reference_L, -f.a) * std::pow(o.reference_H, -f.b);
+    if (o.reference_L > 0 && std::isfinite(f.C1)) {
+      f.reference_bias = f.C1 / o.reference_L;
+      f.reference_spread = f.C2 * std::pow(o.reference_L, -f.a) * std::pow(o.reference_H, -f.b);
+    }
   }
   return st;
 }

@@ -1,5 +1,5 @@
-// Convergence studies (MODEL.md, 'Convergence'): how fast the discrete (L, H)
-// model approaches the mean-field limit.
+// Convergence studies (docs/results.md): how fast the discrete (L, H) model
+// approaches the mean-field limit.
 //
 // A study is one config: a grid of L and H, seeds, probe families, the
 // quantity (hidden states x(1) and adjoints p(0) of 1/2 |x_i(1)|^2), the state
@@ -8,16 +8,13 @@
 // variants (sets of overrides, e.g. data.N or model.d, or the optimizer).
 // Its cases are numbered: per variant, the study.references references (their
 // own seeds), then every (L, H, seed).
-// Each case writes study.dir/case-<i>.h5; the aggregation computes
-//   err(L, H) = ( mean over seeds of max over probe sequences of
-//                 (1/N) sum_i |x_i^(L,H)(1) - x_i^ref(1)|^2 )^(1/2)
-// with bootstrap intervals over the seeds, the slopes of log err in log L (at
-// the largest H) and in log H (at the largest L), and a joint fit of
-// C1/L + C2 L^-a H^-b; it names every missing or failed case and aggregates the rest.
-// With R >= 2 references, the reference's own squared error on each probe
-// sequence, floor^2 = mean over pairs of 1/2 (1/N) sum_i |x^a - x^b|^2, is
-// subtracted from the model's before the max over probes (clipped at 0): the
-// corrected err, beside the raw one, each with its fits.
+// Each case writes study.dir/case-<i>.h5 (a trained case: its probes, the
+// heads' movement and the risk at every recorded time). The aggregation reads
+// them and hands the squared errors of every model against every reference to
+// study_statistics.hpp (err per cell corrected for the references' own
+// spread, jackknife intervals, slopes, the joint fit C1/L + C2 L^-a H^-b and
+// its flags); it writes study.csv, fits.csv, probes.csv and study.h5, prints
+// the corrected fits, and names every missing or failed case.
 #pragma once
 
 #include "mft/settings.hpp"

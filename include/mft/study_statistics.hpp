@@ -56,7 +56,11 @@ struct StudyInterval {
 struct StudyFit {
   double slope_L = NAN, slope_H = NAN, a = NAN, b = NAN, C1 = NAN, C2 = NAN, rms = NAN;
   StudyInterval slope_L_ci, slope_H_ci, a_ci, b_ci;
-  double reference_bias = NAN; // C1/L_ref + C2 L_ref^-a H_ref^-b (a trained reference)
+  // A trained reference of L_ref x H_ref, from the fit: its systematic error,
+  // the Euler term C1/L_ref, and its own spread C2 L_ref^-a H_ref^-b (which the
+  // floor measures and removes; the two should agree).
+  double reference_bias = NAN, reference_spread = NAN;
+  double smallest = NAN;       // the smallest err fitted
   int cells = 0;               // cells fitted
   std::string flags;           // space-separated; empty when the data decides every figure
 };
