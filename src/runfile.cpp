@@ -1,4 +1,4 @@
-// Run files, checkpoints and data files: what goes where in the MODEL.md layout.
+// Run files, checkpoints and data files: what goes where in the docs/model.md layout.
 #include "mft/runfile.hpp"
 
 #include "mft/checkpoint.hpp"
@@ -350,6 +350,27 @@ bool SameSetting(const std::string &a, const std::string &b) {
   return !a.empty() && !b.empty() && *ea == '\0' && *eb == '\0' && x == y;
 }
 
+// What a params file's shapes say where it records no setting (a file another
+// program wrote): model.L, model.H, model.k, model.d from /params/Q (L, H, k,
+// d), model.head_kind from whether /params/O is there.
+static PetscErrorCode SettingsFromShapes(MPI_Comm comm, const std::string &path, const std::vector<std::string> &keys,
+                                         std::vector<std::string> *values) {
+  File f;
+  PetscFunctionBeginUser;
+  PetscCall(h5::Open(comm, path, false, &f));
+  const auto Q = h5::Shape(f, "/params/Q"), O = h5::Shape(f, "/params/O");
+  PetscCall(h5::Close(&f));
+  if (Q.size() != 4) PetscFunctionReturn(0); // RunFileReadParams names what is missing
+  const std::map<std::string, std::string> implied = {{"model.L", std::to_string(Q[0])},
+                                                      {"model.H", std::to_string(Q[1])},
+                                                      {"model.k", std::to_string(Q[2])},
+                                                      {"model.d", std::to_string(Q[3])},
+                                                      {"model.head_kind", O.empty() ? "qkv" : "qkvo"}};
+  for (size_t i = 0; i < keys.size(); ++i)
+    if ((*values)[i].empty() && implied.count(keys[i])) (*values)[i] = implied.at(keys[i]);
+  PetscFunctionReturn(0);
+}
+
 PetscErrorCode SettingsFromFiles(MPI_Comm comm, const std::string &command, const std::vector<std::string> &args,
                                  Settings *s) {
   const std::vector<std::string> model = {"model.L",    "model.H",      "model.d",   "model.k", "model.head_kind",
@@ -384,13 +405,16 @@ PetscErrorCode SettingsFromFiles(MPI_Comm comm, const std::string &command, cons
       PetscCheck(!err, comm, PETSC_ERR_FILE_UNEXPECTED, "%s", captured_error());
     } else {
       PetscCall(RunFileAttributes(comm, src.path, src.keys, &values));
+      if (src.option == "params.file") PetscCall(SettingsFromShapes(comm, src.path, src.keys, &values));
     }
     // train.schedule is run-defining, so a checkpoint's is among the values read.
     const auto at = std::find(src.keys.begin(), src.keys.end(), "train.schedule");
     const std::string schedule = at == src.keys.end() ? "" : values[at - src.keys.begin()];
     const bool records = std::any_of(values.begin(), values.end(), [](const std::string &v) { return !v.empty(); });
     PetscCheck(records || src.given == Given::model_wins, comm, PETSC_ERR_FILE_UNEXPECTED,
-               "%s %s records no settings (not a run file or checkpoint of mft)", src.option.c_str(), src.path.c_str());
+               "%s %s records no settings %s", src.option.c_str(), src.path.c_str(),
+               src.option == "params.file" ? "and has no /params/Q of shape (L, H, k, d): not a params file"
+                                           : "(not a run file or checkpoint of mft)");
     for (size_t i = 0; i < src.keys.size(); ++i) {
       const std::string &key = src.keys[i];
       if (values[i].empty() || !SettingsReads(command, key) || std::find(taken.begin(), taken.end(), key) != taken.end())

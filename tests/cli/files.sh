@@ -62,6 +62,49 @@ expect 0 "" -- $run train --params.file foreign.h5 --data.file foreign.h5 --trai
 expect 0 "" -- $run train --params.file run.h5 --data.file run.h5 --train.steps 2 --checkpoint.dir cko --output.file tr_own.h5
 h5diff tr_foreign.h5 tr_own.h5 /params >/dev/null && ok || bad "train from an h5py file differs from mft's own file"
 expect 2 "model.L = 5 is given, but params.file foreign.h5 has model.L = 3" -- "$MFT" forward --params.file foreign.h5 --data.file foreign.h5 --model.L 5
+# With no attribute at all, the shapes say the model: /params/Q (L, H, k, d), no /params/O: qkv.
+/usr/bin/python3 -c "
+import h5py
+with h5py.File('run.h5') as src, h5py.File('bare.h5', 'w') as f:
+    for name in ['/data/tokens', '/data/targets', '/params/Q', '/params/K', '/params/V']:
+        f[name] = src[name][()]
+"
+expect 0 "" -- $run forward --params.file bare.h5 --data.file bare.h5 --output.file fwd_bare.h5
+h5diff fwd_bare.h5 fwd_own.h5 /output/tokens >/dev/null && ok || bad "forward on a file with shapes only differs from mft's own file"
+/usr/bin/python3 -c "
+import h5py
+with h5py.File('nothing.h5', 'w') as f: f['/data/tokens'] = [[[1.0]]]
+"
+expect 2 "params.file nothing.h5 records no settings and has no /params/Q" -- "$MFT" forward --params.file nothing.h5 --data.file bare.h5
+
+# jobs/make_data.py: NumPy arrays and CSV tables into a data file that mft reads.
+make_data="/usr/bin/python3 $here/../../jobs/make_data.py"
+/usr/bin/python3 -c "
+import h5py, numpy as np
+with h5py.File('run.h5') as f:
+    np.save('x.npy', f['/data/tokens'][()]); np.save('y.npy', f['/data/targets'][()])
+    np.savetxt('x.csv', f['/data/tokens'][()].reshape(-1, 3), delimiter=',', fmt='%.17g')
+bad = np.load('x.npy'); bad[1, 2, 0] = np.nan; np.save('bad.npy', bad); np.save('w.npy', np.ones((2, 3)))
+"
+expect 0 "" -- $make_data --tokens x.npy --targets y.npy --out conv.h5
+expect 0 "" -- $run forward --params.file run.h5 --data.file conv.h5 --output.file fwd_conv.h5
+h5diff fwd_conv.h5 fwd_own.h5 /output/tokens >/dev/null && ok || bad "forward on a converted .npy data file differs"
+expect 0 "" -- $make_data --tokens x.csv --N 6 --targets y.npy --out conv_csv.h5
+h5diff conv_csv.h5 conv.h5 /data/tokens >/dev/null && ok || bad "a CSV of tokens converts to other tokens than the .npy"
+expect 0 "" -- $make_data --tokens x.npy --targets y.npy --out part.h5 --heldout 0.34 --heldout-out held.h5
+h5dump -H -d /data/tokens part.h5 | grep -q "( 2, 6, 3 )" && h5dump -H -d /data/tokens held.h5 | grep -q "( 1, 6, 3 )" \
+  && ok || bad "the held-out split does not put 1 of 3 sequences apart"
+expect 0 "" -- $run forward --params.file run.h5 --data.file held.h5 --output.file fwd_held.h5
+# Bad conversions: one line naming the problem, exit 2, nothing written.
+for args in "--tokens bad.npy --targets y.npy:has 1 NaN or infinite entries" \
+            "--tokens x.npy --targets w.npy:targets have shape \(2, 3\)" \
+            "--tokens x.csv --N 4 --targets y.npy:18 rows, not a multiple of --N 4" \
+            "--tokens missing.npy --targets y.npy:no such file"; do
+  /usr/bin/python3 "$here/../../jobs/make_data.py" ${args%%:*} --out refused.h5 >out.txt 2>err.txt
+  code=$?
+  [ "$code" -eq 2 ] && [ "$(wc -l < err.txt)" -eq 1 ] && grep -qE "^make_data: error: .*${args#*:}" err.txt && [ ! -e refused.h5 ] \
+    && ok || { bad "make_data ${args%%:*}: exit $code, $(cat err.txt)"; }
+done
 
 # --data.file: a run file given as data supplies its model and loss settings;
 # a model setting given differently wins, a loss setting given differently is refused.
