@@ -6,6 +6,12 @@
 #if defined(__AVX2__)
 #include <immintrin.h>
 #endif
+#if defined(__GNUC__) && !defined(__clang__) && __GNUC__ < 13
+// GCC 12's AVX-512 intrinsics start from _mm512_undefined_*() and warn that
+// it "may be used uninitialized" wherever they are inlined (GCC bug 105593,
+// fixed in GCC 13): a false positive in the compiler's own header.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 #if defined(__AVX2__) && defined(MFT_HAVE_SLEEF)
 #include <sleef.h>
 #endif
