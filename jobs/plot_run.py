@@ -5,7 +5,7 @@ with --train.ntk).
 
     /usr/bin/python3 jobs/plot_run.py RUN.h5 [OUT.png]
 
-Reads the run file (MODEL.md layout: /history/loss, /history/max_param_norm,
+Reads the run file (docs/model.md layout: /history/loss, /history/max_param_norm,
 /ntk/eigenvalues), writes OUT.png (default: RUN.png beside the file). Needs
 Debian's python3-matplotlib and python3-h5py.
 """

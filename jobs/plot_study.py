@@ -1,9 +1,9 @@
 #!/usr/bin/python3
-"""Plots a convergence study: err(L, H) of MODEL.md against L and against H,
+"""Plots a convergence study: err(L, H) of docs/model.md against L and against H,
 log-log, with the bootstrap intervals, the fitted slopes and the seed-2
 reference slopes (1/L and L^-1/3 H^-1/2) drawn beside. With two or more
 references the plotted err is the corrected one (the reference's own error
-removed; MODEL.md), the raw err in grey beside it, and the floor as a line.
+removed; docs/results.md), the raw err in grey beside it, and the floor as a line.
 
     /usr/bin/python3 jobs/plot_study.py STUDY_DIR
 

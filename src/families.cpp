@@ -1,5 +1,5 @@
 // Sampling of the five token families and their closed-form log-sum-exp
-// (MODEL.md, 'Token distribution families').
+// (docs/model.md, 'The NTK').
 #include "mft/families.hpp"
 
 #include "mft/random.hpp"

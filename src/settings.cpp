@@ -302,7 +302,7 @@ std::vector<Option> declare(Settings &s) {
       integer("checkpoint.keep", &s.checkpoint.keep, 1, "checkpoints kept (older ones are removed)"),
       text("checkpoint.dir", &s.checkpoint.dir, "folder of the checkpoints (checkpoint-<step>.h5)"),
 
-      text("output.file", &s.output.file, "run file written at the end (HDF5, MODEL.md layout)"),
+      text("output.file", &s.output.file, "run file written at the end (HDF5, docs/model.md layout)"),
       integer("output.trajectory", &s.output.trajectory, 0,
               "forward, train, limit: S > 0 also writes the tokens (and the adjoint, where there is one) at the S + 1 "
               "depths 0, 1/S, ..., 1 (/trajectory); S must divide model.L (0: off)"),

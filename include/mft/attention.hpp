@@ -1,6 +1,6 @@
 // One attention head over one sequence: forward and reverse kernels.
 //
-// For queries i in [q.begin, q.end) of a sequence of N tokens x_j (MODEL.md):
+// For queries i in [q.begin, q.end) of a sequence of N tokens x_j (docs/model.md):
 //   a[i,j] = beta <Q x_i, K x_j>,  P[i,j] = softmax_j a[i,j]  (j <= i if causal)
 //   y_i    = sum_j P[i,j] w_j,  w_j = V x_j                    (dv entries)
 //   Attn(x_i) = y_i (qkv: A = V)  or  O y_i (qkvo: A = O V)

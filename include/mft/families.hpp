@@ -1,4 +1,4 @@
-// The token distribution families of MODEL.md (seed 1), sampled per sequence,
+// The token distribution families of docs/model.md (seed 1), sampled per sequence,
 // and their log-sum-exp functions lse_mu(a) = log E_mu exp(<a, x>) where a
 // closed form exists.
 //

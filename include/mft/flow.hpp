@@ -1,5 +1,5 @@
 // The PETSc TS glue: the L-layer transformer as the explicit Euler scheme of
-// the token ODE dx/ds = f_l(x), s in [0, 1], step 1/L (MODEL.md, 'Depth'),
+// the token ODE dx/ds = f_l(x), s in [0, 1], step 1/L (docs/model.md, 'Depth as time'),
 // and its backward adjoint through TSAdjoint.
 //
 // TSRK with TSRK1FE is x_{n+1} = x_n + (1/L) f_n(x_n) exactly, and has an

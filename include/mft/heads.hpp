@@ -3,7 +3,7 @@
 // The parameters of all L*H heads form one PETSc Vec `theta` in the natural
 // order (l, h, block entries); each head is stored whole, blocks in the order
 // Q (k x d), K (k x d), V (dv x d), O (d x k, qkvo only), row-major, with
-// dv = d for qkv and dv = k for qkvo (MODEL.md, 'One attention head'). Ranks
+// dv = d for qkv and dv = k for qkvo (docs/model.md, 'A head'). Ranks
 // own whole heads of theta. For the attention kernels, every rank of head
 // group a keeps a replica `local` of heads [h0, h1) of every layer, gathered
 // once per parameter update.
@@ -62,7 +62,7 @@ struct Heads {
 PetscErrorCode HeadsCreate(const Grid &g, const ModelSettings &m, Heads *h);
 PetscErrorCode HeadsDestroy(Heads *h);
 
-// Draws every head i.i.d. from rho_0 (MODEL.md, 'Initialisation') into theta:
+// Draws every head i.i.d. from rho_0 (docs/model.md, 'Initialisation') into theta:
 // entry = mean * I[r][c] + spread * xi, xi standard normal or uniform with
 // unit variance, spread = gain / sqrt(fan-in); one random stream per (l, h).
 PetscErrorCode HeadsInitialize(Heads *h, const InitSettings &s, std::uint64_t seed, Vec theta);

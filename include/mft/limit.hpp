@@ -1,4 +1,4 @@
-// The mean-field reference (MODEL.md, 'Depth'): for a parameter law that does
+// The mean-field reference (docs/model.md, 'Depth as time'): for a parameter law that does
 // not depend on depth (i.i.d. initialisation), the limit velocity
 // E_theta[Attn_theta(x)] is approximated by one ensemble of H_ref heads shared
 // by every depth, and the token ODE is integrated adaptively (TSRK 5dp) to a

@@ -1,4 +1,4 @@
-// The log-sum-exp independence test (MODEL.md, 'NTK'; seed 1).
+// The log-sum-exp independence test (docs/model.md, 'The NTK'; seed 1).
 //
 // For the M token distributions of the data (mu_m: sequence m's N tokens, or
 // with lse.mode = closed the family's law itself), evaluate

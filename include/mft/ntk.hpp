@@ -1,4 +1,4 @@
-// The neural tangent kernel of attention (MODEL.md, 'NTK').
+// The neural tangent kernel of attention (docs/model.md, 'The NTK').
 //
 // For the outputs F (pooled: W xbar[m](1), M*c of them; token: x[m,i](1),
 // M*N*d of them) and J[l,h] = dF/dtheta[l,h],

@@ -1,4 +1,4 @@
-// Training updates of the heads from g = L H dR/dtheta (MODEL.md, 'Training').
+// Training updates of the heads from g = L H dR/dtheta (docs/model.md, 'Training').
 //
 //   gd:          theta <- theta - lr g, the conditional Wasserstein gradient
 //                flow explicit in training time;

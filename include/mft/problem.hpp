@@ -23,7 +23,7 @@ struct Problem {
   Targets targets;
   Vec x1 = nullptr;     // output tokens x(1) at the current heads
   Vec adjoint = nullptr;// dR/dx(1), then dR/dx(0) after an adjoint solve
-  Vec grad = nullptr;   // g = L H dR/dtheta (MODEL.md, 'Gradients')
+  Vec grad = nullptr;   // g = L H dR/dtheta (docs/model.md, 'The gradient: a backward adjoint')
   double risk = 0;
   StepCost predicted;   // the cost model's training step on this grid
   std::vector<char> active; // sequences of the current mini-batch (all by default)

@@ -1,5 +1,5 @@
 // The plain reference of the L-layer transformer (HPCG-style): one process,
-// no TS, no streaming, every N x N attention matrix formed as MODEL.md writes
+// no TS, no streaming, every N x N attention matrix formed as docs/model.md writes
 // it, with A = V or O V and B = beta Q^T K multiplied out:
 //   a[i,j] = x_i^T B x_j,  P = softmax rows,  m_i = sum_j P[i,j] x_j,
 //   x^{l+1}_i = x^l_i + (1/L)(1/H) sum_h A_h m_i

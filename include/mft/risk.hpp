@@ -1,4 +1,4 @@
-// The risks of MODEL.md ('Tokens and data') and their gradients dR/dx(1).
+// The risks of docs/model.md ('Sequences as distributions') and their gradients dR/dx(1).
 //   token:  R = (1/M) sum_m (1/N) sum_i 1/2 |x[m,i](1) - y[m,i]|^2
 //   pooled: R = (1/M) sum_m 1/2 |W xbar[m](1) - z[m]|^2,  xbar[m] = (1/N) sum_i x[m,i]
 #pragma once

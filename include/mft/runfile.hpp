@@ -1,8 +1,8 @@
-// HDF5 run files, checkpoints and data files in the MODEL.md 'Files' layout.
+// HDF5 run files, checkpoints and data files in the docs/model.md 'Files' layout.
 //
 // Arrays are row-major float64 written collectively; each rank writes the rows
 // (tokens, heads) it owns. Root attributes record every setting under its
-// dotted key, plus the short names of MODEL.md (L, H, d, k, M, N, beta,
+// dotted key, plus the short names of docs/model.md (L, H, d, k, M, N, beta,
 // head_kind, loss, causal, optimizer, lr, weight_decay, beta1, beta2, eps,
 // seed, step), and a checksum of every dataset. A file is written under
 // NAME.tmp, flushed, read back and verified against the checksum of what was

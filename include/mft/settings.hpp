@@ -42,7 +42,7 @@ struct DataSettings {
   double teacher_perturbation = 0; // > 0: the teacher is the initial heads plus this times N(0,1) entries
   PetscInt teacher_L = 0, teacher_H = 0; // the teacher's shape (0: the student's; a trained study: the reference's)
   std::string teacher_init;   // the teacher's own law: init.* overrides "v_mean=-1 q_gain=3" (empty: the students')
-  std::string file;           // user data in the MODEL.md layout (overrides the family)
+  std::string file;           // user data in the docs/model.md layout (overrides the family)
 };
 
 struct InitSettings {
@@ -143,7 +143,7 @@ struct ParallelSettings {
 
 // How depth is discretised (set by the commands, not an option): the L-layer
 // transformer by default; the mean-field reference shares one ensemble of
-// heads at every depth and integrates adaptively (MODEL.md, 'Depth').
+// heads at every depth and integrates adaptively (docs/model.md, 'Depth as time').
 struct DepthScheme {
   bool shared = false;    // one layer of heads (model.H of them) used at every depth
   bool adaptive = false;  // embedded Runge-Kutta (TSRK 5dp) with rtol/atol instead of model.L Euler steps

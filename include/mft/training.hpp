@@ -1,4 +1,4 @@
-// The training loop (MODEL.md, 'Training'): one for `mft train` and for the
+// The training loop (docs/model.md, 'Training'): one for `mft train` and for the
 // trained cases of convergence studies.
 //
 // From `start` updates to train.steps: each step the risk and the gradient on

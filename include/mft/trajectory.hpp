@@ -1,6 +1,6 @@
 // Token trajectories through depth (--output.trajectory S): the tokens x(s)
 // and, when the solve has an adjoint, the adjoint p(s), at the S + 1 depths
-// s = 0, 1/S, ..., 1 (MODEL.md, 'Depth'; seed 1's mu(s) and seed 2's (x, p)).
+// s = 0, 1/S, ..., 1 (docs/model.md, 'Depth as time'; seed 1's mu(s) and seed 2's (x, p)).
 //
 // A flow given a trajectory (FlowRecord) copies its state into it from a TS
 // monitor, and its adjoint from a TS adjoint monitor, whenever the solve is at

@@ -1,6 +1,6 @@
 // The mean-field velocity of one layer and its transposed Jacobians.
 //
-//   f(x)_i = (1/H) sum_h Attn_{theta[l,h]}(x_i)            (MODEL.md, 'Depth')
+//   f(x)_i = (1/H) sum_h Attn_{theta[l,h]}(x_i)            (docs/model.md, 'Depth as time')
 //
 // Forward: each rank gathers the tokens of its token group (and, for a
 // sequence cut across token groups, the other groups' tokens or key

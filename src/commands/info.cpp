@@ -37,7 +37,7 @@ PetscErrorCode CommandInfo(MPI_Comm comm, const std::vector<std::string> &args, 
   else if (content == "checkpoint") kind = "checkpoint";
   else if (content == "run") kind = "run file (mft " + command + ")";
   else if (!command.empty()) kind = "result file (mft " + command + ")";
-  // The datasets: the list the writer recorded, or the MODEL.md names a data file may hold.
+  // The datasets: the list the writer recorded, or the docs/model.md names a data file may hold.
   std::vector<std::string> names;
   std::istringstream listed(attr("datasets"));
   for (std::string n; std::getline(listed, n, ';');)

@@ -46,8 +46,8 @@ PetscErrorCode CommandTrain(MPI_Comm comm, const std::vector<std::string> &args,
   }
   const TrainSettings &t = p.settings.train;
   const CheckpointSettings &c = p.settings.checkpoint;
-  // The NTK at the start predicts the linearised rate of the risk (MODEL.md,
-  // 'NTK'): in training time, R decays at least like exp(-2 lambda_min tau / n),
+  // The NTK at the start predicts the linearised rate of the risk (docs/model.md,
+  // 'The NTK'): in training time, R decays at least like exp(-2 lambda_min tau / n),
   // n = M (pooled) or M N (token), while the heads stay near their start.
   double lambda_min = NAN, predicted = NAN, discrete = NAN;
   if (t.ntk != "none" && start == 0) {

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Run files: the MODEL.md names and shapes (read with h5dump, without mft),
+# Run files: the docs/model.md names and shapes (read with h5dump, without mft),
 # and the same numbers from 1 and 3 ranks (h5diff, relative 1e-12).
 source "$(dirname "$0")/lib.sh" "$1"
 

@@ -1,4 +1,4 @@
-// User data files: a round trip through the MODEL.md layout, and bad files refused.
+// User data files: a round trip through the docs/model.md layout, and bad files refused.
 #include "helpers.hpp"
 #include "mft/runfile.hpp"
 
