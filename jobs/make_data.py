@@ -120,8 +120,6 @@ def main(argv):
     p.add_argument("--heldout-out", help="the held-out file (with --heldout)")
     p.add_argument("--seed", type=int, default=0, help="the draw of the held-out sequences")
     a = p.parse_args(argv)
-    if not 0 <= a.heldout < 1:
-        raise Refused(f"--heldout {a.heldout} is not in [0, 1)")
     if a.heldout > 0 and not a.heldout_out:
         raise Refused("--heldout needs --heldout-out FILE")
     if a.N is not None and a.N < 1:
@@ -135,25 +133,38 @@ def main(argv):
     if a.targets.endswith(".csv") and targets.shape[0] == tokens.shape[0] * tokens.shape[1]:
         targets = targets.reshape(tokens.shape[0], tokens.shape[1], targets.shape[1])  # one row per token
     readout = load(a.readout, "readout") if a.readout else None
+    convert(tokens, targets, readout, a.out, a.heldout, a.heldout_out, a.seed)
+
+
+def convert(tokens, targets, readout, out, heldout=0.0, heldout_out=None, seed=0):
+    """Checks the arrays and writes them, a fraction `heldout` of the sequences to heldout_out."""
+    if not 0 <= heldout < 1:
+        raise Refused(f"--heldout {heldout} is not in [0, 1)")
     loss = check(tokens, targets, readout)
     M = tokens.shape[0]
     held = np.zeros(M, dtype=bool)
-    if a.heldout > 0:
-        k = int(round(a.heldout * M))
+    if heldout > 0:
+        k = int(round(heldout * M))
         if k < 1 or k >= M:
-            raise Refused(f"--heldout {a.heldout} of {M} sequences leaves {k} held out and {M - k} to train: both need one")
-        held[np.random.default_rng(a.seed).choice(M, size=k, replace=False)] = True
-    write(a.out, tokens[~held], targets[~held], readout, loss)
-    print(f"make_data: wrote {a.out}: {int((~held).sum())} sequences of {tokens.shape[1]} tokens in R^{tokens.shape[2]}, "
+            raise Refused(f"--heldout {heldout} of {M} sequences leaves {k} held out and {M - k} to train: both need one")
+        held[np.random.default_rng(seed).choice(M, size=k, replace=False)] = True
+    write(out, tokens[~held], targets[~held], readout, loss)
+    print(f"make_data: wrote {out}: {int((~held).sum())} sequences of {tokens.shape[1]} tokens in R^{tokens.shape[2]}, "
           f"{loss} loss" + (f" ({targets.shape[1]} outputs)" if loss == "pooled" else ""))
     if held.any():
-        write(a.heldout_out, tokens[held], targets[held], readout, loss)
-        print(f"make_data: wrote {a.heldout_out}: {int(held.sum())} held-out sequences")
+        write(heldout_out, tokens[held], targets[held], readout, loss)
+        print(f"make_data: wrote {heldout_out}: {int(held.sum())} held-out sequences")
+    return held
 
 
-if __name__ == "__main__":
+def run(main, name):
+    """main(argv); a refusal is one line `NAME: error: ...` and exit 2."""
     try:
         main(sys.argv[1:])
     except Refused as e:
-        print(f"make_data: error: {e}", file=sys.stderr)
+        print(f"{name}: error: {e}", file=sys.stderr)
         sys.exit(2)
+
+
+if __name__ == "__main__":
+    run(main, "make_data")

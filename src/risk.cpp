@@ -96,4 +96,14 @@ PetscErrorCode RiskEvaluate(const TokenLayout &t, const Targets &y, const std::v
   PetscFunctionReturn(0);
 }
 
+double ClassAccuracy(const std::vector<double> &outputs, const std::vector<double> &targets, PetscInt c) {
+  const size_t M = targets.size() / (size_t)c;
+  size_t right = 0;
+  for (size_t m = 0; m < M; ++m) {
+    const auto o = outputs.begin() + (std::ptrdiff_t)(m * c), t = targets.begin() + (std::ptrdiff_t)(m * c);
+    right += std::max_element(o, o + c) - o == std::max_element(t, t + c) - t;
+  }
+  return M ? (double)right / (double)M : NAN;
+}
+
 } // namespace mft

@@ -256,6 +256,7 @@ PetscErrorCode RunFileWrite(const Problem &p, const History &h, const Optimizer 
   const hsize_t n = h.loss.size();
   PetscCall(WriteReplicated(f, "/history/loss", {n}, h.loss.data()));
   PetscCall(WriteReplicated(f, "/history/max_param_norm", {n}, h.max_param_norm.data()));
+  if (!h.heldout.empty()) PetscCall(WriteReplicated(f, "/history/heldout", {h.heldout.size() / 4, 4}, h.heldout.data()));
 
   for (auto &kv : s.record) h5::WriteAttribute(f, kv.first, kv.second);
   const std::pair<const char *, const char *> short_names[] = {
@@ -323,6 +324,9 @@ PetscErrorCode RunFileRead(const std::string &path, Problem *p, Optimizer *opt, 
   h->max_param_norm.resize(n[0]);
   PetscCall(ReadReplicated(f, "/history/loss", n, h->loss.data()));
   PetscCall(ReadReplicated(f, "/history/max_param_norm", n, h->max_param_norm.data()));
+  const auto nh = h5::Shape(f, "/history/heldout");
+  h->heldout.assign(nh.size() == 2 && nh[1] == 4 ? nh[0] * 4 : 0, 0.0);
+  if (!h->heldout.empty()) PetscCall(ReadReplicated(f, "/history/heldout", nh, h->heldout.data()));
   PetscCheck(h5::ReadAttribute(f, "step", &value), comm, PETSC_ERR_FILE_UNEXPECTED, "%s has no step attribute",
              path.c_str());
   *step = (PetscInt)std::stoll(value);

@@ -15,6 +15,7 @@
 #include <map>
 #include <iostream>
 #include <limits>
+#include <set>
 #include <sstream>
 #include <stdexcept>
 #include <unistd.h>
@@ -195,6 +196,9 @@ std::vector<Option> declare(Settings &s) {
       text("data.teacher_init", &d.teacher_init,
            "the teacher's own law, overrides of init.* without the prefix, e.g. 'v_mean=-1 q_gain=3' (empty: the "
            "students' law; a trained study's targets then sit near every model's start)"),
+      text("data.heldout", &d.heldout,
+           "train: a held-out data file (same layout and d as the data); its risk (and accuracy) at every logged "
+           "step, in the run file and the summary"),
       text("data.file", &d.file, "HDF5 file with /data/tokens, /data/targets (and /data/readout); replaces the family"),
 
       choice("init.law", "gaussian", {"gaussian", "uniform"},
@@ -215,6 +219,8 @@ std::vector<Option> declare(Settings &s) {
              "risk: token targets y[m,i] or pooled targets z[m] through a readout W"),
       integer("loss.c", &l.c, 1, "pooled: outputs per sequence (rows of the readout W)"),
       seed("loss.readout_seed", &l.readout_seed, "pooled: seed of the readout W (entries N(0, 1/d))"),
+      flag("loss.accuracy", &l.accuracy,
+           "train, pooled loss with class targets: also the accuracy (the largest output is the target's largest)"),
 
       choice("train.optimizer", t.optimizer, {"gd", "adamw", "adamw-block"},
              [&t](const std::string &v) { t.optimizer = v; },
@@ -383,6 +389,7 @@ bool SettingsReads(const std::string &command, const std::string &key) {
   if (it == sections.end()) return true;
   if (command == "lse" && key == "model.d") return true;
   if (key == "output.trajectory") return command == "forward" || command == "train" || command == "limit";
+  if (key == "data.heldout" || key == "loss.accuracy") return command == "train";
   const std::string section = key.substr(0, key.find('.'));
   return std::find(it->second.begin(), it->second.end(), section) != it->second.end();
 }
@@ -436,7 +443,8 @@ static PetscErrorCode CheckOutputs(MPI_Comm comm, const std::string &command, co
   if (rank == 0) {
     std::string w;
     for (const auto &[key, path] : std::vector<std::pair<std::string, std::string>>{
-             {"data.file", s.data.file}, {"params.file", s.params_file}, {"restart", s.restart == "auto" ? "" : s.restart}})
+             {"data.file", s.data.file}, {"data.heldout", s.data.heldout}, {"params.file", s.params_file},
+             {"restart", s.restart == "auto" ? "" : s.restart}})
       if (w.empty() && !path.empty() && !h5::NotReadable(path).empty())
         w = "cannot open '" + path + "': " + h5::NotReadable(path) + " (" + key + ")";
     std::snprintf(why, sizeof why, "%s", w.c_str());
@@ -558,8 +566,17 @@ PetscErrorCode SettingsParse(MPI_Comm comm, const std::string &command, const st
   if (vm.count("aggregate")) s->aggregate = vm["aggregate"].as<std::string>();
   s->list_cases = vm.count("list") > 0;
 
+  // Input files named in a config file are found beside it (a config and its
+  // data travel together); on the command line, from the working folder.
+  std::set<std::string> on_command_line;
+  for (const std::string &a : args) on_command_line.insert(argument_key(a));
+  const std::filesystem::path config_dir =
+      vm.count("config") ? std::filesystem::path(vm["config"].as<std::string>()).parent_path() : "";
   for (auto &o : options) {
-    const std::string &v = vm[o.key].as<std::string>();
+    std::string v = vm[o.key].as<std::string>();
+    if ((o.key == "data.file" || o.key == "data.heldout" || o.key == "params.file") && !v.empty() &&
+        !vm[o.key].defaulted() && !on_command_line.count(o.key) && std::filesystem::path(v).is_relative())
+      v = (config_dir / v).lexically_normal().string();
     if (!vm[o.key].defaulted()) s->explicit_keys.push_back(o.key);
     try {
       o.set(v);

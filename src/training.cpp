@@ -10,8 +10,11 @@
 
 namespace mft {
 
+static bool logged(const TrainSettings &t, PetscInt step) { return step % t.log_every == 0 || step == t.steps - 1; }
+
 // One training step: risk and gradient on the step's batch, checks, update.
-static PetscErrorCode TrainStep(Problem *p, Optimizer *opt, History *history, PetscInt step, double t0, PetscInt first) {
+static PetscErrorCode TrainStep(Problem *p, Optimizer *opt, History *history, PetscInt step, double t0, PetscInt first,
+                                const std::string &columns) {
   const TrainSettings &t = p->settings.train;
   MPI_Comm comm = p->grid.comm;
   PetscReal gnorm, hnorm;
@@ -25,10 +28,11 @@ static PetscErrorCode TrainStep(Problem *p, Optimizer *opt, History *history, Pe
              std::isfinite(p->risk) ? "gradient" : "risk", t.lr);
   history->loss.push_back(p->risk);
   history->max_param_norm.push_back(hnorm);
-  if (step % t.log_every == 0 || step == t.steps - 1) {
+  if (logged(t, step)) {
     const double per = (seconds() - t0) / (double)(step + 1 - first);
-    PetscCall(PetscPrintf(comm, "%8" PetscInt_FMT " %16.9e %12.5e %12.5e %10.3g %10.4f %9.1fs\n", step, p->risk,
-                          (double)gnorm, (double)hnorm, learning_rate(t, step), per, per * (double)(t.steps - step - 1)));
+    PetscCall(PetscPrintf(comm, "%8" PetscInt_FMT " %16.9e %12.5e %12.5e %10.3g %10.4f %9.1fs%s\n", step, p->risk,
+                          (double)gnorm, (double)hnorm, learning_rate(t, step), per, per * (double)(t.steps - step - 1),
+                          columns.c_str()));
   }
   PetscCall(OptimizerStep(opt, p->heads.theta, p->grad));
   PetscCall(ProblemSetHeads(p));
@@ -36,19 +40,22 @@ static PetscErrorCode TrainStep(Problem *p, Optimizer *opt, History *history, Pe
 }
 
 PetscErrorCode TrainLoop(Problem *p, Optimizer *opt, History *history, PetscInt start, PetscInt saved,
-                         const std::function<PetscErrorCode(PetscInt)> &record, TrainingStop *stop) {
+                         const std::function<PetscErrorCode(PetscInt)> &record, TrainingStop *stop,
+                         const TrainingColumns *columns) {
   const TrainSettings &t = p->settings.train;
   const CheckpointSettings &c = p->settings.checkpoint;
   MPI_Comm comm = p->grid.comm;
   PetscFunctionBeginUser;
   SignalsInstall();
-  PetscCall(PetscPrintf(comm, "%8s %16s %12s %12s %10s %10s %10s\n", "step", "risk", "|g|", "max|head|", "lr",
-                        "s/step", "left"));
+  PetscCall(PetscPrintf(comm, "%8s %16s %12s %12s %10s %10s %10s%s\n", "step", "risk", "|g|", "max|head|", "lr",
+                        "s/step", "left", columns ? columns->header.c_str() : ""));
   stop->saved = saved;
   stop->seconds_start = seconds();
   for (PetscInt step = start; step < t.steps; ++step) {
     if (record) PetscCall(record(step));
-    PetscCall(TrainStep(p, opt, history, step, stop->seconds_start, start));
+    std::string row;
+    if (columns && columns->row && logged(t, step)) PetscCall(columns->row(step, &row));
+    PetscCall(TrainStep(p, opt, history, step, stop->seconds_start, start, row));
     const PetscInt done = step + 1;
     stop->done = done;
     if (c.every > 0 && done % c.every == 0 && done < t.steps) {

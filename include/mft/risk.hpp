@@ -27,6 +27,10 @@ PetscErrorCode SequenceMeans(const TokenLayout &t, Vec x, std::vector<double> &x
 PetscErrorCode PooledOutputs(const TokenLayout &t, const std::vector<double> &W, PetscInt c, Vec x,
                              std::vector<double> &out);
 
+// The fraction of sequences whose largest output is where their target is
+// largest (pooled outputs and targets, M x c).
+double ClassAccuracy(const std::vector<double> &outputs, const std::vector<double> &targets, PetscInt c);
+
 // R at x1 over the sequences of a batch (active[m] != 0; null: all M, and
 // (1/M) becomes 1/|batch|); when dRdx is not null, also dR/dx(1) into it.
 PetscErrorCode RiskEvaluate(const TokenLayout &t, const Targets &y, const std::vector<char> *active, Vec x1, Vec dRdx,

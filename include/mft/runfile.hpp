@@ -21,6 +21,9 @@ namespace mft {
 struct History {
   std::vector<double> loss;            // risk before each training step
   std::vector<double> max_param_norm;  // largest head norm before each step
+  // mft train with data.heldout: rows (step, held-out risk, held-out accuracy,
+  // training accuracy) at the logged steps, before their update (NaN: no accuracy).
+  std::vector<double> heldout;
 };
 
 // Reads the shapes of a data file (/data/tokens (M,N,d), /data/targets

@@ -43,6 +43,7 @@ struct DataSettings {
   PetscInt teacher_L = 0, teacher_H = 0; // the teacher's shape (0: the student's; a trained study: the reference's)
   std::string teacher_init;   // the teacher's own law: init.* overrides "v_mean=-1 q_gain=3" (empty: the students')
   std::string file;           // user data in the docs/model.md layout (overrides the family)
+  std::string heldout;        // train: a held-out data file, evaluated at every logged step
 };
 
 struct InitSettings {
@@ -57,6 +58,7 @@ struct LossSettings {
   LossKind kind = LossKind::token;
   PetscInt c = 1;             // pooled: outputs per sequence
   std::uint64_t readout_seed = 4;
+  bool accuracy = false;      // train, pooled loss: the fraction of sequences whose largest output is the target's
 };
 
 struct TrainSettings {

@@ -7,7 +7,9 @@
 // steps; on SIGUSR1/SIGTERM a checkpoint at once and a stop. `record` (may be
 // empty) is called with the number of updates done before each update and
 // once after the last, at the heads of that moment: a study records its probe
-// outputs there.
+// outputs there. `columns` (may be null) adds columns to the progress table:
+// its row is called at every logged step, before the update (mft train: the
+// held-out risk and the accuracies).
 #pragma once
 
 #include "mft/optimizer.hpp"
@@ -24,7 +26,13 @@ struct TrainingStop {
   double seconds_start = 0; // when the loop started (MPI_Wtime)
 };
 
+struct TrainingColumns {
+  std::string header;                                          // printed after the table's own
+  std::function<PetscErrorCode(PetscInt step, std::string *row)> row; // the columns at this step
+};
+
 PetscErrorCode TrainLoop(Problem *p, Optimizer *opt, History *history, PetscInt start, PetscInt saved,
-                         const std::function<PetscErrorCode(PetscInt)> &record, TrainingStop *stop);
+                         const std::function<PetscErrorCode(PetscInt)> &record, TrainingStop *stop,
+                         const TrainingColumns *columns = nullptr);
 
 } // namespace mft

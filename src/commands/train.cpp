@@ -5,6 +5,7 @@
 #include "mft/error.hpp"
 #include "mft/exchange.hpp"
 #include "mft/fit.hpp"
+#include "mft/heldout.hpp"
 #include "mft/ntk.hpp"
 #include "mft/report.hpp"
 #include "mft/signals.hpp"
@@ -12,6 +13,7 @@
 
 #include <cmath>
 #include <csignal>
+#include <cstdio>
 
 namespace mft {
 
@@ -22,6 +24,7 @@ PetscErrorCode CommandTrain(MPI_Comm comm, const std::vector<std::string> &args,
   Trajectory trajectory;
   Optimizer opt;
   History history;
+  Heldout heldout;
   std::string from;
   PetscInt start = 0, saved = -1;
   PetscFunctionBeginUser;
@@ -63,8 +66,10 @@ PetscErrorCode CommandTrain(MPI_Comm comm, const std::vector<std::string> &args,
                           "training time %.6e (for gd steps of lr %g: %.6e)\n",
                           t.ntk.c_str(), lambda_min, k.eigenvalues.back(), predicted, t.lr, discrete));
   }
+  PetscCall(HeldoutCreate(p, &heldout));
+  const TrainingColumns columns = HeldoutColumns(&p, &heldout, &history);
   TrainingStop stop;
-  PetscCall(TrainLoop(&p, &opt, &history, start, saved, nullptr, &stop));
+  PetscCall(TrainLoop(&p, &opt, &history, start, saved, nullptr, &stop, heldout.active ? &columns : nullptr));
   saved = stop.saved;
   if (stop.signal) {
     PetscCall(PetscPrintf(comm, "mft: caught %s after step %" PetscInt_FMT ": wrote %s; exit %d (resubmit with --restart auto)\n",
@@ -75,12 +80,14 @@ PetscErrorCode CommandTrain(MPI_Comm comm, const std::vector<std::string> &args,
     sum.add("checkpoint", CheckpointPath(c, stop.done));
     PetscCall(sum.print(comm));
     *status = kExitResubmit;
+    PetscCall(HeldoutDestroy(&heldout));
     PetscCall(OptimizerDestroy(&opt));
     PetscCall(ProblemDestroy(&p));
     PetscFunctionReturn(0);
   }
   const double t0 = stop.seconds_start;
-  // Risk, output and gradient at the final heads, as the run file stores them.
+  // The held-out figures at the final heads; then risk, output and gradient, as the run file stores them.
+  PetscCall(HeldoutEvaluate(&p, &heldout, t.steps, &history));
   ProblemSetBatch(&p, -1);
   PetscCall(ProblemRecordTrajectory(&p, &trajectory));
   PetscCall(ProblemEvaluate(&p, PETSC_TRUE));
@@ -90,8 +97,13 @@ PetscErrorCode CommandTrain(MPI_Comm comm, const std::vector<std::string> &args,
   const double elapsed = seconds() - t0;
   PetscCall(RunFileWrite(p, history, &opt, t.steps, Content::run_with_gradient, p.settings.output.file));
   const double initial = history.loss.empty() ? p.risk : history.loss.front();
-  PetscCall(PetscPrintf(comm, "final risk %.9e after %" PetscInt_FMT " steps (x%.3g lower), %.2f s; wrote %s\n",
-                        p.risk, t.steps, initial / p.risk, elapsed, p.settings.output.file.c_str()));
+  std::string figures;
+  char b[64];
+  if (heldout.file) std::snprintf(b, sizeof b, ", held-out risk %.6e", heldout.risk), figures += b;
+  if (heldout.accuracy) std::snprintf(b, sizeof b, ", accuracy %.4f", heldout.training_accuracy), figures += b;
+  if (heldout.accuracy && heldout.file) std::snprintf(b, sizeof b, " (held-out %.4f)", heldout.heldout_accuracy), figures += b;
+  PetscCall(PetscPrintf(comm, "final risk %.9e after %" PetscInt_FMT " steps (x%.3g lower)%s, %.2f s; wrote %s\n",
+                        p.risk, t.steps, initial / p.risk, figures.c_str(), elapsed, p.settings.output.file.c_str()));
   double messages, bytes;
   PetscCall(TrafficMean(comm, &messages, &bytes));
   Summary sum;
@@ -130,7 +142,11 @@ PetscErrorCode CommandTrain(MPI_Comm comm, const std::vector<std::string> &args,
       .add("predicted_bytes_per_step", p.predicted.bytes)
       .add("predicted_step_seconds", p.predicted.seconds())
       .add("file", p.settings.output.file);
+  if (heldout.file) sum.add("heldout_risk", heldout.risk);
+  if (heldout.accuracy) sum.add("accuracy", heldout.training_accuracy);
+  if (heldout.accuracy && heldout.file) sum.add("heldout_accuracy", heldout.heldout_accuracy);
   PetscCall(sum.print(comm));
+  PetscCall(HeldoutDestroy(&heldout));
   PetscCall(OptimizerDestroy(&opt));
   PetscCall(ProblemDestroy(&p));
   PetscCall(TrajectoryDestroy(&trajectory));
