@@ -84,6 +84,21 @@ TrainingColumns HeldoutColumns(Problem *p, Heldout *h, History *history) {
   return c;
 }
 
+std::string HeldoutFigures(const Heldout &h) {
+  std::string figures;
+  char b[64];
+  if (h.file) std::snprintf(b, sizeof b, ", held-out risk %.6e", h.risk), figures += b;
+  if (h.accuracy) std::snprintf(b, sizeof b, ", accuracy %.4f", h.training_accuracy), figures += b;
+  if (h.accuracy && h.file) std::snprintf(b, sizeof b, " (held-out %.4f)", h.heldout_accuracy), figures += b;
+  return figures;
+}
+
+void HeldoutSummary(const Heldout &h, Summary *sum) {
+  if (h.file) sum->add("heldout_risk", h.risk);
+  if (h.accuracy) sum->add("accuracy", h.training_accuracy);
+  if (h.accuracy && h.file) sum->add("heldout_accuracy", h.heldout_accuracy);
+}
+
 PetscErrorCode HeldoutDestroy(Heldout *h) {
   PetscFunctionBeginUser;
   if (h->file) PetscCall(ProblemDestroy(&h->data));

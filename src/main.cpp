@@ -1,11 +1,6 @@
-// mft: the mean-field transformer solver.
-//
-//   mft forward [options]   forward pass (and gradient) at the initial heads
-//   mft train   [options]   training, checkpoints, restart
-//   mft ntk     [options]   the NTK and its spectrum
-//   mft lse     [options]   the log-sum-exp independence test
-//
-// Options: `mft CMD --help`. Arguments with one dash go to PETSc.
+// mft: the mean-field transformer solver. `mft COMMAND [options]`, one
+// command of the table below (each in src/commands/); `mft COMMAND --help`
+// lists its options. Arguments with one dash go to PETSc.
 #include "mft/commands.hpp"
 #include "mft/error.hpp"
 #include "mft/linalg.hpp"
@@ -13,27 +8,47 @@
 
 #include <cstdio>
 #include <cstring>
+#include <string>
 
-static const char help[] = "mft: simulates and trains attention-only transformers in the mean-field limit.\n";
+namespace {
 
-static void usage(FILE *out) {
-  std::fprintf(out, "usage: mft COMMAND [--config FILE] [--section.key VALUE ...] [PETSc options]\n"
-                    "commands:\n"
-                    "  forward   forward pass x(1), risk (and --gradient g) at the initial heads\n"
-                    "  train     train the heads (gd, adamw, adamw-block), checkpoints, restart\n"
-                    "  ntk       the NTK Gram matrix and its spectrum (full or value part)\n"
-                    "  lse       the log-sum-exp independence test of the token distributions\n"
-                    "  limit     the mean-field reference: a shared head ensemble, adaptive depth\n"
-                    "  study     convergence studies: run cases (all or one), or --aggregate a folder\n"
-                    "  bench     time a training step and the forward pass at the standard sizes\n"
-                    "  info      what an mft HDF5 file is and holds (mft info FILE)\n"
-                    "`mft COMMAND --help` lists every option with its default.\n");
+const char help[] = "mft: simulates and trains attention-only transformers in the mean-field limit.\n";
+
+using Command = PetscErrorCode (*)(MPI_Comm, const std::vector<std::string> &, int *);
+
+// The commands: name, what it does, the function that runs it.
+const struct {
+  const char *name, *what;
+  Command run;
+} commands[] = {
+    {"forward", "forward pass x(1), risk (and --gradient g) at the initial heads", mft::CommandForward},
+    {"train", "train the heads (gd, adamw, adamw-block), checkpoints, restart", mft::CommandTrain},
+    {"ntk", "the NTK Gram matrix and its spectrum (full or value part)", mft::CommandNtk},
+    {"lse", "the log-sum-exp independence test of the token distributions", mft::CommandLse},
+    {"limit", "the mean-field reference: a shared head ensemble, adaptive depth", mft::CommandLimit},
+    {"study", "convergence studies: run cases (all or one), or --aggregate a folder", mft::CommandStudy},
+    {"bench", "time a training step and the forward pass at the standard sizes", mft::CommandBench},
+    {"info", "what an mft HDF5 file is and holds (mft info FILE)", mft::CommandInfo},
+};
+
+std::string names() {
+  std::string list;
+  for (const auto &c : commands) list += (list.empty() ? "" : ", ") + std::string(c.name);
+  return list;
 }
+
+void usage(FILE *out) {
+  std::fprintf(out, "usage: mft COMMAND [--config FILE] [--section.key VALUE ...] [PETSc options]\ncommands:\n");
+  for (const auto &c : commands) std::fprintf(out, "  %-9s %s\n", c.name, c.what);
+  std::fprintf(out, "`mft COMMAND --help` lists every option with its default.\n");
+}
+
+} // namespace
 
 int main(int argc, char **argv) {
   mft::BlasSetup(argv);
   if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h")) {
-    if (argc < 2) std::fprintf(stderr, "mft: error: no command given (forward, train, ntk, lse, limit, study, bench, info)\n");
+    if (argc < 2) std::fprintf(stderr, "mft: error: no command given (%s)\n", names().c_str());
     usage(argc < 2 ? stderr : stdout);
     return argc < 2 ? mft::kExitInput : mft::kExitOk;
   }
@@ -50,18 +65,15 @@ int main(int argc, char **argv) {
   PetscCall(PetscPushErrorHandler(mft::ErrorHandler, nullptr));
   PetscErrorCode err;
   int status = mft::kExitOk;
-  if (command == "forward") err = mft::CommandForward(PETSC_COMM_WORLD, args, &status);
-  else if (command == "train") err = mft::CommandTrain(PETSC_COMM_WORLD, args, &status);
-  else if (command == "ntk") err = mft::CommandNtk(PETSC_COMM_WORLD, args, &status);
-  else if (command == "lse") err = mft::CommandLse(PETSC_COMM_WORLD, args, &status);
-  else if (command == "limit") err = mft::CommandLimit(PETSC_COMM_WORLD, args, &status);
-  else if (command == "study") err = mft::CommandStudy(PETSC_COMM_WORLD, args, &status);
-  else if (command == "bench") err = mft::CommandBench(PETSC_COMM_WORLD, args, &status);
-  else if (command == "info") err = mft::CommandInfo(PETSC_COMM_WORLD, args, &status);
-  else {
+  Command run = nullptr;
+  for (const auto &c : commands)
+    if (command == c.name) run = c.run;
+  if (run) {
+    err = run(PETSC_COMM_WORLD, args, &status);
+  } else {
     int rank;
     MPI_Comm_rank(PETSC_COMM_WORLD, &rank);
-    if (rank == 0) std::fprintf(stderr, "mft: error: unknown command '%s' (forward, train, ntk, lse, limit, study, bench, info)\n", command.c_str());
+    if (rank == 0) std::fprintf(stderr, "mft: error: unknown command '%s' (%s)\n", command.c_str(), names().c_str());
     err = PETSC_ERR_USER_INPUT;
   }
   const int code = err ? mft::exit_code(err) : status;

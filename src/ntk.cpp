@@ -1,9 +1,13 @@
 // NTK: per-output adjoint rows, a reduced Gram matrix, its spectrum.
 #include "mft/ntk.hpp"
 
+#include "mft/fit.hpp"
 #include "mft/linalg.hpp"
+#include "mft/optimizer.hpp"
 
 #include <petscblaslapack.h>
+
+#include <cmath>
 
 namespace mft {
 
@@ -80,6 +84,36 @@ PetscErrorCode NtkCompute(Problem *p, const std::string &part, Ntk *k) {
   PetscCallMPI(MPI_Allreduce(local.data(), k->matrix.data(), (int)local.size(), MPI_DOUBLE, MPI_SUM, comm));
   PetscCall(SymmetricEigenvalues(k->matrix, n, &k->eigenvalues));
   PetscFunctionReturn(0);
+}
+
+PetscErrorCode NtkRatePredict(Problem *p, const TrainSettings &t, NtkRate *r) {
+  Ntk k;
+  PetscFunctionBeginUser;
+  PetscCall(NtkCompute(p, t.ntk, &k));
+  r->lambda_min = k.eigenvalues.front(), r->lambda_max = k.eigenvalues.back();
+  const double n = p->targets.kind == LossKind::pooled ? (double)p->tokens.M : (double)(p->tokens.M * p->tokens.N);
+  r->predicted = 2.0 * r->lambda_min / n;
+  r->discrete = -2.0 * std::log(std::fabs(1.0 - t.lr * r->lambda_min / n)) / t.lr;
+  PetscCall(PetscPrintf(p->grid.comm,
+                        "NTK (%s part) at the start: lambda_min %.6e, lambda_max %.6e; predicted rate of log R in "
+                        "training time %.6e (for gd steps of lr %g: %.6e)\n",
+                        t.ntk.c_str(), r->lambda_min, r->lambda_max, r->predicted, t.lr, r->discrete));
+  PetscFunctionReturn(0);
+}
+
+bool NtkRateFit(const std::vector<double> &loss, const TrainSettings &t, NtkRate *r) {
+  if (loss.size() < 4) return false;
+  std::vector<double> tau, logR;
+  double now = 0;
+  size_t above = 0;
+  while (above < loss.size() && loss[above] > 1e-24 * loss.front()) ++above;
+  for (size_t k = 0; k < above; ++k) {
+    if (k >= above / 2) tau.push_back(now), logR.push_back(std::log(loss[k]));
+    now += learning_rate(t, (PetscInt)k);
+  }
+  const LineFit f = fit_line(tau, logR);
+  r->fitted = -f.slope, r->fit_rms = f.rms, r->from = above / 2, r->to = above;
+  return true;
 }
 
 } // namespace mft

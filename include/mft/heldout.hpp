@@ -7,6 +7,7 @@
 #pragma once
 
 #include "mft/problem.hpp"
+#include "mft/report.hpp"
 #include "mft/runfile.hpp"
 #include "mft/training.hpp"
 
@@ -30,6 +31,11 @@ PetscErrorCode HeldoutEvaluate(Problem *p, Heldout *h, PetscInt step, History *h
 
 // The progress table's extra columns (empty when not active).
 TrainingColumns HeldoutColumns(Problem *p, Heldout *h, History *history);
+
+// The last evaluation: for the final line (", held-out risk .., accuracy .. (held-out ..)")
+// and as the summary's heldout_risk, accuracy, heldout_accuracy.
+std::string HeldoutFigures(const Heldout &h);
+void HeldoutSummary(const Heldout &h, Summary *sum);
 
 PetscErrorCode HeldoutDestroy(Heldout *h);
 

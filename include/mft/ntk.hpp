@@ -12,6 +12,7 @@
 
 #include "mft/problem.hpp"
 
+#include <cmath>
 #include <vector>
 
 namespace mft {
@@ -28,5 +29,24 @@ PetscInt NtkOutputs(const Problem &p);
 // The NTK at the current heads, over `part` ("full" or "value"). Refuses, with
 // the sizes named, a request whose rows and matrix exceed ntk.max_gb per rank.
 PetscErrorCode NtkCompute(Problem *p, const std::string &part, Ntk *k);
+
+// The NTK at the start predicts the linearised rate of the risk (docs/model.md,
+// 'The NTK'): in training time, R decays at least like exp(-2 lambda_min tau / n),
+// n = M (pooled) or M N (token), while the heads stay near their start.
+struct NtkRate {
+  double lambda_min = NAN, lambda_max = NAN;
+  double predicted = NAN; // 2 lambda_min / n
+  double discrete = NAN;  // for gd steps of lr: the slowest mode shrinks by (1 - lr lambda_min / n) a step
+  double fitted = NAN, fit_rms = NAN; // the rate of log R in training time, after training
+  size_t from = 0, to = 0;            // the steps it was fitted on
+};
+
+// The prediction at the heads of p (train.ntk's part), printed.
+PetscErrorCode NtkRatePredict(Problem *p, const TrainSettings &t, NtkRate *r);
+
+// The measured rate: log R against training time tau (the sum of the learning
+// rates) over the second half of the steps before the risk reaches round-off
+// (R > 1e-24 R_0); false when there are fewer than 4 steps.
+bool NtkRateFit(const std::vector<double> &loss, const TrainSettings &t, NtkRate *r);
 
 } // namespace mft

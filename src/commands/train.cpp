@@ -4,7 +4,6 @@
 #include "mft/commands.hpp"
 #include "mft/error.hpp"
 #include "mft/exchange.hpp"
-#include "mft/fit.hpp"
 #include "mft/heldout.hpp"
 #include "mft/ntk.hpp"
 #include "mft/report.hpp"
@@ -17,6 +16,29 @@
 
 namespace mft {
 
+// Where training starts: the newest checkpoint (--restart), else the heads of
+// params.file, else the initial draw; *start, *saved: its step.
+static PetscErrorCode TrainStart(Problem *p, Optimizer *opt, History *history, PetscInt *start, PetscInt *saved) {
+  const Settings &s = p->settings;
+  MPI_Comm comm = p->grid.comm;
+  std::string from;
+  PetscFunctionBeginUser;
+  PetscCall(CheckpointResolve(comm, s, &from));
+  if (!from.empty()) {
+    PetscCall(CheckpointCompatible(comm, s, from));
+    PetscCall(RunFileRead(from, p, opt, history, start));
+    PetscCheck(*start <= s.train.steps, comm, PETSC_ERR_USER_INPUT,
+               "%s is at step %" PetscInt_FMT ", beyond train.steps = %" PetscInt_FMT, from.c_str(), *start,
+               s.train.steps);
+    PetscCall(PetscPrintf(comm, "restarting from %s at step %" PetscInt_FMT "\n", from.c_str(), *start));
+    *saved = *start;
+  } else if (!s.params_file.empty()) { // a fresh start from given heads
+    PetscCall(RunFileReadParams(s.params_file, p));
+    PetscCall(PetscPrintf(comm, "starting from the heads of %s\n", s.params_file.c_str()));
+  }
+  PetscFunctionReturn(0);
+}
+
 PetscErrorCode CommandTrain(MPI_Comm comm, const std::vector<std::string> &args, int *status) {
   Settings s;
   PetscBool help;
@@ -25,7 +47,6 @@ PetscErrorCode CommandTrain(MPI_Comm comm, const std::vector<std::string> &args,
   Optimizer opt;
   History history;
   Heldout heldout;
-  std::string from;
   PetscInt start = 0, saved = -1;
   PetscFunctionBeginUser;
   PetscCall(SettingsParse(comm, "train", args, &s, &help));
@@ -34,38 +55,11 @@ PetscErrorCode CommandTrain(MPI_Comm comm, const std::vector<std::string> &args,
   PetscCall(ProblemCreate(comm, s, &p));
   PetscCall(ReportHeader(p));
   PetscCall(OptimizerCreate(p.settings.train, p.heads, &opt));
-  PetscCall(CheckpointResolve(comm, p.settings, &from));
-  if (!from.empty()) {
-    PetscCall(CheckpointCompatible(comm, p.settings, from));
-    PetscCall(RunFileRead(from, &p, &opt, &history, &start));
-    PetscCheck(start <= s.train.steps, comm, PETSC_ERR_USER_INPUT,
-               "%s is at step %" PetscInt_FMT ", beyond train.steps = %" PetscInt_FMT, from.c_str(), start,
-               s.train.steps);
-    PetscCall(PetscPrintf(comm, "restarting from %s at step %" PetscInt_FMT "\n", from.c_str(), start));
-    saved = start;
-  } else if (!s.params_file.empty()) { // a fresh start from given heads
-    PetscCall(RunFileReadParams(s.params_file, &p));
-    PetscCall(PetscPrintf(comm, "starting from the heads of %s\n", s.params_file.c_str()));
-  }
+  PetscCall(TrainStart(&p, &opt, &history, &start, &saved));
   const TrainSettings &t = p.settings.train;
   const CheckpointSettings &c = p.settings.checkpoint;
-  // The NTK at the start predicts the linearised rate of the risk (docs/model.md,
-  // 'The NTK'): in training time, R decays at least like exp(-2 lambda_min tau / n),
-  // n = M (pooled) or M N (token), while the heads stay near their start.
-  double lambda_min = NAN, predicted = NAN, discrete = NAN;
-  if (t.ntk != "none" && start == 0) {
-    Ntk k;
-    PetscCall(NtkCompute(&p, t.ntk, &k));
-    lambda_min = k.eigenvalues.front();
-    const double n = p.targets.kind == LossKind::pooled ? (double)p.tokens.M : (double)(p.tokens.M * p.tokens.N);
-    predicted = 2.0 * lambda_min / n;
-    // gd in steps of lr: the slowest mode shrinks by (1 - lr lambda_min / n) a step.
-    discrete = -2.0 * std::log(std::fabs(1.0 - t.lr * lambda_min / n)) / t.lr;
-    PetscCall(PetscPrintf(comm,
-                          "NTK (%s part) at the start: lambda_min %.6e, lambda_max %.6e; predicted rate of log R in "
-                          "training time %.6e (for gd steps of lr %g: %.6e)\n",
-                          t.ntk.c_str(), lambda_min, k.eigenvalues.back(), predicted, t.lr, discrete));
-  }
+  NtkRate rate;
+  if (t.ntk != "none" && start == 0) PetscCall(NtkRatePredict(&p, t, &rate));
   PetscCall(HeldoutCreate(p, &heldout));
   const TrainingColumns columns = HeldoutColumns(&p, &heldout, &history);
   TrainingStop stop;
@@ -97,33 +91,17 @@ PetscErrorCode CommandTrain(MPI_Comm comm, const std::vector<std::string> &args,
   const double elapsed = seconds() - t0;
   PetscCall(RunFileWrite(p, history, &opt, t.steps, Content::run_with_gradient, p.settings.output.file));
   const double initial = history.loss.empty() ? p.risk : history.loss.front();
-  std::string figures;
-  char b[64];
-  if (heldout.file) std::snprintf(b, sizeof b, ", held-out risk %.6e", heldout.risk), figures += b;
-  if (heldout.accuracy) std::snprintf(b, sizeof b, ", accuracy %.4f", heldout.training_accuracy), figures += b;
-  if (heldout.accuracy && heldout.file) std::snprintf(b, sizeof b, " (held-out %.4f)", heldout.heldout_accuracy), figures += b;
+  const std::string figures = HeldoutFigures(heldout);
   PetscCall(PetscPrintf(comm, "final risk %.9e after %" PetscInt_FMT " steps (x%.3g lower)%s, %.2f s; wrote %s\n",
                         p.risk, t.steps, initial / p.risk, figures.c_str(), elapsed, p.settings.output.file.c_str()));
   double messages, bytes;
   PetscCall(TrafficMean(comm, &messages, &bytes));
   Summary sum;
-  if (t.ntk != "none" && history.loss.size() >= 4) {
-    // log R against training time tau (the sum of the learning rates), over the
-    // second half of the steps before the risk reaches round-off (R > 1e-24 R_0).
-    std::vector<double> tau, logR;
-    double now = 0;
-    size_t above = 0;
-    while (above < history.loss.size() && history.loss[above] > 1e-24 * history.loss.front()) ++above;
-    for (size_t k = 0; k < above; ++k) {
-      if (k >= above / 2) tau.push_back(now), logR.push_back(std::log(history.loss[k]));
-      now += learning_rate(t, (PetscInt)k);
-    }
-    const LineFit f = fit_line(tau, logR);
+  if (t.ntk != "none" && NtkRateFit(history.loss, t, &rate)) {
     PetscCall(PetscPrintf(comm, "rate of log R (steps %zu to %zu): %.6e (rms residual %.3e); the NTK predicts %.6e\n",
-                          above / 2, above, -f.slope, f.rms, predicted));
-    sum.add("ntk_lambda_min", lambda_min).add("predicted_rate", predicted).add("predicted_rate_steps", discrete);
-    sum.add("fitted_rate", -f.slope);
-    sum.add("fit_rms", f.rms);
+                          rate.from, rate.to, rate.fitted, rate.fit_rms, rate.predicted));
+    sum.add("ntk_lambda_min", rate.lambda_min).add("predicted_rate", rate.predicted);
+    sum.add("predicted_rate_steps", rate.discrete).add("fitted_rate", rate.fitted).add("fit_rms", rate.fit_rms);
   }
   sum.add("command", std::string("train"))
       .add("status", std::string("done"))
@@ -142,9 +120,7 @@ PetscErrorCode CommandTrain(MPI_Comm comm, const std::vector<std::string> &args,
       .add("predicted_bytes_per_step", p.predicted.bytes)
       .add("predicted_step_seconds", p.predicted.seconds())
       .add("file", p.settings.output.file);
-  if (heldout.file) sum.add("heldout_risk", heldout.risk);
-  if (heldout.accuracy) sum.add("accuracy", heldout.training_accuracy);
-  if (heldout.accuracy && heldout.file) sum.add("heldout_accuracy", heldout.heldout_accuracy);
+  HeldoutSummary(heldout, &sum);
   PetscCall(sum.print(comm));
   PetscCall(HeldoutDestroy(&heldout));
   PetscCall(OptimizerDestroy(&opt));
