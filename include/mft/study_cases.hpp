@@ -1,0 +1,60 @@
+// A study's cases and their files, shared by running the cases
+// (study_run.cpp) and aggregating them (study_aggregate.cpp): the option
+// text they are read from, the probe sets, the case files and their reader.
+#pragma once
+
+#include "mft/settings.hpp"
+
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace mft::study {
+
+// The words of a text (separated by sep, trimmed) and its integers.
+std::vector<std::string> words(const std::string &text, char sep = ' ');
+std::vector<PetscInt> integers(const std::string &text);
+
+// "data.N=16 model.d=4" -> --data.N 16 --model.d 4
+std::vector<std::string> overrides(const std::string &variant);
+
+// The study's settings with `extra` options appended to its arguments.
+PetscErrorCode CaseSettings(MPI_Comm comm, std::vector<std::string> args, const std::vector<std::string> &extra,
+                            Settings *s);
+
+// study.dir/case-<i>.h5, and a trained case's file at one recorded step.
+std::string case_path(const std::string &dir, PetscInt i);
+std::string partial_path(const std::string &dir, PetscInt i, PetscInt t);
+
+// The probe sets: each family of study.probes, with study.probe_M sequences
+// of its own seed, at each N of study.probe_N (default data.N); named by the
+// family, and "<family>_N<n>" when study.probe_N is given.
+struct ProbeSet {
+  std::string family, name;
+  PetscInt N;
+  std::uint64_t seed; // data.seed + 7919 (f + 1) for family f, + 104729 N when study.probe_N is given
+};
+std::vector<ProbeSet> probe_sets(const Settings &s);
+std::vector<std::string> probe_names(const Settings &s);
+std::vector<PetscInt> set_sizes(const Settings &s);
+std::vector<std::string> probe_overrides(const Settings &s, const ProbeSet &p);
+
+// The probe outputs of one case: per probe set, tokens and adjoints.
+struct CaseData {
+  std::vector<std::vector<double>> tokens, adjoint;
+  std::vector<PetscInt> N; // per set, from the arrays' shapes (M, N, d)
+  PetscInt d = 0;
+  // A trained case at this time: |theta_t - theta_0| / |theta_0| and the full risk (NaN at initialisation).
+  double head_change = NAN, risk = NAN, reduction = NAN; // reduction: risk at step 0 / risk now
+};
+
+// Reads a case file (verified) at `prefix` (a trained case's /times/<step>,
+// or ""); on failure *problem says why.
+PetscErrorCode ReadCase(const std::string &path, const std::vector<std::string> &families, const std::string &prefix,
+                        CaseData *out, std::string *problem);
+
+// A number as the tables write it (empty when not finite).
+std::string num(double v);
+
+} // namespace mft::study
