@@ -387,17 +387,17 @@ void attention_reverse(const HeadShape &s, const double *theta, const AttentionO
   reverse_keys(s, theta, x, nk, w.dkappa.data(), s.k, w.dw.data(), s.dv, dx, dtheta);
 }
 
-void attention_keys(const HeadShape &s, const double *theta, const double *x, PetscInt n, double *kw, PetscInt ld,
-                    AttentionWork &w) {
+void attention_project(const HeadShape &s, const double *theta, const double *x, PetscInt n, double *kw, PetscInt ld,
+                       AttentionWork &w) {
   if (n == 0) return;
   transpose_head(s, theta, false, true, w);
   gemm(false, false, n, s.k, s.d, 1.0, x, s.d, w.kt.data(), s.k, 0.0, kw, ld);
   gemm(false, false, n, s.dv, s.d, 1.0, x, s.d, w.vt.data(), s.dv, 0.0, kw + s.k, ld);
 }
 
-void attention_forward_keys(const HeadShape &s, const double *theta, const AttentionOptions &o, const double *xq,
-                            const double *kw, PetscInt ld, PetscInt N, Range q, double scale, double *out,
-                            AttentionWork &w) {
+void attention_forward_projected(const HeadShape &s, const double *theta, const AttentionOptions &o, const double *xq,
+                                 const double *kw, PetscInt ld, PetscInt N, Range q, double scale, double *out,
+                                 AttentionWork &w) {
   if (q.size() == 0) return;
   transpose_head(s, theta, true, false, w);
   load_keys(s, kw, ld, key_count(o, N, q), w);
@@ -405,9 +405,9 @@ void attention_forward_keys(const HeadShape &s, const double *theta, const Atten
   forward_projected(s, theta, o, N, q, scale, out, w);
 }
 
-void attention_reverse_keys(const HeadShape &s, const double *theta, const AttentionOptions &o, const double *xq,
-                            const double *kw, PetscInt ld, PetscInt N, Range q, double scale, const double *lam,
-                            double *dxq, double *dkw, double *dtheta, AttentionWork &w) {
+void attention_reverse_projected(const HeadShape &s, const double *theta, const AttentionOptions &o, const double *xq,
+                                 const double *kw, PetscInt ld, PetscInt N, Range q, double scale, const double *lam,
+                                 double *dxq, double *dkw, double *dtheta, AttentionWork &w) {
   if (q.size() == 0) return;
   const PetscInt nk = key_count(o, N, q);
   transpose_head(s, theta, true, false, w);
@@ -420,8 +420,8 @@ void attention_reverse_keys(const HeadShape &s, const double *theta, const Atten
   }
 }
 
-void attention_keys_reverse(const HeadShape &s, const double *theta, const double *x, PetscInt n, const double *dkw,
-                            PetscInt ld, double *dx, double *dtheta) {
+void attention_project_reverse(const HeadShape &s, const double *theta, const double *x, PetscInt n, const double *dkw,
+                               PetscInt ld, double *dx, double *dtheta) {
   if (n == 0) return;
   reverse_keys(s, theta, x, n, dkw, ld, dkw + s.k, ld, dx, dtheta);
 }

@@ -143,7 +143,7 @@ double *KeyRow(const TokenLayout &t, double *keys, PetscInt width, size_t c, Pet
 
 } // namespace
 
-PetscErrorCode TokensShareKeys(const TokenLayout &t, double *keys, PetscInt width) {
+PetscErrorCode TokensShareCutRows(const TokenLayout &t, double *keys, PetscInt width) {
   std::vector<MPI_Request> req;
   PetscFunctionBeginUser;
   for (size_t c = 0; c < t.cuts.size(); ++c) {
@@ -158,7 +158,7 @@ PetscErrorCode TokensShareKeys(const TokenLayout &t, double *keys, PetscInt widt
   PetscFunctionReturn(0);
 }
 
-PetscErrorCode TokensReturnKeys(const TokenLayout &t, double *keys, PetscInt width) {
+PetscErrorCode TokensReturnCutRows(const TokenLayout &t, double *keys, PetscInt width) {
   std::vector<MPI_Request> req;
   PetscFunctionBeginUser;
   PetscInt incoming = 0;

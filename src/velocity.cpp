@@ -109,13 +109,13 @@ PetscErrorCode Gather(Velocity *v, PetscInt l, Vec x, bool reuse) {
         std::copy(xc, xc + cs.mine.size() * t.d, v->keys.data() + key_block(*v, c, 0) + row * t.d);
       else
         for (PetscInt hl = 0; hl < h.group.size(); ++hl)
-          attention_keys(h.shape, h.head(l, hl), xc, cs.mine.size(),
-                         v->keys.data() + key_block(*v, c, hl) + row * v->key_width, v->key_width, v->work);
+          attention_project(h.shape, h.head(l, hl), xc, cs.mine.size(),
+                            v->keys.data() + key_block(*v, c, hl) + row * v->key_width, v->key_width, v->work);
     }
     PetscCall(VecRestoreArrayRead(v->x_local, &xs));
     v->seconds_kernel += MPI_Wtime() - t0;
     t0 = MPI_Wtime();
-    PetscCall(TokensShareKeys(t, v->keys.data(), v->key_width));
+    PetscCall(TokensShareCutRows(t, v->keys.data(), v->key_width));
     v->seconds_comm += MPI_Wtime() - t0;
   }
   v->layer = l;
@@ -155,9 +155,9 @@ PetscErrorCode VelocityEvaluate(Velocity *v, PetscInt l, Vec x, Vec f) {
                           c < 0 ? xs + at(t, m, 0) : v->keys.data() + key_block(*v, c, hl), t.N, q, scale,
                           out + at(t, m, q.begin), v->work);
       else
-        attention_forward_keys(h.shape, h.head(l, hl), v->options, xs + at(t, m, q.begin),
-                               v->keys.data() + key_block(*v, c, hl), v->key_width, t.N, q, scale,
-                               out + at(t, m, q.begin), v->work);
+        attention_forward_projected(h.shape, h.head(l, hl), v->options, xs + at(t, m, q.begin),
+                                    v->keys.data() + key_block(*v, c, hl), v->key_width, t.N, q, scale,
+                                    out + at(t, m, q.begin), v->work);
     }
   v->seconds_kernel += MPI_Wtime() - t0;
   t0 = MPI_Wtime();
@@ -202,15 +202,15 @@ PetscErrorCode VelocityReverse(Velocity *v, Vec lam, Vec dx) {
         attention_reverse(h.shape, h.head(l, hl), v->options, v->keys.data() + key_block(*v, c, hl), t.N, q, scale,
                           ls + at(t, m, q.begin), v->dkeys.data() + key_block(*v, c, hl), dtheta, v->work);
       else
-        attention_reverse_keys(h.shape, h.head(l, hl), v->options, xs + at(t, m, q.begin),
-                               v->keys.data() + key_block(*v, c, hl), v->key_width, t.N, q, scale,
-                               ls + at(t, m, q.begin), ds + at(t, m, q.begin), v->dkeys.data() + key_block(*v, c, hl),
-                               dtheta, v->work);
+        attention_reverse_projected(h.shape, h.head(l, hl), v->options, xs + at(t, m, q.begin),
+                                    v->keys.data() + key_block(*v, c, hl), v->key_width, t.N, q, scale,
+                                    ls + at(t, m, q.begin), ds + at(t, m, q.begin),
+                                    v->dkeys.data() + key_block(*v, c, hl), dtheta, v->work);
     }
   v->seconds_kernel += MPI_Wtime() - t0;
   if (!t.cuts.empty()) { // the rows' gradients back to their group, then onto its tokens
     t0 = MPI_Wtime();
-    PetscCall(TokensReturnKeys(t, v->dkeys.data(), v->key_width));
+    PetscCall(TokensReturnCutRows(t, v->dkeys.data(), v->key_width));
     v->seconds_comm += MPI_Wtime() - t0;
     t0 = MPI_Wtime();
     for (PetscInt c = 0; c < (PetscInt)t.cuts.size(); ++c) {
@@ -223,9 +223,9 @@ PetscErrorCode VelocityReverse(Velocity *v, Vec lam, Vec dx) {
         continue;
       }
       for (PetscInt hl = 0; hl < h.group.size(); ++hl)
-        attention_keys_reverse(h.shape, h.head(l, hl), xs + at(t, cs.m, row), cs.mine.size(),
-                               v->dkeys.data() + key_block(*v, c, hl) + row * v->key_width, v->key_width,
-                               ds + at(t, cs.m, row), h.layer_grad.data() + hl * h.shape.size);
+        attention_project_reverse(h.shape, h.head(l, hl), xs + at(t, cs.m, row), cs.mine.size(),
+                                  v->dkeys.data() + key_block(*v, c, hl) + row * v->key_width, v->key_width,
+                                  ds + at(t, cs.m, row), h.layer_grad.data() + hl * h.shape.size);
     }
     v->seconds_kernel += MPI_Wtime() - t0;
   }

@@ -59,24 +59,25 @@ void attention_reverse(const HeadShape &s, const double *theta, const AttentionO
 // across token groups: each group projects its own tokens, the projections
 // (k + dv numbers a token and head, not the d of the token) cross the network,
 // and the gradients with respect to them come back to the tokens' group.
-//   attention_keys:          kw[j * ld + c] = (K x_j)_c (c < k), kw[j * ld + k + c] = (V x_j)_c,
-//                            for n tokens x;
-//   attention_forward_keys:  as attention_forward, with the queries' tokens xq
-//                            (q.size() rows) and every key's projections kw;
-//   attention_reverse_keys:  as attention_reverse for the queries (dxq), the
-//                            projections' gradients added to dkw (rows as kw),
-//                            dtheta's Q (and O) blocks;
-//   attention_keys_reverse:  the rest of the reverse, through the projections
-//                            of n keys x: adds to dx and dtheta's K and V blocks.
-void attention_keys(const HeadShape &s, const double *theta, const double *x, PetscInt n, double *kw, PetscInt ld,
-                    AttentionWork &w);
-void attention_forward_keys(const HeadShape &s, const double *theta, const AttentionOptions &o, const double *xq,
-                            const double *kw, PetscInt ld, PetscInt N, Range q, double scale, double *out,
-                            AttentionWork &w);
-void attention_reverse_keys(const HeadShape &s, const double *theta, const AttentionOptions &o, const double *xq,
-                            const double *kw, PetscInt ld, PetscInt N, Range q, double scale, const double *lam,
-                            double *dxq, double *dkw, double *dtheta, AttentionWork &w);
-void attention_keys_reverse(const HeadShape &s, const double *theta, const double *x, PetscInt n, const double *dkw,
-                            PetscInt ld, double *dx, double *dtheta);
+//   attention_project:           kw[j * ld + c] = (K x_j)_c (c < k),
+//                                kw[j * ld + k + c] = (V x_j)_c, for n tokens x;
+//   attention_forward_projected: as attention_forward, with the queries' tokens
+//                                xq (q.size() rows) and every key's projections kw;
+//   attention_reverse_projected: as attention_reverse for the queries (dxq),
+//                                the projections' gradients added to dkw (rows
+//                                as kw), dtheta's Q (and O) blocks;
+//   attention_project_reverse:   the rest of the reverse, through the
+//                                projections of n keys x: adds to dx and
+//                                dtheta's K and V blocks.
+void attention_project(const HeadShape &s, const double *theta, const double *x, PetscInt n, double *kw, PetscInt ld,
+                       AttentionWork &w);
+void attention_forward_projected(const HeadShape &s, const double *theta, const AttentionOptions &o, const double *xq,
+                                 const double *kw, PetscInt ld, PetscInt N, Range q, double scale, double *out,
+                                 AttentionWork &w);
+void attention_reverse_projected(const HeadShape &s, const double *theta, const AttentionOptions &o, const double *xq,
+                                 const double *kw, PetscInt ld, PetscInt N, Range q, double scale, const double *lam,
+                                 double *dxq, double *dkw, double *dtheta, AttentionWork &w);
+void attention_project_reverse(const HeadShape &s, const double *theta, const double *x, PetscInt n, const double *dkw,
+                               PetscInt ld, double *dx, double *dtheta);
 
 } // namespace mft

@@ -12,13 +12,13 @@
 // Attention also needs every key of a query's sequence. A sequence held whole
 // by the group is projected there. For a sequence cut across token groups
 // (`cuts`), rank (a, b) exchanges rows point to point with rank (a, b') of
-// every other group b' that holds part of it (TokensShareKeys), in one of two
-// forms (CutForm): the group's tokens (d numbers a token; every group then
-// projects the whole sequence, as if it held it), or the projections of the
+// every other group b' that holds part of it (TokensShareCutRows), in one of
+// two forms (CutForm): the group's tokens (d numbers a token; every group
+// then projects the whole sequence, as if it held it), or the projections of the
 // group's tokens onto the keys and values of the head group's heads
 // (Hl (k + dv) numbers a token; no group projects another's tokens). In the
 // reverse, the gradients with respect to the rows go back to the tokens'
-// group and add up there (TokensReturnKeys). The cost model picks the form
+// group and add up there (TokensReturnCutRows). The cost model picks the form
 // whose step is predicted shorter: projections save the compute, tokens the
 // bytes when Hl (k + dv) is much larger than d.
 // The plans are made from the layout alone (CutSequencesFor: a cut's peers
@@ -98,7 +98,7 @@ PetscErrorCode TokensScatterAdd(const TokenLayout &t, Vec local, Vec state);
 // peers' rows come in. Return: the rows of each peer's part go back to it,
 // and the rows of `mine` become the sum of every group's, own part first,
 // then the peers' in group order.
-PetscErrorCode TokensShareKeys(const TokenLayout &t, double *keys, PetscInt width);
-PetscErrorCode TokensReturnKeys(const TokenLayout &t, double *keys, PetscInt width);
+PetscErrorCode TokensShareCutRows(const TokenLayout &t, double *keys, PetscInt width);
+PetscErrorCode TokensReturnCutRows(const TokenLayout &t, double *keys, PetscInt width);
 
 } // namespace mft

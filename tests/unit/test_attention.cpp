@@ -59,10 +59,10 @@ TEST_P(Kernels, FastEqualsReference) {
 }
 
 // A sequence cut into three token groups, as a cut sequence is computed across
-// ranks: each part projects its own keys (attention_keys), every part's
+// ranks: each part projects its own keys (attention_project), every part's
 // queries attend to all the projections (attention_*_keys), the keys'
 // gradients of all parts are summed and taken through each part's own
-// projections (attention_keys_reverse). The result must be the reference
+// projections (attention_project_reverse). The result must be the reference
 // kernels' on the whole sequence.
 TEST_P(Kernels, SplitAtTheProjectionsEqualsReference) {
   const PetscInt d = 5, k = 3, N = 150;
@@ -76,18 +76,18 @@ TEST_P(Kernels, SplitAtTheProjectionsEqualsReference) {
   w.reserve(s, N), wr.reserve(s, N);
   std::vector<double> kw(N * ld, 0.0), dkw(N * ld, 0.0);
   for (Range p : parts)
-    attention_keys(s, theta.data(), x.data() + p.begin * d, p.size(), kw.data() + p.begin * ld + off, ld, w);
+    attention_project(s, theta.data(), x.data() + p.begin * d, p.size(), kw.data() + p.begin * ld + off, ld, w);
   std::vector<double> out(N * d, 0.1), ref(N * d, 0.1), dx(N * d, 0.2), dxr(N * d, 0.2), dt(s.size, 0.3),
       dtr(s.size, 0.3);
   for (Range p : parts) {
-    attention_forward_keys(s, theta.data(), o, x.data() + p.begin * d, kw.data() + off, ld, N, p, 0.7,
-                           out.data() + p.begin * d, w);
-    attention_reverse_keys(s, theta.data(), o, x.data() + p.begin * d, kw.data() + off, ld, N, p, 0.7,
-                           lam.data() + p.begin * d, dx.data() + p.begin * d, dkw.data() + off, dt.data(), w);
+    attention_forward_projected(s, theta.data(), o, x.data() + p.begin * d, kw.data() + off, ld, N, p, 0.7,
+                                out.data() + p.begin * d, w);
+    attention_reverse_projected(s, theta.data(), o, x.data() + p.begin * d, kw.data() + off, ld, N, p, 0.7,
+                                lam.data() + p.begin * d, dx.data() + p.begin * d, dkw.data() + off, dt.data(), w);
   }
   for (Range p : parts)
-    attention_keys_reverse(s, theta.data(), x.data() + p.begin * d, p.size(), dkw.data() + p.begin * ld + off, ld,
-                           dx.data() + p.begin * d, dt.data());
+    attention_project_reverse(s, theta.data(), x.data() + p.begin * d, p.size(), dkw.data() + p.begin * ld + off, ld,
+                              dx.data() + p.begin * d, dt.data());
   attention_forward_reference(s, theta.data(), o, x.data(), N, {0, N}, 0.7, ref.data(), wr);
   attention_reverse_reference(s, theta.data(), o, x.data(), N, {0, N}, 0.7, lam.data(), dxr.data(), dtr.data(), wr);
   EXPECT_LT(relative_error(out, ref), 1e-13);
