@@ -11,9 +11,24 @@
 
 namespace mft {
 
+PetscLogEvent MFT_KERNELS = 0, MFT_EXCHANGE = 0;
+
+static PetscErrorCode RegisterEvents() {
+  static PetscBool registered = PETSC_FALSE;
+  PetscClassId id;
+  PetscFunctionBeginUser;
+  if (registered) PetscFunctionReturn(0);
+  PetscCall(PetscClassIdRegister("MFT", &id));
+  PetscCall(PetscLogEventRegister("MftKernels", id, &MFT_KERNELS));
+  PetscCall(PetscLogEventRegister("MftExchange", id, &MFT_EXCHANGE));
+  registered = PETSC_TRUE;
+  PetscFunctionReturn(0);
+}
+
 PetscErrorCode VelocityCreate(const Grid &g, const TokenLayout &t, Heads *h, const ModelSettings &m, CutForm form,
                               Velocity *v) {
   PetscFunctionBeginUser;
+  PetscCall(RegisterEvents());
   v->grid = &g;
   v->tokens = &t;
   v->heads = h;
@@ -73,7 +88,7 @@ PetscErrorCode Gather(Velocity *v, PetscInt l, Vec x, bool reuse) {
   const bool keeping = l < (PetscInt)v->kept_layer.size();
   PetscScalar *xl;
   PetscFunctionBeginUser;
-  double t0 = MPI_Wtime();
+  PetscCall(PetscLogEventBegin(MFT_EXCHANGE, 0, 0, 0, 0));
   if (reuse && keeping && v->kept_layer[l]) {
     const double *kept = v->kept.data() + l * n;
     const PetscScalar *xs;
@@ -96,10 +111,10 @@ PetscErrorCode Gather(Velocity *v, PetscInt l, Vec x, bool reuse) {
       v->kept_layer[l] = 1;
     }
   }
-  v->seconds_comm += MPI_Wtime() - t0;
+  PetscCall(PetscLogEventEnd(MFT_EXCHANGE, 0, 0, 0, 0));
   if (!t.cuts.empty()) { // the group's rows of its cut sequences (tokens or projections), then shared
     const PetscScalar *xs;
-    t0 = MPI_Wtime();
+    PetscCall(PetscLogEventBegin(MFT_KERNELS, 0, 0, 0, 0));
     PetscCall(VecGetArrayRead(v->x_local, &xs));
     for (PetscInt c = 0; c < (PetscInt)t.cuts.size(); ++c) {
       const CutSequence &cs = t.cuts[c];
@@ -113,10 +128,10 @@ PetscErrorCode Gather(Velocity *v, PetscInt l, Vec x, bool reuse) {
                             v->keys.data() + key_block(*v, c, hl) + row * v->key_width, v->key_width, v->work);
     }
     PetscCall(VecRestoreArrayRead(v->x_local, &xs));
-    v->seconds_kernel += MPI_Wtime() - t0;
-    t0 = MPI_Wtime();
+    PetscCall(PetscLogEventEnd(MFT_KERNELS, 0, 0, 0, 0));
+    PetscCall(PetscLogEventBegin(MFT_EXCHANGE, 0, 0, 0, 0));
     PetscCall(TokensShareCutRows(t, v->keys.data(), v->key_width));
-    v->seconds_comm += MPI_Wtime() - t0;
+    PetscCall(PetscLogEventEnd(MFT_EXCHANGE, 0, 0, 0, 0));
   }
   v->layer = l;
   v->grad_layer = -1;
@@ -144,7 +159,7 @@ PetscErrorCode VelocityEvaluate(Velocity *v, PetscInt l, Vec x, Vec f) {
   // With one head group the group's queries are exactly the owned tokens.
   double *out = v->grid->Ph == 1 ? fa : v->partial.data();
   std::fill(out, out + t.group.size() * t.d, 0.0);
-  double t0 = MPI_Wtime();
+  PetscCall(PetscLogEventBegin(MFT_KERNELS, 0, 0, 0, 0));
   for (PetscInt hl = 0; hl < h.group.size(); ++hl)
     for (PetscInt m = t.seqs.begin; m < t.seqs.end; ++m) {
       if (v->active && !(*v->active)[m]) continue; // outside the batch: not needed by the risk
@@ -159,11 +174,11 @@ PetscErrorCode VelocityEvaluate(Velocity *v, PetscInt l, Vec x, Vec f) {
                                     v->keys.data() + key_block(*v, c, hl), v->key_width, t.N, q, scale,
                                     out + at(t, m, q.begin), v->work);
     }
-  v->seconds_kernel += MPI_Wtime() - t0;
-  t0 = MPI_Wtime();
+  PetscCall(PetscLogEventEnd(MFT_KERNELS, 0, 0, 0, 0));
+  PetscCall(PetscLogEventBegin(MFT_EXCHANGE, 0, 0, 0, 0));
   if (v->grid->Ph > 1)
     PetscCall(ReduceScatterSum(v->grid->head_comm, v->partial.data(), t.counts, fa));
-  v->seconds_comm += MPI_Wtime() - t0;
+  PetscCall(PetscLogEventEnd(MFT_EXCHANGE, 0, 0, 0, 0));
   PetscCall(VecRestoreArray(f, &fa));
   PetscCall(VecRestoreArrayRead(v->x_local, &xs));
   PetscFunctionReturn(0);
@@ -178,10 +193,10 @@ PetscErrorCode VelocityReverse(Velocity *v, Vec lam, Vec dx) {
   PetscScalar *ds;
   PetscFunctionBeginUser;
   PetscCheck(l >= 0, PETSC_COMM_SELF, PETSC_ERR_ORDER, "the velocity's reverse needs a prepared state");
-  double t0 = MPI_Wtime();
+  PetscCall(PetscLogEventBegin(MFT_EXCHANGE, 0, 0, 0, 0));
   PetscCall(TokensGather(t, lam, v->lam_local));
-  v->seconds_comm += MPI_Wtime() - t0;
-  t0 = MPI_Wtime();
+  PetscCall(PetscLogEventEnd(MFT_EXCHANGE, 0, 0, 0, 0));
+  PetscCall(PetscLogEventBegin(MFT_KERNELS, 0, 0, 0, 0));
   PetscCall(VecSet(v->dx_local, 0.0));
   std::fill(h.layer_grad.begin(), h.layer_grad.end(), 0.0);
   std::fill(v->dkeys.begin(), v->dkeys.end(), 0.0);
@@ -207,12 +222,12 @@ PetscErrorCode VelocityReverse(Velocity *v, Vec lam, Vec dx) {
                                     ls + at(t, m, q.begin), ds + at(t, m, q.begin),
                                     v->dkeys.data() + key_block(*v, c, hl), dtheta, v->work);
     }
-  v->seconds_kernel += MPI_Wtime() - t0;
+  PetscCall(PetscLogEventEnd(MFT_KERNELS, 0, 0, 0, 0));
   if (!t.cuts.empty()) { // the rows' gradients back to their group, then onto its tokens
-    t0 = MPI_Wtime();
+    PetscCall(PetscLogEventBegin(MFT_EXCHANGE, 0, 0, 0, 0));
     PetscCall(TokensReturnCutRows(t, v->dkeys.data(), v->key_width));
-    v->seconds_comm += MPI_Wtime() - t0;
-    t0 = MPI_Wtime();
+    PetscCall(PetscLogEventEnd(MFT_EXCHANGE, 0, 0, 0, 0));
+    PetscCall(PetscLogEventBegin(MFT_KERNELS, 0, 0, 0, 0));
     for (PetscInt c = 0; c < (PetscInt)t.cuts.size(); ++c) {
       const CutSequence &cs = t.cuts[c];
       const PetscInt row = cs.mine.begin - cs.m * t.N;
@@ -227,15 +242,15 @@ PetscErrorCode VelocityReverse(Velocity *v, Vec lam, Vec dx) {
                                   v->dkeys.data() + key_block(*v, c, hl) + row * v->key_width, v->key_width,
                                   ds + at(t, cs.m, row), h.layer_grad.data() + hl * h.shape.size);
     }
-    v->seconds_kernel += MPI_Wtime() - t0;
+    PetscCall(PetscLogEventEnd(MFT_KERNELS, 0, 0, 0, 0));
   }
   PetscCall(VecRestoreArray(v->dx_local, &ds));
   PetscCall(VecRestoreArrayRead(v->lam_local, &ls));
   PetscCall(VecRestoreArrayRead(v->x_local, &xs));
-  t0 = MPI_Wtime();
+  PetscCall(PetscLogEventBegin(MFT_EXCHANGE, 0, 0, 0, 0));
   // Every rank of the group that saw token j as a key or query adds its part.
   PetscCall(TokensScatterAdd(t, v->dx_local, dx));
-  v->seconds_comm += MPI_Wtime() - t0;
+  PetscCall(PetscLogEventEnd(MFT_EXCHANGE, 0, 0, 0, 0));
   v->grad_layer = l;
   ++v->sweeps;
   PetscCall(PetscObjectGetId((PetscObject)lam, &v->grad_id));

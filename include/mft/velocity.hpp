@@ -24,6 +24,11 @@
 
 namespace mft {
 
+// PETSc events of a step's parts, registered by VelocityCreate: the attention
+// kernels (MftKernels) and the exchanges of tokens, cut-sequence rows, sums
+// and gradients (MftExchange). -log_view shows them; mft bench reads them.
+extern PetscLogEvent MFT_KERNELS, MFT_EXCHANGE;
+
 struct Velocity {
   const Grid *grid = nullptr;
   const TokenLayout *tokens = nullptr;
@@ -48,7 +53,6 @@ struct Velocity {
   std::vector<double> kept;
   std::vector<char> kept_layer;
   PetscInt sweeps = 0;     // reverse sweeps done (one per layer and adjoint solve)
-  double seconds_kernel = 0, seconds_comm = 0; // time in the attention kernels and in gathers/reductions
   // Identity of the adjoint vector whose parameter part is in heads->layer_grad.
   PetscInt grad_layer = -1;
   PetscObjectId grad_id = 0;
