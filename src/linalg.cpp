@@ -44,6 +44,16 @@ static libxsmm_dmmfunction SmallKernel(bool ta, bool tb, PetscInt m, PetscInt n,
 }
 #endif
 
+std::string SmallProductPath() {
+#if defined(MFT_HAVE_LIBXSMM)
+  const char *off = std::getenv("MFT_NO_LIBXSMM");
+  if (off && std::strcmp(off, "0") != 0) return "BLAS (MFT_NO_LIBXSMM=1)";
+  return std::string("LIBXSMM (target ") + libxsmm_get_target_arch() + ")";
+#else
+  return "BLAS (built without LIBXSMM)";
+#endif
+}
+
 void gemm(bool ta, bool tb, PetscInt m, PetscInt n, PetscInt k, double alpha, const double *A, PetscInt lda,
           const double *B, PetscInt ldb, double beta, double *C, PetscInt ldc) {
   if (m == 0 || n == 0) return;

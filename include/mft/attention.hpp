@@ -48,6 +48,10 @@ void attention_reverse_reference(const HeadShape &s, const double *theta, const 
 // exponential (for the benchmark's measured rate and its test).
 void exponentials(double *x, PetscInt n);
 
+// Which exp the kernels use on this build: "own AVX-512 (2 ulp)", "SLEEF AVX2
+// (1 ulp)" or "libm".
+const char *ExponentialPath();
+
 // The fast kernels: the same maps, blocked, on BLAS.
 void attention_forward(const HeadShape &s, const double *theta, const AttentionOptions &o, const double *x,
                        PetscInt N, Range q, double scale, double *out, AttentionWork &w);

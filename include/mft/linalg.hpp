@@ -3,6 +3,7 @@
 
 #include <petscsys.h>
 
+#include <string>
 #include <vector>
 
 namespace mft {
@@ -15,6 +16,10 @@ namespace mft {
 // itself again, once, with OPENBLAS_CORETYPE=Haswell; an OPENBLAS_CORETYPE or
 // MFT_KEEP_BLAS already set is left alone.
 void BlasSetup(char **argv);
+
+// Which path the small products take: "LIBXSMM (target <arch>)", or "BLAS"
+// with the reason (MFT_NO_LIBXSMM=1, or a build without LIBXSMM).
+std::string SmallProductPath();
 
 // C (m x n) = alpha op(A) op(B) + beta C on row-major arrays (op: transpose
 // when ta / tb), through BLAS dgemm.

@@ -1,8 +1,10 @@
 // mft bench: one training step and the forward pass alone, timed at the
 // standard sizes (or the settings given), with rates, memory and a time split.
+#include "mft/attention.hpp"
 #include "mft/bench.hpp"
 #include "mft/commands.hpp"
 #include "mft/cost.hpp"
+#include "mft/linalg.hpp"
 #include "mft/optimizer.hpp"
 #include "mft/report.hpp"
 #include "mft/runfile.hpp"
@@ -10,6 +12,7 @@
 
 #include <algorithm>
 #include <dlfcn.h>
+#include <fstream>
 #include <sstream>
 
 namespace mft {
@@ -39,6 +42,17 @@ template <class F> PetscErrorCode Timed(MPI_Comm comm, F f, double *seconds) {
   double mine = MPI_Wtime() - t0;
   PetscCallMPI(MPI_Allreduce(&mine, seconds, 1, MPI_DOUBLE, MPI_MAX, comm));
   PetscFunctionReturn(0);
+}
+
+// The CPU's model name (/proc/cpuinfo), or "unknown".
+std::string CpuModel() {
+  std::ifstream in("/proc/cpuinfo");
+  for (std::string line; std::getline(in, line);)
+    if (line.rfind("model name", 0) == 0 && line.find(':') != std::string::npos) {
+      const size_t a = line.find_first_not_of(" \t", line.find(':') + 1);
+      return a == std::string::npos ? "unknown" : line.substr(a);
+    }
+  return "unknown";
 }
 
 // This rank's seconds so far in the kernels' and the exchanges' PETSc events
@@ -183,10 +197,12 @@ PetscErrorCode CommandBench(MPI_Comm comm, const std::vector<std::string> &args,
   PetscCall(MeasurePeak(comm, &peak));
   PetscCall(MeasureExpRate(comm, &gexps));
   auto corename = (char *(*)())dlsym(RTLD_DEFAULT, "openblas_get_corename");
+  PetscCall(PetscPrintf(comm, "mft bench: CPU %s; BLAS kernels %s; small products %s; exp %s\n", CpuModel().c_str(),
+                        corename ? corename() : "(not OpenBLAS)", SmallProductPath().c_str(), ExponentialPath()));
   PetscCall(PetscPrintf(comm,
-                        "mft bench: %d ranks; BLAS kernels: %s; on all of them: dense matmul (dgemm 1024) %.1f GFLOP/s, "
+                        "mft bench: %d ranks; on all of them: dense matmul (dgemm 1024) %.1f GFLOP/s, "
                         "exponentials (the kernels' exp) %.2f Gexp/s\n",
-                        size, corename ? corename() : "(not OpenBLAS)", peak, gexps));
+                        size, peak, gexps));
   std::istringstream names(s.bench.sizes);
   for (std::string name; names >> name;) {
     if (name == "none") continue; // the machine's figures only
