@@ -101,8 +101,8 @@ void softmax_row(const HeadShape &s, const AttentionOptions &o, const double *qi
 
 } // namespace
 
-void attention_forward_reference(const HeadShape &s, const double *theta, const AttentionOptions &o, const double *x,
-                       PetscInt N, Range q, double scale, double *out, AttentionWork &w) {
+void attention_forward_plain(const HeadShape &s, const double *theta, const AttentionOptions &o, const double *x,
+                             PetscInt N, Range q, double scale, double *out, AttentionWork &w) {
   project(s, theta, x, key_count(o, N, q), q, w);
   for (PetscInt i = q.begin; i < q.end; ++i) {
     softmax_row(s, o, &w.q[(i - q.begin) * s.k], o.causal ? i + 1 : N, w);
@@ -115,9 +115,9 @@ void attention_forward_reference(const HeadShape &s, const double *theta, const 
   }
 }
 
-void attention_reverse_reference(const HeadShape &s, const double *theta, const AttentionOptions &o, const double *x,
-                       PetscInt N, Range q, double scale, const double *lam, double *dx, double *dtheta,
-                       AttentionWork &w) {
+void attention_reverse_plain(const HeadShape &s, const double *theta, const AttentionOptions &o, const double *x,
+                             PetscInt N, Range q, double scale, const double *lam, double *dx, double *dtheta,
+                             AttentionWork &w) {
   const PetscInt nk = key_count(o, N, q);
   project(s, theta, x, nk, q, w);
   std::fill(w.dkappa.begin(), w.dkappa.begin() + nk * s.k, 0.0);

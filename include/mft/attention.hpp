@@ -34,15 +34,15 @@ struct AttentionOptions {
 };
 
 // out[(i - q.begin) * d + c] += scale * Attn_theta(x_i)_c for i in q.
-void attention_forward_reference(const HeadShape &s, const double *theta, const AttentionOptions &o, const double *x,
-                       PetscInt N, Range q, double scale, double *out, AttentionWork &w);
+void attention_forward_plain(const HeadShape &s, const double *theta, const AttentionOptions &o, const double *x,
+                             PetscInt N, Range q, double scale, double *out, AttentionWork &w);
 
 // The transpose of the forward map's Jacobian applied to lam (one row of d
 // entries per query i in q, weighted by scale): adds to dx (N x d: every
 // token, as query and as key) and to dtheta (the head's entries).
-void attention_reverse_reference(const HeadShape &s, const double *theta, const AttentionOptions &o, const double *x,
-                       PetscInt N, Range q, double scale, const double *lam, double *dx, double *dtheta,
-                       AttentionWork &w);
+void attention_reverse_plain(const HeadShape &s, const double *theta, const AttentionOptions &o, const double *x,
+                             PetscInt N, Range q, double scale, const double *lam, double *dx, double *dtheta,
+                             AttentionWork &w);
 
 // x <- exp(x), n entries x <= 0, with the fast kernels' vectorised
 // exponential (for the benchmark's measured rate and its test).

@@ -1,5 +1,5 @@
 // The fast attention kernels (blocked, small-product kernels or BLAS,
-// vectorised exp) against the plain reference kernels, forward and reverse,
+// vectorised exp) against the plain kernels, forward and reverse,
 // on query ranges that cross block boundaries, with and without the causal
 // mask; the kernels' exponential against the C library's. Run with
 // MFT_NO_LIBXSMM=1 too (ctest unit_blas): every product through the BLAS.
@@ -47,12 +47,12 @@ TEST_P(Kernels, FastEqualsReference) {
     wf.reserve(s, N), wr.reserve(s, N);
     std::vector<double> of(q.size() * d, 0.1), orf(q.size() * d, 0.1);
     attention_forward(s, theta.data(), o, x.data(), N, q, 0.7, of.data(), wf);
-    attention_forward_reference(s, theta.data(), o, x.data(), N, q, 0.7, orf.data(), wr);
+    attention_forward_plain(s, theta.data(), o, x.data(), N, q, 0.7, orf.data(), wr);
     EXPECT_LT(relative_error(of, orf), 1e-13) << q.begin;
     std::vector<double> dxf(N * d, 0.2), dxr(N * d, 0.2), dtf(s.size, 0.3), dtr(s.size, 0.3);
     attention_reverse(s, theta.data(), o, x.data(), N, q, 0.7, lam.data() + q.begin * d, dxf.data(), dtf.data(), wf);
-    attention_reverse_reference(s, theta.data(), o, x.data(), N, q, 0.7, lam.data() + q.begin * d, dxr.data(),
-                                dtr.data(), wr);
+    attention_reverse_plain(s, theta.data(), o, x.data(), N, q, 0.7, lam.data() + q.begin * d, dxr.data(),
+                            dtr.data(), wr);
     EXPECT_LT(relative_error(dxf, dxr), 1e-12) << q.begin;
     EXPECT_LT(relative_error(dtf, dtr), 1e-12) << q.begin;
   }
@@ -88,8 +88,8 @@ TEST_P(Kernels, SplitAtTheProjectionsEqualsReference) {
   for (Range p : parts)
     attention_project_reverse(s, theta.data(), x.data() + p.begin * d, p.size(), dkw.data() + p.begin * ld + off, ld,
                               dx.data() + p.begin * d, dt.data());
-  attention_forward_reference(s, theta.data(), o, x.data(), N, {0, N}, 0.7, ref.data(), wr);
-  attention_reverse_reference(s, theta.data(), o, x.data(), N, {0, N}, 0.7, lam.data(), dxr.data(), dtr.data(), wr);
+  attention_forward_plain(s, theta.data(), o, x.data(), N, {0, N}, 0.7, ref.data(), wr);
+  attention_reverse_plain(s, theta.data(), o, x.data(), N, {0, N}, 0.7, lam.data(), dxr.data(), dtr.data(), wr);
   EXPECT_LT(relative_error(out, ref), 1e-13);
   EXPECT_LT(relative_error(dx, dxr), 1e-12);
   EXPECT_LT(relative_error(dt, dtr), 1e-12);
@@ -147,12 +147,12 @@ TEST(Kernels, FastEqualsReferenceAtBenchmarkShapes) {
         wf.reserve(s, N), wr.reserve(s, N);
         std::vector<double> of(q.size() * d, 0.0), orf(q.size() * d, 0.0);
         attention_forward(s, theta.data(), o, x.data(), N, q, 1.0, of.data(), wf);
-        attention_forward_reference(s, theta.data(), o, x.data(), N, q, 1.0, orf.data(), wr);
+        attention_forward_plain(s, theta.data(), o, x.data(), N, q, 1.0, orf.data(), wr);
         EXPECT_LT(relative_error(of, orf), 1e-13) << d << " " << causal;
         std::vector<double> dxf(N * d, 0.0), dxr(N * d, 0.0), dtf(s.size, 0.0), dtr(s.size, 0.0);
         attention_reverse(s, theta.data(), o, x.data(), N, q, 1.0, lam.data() + q.begin * d, dxf.data(), dtf.data(), wf);
-        attention_reverse_reference(s, theta.data(), o, x.data(), N, q, 1.0, lam.data() + q.begin * d, dxr.data(),
-                                    dtr.data(), wr);
+        attention_reverse_plain(s, theta.data(), o, x.data(), N, q, 1.0, lam.data() + q.begin * d, dxr.data(),
+                                dtr.data(), wr);
         EXPECT_LT(relative_error(dxf, dxr), 1e-12) << d << " " << causal;
         EXPECT_LT(relative_error(dtf, dtr), 1e-12) << d << " " << causal;
       }

@@ -1,6 +1,6 @@
-// Forward pass: the TS solve against the plain reference loop, invariants, closed forms.
+// Forward pass: the TS solve against the plain loop, invariants, closed forms.
 #include "helpers.hpp"
-#include "mft/reference.hpp"
+#include "mft/plain.hpp"
 
 #include <cmath>
 
@@ -22,7 +22,7 @@ TEST_P(ForwardVariants, MatchesReferenceLoop) {
                                                 GetParam().causal, "--model.beta", "1.7", "--data.N", "7"}));
   ASSERT_EQ(ProblemEvaluate(p.get(), PETSC_FALSE), 0);
   std::vector<double> x = gather(p->x0);
-  reference_forward(p->settings.model, gather(p->heads.theta), p->tokens.M, p->tokens.N, x);
+  plain_forward(p->settings.model, gather(p->heads.theta), p->tokens.M, p->tokens.N, x);
   const std::vector<double> x1 = gather(p->x1);
   EXPECT_LT(relative_error(x1, x), 1e-13);
   // The tokens did move: the comparison is not of two copies of x(0).

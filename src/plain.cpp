@@ -1,12 +1,12 @@
 // Reference forward pass: full attention matrices, a loop over layers.
-#include "mft/reference.hpp"
+#include "mft/plain.hpp"
 
 #include <cmath>
 
 namespace mft {
 
-void reference_forward(const ModelSettings &m, const std::vector<double> &theta, PetscInt M, PetscInt N,
-                       std::vector<double> &x) {
+void plain_forward(const ModelSettings &m, const std::vector<double> &theta, PetscInt M, PetscInt N,
+                   std::vector<double> &x) {
   const HeadShape s = head_shape(m.head_kind, m.d, m.k);
   const PetscInt d = m.d;
   std::vector<double> B(d * d), A(d * d), a(N * N), v(M * N * d);

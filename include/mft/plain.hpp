@@ -1,4 +1,4 @@
-// The plain reference of the L-layer transformer (HPCG-style): one process,
+// The plain L-layer transformer (HPCG-style): one process,
 // no TS, no streaming, every N x N attention matrix formed as docs/model.md writes
 // it, with A = V or O V and B = beta Q^T K multiplied out:
 //   a[i,j] = x_i^T B x_j,  P = softmax rows,  m_i = sum_j P[i,j] x_j,
@@ -13,7 +13,7 @@
 namespace mft {
 
 // theta: all heads in the natural (l, h, entries) order; x: (M, N, d), in place.
-void reference_forward(const ModelSettings &m, const std::vector<double> &theta, PetscInt M, PetscInt N,
-                       std::vector<double> &x);
+void plain_forward(const ModelSettings &m, const std::vector<double> &theta, PetscInt M, PetscInt N,
+                   std::vector<double> &x);
 
 } // namespace mft
