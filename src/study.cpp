@@ -120,6 +120,13 @@ PetscErrorCode ReadCase(const std::string &path, const std::vector<std::string> 
       one.end = 1;
       if (!err && dims.size() == 1 && dims[0] == 1) err = h5::ReadRows(f, prefix + name, dims, 1, one, value);
     }
+    const auto curve = h5::Shape(f, "/training/loss");
+    if (!err && curve.size() == 1 && curve[0] > 0) {
+      Range all;
+      all.end = (PetscInt)curve[0];
+      out->loss.resize(curve[0]);
+      err = h5::ReadRows(f, "/training/loss", curve, 1, all, out->loss.data());
+    }
     if (!err) err = h5::Close(&f);
   } else if (!err) {
     *problem = path + " is damaged (checksum)";

@@ -138,6 +138,26 @@ Training TrainingOf(const VariantCases &vc, const StudyErrors &e) {
   return t;
 }
 
+// How far each model's training curve sits from the references' mean curve
+// over the steps before `time`, max_t |R(t) - R_ref(t)| / R_ref(t) (the
+// loss-curve collapse of training dynamics); empty without curves or at step 0.
+StudyScalar CurvesOf(const VariantCases &vc, const StudyErrors &e, PetscInt time) {
+  size_t n = (size_t)time;
+  for (const CaseData &r : vc.references) n = std::min(n, r.loss.size());
+  if (n == 0) return StudyScalar();
+  std::vector<double> ref(n, 0.0);
+  for (const CaseData &r : vc.references)
+    for (size_t t = 0; t < n; ++t) ref[t] += r.loss[t] / (double)vc.references.size();
+  std::vector<StudyValue> values;
+  for (size_t m = 0; m < vc.models.size(); ++m) {
+    const std::vector<double> &R = vc.models[m].second.loss;
+    double D = NAN;
+    for (size_t t = 0; t < std::min(n, R.size()); ++t) D = std::fmax(std::isnan(D) ? 0.0 : D, std::fabs(R[t] - ref[t]) / ref[t]);
+    values.push_back({e.cases[m].cell, e.cases[m].seed, D});
+  }
+  return StudyScalarCompute(e.L, e.H, values);
+}
+
 StudyOptions OptionsOf(const Settings &s) {
   StudyOptions o;
   o.resolution = s.study.resolution, o.keep_unresolved = s.study.keep_unresolved;
@@ -234,7 +254,7 @@ void WriteProbeSets(Outputs &out, const Settings &s, const std::string &v, const
 }
 
 void WriteCells(Outputs &out, const std::string &v, const std::string &variant, PetscInt time, const StudyErrors &e,
-                const StudyStatistics st[2], PetscInt d, const Training &t) {
+                const StudyStatistics st[2], PetscInt d, const Training &t, const StudyScalar &curves) {
   const size_t nH = e.H.size();
   const double rd = std::sqrt((double)d);
   for (size_t k = 0; k < st[0].cells.size(); ++k) {
@@ -246,7 +266,9 @@ void WriteCells(Outputs &out, const std::string &v, const std::string &variant, 
                       num(p.ci[1].hi), num(x.clipped), num(p.clipped), num(x.err[1] / rd), num(x.relative),
                       std::to_string(e.references), num(x.ci[1].lo / rd), num(x.ci[1].hi / rd), num(x.relative_ci.lo),
                       num(x.relative_ci.hi), num(x.floor_ratio), num(p.floor_ratio), std::to_string(x.resolved),
-                      std::to_string(p.resolved), num(t.change[k]), num(t.reduction[k])});
+                      std::to_string(p.resolved), num(t.change[k]), num(t.reduction[k]),
+                      num(curves.mean.empty() ? NAN : curves.mean[k]), num(curves.mean.empty() ? NAN : curves.ci[k].lo),
+                      num(curves.mean.empty() ? NAN : curves.ci[k].hi)});
   }
 }
 
@@ -305,7 +327,7 @@ PetscErrorCode StudyAggregate(MPI_Comm comm, const Settings &s, const std::strin
                  "err_corrected_x,err_corrected_x_lo,err_corrected_x_hi,err_floor_p,err_corrected_p,err_corrected_p_lo,"
                  "err_corrected_p_hi,clipped_x,clipped_p,err_coord_x,err_rel_x,references,err_coord_x_lo,"
                  "err_coord_x_hi,err_rel_x_lo,err_rel_x_hi,floor_ratio_x,floor_ratio_p,resolved_x,resolved_p,head_change,"
-                 "risk_reduction\n";
+                 "risk_reduction,curve_distance,curve_distance_lo,curve_distance_hi\n";
     out.fits << "variant,overrides,quantity,slope_L,slope_L_lo,slope_L_hi,slope_H,slope_H_lo,slope_H_hi,a,b,C1,C2,"
                 "joint_rms,time,corrected,a_lo,a_hi,b_lo,b_hi,flags,cells,reference_bias,reference_head_change,"
                 "reference_risk_reduction,reference_spread\n";
@@ -330,7 +352,9 @@ PetscErrorCode StudyAggregate(MPI_Comm comm, const Settings &s, const std::strin
         const Training training = TrainingOf(vc, e[0]);
         for (int q = 0; q < 2; ++q) PetscCall(WriteQuantity(out, v, variants[v], time, q, st[q], training, nL, nH));
         WriteProbeSets(out, s, vs, variants[v], time, vc, e[0], e[1]);
-        WriteCells(out, vs, variants[v], time, e[0], st, vc.references[0].d, training);
+        const StudyScalar curves = CurvesOf(vc, e[0], time);
+        if (!curves.mean.empty()) WriteFit(out, vs, variants[v], "curve", time, 0, curves.fit, training);
+        WriteCells(out, vs, variants[v], time, e[0], st, vc.references[0].d, training, curves);
         if (s.study.state == "trained")
           PetscCall(PetscPrintf(PETSC_COMM_SELF,
                                 "mft study: v%zu t=%" PetscInt_FMT ": references' heads moved %.1f%%, risk reduced %.3gx\n",

@@ -65,6 +65,7 @@ struct CaseRun {
   std::vector<std::string> model;       // the case's options: the variant's, its size and seed, the teacher
   std::vector<std::string> families;    // the probe sets' names
   std::vector<std::pair<std::string, std::string>> attributes; // of its files
+  std::vector<double> loss;             // a trained case: its risk before every step (the training curve)
 };
 
 // The case's options: the variant's overrides, its size and seed, and in a
@@ -153,6 +154,7 @@ PetscErrorCode TrainCase(CaseRun &r, int *signal) {
   TrainingStop stop;
   PetscCall(TrainLoop(&p, &opt, &history, start, saved, record, &stop));
   *signal = stop.signal;
+  r.loss = history.loss;
   PetscCall(VecDestroy(&theta0));
   PetscCall(OptimizerDestroy(&opt));
   PetscCall(ProblemDestroy(&p));
@@ -185,6 +187,7 @@ PetscErrorCode WriteTrainedCase(CaseRun &r) {
       arrays.push_back({"/times/" + std::to_string(t) + "/training/" + name, {1}, value});
     if (t == times.back()) ProbeArrays("", r.families, d.tokens, d.adjoint, s.study.probe_M, d.N, d.d, &arrays);
   }
+  if (!r.loss.empty()) arrays.push_back({"/training/loss", {(unsigned long long)r.loss.size()}, r.loss.data()});
   // What training did to the heads (printed and kept): |theta_T - theta_0| / |theta_0|, risk reduction.
   const double moved = kept.back().head_change, reduction = kept.back().reduction;
   auto attributes = r.attributes;
@@ -215,7 +218,8 @@ PetscErrorCode StudyRunCase(MPI_Comm comm, const std::vector<std::string> &args,
              {"study.reference_index", std::to_string(c.reference_index)},
              {"study.case_L", std::to_string(c.L)},
              {"study.case_H", std::to_string(c.H)},
-             {"study.case_seed", std::to_string(c.seed)}}};
+             {"study.case_seed", std::to_string(c.seed)}},
+            {}};
   PetscFunctionBeginUser;
   *signal = 0;
   PetscCall(CaseSettings(comm, args, overrides(StudyVariants(s)[c.variant]), &r.vs));

@@ -282,4 +282,40 @@ StudyStatistics StudyStatisticsCompute(const StudyErrors &e, const StudyOptions 
   return st;
 }
 
+StudyScalar StudyScalarCompute(const std::vector<long long> &L, const std::vector<long long> &H,
+                               const std::vector<StudyValue> &values, double level) {
+  const size_t cells = L.size() * H.size();
+  auto means = [&](long long out) {
+    std::vector<double> sum(cells, 0.0), n(cells, 0.0);
+    for (const StudyValue &v : values)
+      if (v.seed != out && std::isfinite(v.value)) sum[v.cell] += v.value, ++n[v.cell];
+    for (size_t k = 0; k < cells; ++k) sum[k] = n[k] ? sum[k] / n[k] : NAN;
+    return sum;
+  };
+  const std::vector<char> use(cells, 1);
+  StudyScalar r;
+  r.mean = means(-1);
+  r.fit = StudyFitGrid(L, H, r.mean, use);
+  std::set<long long> seeds;
+  for (const StudyValue &v : values) seeds.insert(v.seed);
+  std::vector<std::vector<double>> by_seed;
+  std::vector<StudyFit> fits;
+  for (long long s : seeds) by_seed.push_back(means(s)), fits.push_back(StudyFitGrid(L, H, by_seed.back(), use));
+  auto interval = [&](double theta, auto figure) {
+    std::vector<double> reps;
+    for (size_t k = 0; k < by_seed.size(); ++k) reps.push_back(figure(k));
+    return jackknife(theta, reps, {}, level);
+  };
+  for (size_t c = 0; c < cells; ++c) r.ci.push_back(interval(r.mean[c], [&](size_t k) { return by_seed[k][c]; }));
+  r.fit.slope_L_ci = interval(r.fit.slope_L, [&](size_t k) { return fits[k].slope_L; });
+  r.fit.slope_H_ci = interval(r.fit.slope_H, [&](size_t k) { return fits[k].slope_H; });
+  r.fit.a_ci = interval(r.fit.a, [&](size_t k) { return fits[k].a; });
+  r.fit.b_ci = interval(r.fit.b, [&](size_t k) { return fits[k].b; });
+  for (const StudyFit &f : fits) {
+    if (at_bound(f.a)) add_flag(&r.fit.flags, "a:bound");
+    if (at_bound(f.b)) add_flag(&r.fit.flags, "b:bound");
+  }
+  return r;
+}
+
 } // namespace mft

@@ -47,6 +47,7 @@ struct CaseData {
   PetscInt d = 0;
   // A trained case at this time: |theta_t - theta_0| / |theta_0| and the full risk (NaN at initialisation).
   double head_change = NAN, risk = NAN, reduction = NAN; // reduction: risk at step 0 / risk now
+  std::vector<double> loss; // a trained case: its risk before every training step (the whole run)
 };
 
 // Reads a case file (verified) at `prefix` (a trained case's /times/<step>,

@@ -84,6 +84,23 @@ struct StudyStatistics {
 
 StudyStatistics StudyStatisticsCompute(const StudyErrors &e, const StudyOptions &o);
 
+// A figure with one value per model case (the distance of its training
+// curve from the references'): per cell the mean over seeds, and the slopes
+// and joint fit of the cell means, each with a jackknife interval over the
+// seed indices (left out of every cell at once).
+struct StudyScalar {
+  std::vector<double> mean;          // per cell (NaN: no case)
+  std::vector<StudyInterval> ci;
+  StudyFit fit;
+};
+struct StudyValue {
+  size_t cell = 0;
+  long long seed = 0;
+  double value = NAN;
+};
+StudyScalar StudyScalarCompute(const std::vector<long long> &L, const std::vector<long long> &H,
+                               const std::vector<StudyValue> &values, double level = 0.95);
+
 // Per sequence, the corrected squared error of one case against every reference.
 std::vector<double> StudyCorrected(const StudyErrors &e, const StudyErrors::Case &c);
 

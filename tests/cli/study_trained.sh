@@ -66,6 +66,29 @@ expect 0 "" -- $run2 study --config base.cfg --study.steps 6 --study.times "2 4"
 awk -F, 'NR > 1 && $12 == 0 && ($34 != 0 || $35 != 1) { exit 1 }' long/study.csv && ok || bad "study.csv: movement or reduction at step 0"
 awk -F, 'NR > 1 && $12 == 6 && !($34 > 0 && $35 > 1) { exit 1 }' long/study.csv && ok || bad "study.csv: no movement or reduction at step 6"
 grep -q "references' heads moved" out.txt && ok || bad "the references' movement is not printed"
+# The training curves: each case keeps its risk before every step; study.csv's
+# curve_distance is the mean over seeds of max_t |R(t) - R_ref(t)| / R_ref(t)
+# (R_ref the references' mean curve), recomputed here from the case files.
+/usr/bin/python3 - long <<'PY' && ok || bad "curve_distance differs from the case files' curves"
+import csv, glob, sys, h5py, numpy as np
+d = sys.argv[1]
+refs, models = [], {}
+for f in glob.glob(d + "/case-*.h5"):
+    with h5py.File(f) as h:
+        a = {k: (v.decode() if isinstance(v, bytes) else str(v)) for k, v in h.attrs.items()}
+        loss = h["/training/loss"][()]
+        if a["study.reference"] == "true": refs.append(loss)
+        else: models.setdefault((a["study.case_L"], a["study.case_H"]), []).append(loss)
+for t in (2, 4, 6):
+    ref = np.mean([r[:t] for r in refs], axis=0)
+    rows = [r for r in csv.DictReader(open(d + "/study.csv")) if r["time"] == str(t)]
+    assert rows, t
+    for r in rows:
+        D = np.mean([np.max(np.abs(m[:t] - ref) / ref) for m in models[(r["L"], r["H"])]])
+        assert abs(float(r["curve_distance"]) - D) <= 1e-5 * D, (t, r["L"], r["H"], r["curve_distance"], D)
+assert all(r["curve_distance"] == "" for r in csv.DictReader(open(d + "/study.csv")) if r["time"] == "0")
+PY
+[ "$(grep -c ',curve,' long/fits.csv)" -eq 3 ] && ok || bad "fits.csv lacks the curve fits at steps 2, 4, 6"
 grep -q "heads moved" out.txt && ok || bad "the cases do not say how far their heads moved"
 /usr/bin/python3 "$here/../../jobs/plot_study.py" long > plot.txt 2>&1 && ok || { bad "plot_study.py failed"; cat plot.txt; }
 for png in long/study_v0_tokens.png long/study_v0_tokens_time.png; do
