@@ -55,7 +55,7 @@ struct Estimate {
   StudyFit fit[2];
 };
 
-Estimate estimate(const StudyErrors &e, LeaveOut out, const std::vector<char> use[2]) {
+Estimate estimate(const StudyErrors &e, LeaveOut out) {
   const size_t cells = e.L.size() * e.H.size(), Q = e.sequences;
   const std::vector<double> floor2 = floor_without(e, out.reference);
   const std::vector<double> scale = mean_without(e.square, Q, out.reference);
@@ -83,8 +83,12 @@ Estimate estimate(const StudyErrors &e, LeaveOut out, const std::vector<char> us
     for (int c = 0; c < 2; ++c) est.err[c][k] = std::sqrt(sum[c][k] / n);
     est.relative[k] = std::sqrt(rel[k] / n), est.clipped[k] = clip[k] / (n * (double)Q);
   }
-  if (use)
-    for (int c = 0; c < 2; ++c) est.fit[c] = StudyFitGrid(e.L, e.H, est.err[c], use[c]);
+  return est;
+}
+
+// The same estimate with its raw and corrected fits on the cells of `use`.
+Estimate fitted(const StudyErrors &e, Estimate est, const std::vector<char> use[2]) {
+  for (int c = 0; c < 2; ++c) est.fit[c] = StudyFitGrid(e.L, e.H, est.err[c], use[c]);
   return est;
 }
 
@@ -117,25 +121,34 @@ StudyInterval jackknife(double theta, const std::vector<double> &by_seed, const 
 
 bool at_bound(double x) { return std::isfinite(x) && (x < kFine / 2 || x > kExponentMax - kFine / 2); }
 
-// Relative least squares of err ~ C1/L + C2 L^-a H^-b at one (a, b), C1, C2 >= 0; returns the sum of squares.
 struct Point {
   double invL, logL, logH, err;
 };
-double solve(const std::vector<Point> &pts, double a, double b, double *C1, double *C2) {
+
+// The normal equations of the relative least squares of err ~ C1 u + C2 v,
+// u = 1/L, v = L^-a H^-b (each divided by err): the Gram sums and right sides.
+struct Normal {
   double s11 = 0, s12 = 0, s22 = 0, r1 = 0, r2 = 0;
-  for (const Point &p : pts) {
-    const double u = p.invL / p.err, v = std::exp(-a * p.logL - b * p.logH) / p.err;
-    s11 += u * u, s12 += u * v, s22 += v * v, r1 += u, r2 += v;
+  Normal(const std::vector<Point> &pts, double a, double b) {
+    for (const Point &p : pts) {
+      const double u = p.invL / p.err, v = std::exp(-a * p.logL - b * p.logH) / p.err;
+      s11 += u * u, s12 += u * v, s22 += v * v, r1 += u, r2 += v;
+    }
   }
-  const double n = (double)pts.size(), det = s11 * s22 - s12 * s12;
-  *C1 = (r1 * s22 - r2 * s12) / det, *C2 = (s11 * r2 - s12 * r1) / det;
+};
+
+// C1, C2 >= 0 at one (a, b); returns the sum of squares.
+double solve(const std::vector<Point> &pts, double a, double b, double *C1, double *C2) {
+  const Normal g(pts, a, b);
+  const double n = (double)pts.size(), det = g.s11 * g.s22 - g.s12 * g.s12;
+  *C1 = (g.r1 * g.s22 - g.r2 * g.s12) / det, *C2 = (g.s11 * g.r2 - g.s12 * g.r1) / det;
   if (!(*C1 >= 0 && *C2 >= 0) || !std::isfinite(*C1)) { // one term only
-    const double c1 = r1 / s11, c2 = r2 / s22;
-    const double q1 = n - 2 * c1 * r1 + c1 * c1 * s11, q2 = n - 2 * c2 * r2 + c2 * c2 * s22;
+    const double c1 = g.r1 / g.s11, c2 = g.r2 / g.s22;
+    const double q1 = n - 2 * c1 * g.r1 + c1 * c1 * g.s11, q2 = n - 2 * c2 * g.r2 + c2 * c2 * g.s22;
     if (q1 < q2) *C1 = c1, *C2 = 0;
     else *C1 = 0, *C2 = c2;
   }
-  return n - 2 * (*C1 * r1 + *C2 * r2) + *C1 * *C1 * s11 + 2 * *C1 * *C2 * s12 + *C2 * *C2 * s22;
+  return n - 2 * (*C1 * g.r1 + *C2 * g.r2) + *C1 * *C1 * g.s11 + 2 * *C1 * *C2 * g.s12 + *C2 * *C2 * g.s22;
 }
 
 // The joint fit: a grid of step kCoarse on [0, kExponentMax]^2, then kFine around the best.
@@ -158,19 +171,41 @@ void joint_fit(const std::vector<Point> &pts, StudyFit *f) {
   f->rms = std::sqrt(std::fmax(best, 0) / (double)pts.size());
 }
 
-// Whether C1/L and L^-a H^-b are one term on these cells (their relative
-// residual vectors at cosine above 1 - 1e-6): then C1 and C2 trade freely.
-bool one_term(const std::vector<Point> &pts, double a, double b) {
-  double s11 = 0, s12 = 0, s22 = 0;
-  for (const Point &p : pts) {
-    const double u = p.invL / p.err, v = std::exp(-a * p.logL - b * p.logH) / p.err;
-    s11 += u * u, s12 += u * v, s22 += v * v;
-  }
-  return s12 * s12 > (1 - 1e-6) * s11 * s22;
+// Whether the fit is one term: only C1/L kept, or C1/L and L^-a H^-b one
+// term on these cells (their relative residual vectors at cosine above
+// 1 - 1e-6). Then C1 and C2 trade freely and every (a, b) fits alike.
+bool one_term(const StudyFit &f, const std::vector<Point> &pts) {
+  if (f.C2 <= 1e-10 * (f.C1 + f.C2)) return true;
+  if (pts.empty()) return false;
+  const Normal g(pts, f.a, f.b);
+  return g.s12 * g.s12 > (1 - 1e-6) * g.s11 * g.s22;
 }
 
 void add_flag(std::string *flags, const std::string &f) {
   if (flags->find(f) == std::string::npos) *flags += (flags->empty() ? "" : " ") + f;
+}
+
+// The intervals of a fit's slopes and exponents from its leave-one-seed-out
+// and leave-one-reference-out fits; a replicate at a bound of the search or
+// with one term flags the figure too (its interval is then not the data's).
+void fit_intervals(StudyFit *f, const std::vector<StudyFit> &by_seed, const std::vector<StudyFit> &by_ref,
+                   double level) {
+  auto interval = [&](double theta, double StudyFit::*figure) {
+    std::vector<double> s, r;
+    for (const StudyFit &x : by_seed) s.push_back(x.*figure);
+    for (const StudyFit &x : by_ref) r.push_back(x.*figure);
+    return jackknife(theta, s, r, level);
+  };
+  f->slope_L_ci = interval(f->slope_L, &StudyFit::slope_L);
+  f->slope_H_ci = interval(f->slope_H, &StudyFit::slope_H);
+  f->a_ci = interval(f->a, &StudyFit::a);
+  f->b_ci = interval(f->b, &StudyFit::b);
+  for (const auto *reps : {&by_seed, &by_ref})
+    for (const StudyFit &x : *reps) {
+      if (at_bound(x.a)) add_flag(&f->flags, "a:bound");
+      if (at_bound(x.b)) add_flag(&f->flags, "b:bound");
+      if (std::isfinite(x.a) && one_term(x, {})) add_flag(&f->flags, "ab:one_term");
+    }
 }
 
 } // namespace
@@ -207,7 +242,7 @@ StudyFit StudyFitGrid(const std::vector<long long> &L, const std::vector<long lo
   joint_fit(pts, &f);
   if (Ls.size() < 3) add_flag(&f.flags, "a:few_L"); // a and the 1/L term need three depths
   if (Hs.size() < 2) add_flag(&f.flags, "b:few_H");
-  if (f.C2 <= 1e-10 * (f.C1 + f.C2) || one_term(pts, f.a, f.b)) add_flag(&f.flags, "ab:one_term"); // every (a, b) fits alike
+  if (one_term(f, pts)) add_flag(&f.flags, "ab:one_term");
   if (at_bound(f.a)) add_flag(&f.flags, "a:bound");
   if (at_bound(f.b)) add_flag(&f.flags, "b:bound");
   return f;
@@ -226,7 +261,7 @@ StudyStatistics StudyStatisticsCompute(const StudyErrors &e, const StudyOptions 
   const std::vector<double> floor2 = floor_without(e, -1);
   st.floor = floor2.empty() ? 0.0 : std::sqrt(*std::max_element(floor2.begin(), floor2.end()));
   // Which cells are fitted: the point estimate decides once, for every replicate.
-  const Estimate point0 = estimate(e, {}, nullptr);
+  const Estimate point0 = estimate(e, {});
   std::vector<char> use[2] = {std::vector<char>(cells, 1), std::vector<char>(cells, 1)};
   st.cells.resize(cells);
   for (size_t k = 0; k < cells; ++k) {
@@ -236,13 +271,13 @@ StudyStatistics StudyStatisticsCompute(const StudyErrors &e, const StudyOptions 
     c.resolved = e.references < 2 || (std::isfinite(c.floor_ratio) && c.floor_ratio <= o.resolution);
     use[1][k] = c.resolved || o.keep_unresolved;
   }
-  const Estimate point = estimate(e, {}, use);
+  const Estimate point = fitted(e, point0, use);
   std::set<long long> seeds;
   for (const auto &c : e.cases) seeds.insert(c.seed);
   std::vector<Estimate> by_seed, by_ref;
-  for (long long s : seeds) by_seed.push_back(estimate(e, {s, -1}, use));
+  for (long long s : seeds) by_seed.push_back(fitted(e, estimate(e, {s, -1}), use));
   if (e.references >= 3)
-    for (size_t r = 0; r < e.references; ++r) by_ref.push_back(estimate(e, {-1, (long long)r}, use));
+    for (size_t r = 0; r < e.references; ++r) by_ref.push_back(fitted(e, estimate(e, {-1, (long long)r}), use));
   // The interval of any figure of an estimate.
   auto interval = [&](auto figure) {
     std::vector<double> s, r;
@@ -262,16 +297,10 @@ StudyStatistics StudyStatisticsCompute(const StudyErrors &e, const StudyOptions 
   for (int q = 0; q < 2; ++q) {
     StudyFit &f = st.fit[q];
     f = point.fit[q];
-    f.slope_L_ci = interval([&](const Estimate &x) { return x.fit[q].slope_L; });
-    f.slope_H_ci = interval([&](const Estimate &x) { return x.fit[q].slope_H; });
-    f.a_ci = interval([&](const Estimate &x) { return x.fit[q].a; });
-    f.b_ci = interval([&](const Estimate &x) { return x.fit[q].b; });
-    for (const auto *reps : {&by_seed, &by_ref})
-      for (const Estimate &x : *reps) {
-        if (at_bound(x.fit[q].a)) add_flag(&f.flags, "a:bound");
-        if (at_bound(x.fit[q].b)) add_flag(&f.flags, "b:bound");
-        if (x.fit[q].C2 <= 1e-10 * (x.fit[q].C1 + x.fit[q].C2)) add_flag(&f.flags, "ab:one_term");
-      }
+    std::vector<StudyFit> fs, fr;
+    for (const Estimate &x : by_seed) fs.push_back(x.fit[q]);
+    for (const Estimate &x : by_ref) fr.push_back(x.fit[q]);
+    fit_intervals(&f, fs, fr, o.level);
     if (seeds.size() < 2) add_flag(&f.flags, "ci:one_seed");
     if (e.references >= 2 && e.references < 3) add_flag(&f.flags, "ci:without_references");
     if (o.reference_L > 0 && std::isfinite(f.C1)) {
@@ -301,20 +330,12 @@ StudyScalar StudyScalarCompute(const std::vector<long long> &L, const std::vecto
   std::vector<std::vector<double>> by_seed;
   std::vector<StudyFit> fits;
   for (long long s : seeds) by_seed.push_back(means(s)), fits.push_back(StudyFitGrid(L, H, by_seed.back(), use));
-  auto interval = [&](double theta, auto figure) {
+  for (size_t c = 0; c < cells; ++c) {
     std::vector<double> reps;
-    for (size_t k = 0; k < by_seed.size(); ++k) reps.push_back(figure(k));
-    return jackknife(theta, reps, {}, level);
-  };
-  for (size_t c = 0; c < cells; ++c) r.ci.push_back(interval(r.mean[c], [&](size_t k) { return by_seed[k][c]; }));
-  r.fit.slope_L_ci = interval(r.fit.slope_L, [&](size_t k) { return fits[k].slope_L; });
-  r.fit.slope_H_ci = interval(r.fit.slope_H, [&](size_t k) { return fits[k].slope_H; });
-  r.fit.a_ci = interval(r.fit.a, [&](size_t k) { return fits[k].a; });
-  r.fit.b_ci = interval(r.fit.b, [&](size_t k) { return fits[k].b; });
-  for (const StudyFit &f : fits) {
-    if (at_bound(f.a)) add_flag(&r.fit.flags, "a:bound");
-    if (at_bound(f.b)) add_flag(&r.fit.flags, "b:bound");
+    for (const auto &m : by_seed) reps.push_back(m[c]);
+    r.ci.push_back(jackknife(r.mean[c], reps, {}, level));
   }
+  fit_intervals(&r.fit, fits, {}, level);
   return r;
 }
 
