@@ -9,7 +9,7 @@ PetscErrorCode HeldoutCreate(const Problem &p, Heldout *h) {
   const Settings &s = p.settings;
   MPI_Comm comm = p.grid.comm;
   PetscFunctionBeginUser;
-  h->file = !s.data.heldout.empty(), h->accuracy = s.loss.accuracy, h->active = h->file || h->accuracy;
+  h->file = !s.data.heldout.empty(), h->accuracy = s.loss.accuracy;
   PetscCheck(!h->accuracy || p.targets.kind == LossKind::pooled, comm, PETSC_ERR_USER_INPUT,
              "loss.accuracy needs the pooled loss (targets of classes, one output per class); the loss is token");
   if (!h->file) PetscFunctionReturn(0);
@@ -39,7 +39,7 @@ static PetscErrorCode Accuracy(Problem *p, double *acc) {
 
 PetscErrorCode HeldoutEvaluate(Problem *p, Heldout *h, PetscInt step, History *history) {
   PetscFunctionBeginUser;
-  if (!h->active) PetscFunctionReturn(0);
+  if (!h->active()) PetscFunctionReturn(0);
   if (h->accuracy) { // the training sequences, all of them, at these heads
     ProblemSetBatch(p, -1);
     PetscCall(ProblemEvaluate(p, PETSC_FALSE));
@@ -66,7 +66,7 @@ PetscErrorCode HeldoutEvaluate(Problem *p, Heldout *h, PetscInt step, History *h
 
 TrainingColumns HeldoutColumns(Problem *p, Heldout *h, History *history) {
   TrainingColumns c;
-  if (!h->active) return c;
+  if (!h->active()) return c;
   char head[64];
   std::snprintf(head, sizeof head, "%s%s", h->file ? "     held-out" : "", h->accuracy ? (h->file ? "    acc  h-acc" : "    acc") : "");
   c.header = head;

@@ -151,8 +151,8 @@ StudyScalar CurvesOf(const VariantCases &vc, const StudyErrors &e, PetscInt time
   std::vector<StudyValue> values;
   for (size_t m = 0; m < vc.models.size(); ++m) {
     const std::vector<double> &R = vc.models[m].second.loss;
-    double D = NAN;
-    for (size_t t = 0; t < std::min(n, R.size()); ++t) D = std::fmax(std::isnan(D) ? 0.0 : D, std::fabs(R[t] - ref[t]) / ref[t]);
+    double D = R.empty() ? NAN : 0.0;
+    for (size_t t = 0; t < std::min(n, R.size()); ++t) D = std::fmax(D, std::fabs(R[t] - ref[t]) / ref[t]);
     values.push_back({e.cases[m].cell, e.cases[m].seed, D});
   }
   return StudyScalarCompute(e.L, e.H, values);

@@ -14,11 +14,11 @@
 namespace mft {
 
 struct Heldout {
-  bool active = false;   // data.heldout or loss.accuracy given
   bool file = false;     // a held-out data file
   bool accuracy = false; // loss.accuracy
   Problem data;          // the held-out problem (when file)
   double risk = NAN, heldout_accuracy = NAN, training_accuracy = NAN; // at the last evaluation
+  bool active() const { return file || accuracy; } // anything to report
 };
 
 // From the training problem's settings; refuses a held-out file whose d,

@@ -63,7 +63,7 @@ PetscErrorCode CommandTrain(MPI_Comm comm, const std::vector<std::string> &args,
   PetscCall(HeldoutCreate(p, &heldout));
   const TrainingColumns columns = HeldoutColumns(&p, &heldout, &history);
   TrainingStop stop;
-  PetscCall(TrainLoop(&p, &opt, &history, start, saved, nullptr, &stop, heldout.active ? &columns : nullptr));
+  PetscCall(TrainLoop(&p, &opt, &history, start, saved, nullptr, &stop, heldout.active() ? &columns : nullptr));
   saved = stop.saved;
   if (stop.signal) {
     PetscCall(PetscPrintf(comm, "mft: caught %s after step %" PetscInt_FMT ": wrote %s; exit %d (resubmit with --restart auto)\n",
