@@ -103,7 +103,7 @@ StepCost PredictStep(const ModelSettings &m, PetscInt M, PetscInt N, PetscInt P,
     }
     c.cuts = c.cuts || cuts > 0;
     // Memory (velocity.hpp): L gathered states kept, and each cut's rows and their gradients.
-    c.memory = std::max(c.memory, 8.0 * (double)(m.L * g.size() * d) + 2.0 * width * (double)(cuts * N));
+    c.memory = std::max(c.memory, 8.0 * (double)m.L * (double)g.size() * (double)d + 2.0 * width * (double)cuts * (double)N);
     // Per step: the gradient and the heads over the token groups (exchange.hpp),
     // and the PETSc scatters between the chunk and theta.
     std::vector<PetscInt> counts((size_t)Pt);

@@ -5,6 +5,7 @@
 #include "mft/exchange.hpp"
 
 #include <algorithm>
+#include <limits>
 
 namespace mft {
 
@@ -21,6 +22,14 @@ PetscErrorCode TrafficMean(MPI_Comm comm, double *messages, double *bytes) {
   PetscCallMPI(MPI_Allreduce(mine, sum, 2, MPI_DOUBLE, MPI_SUM, comm));
   *messages = sum[0] / size;
   *bytes = sum[1] / size;
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode MessageCount(MPI_Comm comm, std::int64_t n, PetscMPIInt *count) {
+  PetscFunctionBeginUser;
+  PetscCheck(n >= 0 && n <= (std::int64_t)std::numeric_limits<PetscMPIInt>::max(), comm, PETSC_ERR_ARG_OUTOFRANGE,
+             "a message of %lld numbers: more than MPI's int count holds (use more ranks)", (long long)n);
+  *count = (PetscMPIInt)n;
   PetscFunctionReturn(0);
 }
 
@@ -58,8 +67,15 @@ std::vector<ExchangeStep> ExchangePlan(ExchangeKind kind, PetscInt P, PetscInt r
   };
   if (P == 1) return plan;
   if (f.folded_odd()) { // reduce: give everything, get the own segment; gather: the reverse
-    if (reduce) plan.push_back({rank - 1, 0, total, seg0, seg1, false}); // the finished sum comes back
-    else step(rank - 1, seg0, seg1, 0, total);
+    // A send and then a receive, never one Sendrecv: the two ranges overlap,
+    // and MPI forbids a receive into the buffer being sent.
+    if (reduce) {
+      step(rank - 1, 0, total, 0, 0);
+      plan.push_back({rank - 1, 0, 0, seg0, seg1, false}); // the finished sum comes back
+    } else {
+      step(rank - 1, seg0, seg1, 0, 0);
+      step(rank - 1, 0, 0, 0, total);
+    }
     return plan;
   }
   const PetscInt next0 = f.displ[std::min(rank + 1, P)], next1 = f.displ[std::min(rank + 2, P)];
@@ -97,10 +113,10 @@ static PetscErrorCode Run(MPI_Comm comm, ExchangeKind kind, double *data, const 
   PetscCheck((PetscMPIInt)counts.size() == P, comm, PETSC_ERR_ARG_SIZ, "%zu segments for %d ranks", counts.size(), P);
   ++traffic().calls;
   for (const ExchangeStep &s : ExchangePlan(kind, P, rank, counts)) {
-    PetscMPIInt peer, ns, nr;
+    PetscMPIInt peer, ns = 0, nr = 0;
     PetscCall(PetscMPIIntCast(s.peer, &peer));
-    PetscCall(PetscMPIIntCast(s.send_end - s.send_begin, &ns));
-    PetscCall(PetscMPIIntCast(s.recv_end - s.recv_begin, &nr));
+    PetscCall(MessageCount(comm, s.send_end - s.send_begin, &ns));
+    PetscCall(MessageCount(comm, s.recv_end - s.recv_begin, &nr));
     // A sum receives into scratch and adds (its order depends only on P); a gather stores.
     double *into = data + s.recv_begin;
     if (s.add) {

@@ -30,6 +30,7 @@ PetscErrorCode GridCreate(MPI_Comm comm, PetscInt head_groups, PetscInt H, Grid 
   g->b = g->rank / Ph;
   PetscCallMPI(MPI_Comm_split(comm, (int)g->b, (int)g->a, &g->head_comm));
   PetscCallMPI(MPI_Comm_split(comm, (int)g->a, (int)g->b, &g->token_comm));
+  PetscCallMPI(MPI_Comm_dup(comm, &g->peer_comm));
   PetscFunctionReturn(0);
 }
 
@@ -37,6 +38,7 @@ PetscErrorCode GridDestroy(Grid *g) {
   PetscFunctionBeginUser;
   if (g->head_comm != MPI_COMM_NULL) PetscCallMPI(MPI_Comm_free(&g->head_comm));
   if (g->token_comm != MPI_COMM_NULL) PetscCallMPI(MPI_Comm_free(&g->token_comm));
+  if (g->peer_comm != MPI_COMM_NULL) PetscCallMPI(MPI_Comm_free(&g->peer_comm));
   PetscFunctionReturn(0);
 }
 

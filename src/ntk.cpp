@@ -53,7 +53,7 @@ PetscErrorCode NtkCompute(Problem *p, const std::string &part, Ntk *k) {
   for (PetscInt b = 2; b < s.blocks(); ++b)
     for (PetscInt e = 0; e < s.block_rows(b) * s.block_cols(b); ++e) counted[s.block_offset(b) + e] = 1;
 
-  std::vector<double> rows((size_t)(n * P));
+  std::vector<double> rows((size_t)n * (size_t)P);
   const std::vector<char> all = p->active;
   for (PetscInt o = 0; o < n; ++o) {
     PetscInt m;

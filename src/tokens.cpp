@@ -72,7 +72,7 @@ PetscErrorCode TokenLayoutCreate(const Grid &g, PetscInt M, PetscInt N, PetscInt
   t->M = M;
   t->N = N;
   t->d = d;
-  t->comm = g.comm;
+  t->peer_comm = g.peer_comm;
   t->head_comm = g.head_comm;
   t->group = GroupTokens(g.size, g.Ph, M, N, g.rank);
   t->owned = OwnedTokens(g.size, g.Ph, M, N, g.rank);
@@ -123,22 +123,22 @@ PetscErrorCode Post(const TokenLayout &t, bool send, const TokenPiece &p, double
                     std::vector<MPI_Request> &req) {
   PetscMPIInt n, peer;
   PetscFunctionBeginUser;
-  PetscCall(PetscMPIIntCast((p.end - p.begin) * width, &n));
+  PetscCall(MessageCount(t.peer_comm, (std::int64_t)(p.end - p.begin) * width, &n));
   PetscCall(PetscMPIIntCast(p.peer, &peer));
   req.emplace_back();
   if (send) {
-    PetscCallMPI(MPI_Isend(base, n, MPI_DOUBLE, peer, kTag, t.comm, &req.back()));
+    PetscCallMPI(MPI_Isend(base, n, MPI_DOUBLE, peer, kTag, t.peer_comm, &req.back()));
     ++traffic().messages;
     traffic().bytes += 8 * (long long)n;
   } else {
-    PetscCallMPI(MPI_Irecv(base, n, MPI_DOUBLE, peer, kTag, t.comm, &req.back()));
+    PetscCallMPI(MPI_Irecv(base, n, MPI_DOUBLE, peer, kTag, t.peer_comm, &req.back()));
   }
   PetscFunctionReturn(0);
 }
 
 // The row of flat token j (in cut c's sequence) in the key projections.
 double *KeyRow(const TokenLayout &t, double *keys, PetscInt width, size_t c, PetscInt j) {
-  return keys + ((PetscInt)c * t.N + j - t.cuts[c].m * t.N) * width;
+  return keys + ((std::ptrdiff_t)c * t.N + j - t.cuts[c].m * t.N) * (std::ptrdiff_t)width;
 }
 
 } // namespace
@@ -161,16 +161,16 @@ PetscErrorCode TokensShareCutRows(const TokenLayout &t, double *keys, PetscInt w
 PetscErrorCode TokensReturnCutRows(const TokenLayout &t, double *keys, PetscInt width) {
   std::vector<MPI_Request> req;
   PetscFunctionBeginUser;
-  PetscInt incoming = 0;
-  for (const CutSequence &cs : t.cuts) incoming += (PetscInt)cs.peers.size() * cs.mine.size() * width;
-  t.incoming.resize((size_t)incoming);
+  size_t incoming = 0;
+  for (const CutSequence &cs : t.cuts) incoming += cs.peers.size() * (size_t)cs.mine.size() * (size_t)width;
+  t.incoming.resize(incoming);
   double *in = t.incoming.data();
   for (size_t c = 0; c < t.cuts.size(); ++c) {
     const CutSequence &cs = t.cuts[c];
     for (const TokenPiece &p : cs.peers) {
       PetscCall(Post(t, false, {p.peer, cs.mine.begin, cs.mine.end}, in, width, req));
       PetscCall(Post(t, true, p, KeyRow(t, keys, width, c, p.begin), width, req));
-      in += cs.mine.size() * width;
+      in += (std::ptrdiff_t)cs.mine.size() * width;
     }
   }
   PetscCallMPI(MPI_Waitall((int)req.size(), req.data(), MPI_STATUSES_IGNORE));
@@ -178,8 +178,9 @@ PetscErrorCode TokensReturnCutRows(const TokenLayout &t, double *keys, PetscInt 
   for (size_t c = 0; c < t.cuts.size(); ++c) {
     const CutSequence &cs = t.cuts[c];
     double *mine = KeyRow(t, keys, width, c, cs.mine.begin);
-    for (size_t p = 0; p < cs.peers.size(); ++p, in += cs.mine.size() * width)
-      for (PetscInt e = 0; e < cs.mine.size() * width; ++e) mine[e] += in[e];
+    const std::ptrdiff_t rows = (std::ptrdiff_t)cs.mine.size() * width;
+    for (size_t p = 0; p < cs.peers.size(); ++p, in += rows)
+      for (std::ptrdiff_t e = 0; e < rows; ++e) mine[e] += in[e];
   }
   PetscFunctionReturn(0);
 }

@@ -41,7 +41,7 @@ PetscErrorCode VelocityCreate(const Grid &g, const TokenLayout &t, Heads *h, con
   if (g.Ph > 1) v->partial.assign((size_t)(t.group.size() * t.d), 0.0);
   v->form = form;
   v->key_width = form == CutForm::tokens ? t.d : h->group.size() * (h->shape.k + h->shape.dv);
-  v->keys.assign((size_t)((PetscInt)t.cuts.size() * t.N * v->key_width), 0.0);
+  v->keys.assign(t.cuts.size() * (size_t)t.N * (size_t)v->key_width, 0.0);
   v->dkeys.assign(v->keys.size(), 0.0);
   v->work.reserve(h->shape, t.N);
   PetscFunctionReturn(0);
@@ -62,8 +62,9 @@ namespace {
 PetscInt at(const TokenLayout &t, PetscInt m, PetscInt i) { return (m * t.N + i - t.group.begin) * t.d; }
 
 // The rows of cut c: its whole sequence's tokens, or local head hl's projections.
-PetscInt key_block(const Velocity &v, PetscInt c, PetscInt hl) {
-  const PetscInt first = c * v.tokens->N * v.key_width;
+// (64-bit: the rows of a long cut sequence can pass 2^31 numbers).
+std::ptrdiff_t key_block(const Velocity &v, PetscInt c, PetscInt hl) {
+  const std::ptrdiff_t first = (std::ptrdiff_t)c * v.tokens->N * v.key_width;
   return v.form == CutForm::tokens ? first : first + hl * (v.heads->shape.k + v.heads->shape.dv);
 }
 
@@ -72,7 +73,7 @@ PetscInt key_block(const Velocity &v, PetscInt c, PetscInt hl) {
 PetscErrorCode VelocityKeep(Velocity *v, PetscInt L) {
   PetscFunctionBeginUser;
   v->kept_layer.assign((size_t)L, 0);
-  v->kept.resize((size_t)(L * v->tokens->group.size() * v->tokens->d));
+  v->kept.resize((size_t)L * (size_t)v->tokens->group.size() * (size_t)v->tokens->d); // 64-bit: L n can pass 2^31
   PetscFunctionReturn(0);
 }
 
@@ -90,7 +91,7 @@ PetscErrorCode Gather(Velocity *v, PetscInt l, Vec x, bool reuse) {
   PetscFunctionBeginUser;
   PetscCall(PetscLogEventBegin(MFT_EXCHANGE, 0, 0, 0, 0));
   if (reuse && keeping && v->kept_layer[l]) {
-    const double *kept = v->kept.data() + l * n;
+    const double *kept = v->kept.data() + (size_t)l * (size_t)n;
     const PetscScalar *xs;
     PetscCall(VecGetArrayRead(x, &xs));
     // Bitwise (a NaN state is its own): the same vector restored by the trajectory.
@@ -106,7 +107,7 @@ PetscErrorCode Gather(Velocity *v, PetscInt l, Vec x, bool reuse) {
     PetscCall(TokensGather(t, x, v->x_local));
     if (!reuse && keeping) {
       PetscCall(VecGetArray(v->x_local, &xl));
-      std::copy(xl, xl + n, v->kept.data() + l * n);
+      std::copy(xl, xl + n, v->kept.data() + (size_t)l * (size_t)n);
       PetscCall(VecRestoreArray(v->x_local, &xl));
       v->kept_layer[l] = 1;
     }
@@ -125,7 +126,7 @@ PetscErrorCode Gather(Velocity *v, PetscInt l, Vec x, bool reuse) {
       else
         for (PetscInt hl = 0; hl < h.group.size(); ++hl)
           attention_project(h.shape, h.head(l, hl), xc, cs.mine.size(),
-                            v->keys.data() + key_block(*v, c, hl) + row * v->key_width, v->key_width, v->work);
+                            v->keys.data() + key_block(*v, c, hl) + (std::ptrdiff_t)row * v->key_width, v->key_width, v->work);
     }
     PetscCall(VecRestoreArrayRead(v->x_local, &xs));
     PetscCall(PetscLogEventEnd(MFT_KERNELS, 0, 0, 0, 0));
@@ -239,7 +240,7 @@ PetscErrorCode VelocityReverse(Velocity *v, Vec lam, Vec dx) {
       }
       for (PetscInt hl = 0; hl < h.group.size(); ++hl)
         attention_project_reverse(h.shape, h.head(l, hl), xs + at(t, cs.m, row), cs.mine.size(),
-                                  v->dkeys.data() + key_block(*v, c, hl) + row * v->key_width, v->key_width,
+                                  v->dkeys.data() + key_block(*v, c, hl) + (std::ptrdiff_t)row * v->key_width, v->key_width,
                                   ds + at(t, cs.m, row), h.layer_grad.data() + hl * h.shape.size);
     }
     PetscCall(PetscLogEventEnd(MFT_KERNELS, 0, 0, 0, 0));

@@ -19,6 +19,7 @@
 
 #include <petscsys.h>
 
+#include <cstdint>
 #include <vector>
 
 namespace mft {
@@ -28,6 +29,10 @@ struct Traffic {
   long long bytes = 0;    // their payload
   long long calls = 0;    // collective calls
 };
+
+// *count <- n, the entries of one message, refused when MPI's int count
+// cannot hold it (n is formed in 64 bits: PetscInt is 32 bits here).
+PetscErrorCode MessageCount(MPI_Comm comm, std::int64_t n, PetscMPIInt *count);
 
 // This rank's counters since the start.
 Traffic &traffic();
@@ -44,7 +49,8 @@ PetscErrorCode AllgatherSegments(MPI_Comm comm, double *data, const std::vector<
 
 // One exchange of a plan: send entries [send_begin, send_end) of the vector to
 // peer and receive [recv_begin, recv_end) from it (either range may be empty),
-// added to what is there (add) or stored over it.
+// added to what is there (add) or stored over it. A step that stores never
+// receives into the range it sends (MPI forbids aliased buffers).
 struct ExchangeStep {
   PetscInt peer, send_begin, send_end, recv_begin, recv_end;
   bool add;

@@ -6,6 +6,10 @@
 // rank of head group a holds the heads [h0, h1) of every layer.
 //   head_comm:  the Ph ranks of one token group (reduce the velocity over heads)
 //   token_comm: the Pt ranks of one head group (reduce head gradients over tokens)
+//   peer_comm:  a private duplicate of comm for the point-to-point messages
+//               of the cut sequences (tokens.hpp), so that no message of the
+//               program can meet one of the caller's or of PETSc's
+// All three are the grid's own communicators, freed by GridDestroy.
 #pragma once
 
 #include <petscsys.h>
@@ -25,6 +29,7 @@ struct Grid {
   MPI_Comm comm = MPI_COMM_NULL;
   MPI_Comm head_comm = MPI_COMM_NULL;
   MPI_Comm token_comm = MPI_COMM_NULL;
+  MPI_Comm peer_comm = MPI_COMM_NULL;
   PetscMPIInt rank = 0, size = 1;
   PetscInt Ph = 1, Pt = 1;  // head groups, token groups
   PetscInt a = 0, b = 0;    // this rank's head group and token group

@@ -64,7 +64,7 @@ std::vector<CutSequence> CutSequencesFor(PetscInt P, PetscInt Ph, PetscInt M, Pe
 
 struct TokenLayout {
   PetscInt M = 0, N = 0, d = 0;
-  MPI_Comm comm = MPI_COMM_NULL;
+  MPI_Comm peer_comm = MPI_COMM_NULL; // the grid's private communicator of the cut rows
   Range group;  // tokens (flat m*N+i) of this rank's token group: the queries it computes
   Range owned;  // tokens whose entries this rank owns in the state Vec
   Range seqs;   // sequences that hold the group's tokens

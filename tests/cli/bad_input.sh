@@ -25,6 +25,10 @@ expect 2 "4 ranks are more than the 3 tokens times 1 heads can share" -- \
 expect 2 "the exchanges need .* GiB a rank .* more than the .* GiB a rank has: use more ranks or parallel.cut_sequences = tokens" -- \
   $run forward --model.L 1 --model.H 1024 --model.d 64 --model.k 32 --data.M 1 --data.N 1048576 \
   --parallel.head_groups 1 --parallel.cut_sequences projections
+# 100000 layers of 40000 tokens kept for the adjoint: 6.4e10 numbers, past 2^31; the estimate is formed in 64 bits
+# and refuses it (it used to wrap, pass, and abort in the allocation).
+expect 2 "the exchanges need 477 GiB a rank" -- \
+  "$MFT" forward --gradient --model.L 100000 --model.H 1 --data.M 1 --data.N 40000 --model.d 16 --model.k 2
 expect 2 "cannot open 'nothere.h5': no such file" -- $run train --data.file nothere.h5 "${small[@]}"
 # A folder where a file is expected: refused before MPI-IO sees it (no lines of its own).
 mkdir -p afolder

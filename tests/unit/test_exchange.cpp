@@ -79,6 +79,36 @@ TEST(Exchange, PlanIsSymmetric) {
   }
 }
 
+// A step that stores what it receives never receives into the range it sends
+// (MPI forbids aliased send and receive buffers; folded ranks once did).
+TEST(Exchange, PlanNeverAliasesBuffers) {
+  for (PetscInt P : {2, 3, 5, 6, 7, 8, 12, 13})
+    for (ExchangeKind kind : {ExchangeKind::reduce_scatter, ExchangeKind::allgather})
+      for (PetscInt r = 0; r < P; ++r)
+        for (const ExchangeStep &s : ExchangePlan(kind, P, r, counts_for((int)P))) {
+          if (s.add || s.send_end <= s.send_begin || s.recv_end <= s.recv_begin) continue;
+          EXPECT_TRUE(s.send_end <= s.recv_begin || s.recv_end <= s.send_begin)
+              << "P " << P << " rank " << r << " peer " << s.peer << ": sends [" << s.send_begin << ", " << s.send_end
+              << ") and receives into [" << s.recv_begin << ", " << s.recv_end << ")";
+        }
+}
+
+// The grid's point-to-point messages travel on a communicator of their own.
+TEST(Exchange, GridCommunicatorsArePrivate) {
+  Grid g;
+  int P;
+  MPI_Comm_size(PETSC_COMM_WORLD, &P);
+  ASSERT_EQ(GridCreate(PETSC_COMM_WORLD, 1, 1, &g), 0);
+  int same;
+  MPI_Comm_compare(g.peer_comm, PETSC_COMM_WORLD, &same);
+  EXPECT_EQ(same, MPI_CONGRUENT) << "the cut rows would share the caller's communicator";
+  MPI_Comm_compare(g.head_comm, PETSC_COMM_WORLD, &same);
+  EXPECT_NE(same, MPI_IDENT);
+  MPI_Comm_compare(g.token_comm, PETSC_COMM_WORLD, &same);
+  EXPECT_NE(same, MPI_IDENT);
+  ASSERT_EQ(GridDestroy(&g), 0);
+}
+
 // The part of a split that holds an item (the cost model's shortcut).
 TEST(Exchange, SplitPartHoldsTheItem) {
   for (PetscInt n = 1; n <= 40; ++n)

@@ -1,0 +1,48 @@
+// The cost model and the memory check at sizes whose products pass 2^31
+// (PetscInt is 32 bits in Debian's PETSc): figures formed in 64 bits.
+#include "helpers.hpp"
+#include "mft/cost.hpp"
+#include "mft/exchange.hpp"
+
+using namespace mft;
+
+namespace {
+
+// 100000 layers of one sequence of 40000 tokens in R^16: the kept states are
+// L N d = 6.4e10 numbers.
+ModelSettings deep() {
+  ModelSettings m;
+  m.L = 100000, m.H = 1, m.d = 16, m.k = 2;
+  return m;
+}
+
+} // namespace
+
+TEST(Cost, KeptStatesPastTwoToThe31) {
+  const ModelSettings m = deep();
+  for (PetscInt P : {1, 2}) { // on 2 ranks the sequence is cut: each group keeps half, plus the cut's rows
+    const StepCost c = PredictStep(m, 1, 40000, P, 1, CutForm::tokens, 1e9, Network());
+    const double kept = 8.0 * 100000.0 * (40000.0 / P) * 16.0, rows = P > 1 ? 2.0 * 8.0 * 16.0 * 40000.0 : 0.0;
+    EXPECT_NEAR(c.memory, kept + rows, 1e-12 * kept) << P << " ranks";
+  }
+}
+
+TEST(Cost, MemoryCheckRefusesPastTwoToThe31) {
+  const double budget = 24.0 * 1073741824.0;
+  const StepCost c = ChooseGrid(deep(), 1, 40000, 1, 1e9, Network(), 0, std::nullopt, budget);
+  EXPECT_EQ(c.Ph, 0) << "a grid needing " << c.memory << " bytes was chosen within " << budget;
+  EXPECT_NEAR(c.memory, 5.12e11, 1.0);
+  // The same sizes with ten layers fit, and are chosen.
+  ModelSettings shallow = deep();
+  shallow.L = 10;
+  EXPECT_EQ(ChooseGrid(shallow, 1, 40000, 1, 1e9, Network(), 0, std::nullopt, budget).Ph, 1);
+}
+
+// A message's entry count is formed in 64 bits and refused past MPI's int.
+TEST(Cost, MessageCountPastTwoToThe31) {
+  PetscMPIInt n = -1;
+  ASSERT_EQ(MessageCount(PETSC_COMM_SELF, 2147483647LL, &n), 0);
+  EXPECT_EQ(n, 2147483647);
+  EXPECT_NE(MessageCount(PETSC_COMM_SELF, 2147483648LL, &n), 0);
+  EXPECT_NE(MessageCount(PETSC_COMM_SELF, 3LL * 100000 * 40000, &n), 0);
+}
