@@ -138,17 +138,15 @@ PetscErrorCode ProblemCreate(MPI_Comm comm, const Settings &settings, Problem *p
   p->targets.kind = s.loss.kind;
   p->active.assign((size_t)s.data.M, 1);
   p->velocity.active = &p->active;
-  if (s.data.file.empty()) {
-    PetscCall(GenerateTokens(s.data, p->tokens, p->x0));
-    if (s.scheme.zero_targets) {
-      p->targets.kind = LossKind::token;
-      PetscCall(VecDuplicate(p->x0, &p->targets.y));
-      PetscCall(VecSet(p->targets.y, 0.0));
-    } else {
-      PetscCall(TeacherTargets(p));
-    }
-  } else {
-    PetscCall(DataFileRead(comm, s.data.file, p->tokens, p->x0, &p->targets));
+  // The tokens: drawn, or a data file's; the targets: zero (a probe's), the file's, or the teacher's.
+  if (s.data.file.empty()) PetscCall(GenerateTokens(s.data, p->tokens, p->x0));
+  else PetscCall(DataFileRead(comm, s.data.file, p->tokens, p->x0, s.scheme.zero_targets ? nullptr : &p->targets));
+  if (s.scheme.zero_targets) {
+    p->targets.kind = LossKind::token;
+    PetscCall(VecDuplicate(p->x0, &p->targets.y));
+    PetscCall(VecSet(p->targets.y, 0.0));
+  } else if (s.data.file.empty()) {
+    PetscCall(TeacherTargets(p));
   }
   PetscCall(HeadsInitialize(&p->heads, s.init, s.init.seed, p->heads.theta));
   PetscCall(ProblemSetHeads(p));

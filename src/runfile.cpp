@@ -161,7 +161,8 @@ PetscErrorCode DataFileConform(MPI_Comm comm, Settings *s) {
   PetscCheck(tokens.size() == 3, comm, PETSC_ERR_FILE_UNEXPECTED,
              "data file %s: /data/tokens %s, expected a dataset of shape (M, N, d)", p,
              tokens.empty() ? "is missing" : ("has shape " + h5::ShapeText(tokens)).c_str());
-  PetscCheck(!targets.empty(), comm, PETSC_ERR_FILE_UNEXPECTED, "data file %s: /data/targets is missing", p);
+  PetscCheck(s->scheme.zero_targets || !targets.empty(), comm, PETSC_ERR_FILE_UNEXPECTED,
+             "data file %s: /data/targets is missing", p);
   const PetscInt M = (PetscInt)tokens[0], N = (PetscInt)tokens[1], d = (PetscInt)tokens[2];
   PetscCheck(M > 0 && N > 0 && d > 0, comm, PETSC_ERR_FILE_UNEXPECTED, "data file %s: /data/tokens is empty %s", p,
              h5::ShapeText(tokens).c_str());
@@ -170,13 +171,18 @@ PetscErrorCode DataFileConform(MPI_Comm comm, Settings *s) {
     PetscInt *value;
     PetscInt file;
   };
-  for (Given g : {Given{"data.M", &s->data.M, M}, Given{"data.N", &s->data.N, N}, Given{"model.d", &s->model.d, d}}) {
+  // data.M may take the first data.M sequences of the file; N and d must match it.
+  PetscCheck(!s->is_explicit("data.M") || s->data.M <= M, comm, PETSC_ERR_USER_INPUT,
+             "data.M = %" PetscInt_FMT " but data file %s has only %" PetscInt_FMT " sequences", s->data.M, p, M);
+  if (!s->is_explicit("data.M")) s->data.M = M, s->update("data.M", std::to_string(M));
+  for (Given g : {Given{"data.N", &s->data.N, N}, Given{"model.d", &s->model.d, d}}) {
     PetscCheck(!s->is_explicit(g.key) || *g.value == g.file, comm, PETSC_ERR_USER_INPUT,
                "%s = %" PetscInt_FMT " but data file %s has %" PetscInt_FMT, g.key, *g.value, p, g.file);
     *g.value = g.file;
     s->update(g.key, std::to_string(g.file));
   }
-  if (s->loss.kind == LossKind::token) {
+  if (s->scheme.zero_targets) { // a probe: the file's tokens only
+  } else if (s->loss.kind == LossKind::token) {
     PetscCheck(targets == tokens, comm, PETSC_ERR_FILE_UNEXPECTED,
                "data file %s: /data/targets has shape %s, but loss.kind = token needs (M, N, d) = %s", p,
                h5::ShapeText(targets).c_str(), h5::ShapeText(tokens).c_str());
@@ -208,7 +214,7 @@ static PetscErrorCode ReadTargets(File &f, const TokenLayout &t, Targets *y) {
     y->c = (PetscInt)zdims[1];
     y->z.resize((size_t)(t.M * y->c));
     y->W.resize((size_t)(y->c * t.d));
-    PetscCall(ReadReplicated(f, "/data/targets", zdims, y->z.data()));
+    PetscCall(ReadReplicated(f, "/data/targets", {(hsize_t)t.M, zdims[1]}, y->z.data())); // the first M (data.M)
     PetscCall(ReadReplicated(f, "/data/readout", {(hsize_t)y->c, (hsize_t)t.d}, y->W.data()));
   }
   PetscFunctionReturn(0);
@@ -220,7 +226,7 @@ PetscErrorCode DataFileRead(MPI_Comm comm, const std::string &path, const TokenL
   PetscFunctionBeginUser;
   PetscCall(h5::Open(comm, path, false, &f));
   PetscCall(ReadTokens(f, "/data/tokens", t, x0));
-  PetscCall(ReadTargets(f, t, y));
+  if (y) PetscCall(ReadTargets(f, t, y));
   PetscCall(h5::Close(&f));
   // A NaN in the data would poison every result: refuse it here.
   PetscCall(VecNorm(x0, NORM_INFINITY, &nx));

@@ -28,10 +28,13 @@ struct History {
 
 // Reads the shapes of a data file (/data/tokens (M,N,d), /data/targets
 // (M,N,d) or (M,c), /data/readout (c,d)) into s: M, N, d, loss.c. Sizes the
-// user set explicitly must agree; the targets must fit loss.kind.
+// user set explicitly must agree (data.M may be fewer: the file's first
+// data.M sequences); the targets must fit loss.kind, unless
+// scheme.zero_targets (a study's probe: the file's tokens only).
 PetscErrorCode DataFileConform(MPI_Comm comm, Settings *s);
 
-// Reads the tokens (owned rows), targets and readout of a conformed data file.
+// Reads the tokens (owned rows), targets and readout of a conformed data file
+// (the first t.M sequences); y == nullptr: the tokens only.
 PetscErrorCode DataFileRead(MPI_Comm comm, const std::string &path, const TokenLayout &t, Vec x0, Targets *y);
 
 // What a file holds besides /data, /params, /optimizer (when opt has moments)

@@ -67,6 +67,32 @@ TEST(DataFile, RunFileRoundTrip) {
   }
 }
 
+// data.M below the file's takes its first data.M sequences (tokens and
+// targets); the risk is that of those sequences alone.
+TEST(DataFile, FirstSequencesOfAFile) {
+  for (const char *loss : {"token", "pooled"}) {
+    const std::string all = std::string("test_datafile_all_") + loss + ".h5",
+                      two = std::string("test_datafile_two_") + loss + ".h5";
+    auto a = make_problem(PETSC_COMM_WORLD, tiny({"--loss.kind", loss, "--loss.c", "2", "--data.family", "gaussian"}));
+    ASSERT_EQ(a->tokens.M, 3);
+    ASSERT_EQ(RunFileWrite(*a, History(), nullptr, 0, Content::run, all), 0);
+    auto c = make_problem(PETSC_COMM_WORLD, tiny({"--data.file", all, "--data.M", "2", "--loss.kind", loss}));
+    EXPECT_EQ(c->tokens.M, 2);
+    const std::vector<double> xa = gather(a->x0), xc = gather(c->x0);
+    ASSERT_EQ(xc.size() * 3, xa.size() * 2);
+    EXPECT_TRUE(std::equal(xc.begin(), xc.end(), xa.begin())) << loss;
+    if (std::string(loss) == "pooled")
+      EXPECT_TRUE(std::equal(c->targets.z.begin(), c->targets.z.end(), a->targets.z.begin())) << "targets";
+    // Against a run file of those two sequences alone: the same risk.
+    ASSERT_EQ(ProblemEvaluate(c.get(), PETSC_FALSE), 0);
+    ASSERT_EQ(RunFileWrite(*c, History(), nullptr, 0, Content::run, two), 0);
+    auto d = make_problem(PETSC_COMM_WORLD, tiny({"--data.file", two, "--data.M", "2", "--loss.kind", loss}));
+    ASSERT_EQ(ProblemEvaluate(d.get(), PETSC_FALSE), 0);
+    EXPECT_DOUBLE_EQ(c->risk, d->risk) << loss;
+    EXPECT_GT(c->risk, 0.0);
+  }
+}
+
 TEST(DataFile, BadFilesAreRefused) {
   const std::vector<std::string> model = {"--model.L", "2", "--model.H", "2", "--model.k", "2"};
   auto with = [&](std::vector<std::string> extra) {
