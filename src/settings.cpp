@@ -16,6 +16,7 @@
 #include <iostream>
 #include <limits>
 #include <set>
+#include <iterator>
 #include <sstream>
 #include <stdexcept>
 #include <unistd.h>
@@ -142,6 +143,16 @@ Option integers(const std::string &key, std::string *dst, PetscInt lo, const std
           }};
 }
 
+// A space-separated list of numbers, each greater than 0, kept as text (may be empty).
+Option positive_reals(const std::string &key, std::string *dst, const std::string &help) {
+  return {key, *dst, help + " [numbers > 0]", [=](const std::string &v) {
+            std::istringstream in(v);
+            for (std::string w; in >> w;)
+              if (!(parse_real(w) > 0)) throw BadValue("entries must be greater than 0, got " + w);
+            *dst = v;
+          }};
+}
+
 Option text(const std::string &key, std::string *dst, const std::string &help) {
   return {key, *dst, help, [=](const std::string &v) { *dst = v; }};
 }
@@ -175,7 +186,7 @@ std::vector<Option> declare(Settings &s) {
       real("model.beta", &m.beta, 0.0, false, "inverse temperature of the softmax"),
       flag("model.causal", &m.causal, "causal mask: token i attends to j <= i only"),
 
-      integer("data.M", &d.M, 1, "sequences in the data set"),
+      integer("data.M", &d.M, 1, "sequences in the data set (with data.file: its first data.M; default all)"),
       integer("data.N", &d.N, 1, "tokens per sequence"),
       choice("data.family", d.family, {"discrete", "uniform_cube", "laplace", "gauss_mix2", "gaussian"},
              [&d](const std::string &v) { d.family = v; }, "token distribution family"),
@@ -267,10 +278,10 @@ std::vector<Option> declare(Settings &s) {
                true),
       integer("study.reference_L", &s.study.reference_L, 1, "trained: depth of the reference model"),
       integer("study.reference_H", &s.study.reference_H, 1, "trained: width of the reference model"),
-      integer("study.references", &s.study.references, 1,
+      integer("study.references", &s.study.references, 0,
               "independent references (initial-head seeds); with 2 or more, their spread estimates the "
               "reference's own error, which is removed from the models' (docs/results.md); with 3 or more it enters the "
-              "intervals"),
+              "intervals; 0 only in a learning-rate study (no convergence measured)"),
       real("study.reference_margin", &s.study.reference_margin, 0.0, false,
            "the reference (trained: study.reference_L, _H; init: limit.heads) must be at least this many times the "
            "largest L and H of the grid, in each direction with more than one value (0: no check)"),
@@ -280,11 +291,18 @@ std::vector<Option> declare(Settings &s) {
       flag("study.keep_unresolved", &s.study.keep_unresolved, "fit the unresolved cells too"),
       text("study.probes", &s.study.probes, "probe families (space-separated), study.probe_M sequences each"),
       integer("study.probe_M", &s.study.probe_M, 1, "probe sequences per family"),
+      text("study.probe_file", &s.study.probe_file,
+           "a data file (e.g. a held-out split) whose first study.probe_M sequences are one more probe set, named "
+           "after the file; its tokens only"),
       integers("study.probe_N", &s.study.probe_N, 1,
                "tokens of the probe sequences, several for one probe set each (the training data's N need not be "
                "among them; probes.csv: err per N); empty: data.N",
                true),
       text("study.variants", &s.study.variants, "';'-separated sets of key=value overrides, one study each"),
+      positive_reals("study.learning_rates", &s.study.learning_rates,
+                     "trained: a learning-rate study: every case (and variant) trained at each of these train.lr; "
+                     "lr.csv: the risk per rate and the best rate per (L, H), with intervals over seeds, and its "
+                     "drift in L and H"),
       text("study.dir", &s.study.dir, "folder of the case files, tables and plots"),
       integer("study.only", &s.study.only, -1, "run only this case (a Slurm array task); -1: every case"),
 
@@ -389,7 +407,8 @@ bool SettingsReads(const std::string &command, const std::string &key) {
   if (it == sections.end()) return true;
   if (command == "lse" && key == "model.d") return true;
   if (key == "output.trajectory") return command == "forward" || command == "train" || command == "limit";
-  if (key == "data.heldout" || key == "loss.accuracy") return command == "train";
+  if (key == "data.heldout") return command == "train" || command == "study"; // a study: held-out risk per recorded time
+  if (key == "loss.accuracy") return command == "train";
   const std::string section = key.substr(0, key.find('.'));
   return std::find(it->second.begin(), it->second.end(), section) != it->second.end();
 }
@@ -465,6 +484,18 @@ static PetscErrorCode StudyCheck(MPI_Comm comm, const Settings &s) {
   PetscFunctionBeginUser;
   const PetscInt Lmax = *std::max_element(L.begin(), L.end()), Hmax = *std::max_element(H.begin(), H.end());
   const bool varies_L = *std::min_element(L.begin(), L.end()) < Lmax, varies_H = *std::min_element(H.begin(), H.end()) < Hmax;
+  PetscCheck(!s.study.probes.empty() || !s.study.probe_file.empty(), comm, PETSC_ERR_USER_INPUT,
+             "the study has no probes: give study.probes or study.probe_file");
+  const bool rates = !s.study.learning_rates.empty();
+  PetscCheck(s.study.references > 0 || rates, comm, PETSC_ERR_USER_INPUT,
+             "study.references = 0: a convergence study needs references (0 only with study.learning_rates)");
+  PetscCheck(!rates || trained, comm, PETSC_ERR_USER_INPUT,
+             "study.learning_rates needs study.state = trained (nothing is trained at initialisation)");
+  std::istringstream lr(s.study.learning_rates);
+  const auto nrates = std::distance(std::istream_iterator<std::string>(lr), std::istream_iterator<std::string>());
+  PetscCheck(!rates || nrates >= 2, comm,
+             PETSC_ERR_USER_INPUT, "study.learning_rates = '%s': a learning-rate study needs two rates or more",
+             s.study.learning_rates.c_str());
   const double m = s.study.reference_margin;
   const PetscInt refH = trained ? s.study.reference_H : s.limit.heads;
   PetscCheck(!varies_H || refH >= m * Hmax, comm, PETSC_ERR_USER_INPUT,
@@ -574,7 +605,8 @@ PetscErrorCode SettingsParse(MPI_Comm comm, const std::string &command, const st
       vm.count("config") ? std::filesystem::path(vm["config"].as<std::string>()).parent_path() : "";
   for (auto &o : options) {
     std::string v = vm[o.key].as<std::string>();
-    if ((o.key == "data.file" || o.key == "data.heldout" || o.key == "params.file") && !v.empty() &&
+    if ((o.key == "data.file" || o.key == "data.heldout" || o.key == "params.file" || o.key == "study.probe_file") &&
+        !v.empty() &&
         !vm[o.key].defaulted() && !on_command_line.count(o.key) && std::filesystem::path(v).is_relative())
       v = (config_dir / v).lexically_normal().string();
     if (!vm[o.key].defaulted()) s->explicit_keys.push_back(o.key);

@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
 #include <sstream>
 
 namespace mft {
@@ -43,11 +44,13 @@ std::vector<std::string> overrides(const std::string &variant) {
 }
 
 PetscErrorCode CaseSettings(MPI_Comm comm, std::vector<std::string> args, const std::vector<std::string> &extra,
-                            Settings *s) {
+                            Settings *s, bool probe) {
   PetscBool help;
   PetscFunctionBeginUser;
   args.insert(args.end(), extra.begin(), extra.end());
   PetscCall(SettingsParse(comm, "study", args, s, &help));
+  if (probe) s->scheme.zero_targets = true, s->loss.kind = LossKind::token;
+  if (!s->data.file.empty()) PetscCall(DataFileConform(comm, s));
   PetscFunctionReturn(0);
 }
 
@@ -62,7 +65,9 @@ std::vector<ProbeSet> probe_sets(const Settings &s) {
   for (size_t f = 0; f < families.size(); ++f)
     for (PetscInt N : Ns)
       sets.push_back({families[f], named ? families[f] + "_N" + std::to_string(N) : families[f], N,
-                      s.data.seed + 7919 * (f + 1) + (named ? 104729 * (std::uint64_t)N : 0)});
+                      s.data.seed + 7919 * (f + 1) + (named ? 104729 * (std::uint64_t)N : 0), ""});
+  if (!s.study.probe_file.empty())
+    sets.push_back({"file", std::filesystem::path(s.study.probe_file).stem().string(), 0, 0, s.study.probe_file});
   return sets;
 }
 
@@ -73,14 +78,9 @@ std::vector<std::string> probe_names(const Settings &s) {
 }
 
 std::vector<std::string> probe_overrides(const Settings &s, const ProbeSet &p) {
+  if (!p.file.empty()) return {"--data.file", p.file, "--data.M", std::to_string(s.study.probe_M)};
   return {"--data.family", p.family, "--data.M", std::to_string(s.study.probe_M), "--data.N", std::to_string(p.N),
           "--data.seed", std::to_string(p.seed), "--data.file", ""};
-}
-
-std::vector<PetscInt> set_sizes(const Settings &s) {
-  std::vector<PetscInt> Ns;
-  for (const ProbeSet &p : probe_sets(s)) Ns.push_back(p.N);
-  return Ns;
 }
 
 std::string partial_path(const std::string &dir, PetscInt i, PetscInt t) {
@@ -114,7 +114,8 @@ PetscErrorCode ReadCase(const std::string &path, const std::vector<std::string> 
         (q ? out->adjoint : out->tokens).push_back(a);
       }
     for (auto [name, value] : {std::pair<const char *, double *>{"/training/head_change", &out->head_change},
-                               {"/training/risk", &out->risk}, {"/training/risk_reduction", &out->reduction}}) {
+                               {"/training/risk", &out->risk}, {"/training/risk_reduction", &out->reduction},
+                               {"/training/heldout_risk", &out->heldout_risk}}) {
       const auto dims = h5::Shape(f, prefix + name);
       Range one;
       one.end = 1;
@@ -163,7 +164,21 @@ std::pair<PetscInt, PetscInt> StudyTeacher(const Settings &s) {
 std::vector<std::string> StudyVariants(const Settings &s) {
   auto v = words(s.study.variants, ';');
   if (v.empty()) v.push_back("");
-  return v;
+  const auto rates = words(s.study.learning_rates);
+  if (rates.empty()) return v;
+  std::vector<std::string> each;
+  for (const std::string &base : v)
+    for (const std::string &lr : rates) each.push_back((base.empty() ? "" : base + " ") + "train.lr=" + lr);
+  return each;
+}
+
+PetscErrorCode StudyProbeFileCheck(MPI_Comm comm, const std::vector<std::string> &args, const Settings &s) {
+  PetscFunctionBeginUser;
+  for (const ProbeSet &p : probe_sets(s)) {
+    Settings ps;
+    if (!p.file.empty()) PetscCall(CaseSettings(comm, args, probe_overrides(s, p), &ps, true));
+  }
+  PetscFunctionReturn(0);
 }
 
 std::vector<StudyCase> StudyCases(const Settings &s) {

@@ -5,12 +5,14 @@
 
 #include "mft/checkpoint.hpp"
 #include "mft/error.hpp"
+#include "mft/heldout.hpp"
 #include "mft/limit.hpp"
 #include "mft/optimizer.hpp"
 #include "mft/runfile.hpp"
 #include "mft/training.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <list>
 
@@ -34,22 +36,20 @@ PetscErrorCode Probe(MPI_Comm comm, const std::vector<std::string> &args, const 
     std::vector<std::string> extra = model;
     const auto probes = probe_overrides(s, sets[f]);
     extra.insert(extra.end(), probes.begin(), probes.end());
-    PetscCall(CaseSettings(comm, args, extra, cs));
+    PetscCall(CaseSettings(comm, args, extra, cs, true));
     if (limit) *cs = LimitSettingsFor(*cs);
-    cs->scheme.zero_targets = true;
-    cs->loss.kind = LossKind::token;
     PetscCall(LimitSolve(comm, *cs, &(*results)[f], heads));
   }
   PetscFunctionReturn(0);
 }
 
-// The arrays of probe outputs under `prefix` (/probes/<family>/tokens, adjoint).
+// The arrays of probe outputs under `prefix` (/probes/<family>/tokens, adjoint):
+// M sequences of tokens in R^d each, of the set's own N.
 void ProbeArrays(const std::string &prefix, const std::vector<std::string> &names,
                  const std::vector<std::vector<double>> &tokens, const std::vector<std::vector<double>> &adjoint,
-                 unsigned long long M, const std::vector<PetscInt> &Ns, unsigned long long d,
-                 std::vector<ResultArray> *arrays) {
+                 unsigned long long M, unsigned long long d, std::vector<ResultArray> *arrays) {
   for (size_t f = 0; f < names.size(); ++f) {
-    const std::vector<unsigned long long> dims = {M, (unsigned long long)Ns[f], d};
+    const std::vector<unsigned long long> dims = {M, tokens[f].size() / (M * d), d};
     arrays->push_back({prefix + "/probes/" + names[f] + "/tokens", dims, tokens[f].data()});
     arrays->push_back({prefix + "/probes/" + names[f] + "/adjoint", dims, adjoint[f].data()});
   }
@@ -126,6 +126,8 @@ PetscErrorCode TrainCase(CaseRun &r, int *signal) {
   Vec theta0; // the initial heads, for |theta_t - theta_0| / |theta_0|
   PetscCall(VecDuplicate(p.heads.theta, &theta0));
   PetscCall(HeadsInitialize(&p.heads, ts.init, ts.init.seed, theta0));
+  Heldout heldout;
+  PetscCall(HeldoutCreate(p, &heldout));
   auto record = [&](PetscInt step) -> PetscErrorCode {
     PetscReal n0, dn;
     Vec diff;
@@ -136,7 +138,7 @@ PetscErrorCode TrainCase(CaseRun &r, int *signal) {
     std::vector<std::vector<double>> tokens, adjoint;
     for (auto &x : results) tokens.push_back(x.tokens), adjoint.push_back(x.adjoint);
     std::vector<ResultArray> at;
-    ProbeArrays("", r.families, tokens, adjoint, s.study.probe_M, set_sizes(r.vs), cs.model.d, &at);
+    ProbeArrays("", r.families, tokens, adjoint, s.study.probe_M, cs.model.d, &at);
     // What training has done by this step: the heads' movement and the full-batch risk.
     PetscCall(VecDuplicate(theta0, &diff));
     PetscCall(VecWAXPY(diff, -1.0, theta0, p.heads.theta));
@@ -148,6 +150,11 @@ PetscErrorCode TrainCase(CaseRun &r, int *signal) {
     const double change = dn / n0, risk = p.risk;
     at.push_back({"/training/head_change", {1}, &change});
     at.push_back({"/training/risk", {1}, &risk});
+    if (heldout.file) { // the held-out file's risk at the same heads
+      History scratch;
+      PetscCall(HeldoutEvaluate(&p, &heldout, step, &scratch));
+      at.push_back({"/training/heldout_risk", {1}, &heldout.risk});
+    }
     PetscCall(ResultFileWrite(comm, cs, at, r.attributes, partial_path(s.study.dir, r.c.index, step)));
     PetscFunctionReturn(0);
   };
@@ -155,6 +162,7 @@ PetscErrorCode TrainCase(CaseRun &r, int *signal) {
   PetscCall(TrainLoop(&p, &opt, &history, start, saved, record, &stop));
   *signal = stop.signal;
   r.loss = history.loss;
+  PetscCall(HeldoutDestroy(&heldout));
   PetscCall(VecDestroy(&theta0));
   PetscCall(OptimizerDestroy(&opt));
   PetscCall(ProblemDestroy(&p));
@@ -181,11 +189,12 @@ PetscErrorCode WriteTrainedCase(CaseRun &r) {
     PetscCheck(problem.empty(), comm, PETSC_ERR_FILE_READ, "%s", problem.c_str());
     CaseData &d = kept.back();
     d.reduction = kept.front().risk / d.risk;
-    ProbeArrays("/times/" + std::to_string(t), r.families, d.tokens, d.adjoint, s.study.probe_M, d.N, d.d, &arrays);
+    ProbeArrays("/times/" + std::to_string(t), r.families, d.tokens, d.adjoint, s.study.probe_M, d.d, &arrays);
     for (auto [name, value] : {std::pair<const char *, const double *>{"head_change", &d.head_change},
-                               {"risk", &d.risk}, {"risk_reduction", &d.reduction}})
-      arrays.push_back({"/times/" + std::to_string(t) + "/training/" + name, {1}, value});
-    if (t == times.back()) ProbeArrays("", r.families, d.tokens, d.adjoint, s.study.probe_M, d.N, d.d, &arrays);
+                               {"risk", &d.risk}, {"risk_reduction", &d.reduction}, {"heldout_risk", &d.heldout_risk}})
+      if (std::isfinite(*value) || name != std::string("heldout_risk"))
+        arrays.push_back({"/times/" + std::to_string(t) + "/training/" + name, {1}, value});
+    if (t == times.back()) ProbeArrays("", r.families, d.tokens, d.adjoint, s.study.probe_M, d.d, &arrays);
   }
   if (!r.loss.empty()) arrays.push_back({"/training/loss", {(unsigned long long)r.loss.size()}, r.loss.data()});
   // What training did to the heads (printed and kept): |theta_T - theta_0| / |theta_0|, risk reduction.
@@ -230,7 +239,7 @@ PetscErrorCode StudyRunCase(MPI_Comm comm, const std::vector<std::string> &args,
     std::vector<std::vector<double>> tokens, adjoint;
     PetscCall(Probe(comm, args, r.vs, r.model, c.reference, nullptr, &results, &cs));
     for (auto &x : results) tokens.push_back(x.tokens), adjoint.push_back(x.adjoint);
-    ProbeArrays("", r.families, tokens, adjoint, s.study.probe_M, set_sizes(r.vs), cs.model.d, &arrays);
+    ProbeArrays("", r.families, tokens, adjoint, s.study.probe_M, cs.model.d, &arrays);
     PetscCall(ResultFileWrite(comm, cs, arrays, r.attributes, case_path(s.study.dir, c.index)));
     PetscFunctionReturn(0);
   }

@@ -339,4 +339,21 @@ StudyScalar StudyScalarCompute(const std::vector<long long> &L, const std::vecto
   return r;
 }
 
+// The best rate of one (cell, seed) from its risks at the sorted rates: the
+// vertex of the parabola through log risk in log lr at the smallest risk and
+// its two neighbours (clipped to them); at an end of the grid, that end.
+double StudyBestRate(const std::vector<double> &rates, const std::vector<double> &risk, bool *edge) {
+  size_t j = 0;
+  for (size_t i = 1; i < rates.size(); ++i)
+    if (risk[i] < risk[j]) j = i;
+  *edge = j == 0 || j + 1 == rates.size();
+  if (*edge) return rates[j];
+  const double x0 = std::log(rates[j - 1]), x1 = std::log(rates[j]), x2 = std::log(rates[j + 1]);
+  const double y0 = std::log(risk[j - 1]), y1 = std::log(risk[j]), y2 = std::log(risk[j + 1]);
+  const double den = (x1 - x0) * (y1 - y2) - (x1 - x2) * (y1 - y0);
+  if (!(den != 0) || !std::isfinite(den)) return rates[j];
+  const double x = x1 - 0.5 * ((x1 - x0) * (x1 - x0) * (y1 - y2) - (x1 - x2) * (x1 - x2) * (y1 - y0)) / den;
+  return std::exp(std::fmin(std::fmax(x, x0), x2));
+}
+
 } // namespace mft

@@ -105,7 +105,9 @@ struct StudySettings {
   std::string probes = "discrete uniform_cube"; // probe families (the training family need not be among them)
   PetscInt probe_M = 4;               // probe sequences per family
   std::string probe_N;                // tokens of the probe sequences (several: one probe set each); empty: data.N
+  std::string probe_file;             // a data file whose first probe_M sequences are one more probe set
   std::string variants;               // ';'-separated sets of key=value overrides (N, d, optimizer sweeps)
+  std::string learning_rates;         // a learning-rate study: every variant at each train.lr
   std::string dir = "study";          // one HDF5 file per case, then the tables and plots
   PetscInt only = -1;                 // run only this case (a Slurm array task); -1: all
 };

@@ -32,6 +32,9 @@ struct StudyCase {
   std::string describe() const;
 };
 
+// The variants' overrides: study.variants, or one empty variant; in a
+// learning-rate study each of those at every rate of study.learning_rates
+// (base variant b at rate j is variant b * rates + j, "... train.lr=<rate>").
 std::vector<std::string> StudyVariants(const Settings &s);
 
 // The teacher of a trained study's targets, (L, H): data.teacher_L/H, by
@@ -42,6 +45,10 @@ std::vector<StudyCase> StudyCases(const Settings &s);
 // The training steps at which a trained study records its errors
 // (study.times with 0 and study.steps); {0} at initialisation.
 std::vector<PetscInt> StudyTimes(const Settings &s);
+
+// Checks, before any case runs, that the probe file (study.probe_file) can
+// give study.probe_M sequences of the models' dimension.
+PetscErrorCode StudyProbeFileCheck(MPI_Comm comm, const std::vector<std::string> &args, const Settings &s);
 
 // Runs one case; args are the command's own (the config and overrides). A
 // trained case trains through the loop of mft train (training.hpp), resumes

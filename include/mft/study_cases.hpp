@@ -19,9 +19,11 @@ std::vector<PetscInt> integers(const std::string &text);
 // "data.N=16 model.d=4" -> --data.N 16 --model.d 4
 std::vector<std::string> overrides(const std::string &variant);
 
-// The study's settings with `extra` options appended to its arguments.
+// The study's settings with `extra` options appended to its arguments; with
+// a data file, its sizes (N, d, ...) as the run will see them. A probe's
+// settings (probe) have zero targets and the token loss.
 PetscErrorCode CaseSettings(MPI_Comm comm, std::vector<std::string> args, const std::vector<std::string> &extra,
-                            Settings *s);
+                            Settings *s, bool probe = false);
 
 // study.dir/case-<i>.h5, and a trained case's file at one recorded step.
 std::string case_path(const std::string &dir, PetscInt i);
@@ -29,15 +31,17 @@ std::string partial_path(const std::string &dir, PetscInt i, PetscInt t);
 
 // The probe sets: each family of study.probes, with study.probe_M sequences
 // of its own seed, at each N of study.probe_N (default data.N); named by the
-// family, and "<family>_N<n>" when study.probe_N is given.
+// family, and "<family>_N<n>" when study.probe_N is given; then, with
+// study.probe_file, the first study.probe_M sequences of that data file
+// (their tokens; N and d are the file's), named after the file.
 struct ProbeSet {
   std::string family, name;
-  PetscInt N;
+  PetscInt N;         // 0 for a file: its own
   std::uint64_t seed; // data.seed + 7919 (f + 1) for family f, + 104729 N when study.probe_N is given
+  std::string file;
 };
 std::vector<ProbeSet> probe_sets(const Settings &s);
 std::vector<std::string> probe_names(const Settings &s);
-std::vector<PetscInt> set_sizes(const Settings &s);
 std::vector<std::string> probe_overrides(const Settings &s, const ProbeSet &p);
 
 // The probe outputs of one case: per probe set, tokens and adjoints.
@@ -47,6 +51,7 @@ struct CaseData {
   PetscInt d = 0;
   // A trained case at this time: |theta_t - theta_0| / |theta_0| and the full risk (NaN at initialisation).
   double head_change = NAN, risk = NAN, reduction = NAN; // reduction: risk at step 0 / risk now
+  double heldout_risk = NAN; // with data.heldout: the held-out file's risk at these heads
   std::vector<double> loss; // a trained case: its risk before every training step (the whole run)
 };
 

@@ -109,4 +109,10 @@ std::vector<double> StudyCorrected(const StudyErrors &e, const StudyErrors::Case
 StudyFit StudyFitGrid(const std::vector<long long> &L, const std::vector<long long> &H, const std::vector<double> &err,
                       const std::vector<char> &use);
 
+// A learning-rate study's best rate for one (cell, seed), from its risks at
+// the increasing rates: the vertex of the parabola through log risk against
+// log rate at the smallest risk and its two neighbours (clipped to them); at
+// an end of the grid, that end, with *edge set.
+double StudyBestRate(const std::vector<double> &rates, const std::vector<double> &risk, bool *edge);
+
 } // namespace mft

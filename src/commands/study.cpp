@@ -28,13 +28,17 @@ PetscErrorCode CommandStudy(MPI_Comm comm, const std::vector<std::string> &args,
   const std::string dir = s.aggregate.empty() ? s.study.dir : s.aggregate;
   const double t0 = seconds();
   if (s.study.state == "trained") {
-    const auto teacher = StudyTeacher(s);
-    PetscCall(PetscPrintf(comm,
-                          "mft study: %zu cases in %s; trained %" PetscInt_FMT " steps against %" PetscInt_FMT
-                          " references of %" PetscInt_FMT " x %" PetscInt_FMT "; every model learns the targets of one "
-                          "teacher of %" PetscInt_FMT " x %" PetscInt_FMT " heads (data.teacher_seed %llu)\n",
-                          cases.size(), dir.c_str(), s.study.steps, s.study.references, s.study.reference_L,
-                          s.study.reference_H, teacher.first, teacher.second, (unsigned long long)s.data.teacher_seed));
+    std::string learns = "the data file " + s.data.file;
+    if (s.data.file.empty()) {
+      const auto teacher = StudyTeacher(s);
+      learns = "the targets of one teacher of " + std::to_string(teacher.first) + " x " +
+               std::to_string(teacher.second) + " heads (data.teacher_seed " + std::to_string(s.data.teacher_seed) + ")";
+    }
+    const std::string against = s.study.references == 0 ? "with no references (a learning-rate study)"
+                                : "against " + std::to_string(s.study.references) + " references of " +
+                                      std::to_string(s.study.reference_L) + " x " + std::to_string(s.study.reference_H);
+    PetscCall(PetscPrintf(comm, "mft study: %zu cases in %s; trained %" PetscInt_FMT " steps %s; every model learns %s\n",
+                          cases.size(), dir.c_str(), s.study.steps, against.c_str(), learns.c_str()));
   } else {
     PetscCall(PetscPrintf(comm,
                           "mft study: %zu cases in %s; at initialisation against %" PetscInt_FMT
@@ -42,6 +46,7 @@ PetscErrorCode CommandStudy(MPI_Comm comm, const std::vector<std::string> &args,
                           cases.size(), dir.c_str(), s.study.references, s.limit.heads));
   }
   if (s.aggregate.empty()) {
+    PetscCall(StudyProbeFileCheck(comm, args, s));
     if (rank == 0)
       PetscCheck(mkdir(dir.c_str(), 0755) == 0 || errno == EEXIST, PETSC_COMM_SELF, PETSC_ERR_FILE_WRITE,
                  "cannot create study.dir '%s'", dir.c_str());

@@ -8,6 +8,7 @@
 # - a table per recorded time, raw and corrected fits per time.
 here="$(cd "$(dirname "$0")" && pwd)"
 source "$here/lib.sh" "$1"
+inputs="$2"
 run1="mpiexec --oversubscribe -n 1 $MFT"
 run2="mpiexec --oversubscribe -n 2 $MFT"
 cat > base.cfg <<CFG
@@ -132,9 +133,78 @@ for set in discrete_N4 discrete_N16 uniform_cube_N16; do
   grep -q ",2,$set,${set##*_N}," pn/probes.csv && ok || bad "probes.csv lacks the probe set $set at the last time"
 done
 
+# Real data: a study trained on the first 8 digits of input/digits.h5, probed
+# on the first 3 held-out images (study.probe_file). At step 0 a case's probe
+# outputs are mft forward's x(1) of those 3 images under the case's heads.
+cat > digits.cfg <<CFG
+[model]
+k = 2
+[data]
+file = $inputs/digits.h5
+M = 8
+[init]
+law = uniform
+[loss]
+kind = pooled
+[train]
+optimizer = adamw
+lr = 0.01
+log_every = 1000
+[study]
+L = 1 2
+H = 1 2
+seeds = 2
+state = trained
+steps = 4
+reference_L = 8
+reference_H = 8
+references = 2
+probes =
+probe_file = $inputs/digits_heldout.h5
+probe_M = 3
+CFG
+expect 0 "every model learns the data file" -- $run2 study --config digits.cfg --study.dir digits
+grep -q '^0,"",2,2,4,digits_heldout,8,' digits/probes.csv && ok || bad "probes.csv lacks the held-out probe set (N = 8)"
+expect 0 "" -- $run2 forward --data.file "$inputs/digits_heldout.h5" --data.M 3 --model.L 8 --model.H 8 --model.k 2 \
+  --init.law uniform --init.seed 3 --output.file heldout_x1.h5
+/usr/bin/python3 - digits/case-0.h5 heldout_x1.h5 <<'PY' && ok || bad "the held-out probes differ from mft forward on the same images"
+import sys, h5py, numpy as np
+with h5py.File(sys.argv[1]) as c, h5py.File(sys.argv[2]) as f:
+    assert c.attrs["study.reference"] in (b"true", "true") and int(c.attrs["init.seed"]) == 3
+    x, y = c["/times/0/probes/digits_heldout/tokens"][()], f["/output/tokens"][()]
+    assert x.shape == y.shape == (3, 8, 16), (x.shape, y.shape)
+    assert np.max(np.abs(x - y)) <= 1e-12 * np.max(np.abs(y)), np.max(np.abs(x - y))
+PY
+# A learning-rate study on the same data, no references, with the held-out
+# risk: lr.csv's mean risk per (L, H, rate) is the case files' own mean.
+expect 0 "learning rates v0 \(held-out risk at step 4\)" -- $run2 study --config digits.cfg --study.references 0 \
+  --study.learning_rates "0.3 0.003 0.03" --data.heldout "$inputs/digits_heldout.h5" --study.dir rates
+/usr/bin/python3 - rates <<'PY' && ok || bad "lr.csv differs from the case files' risks"
+import csv, glob, sys, h5py, numpy as np
+d = sys.argv[1]
+rates = ["0.3", "0.003", "0.03"]
+risks = {}
+for f in glob.glob(d + "/case-*.h5"):
+    with h5py.File(f) as h:
+        key = (str(h.attrs["study.case_L"]), str(h.attrs["study.case_H"]), rates[int(h.attrs["study.variant"])])
+        risks.setdefault(key, []).append((h["/times/4/training/risk"][0], h["/times/4/training/heldout_risk"][0]))
+rows = list(csv.DictReader(open(d + "/lr.csv")))
+assert len(rows) == 12 and len(risks) == 12, (len(rows), len(risks))
+assert [r["lr"] for r in rows[:3]] == ["0.003", "0.03", "0.3"], "rates not in increasing order"
+for r in rows:
+    m = np.mean(risks[(r["L"], r["H"], r["lr"])], axis=0)
+    assert abs(float(r["risk"]) - m[0]) <= 1e-5 * m[0] and abs(float(r["heldout_risk"]) - m[1]) <= 1e-5 * m[1], r
+best = list(csv.DictReader(open(d + "/best_lr.csv")))
+assert len(best) == 8 and all(0.003 <= float(b["best_lr"]) <= 0.3 for b in best), best
+PY
+expect 2 "study.references = 0: a convergence study needs references" -- "$MFT" study --config digits.cfg --study.references 0 --study.dir bad
+expect 2 "study.learning_rates = '0.01': a learning-rate study needs two rates or more" -- \
+  "$MFT" study --config digits.cfg --study.learning_rates 0.01 --study.dir bad
+expect 2 "data.M = 400 but data file .*digits_heldout.h5 has only 359 sequences" -- \
+  "$MFT" study --config digits.cfg --study.probe_M 400 --study.dir digits_many
+
 # Bad study settings: exit 2, one line, before any work.
 expect 2 "study.times entry 9 is beyond study.steps = 6" -- "$MFT" study --config base.cfg --study.steps 6 --study.times "2 9" --study.dir bad
 [ ! -e bad ] && ok || bad "a refused study made its folder"
-expect 2 "study.references must be at least 1" -- "$MFT" study --config base.cfg --study.references 0 --study.dir bad
 expect 2 "study.times 'x' is not an integer" -- "$MFT" study --config base.cfg --study.times "2 x" --study.dir bad
 finish

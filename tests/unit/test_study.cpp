@@ -88,6 +88,37 @@ TEST(Study, CasesAreNumberedPerVariant) {
   EXPECT_EQ(cases[5].seed, 2);
 }
 
+// A learning-rate study: every base variant at each rate, in order.
+TEST(Study, LearningRatesAreVariants) {
+  Settings s = settings({"--study.L", "2", "--study.H", "3", "--study.seeds", "1", "--study.variants",
+                         "data.N=4; data.N=8", "--study.learning_rates", "0.1 0.01 0.03", "--study.references", "0",
+                         "--study.state", "trained"},
+                        "study");
+  const auto v = StudyVariants(s);
+  ASSERT_EQ(v.size(), 6u);
+  EXPECT_EQ(v[0], "data.N=4 train.lr=0.1");
+  EXPECT_EQ(v[5], "data.N=8 train.lr=0.03");
+  EXPECT_EQ(StudyCases(s).size(), 6u); // no references: one model per variant
+}
+
+// The best rate: the vertex of a parabola in log rate is found exactly; a
+// minimum at an end of the grid is that end, flagged; uneven spacing too.
+TEST(StudyStatistics, BestRateIsTheParabolasVertex) {
+  const double best = 0.02;
+  for (const std::vector<double> &rates :
+       {std::vector<double>{0.001, 0.003, 0.01, 0.03, 0.1}, std::vector<double>{0.002, 0.005, 0.03, 0.05, 0.4}}) {
+    std::vector<double> risk;
+    for (double r : rates) risk.push_back(std::exp(0.7 * std::pow(std::log(r / best), 2) - 1.0));
+    bool edge = true;
+    EXPECT_NEAR(StudyBestRate(rates, risk, &edge), best, 1e-12);
+    EXPECT_FALSE(edge);
+    std::vector<double> falling;
+    for (double r : rates) falling.push_back(1.0 / r);
+    EXPECT_EQ(StudyBestRate(rates, falling, &edge), rates.back());
+    EXPECT_TRUE(edge);
+  }
+}
+
 // The reference's own error: four references at +-phi along the axes 1 and 2
 // (their mean at 0, their sample variance s^2 = 4 phi^2 / 3 on every token),
 // the models at distance sqrt(e^2 + s^2 / 4) along axis 0 with
