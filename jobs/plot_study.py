@@ -8,9 +8,15 @@ removed; docs/results.md), the raw err in grey beside it, and the floor as a lin
     /usr/bin/python3 jobs/plot_study.py STUDY_DIR
 
 Reads STUDY_DIR/study.h5 (written by `mft study --aggregate`), writes
-STUDY_DIR/study_v<variant>_<quantity>.png. Needs Debian's python3-matplotlib
-and python3-h5py.
+STUDY_DIR/study_v<variant>_<quantity>.png; for a trained study also
+study_v<variant>_curves.png (the training curves' distance from the
+references' against L and H, from study.csv), and for a learning-rate study
+(lr.csv, best_lr.csv) study_lr_v<variant>.png: the risk against the rate per
+(L, H), and the best rate against L and H with its interval. Needs Debian's
+python3-matplotlib and python3-h5py.
 """
+import csv
+import os
 import sys
 
 import h5py
@@ -108,16 +114,117 @@ def plot_time(f, v, quantity, times, out):
     plt.close(fig)
 
 
+def rows(path, **match):
+    if not os.path.exists(path):
+        return []
+    return [r for r in csv.DictReader(open(path)) if all(r[k] == v for k, v in match.items())]
+
+
+def number(x):
+    return float(x) if x not in ("", "nan") else float("nan")
+
+
+def plot_curves(d, v, out):
+    """The training curves' distance from the references' (study.csv's
+    curve_distance at the last step) against L, one line per H, and against H."""
+    table = rows(f"{d}/study.csv", variant=str(v))
+    if not table:
+        return False
+    last = max(int(r["time"]) for r in table)
+    table = [r for r in table if int(r["time"]) == last and r["curve_distance"] not in ("", "nan")]
+    if not table:
+        return False
+    fig, axes = plt.subplots(1, 2, figsize=(10, 4))
+    for ax, (along, other) in zip(axes, (("L", "H"), ("H", "L"))):
+        for o in sorted({int(r[other]) for r in table}):
+            sel = sorted((r for r in table if int(r[other]) == o), key=lambda r: int(r[along]))
+            x = [int(r[along]) for r in sel]
+            y = np.array([number(r["curve_distance"]) for r in sel])
+            lo = np.array([number(r["curve_distance_lo"]) for r in sel])
+            hi = np.array([number(r["curve_distance_hi"]) for r in sel])
+            ax.errorbar(x, y, yerr=[np.clip(y - lo, 0, None), np.clip(hi - y, 0, None)], marker="o", capsize=3,
+                        label=f"{other} = {o}")
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.set_xlabel(along)
+        ax.set_ylabel("max_t |R(t) - R_ref(t)| / R_ref(t)")
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=7)
+    fig.suptitle(f"training curves against the references' (steps 0 .. {last})")
+    fig.tight_layout()
+    fig.savefig(out, dpi=110)
+    plt.close(fig)
+    return True
+
+
+def plot_rates(d, v, out):
+    """A learning-rate study: the risk against the rate per (L, H) (training,
+    held-out), and the best rate against L (one line per H) with its interval."""
+    table, best = rows(f"{d}/lr.csv", variant=str(v)), rows(f"{d}/best_lr.csv", variant=str(v))
+    if not table:
+        return False
+    kinds = [k for k in ("risk", "heldout_risk") if any(r[k] not in ("", "nan") for r in table)]
+    fig, axes = plt.subplots(1, len(kinds) + 1, figsize=(5 * (len(kinds) + 1), 4))
+    cells = sorted({(int(r["L"]), int(r["H"])) for r in table})
+    Ls = sorted({c[0] for c in cells})
+    colours = plt.cm.viridis(np.linspace(0, 0.9, len(Ls)))
+    styles = ["-", "--", "-.", ":"]
+    Hs = sorted({c[1] for c in cells})
+    for ax, kind in zip(axes, kinds):
+        for (l, h) in cells:
+            sel = [r for r in table if int(r["L"]) == l and int(r["H"]) == h]
+            ax.plot([number(r["lr"]) for r in sel], [number(r[kind]) for r in sel], marker="o", ms=3,
+                    color=colours[Ls.index(l)], ls=styles[Hs.index(h) % len(styles)], label=f"L={l} H={h}")
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel("learning rate")
+        ax.set_ylabel(kind.replace("_", " ") + " at the last step")
+        ax.grid(True, which="both", alpha=0.3)
+    axes[0].legend(fontsize=5, ncol=2)
+    ax = axes[-1]
+    for quantity, marker in (("best_lr", "o"), ("best_lr_heldout", "s")):
+        for h in Hs:
+            sel = sorted((r for r in best if r["quantity"] == quantity and int(r["H"]) == h), key=lambda r: int(r["L"]))
+            if not sel:
+                continue
+            y = np.array([number(r["best_lr"]) for r in sel])
+            lo = np.array([number(r["best_lr_lo"]) for r in sel])
+            hi = np.array([number(r["best_lr_hi"]) for r in sel])
+            ax.errorbar([int(r["L"]) for r in sel], y, yerr=[np.clip(y - lo, 0, None), np.clip(hi - y, 0, None)],
+                        marker=marker, capsize=3, ls=styles[Hs.index(h) % len(styles)],
+                        label=f"{'held-out' if 'heldout' in quantity else 'training'}, H = {h}")
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xlabel("L")
+    ax.set_ylabel("best learning rate (mean over seeds)")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=6)
+    fig.suptitle("learning rates: does the best rate move with L and H?")
+    fig.tight_layout()
+    fig.savefig(out, dpi=110)
+    plt.close(fig)
+    return True
+
+
 def main():
     if len(sys.argv) != 2:
         sys.exit("usage: plot_study.py STUDY_DIR")
     d = sys.argv[1]
+    bases = {r["variant"] for r in rows(f"{d}/lr.csv")}
+    for v in sorted(bases, key=int):
+        out = f"{d}/study_lr_v{v}.png"
+        if plot_rates(d, v, out):
+            print(f"plot_study: wrote {out}")
     with h5py.File(f"{d}/study.h5", "r") as f:
         count = int(attr(f, "study.variants_count"))
         for v in range(count):
+            out = f"{d}/study_v{v}_curves.png"
+            if plot_curves(d, v, out):
+                print(f"plot_study: wrote {out}")
             for quantity in ("tokens", "adjoint"):
                 if f"/v{v}/{quantity}/err" not in f:
-                    print(f"plot_study: variant {v} was not measured (no reference); no plot")
+                    if not bases:
+                        print(f"plot_study: variant {v} was not measured (no reference); no plot")
                     continue
                 err = f[f"/v{v}/{quantity}/err"][()]
                 if not np.any(np.isfinite(err) & (err > 0)):

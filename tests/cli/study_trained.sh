@@ -92,7 +92,7 @@ PY
 [ "$(grep -c ',curve,' long/fits.csv)" -eq 3 ] && ok || bad "fits.csv lacks the curve fits at steps 2, 4, 6"
 grep -q "heads moved" out.txt && ok || bad "the cases do not say how far their heads moved"
 /usr/bin/python3 "$here/../../jobs/plot_study.py" long > plot.txt 2>&1 && ok || { bad "plot_study.py failed"; cat plot.txt; }
-for png in long/study_v0_tokens.png long/study_v0_tokens_time.png; do
+for png in long/study_v0_tokens.png long/study_v0_tokens_time.png long/study_v0_curves.png; do
   [ -s "$png" ] && file "$png" | grep -q PNG && ok || bad "$png is not a PNG"
 done
 # The same cases stopped at step 4: their final probes are the long run's at time 4, bitwise.
@@ -197,6 +197,8 @@ for r in rows:
 best = list(csv.DictReader(open(d + "/best_lr.csv")))
 assert len(best) == 8 and all(0.003 <= float(b["best_lr"]) <= 0.3 for b in best), best
 PY
+/usr/bin/python3 "$here/../../jobs/plot_study.py" rates > plot_rates.txt 2>&1 && file rates/study_lr_v0.png | grep -q PNG && ok ||
+  { bad "plot_study.py drew no learning-rate plot"; cat plot_rates.txt; }
 expect 2 "study.references = 0: a convergence study needs references" -- "$MFT" study --config digits.cfg --study.references 0 --study.dir bad
 expect 2 "study.learning_rates = '0.01': a learning-rate study needs two rates or more" -- \
   "$MFT" study --config digits.cfg --study.learning_rates 0.01 --study.dir bad
