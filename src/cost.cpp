@@ -37,14 +37,11 @@ Count Exchange(ExchangeKind kind, PetscInt n, PetscInt rank, const std::vector<P
   return c;
 }
 
-} // namespace
-
-StepCost PredictStep(const ModelSettings &m, PetscInt M, PetscInt N, PetscInt P, PetscInt Ph, CutForm form,
-                     double rate, const Network &net) {
-  const PetscInt d = m.d, k = m.k, dv = m.head_kind == HeadKind::qkv ? d : k, Pt = P / Ph;
-  const PetscInt ph = m.head_kind == HeadKind::qkv ? 2 * k * d + dv * d : 2 * k * d + dv * d + d * k; // head size
-  StepCost c;
-  c.P = P, c.Ph = Ph, c.Pt = Pt, c.form = form;
+// What each rank sends in the PETSc scatter of the heads from theta (owned
+// by all P ranks in turn) to the chunks (each rank's heads of its head group,
+// layer by layer): one message to each rank it owns heads of.
+std::vector<Count> HeadScatters(const ModelSettings &m, PetscInt P, PetscInt Ph, PetscInt ph) {
+  const PetscInt Pt = P / Ph;
   std::vector<Count> scatter((size_t)P);
   std::vector<PetscInt> theta_begin((size_t)P + 1);
   for (PetscInt r = 0; r < P; ++r) theta_begin[r] = split(m.L * m.H, P, r).begin;
@@ -62,6 +59,18 @@ StepCost PredictStep(const ModelSettings &m, PetscInt M, PetscInt N, PetscInt P,
     }
     for (const auto &[o, bytes] : from) scatter[o].add({1.0, bytes});
   }
+  return scatter;
+}
+
+} // namespace
+
+StepCost PredictStep(const ModelSettings &m, PetscInt M, PetscInt N, PetscInt P, PetscInt Ph, CutForm form,
+                     double rate, const Network &net) {
+  const PetscInt d = m.d, k = m.k, dv = m.head_kind == HeadKind::qkv ? d : k, Pt = P / Ph;
+  const PetscInt ph = m.head_kind == HeadKind::qkv ? 2 * k * d + dv * d : 2 * k * d + dv * d + d * k; // head size
+  StepCost c;
+  c.P = P, c.Ph = Ph, c.Pt = Pt, c.form = form;
+  const std::vector<Count> scatter = HeadScatters(m, P, Ph, ph);
   for (PetscInt r = 0; r < P; ++r) {
     Count layer, step;
     // Per layer: the group's tokens gathered twice (the forward's state, kept

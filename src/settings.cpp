@@ -527,6 +527,137 @@ static PetscErrorCode StudyCheck(MPI_Comm comm, const Settings &s) {
   PetscFunctionReturn(0);
 }
 
+namespace {
+
+// The option descriptions of a command: the general flags, every keyed
+// option (what a config may hold), and the sections --help lists (what the
+// command reads).
+struct Descriptions {
+  po::options_description general{"General"}, keyed;
+  std::vector<std::pair<std::string, po::options_description>> sections;
+};
+
+void Describe(const std::string &command, const std::vector<Option> &options, Descriptions *d) {
+  d->general.add_options()("help,h", "print the options and exit")("config", po::value<std::string>(),
+                                                                    "INI file with [model], [data], ... sections");
+  if (command == "forward") d->general.add_options()("gradient", "also compute g = L H dR/dtheta and write /grad");
+  if (command == "study")
+    d->general.add_options()("aggregate", po::value<std::string>(), "aggregate the case files of this study folder")(
+        "list", "print the cases of the study and exit");
+  if (command == "train")
+    d->general.add_options()("restart", po::value<std::string>(),
+                             "continue from a checkpoint FILE, or 'auto': the newest valid one in checkpoint.dir "
+                             "(a fresh start when there is none)");
+  for (auto &o : options) {
+    std::string section = o.key.substr(0, o.key.find('.'));
+    if (SettingsReads(command, o.key)) {
+      if (d->sections.empty() || d->sections.back().first != section)
+        d->sections.emplace_back(section, po::options_description("[" + section + "]"));
+      d->sections.back().second.add_options()(o.key.c_str(), po::value<std::string>()->default_value(o.def),
+                                              o.help.c_str());
+    }
+    d->keyed.add_options()(o.key.c_str(), po::value<std::string>()->default_value(o.def), o.help.c_str());
+  }
+}
+
+// The command line, then the config file, into vm; the problem, or "".
+std::string ReadValues(const std::vector<std::string> &args, const std::vector<Option> &options,
+                       const Descriptions &d, po::variables_map *vm) {
+  try {
+    po::options_description all;
+    all.add(d.general).add(d.keyed);
+    po::store(po::command_line_parser(last_wins(args, options)).options(all).run(), *vm);
+    if (vm->count("config")) {
+      std::string path = (*vm)["config"].as<std::string>();
+      std::ifstream in(path);
+      if (!in) throw BadValue("cannot open config file '" + path + "'");
+      if (!std::filesystem::is_regular_file(path)) throw BadValue("config file '" + path + "' is not a file");
+      po::store(po::parse_config_file(in, d.keyed, false), *vm);
+    }
+    po::notify(*vm);
+  } catch (const BadValue &e) {
+    return e.what();
+  } catch (const po::error &e) {
+    std::string problem = e.what();
+    if (problem.find("unrecognised option") != std::string::npos && vm->count("config"))
+      problem += " (on the command line or in " + (*vm)["config"].as<std::string>() + ")";
+    return problem;
+  }
+  return "";
+}
+
+// Every option's value into s (and its record). Input files named in a
+// config file are found beside it (a config and its data travel together);
+// on the command line, from the working folder. The problem, or "".
+std::string StoreValues(const std::vector<std::string> &args, std::vector<Option> &options,
+                        const po::variables_map &vm, Settings *s) {
+  s->gradient = vm.count("gradient") > 0;
+  if (vm.count("restart")) s->restart = vm["restart"].as<std::string>();
+  if (vm.count("aggregate")) s->aggregate = vm["aggregate"].as<std::string>();
+  s->list_cases = vm.count("list") > 0;
+  std::set<std::string> on_command_line;
+  for (const std::string &a : args) on_command_line.insert(argument_key(a));
+  const std::filesystem::path config_dir =
+      vm.count("config") ? std::filesystem::path(vm["config"].as<std::string>()).parent_path() : "";
+  const std::set<std::string> inputs = {"data.file", "data.heldout", "params.file", "study.probe_file"};
+  for (auto &o : options) {
+    std::string v = vm[o.key].as<std::string>();
+    if (inputs.count(o.key) && !v.empty() && !vm[o.key].defaulted() && !on_command_line.count(o.key) &&
+        std::filesystem::path(v).is_relative())
+      v = (config_dir / v).lexically_normal().string();
+    if (!vm[o.key].defaulted()) s->explicit_keys.push_back(o.key);
+    try {
+      o.set(v);
+    } catch (const BadValue &e) {
+      return o.key + " " + e.what();
+    }
+    s->record.emplace_back(o.key, v);
+  }
+  try {
+    (void)TeacherInit(*s);
+  } catch (const std::invalid_argument &e) {
+    return std::string("data.teacher_init ") + e.what();
+  }
+  return "";
+}
+
+// An option on the command line that the command does not read is a
+// mistake: the problem naming the commands that read it, or "".
+std::string UnusedOption(const std::string &command, const std::vector<std::string> &args,
+                         const po::variables_map &vm) {
+  for (const std::string &a : args) {
+    const std::string key = argument_key(a);
+    if (key.find('.') == std::string::npos || !vm.count(key) || SettingsReads(command, key)) continue;
+    std::string users;
+    for (const char *c : {"forward", "train", "ntk", "lse", "limit", "study", "bench"})
+      if (SettingsReads(c, key)) users += std::string(users.empty() ? "" : ", ") + c;
+    return key + " is not used by mft " + command + " (only by " + users + ")";
+  }
+  return "";
+}
+
+// Settings that are valid one by one but not together.
+PetscErrorCode ConsistencyCheck(MPI_Comm comm, const Settings &s) {
+  PetscFunctionBeginUser;
+  PetscCheck(s.data.param_max >= s.data.param_min, comm, PETSC_ERR_USER_INPUT,
+             "data.param_max (%g) is smaller than data.param_min (%g)", s.data.param_max, s.data.param_min);
+  PetscCheck(!s.output.file.empty(), comm, PETSC_ERR_USER_INPUT, "output.file is empty");
+  PetscCheck(s.train.beta1 < 1 && s.train.beta2 < 1, comm, PETSC_ERR_USER_INPUT,
+             "train.beta1 and train.beta2 must be below 1 (got %g and %g)", s.train.beta1, s.train.beta2);
+  PetscCheck(s.train.lr_min <= s.train.lr, comm, PETSC_ERR_USER_INPUT, "train.lr_min (%g) exceeds train.lr (%g)",
+             s.train.lr_min, s.train.lr);
+  if (s.command == "study") {
+    std::istringstream times(s.study.times);
+    for (PetscInt t; times >> t;)
+      PetscCheck(t <= s.study.steps, comm, PETSC_ERR_USER_INPUT,
+                 "study.times entry %" PetscInt_FMT " is beyond study.steps = %" PetscInt_FMT, t, s.study.steps);
+    PetscCall(StudyCheck(comm, s));
+  }
+  PetscFunctionReturn(0);
+}
+
+} // namespace
+
 PetscErrorCode SettingsParse(MPI_Comm comm, const std::string &command, const std::vector<std::string> &args,
                              Settings *s, PetscBool *help) {
   PetscFunctionBeginUser;
@@ -534,121 +665,25 @@ PetscErrorCode SettingsParse(MPI_Comm comm, const std::string &command, const st
   s->command = command;
   *help = PETSC_FALSE;
   std::vector<Option> options = declare(*s);
-
-  po::options_description general("General");
-  general.add_options()("help,h", "print the options and exit")("config", po::value<std::string>(),
-                                                                 "INI file with [model], [data], ... sections");
-  if (command == "forward") general.add_options()("gradient", "also compute g = L H dR/dtheta and write /grad");
-  if (command == "study")
-    general.add_options()("aggregate", po::value<std::string>(), "aggregate the case files of this study folder")(
-        "list", "print the cases of the study and exit");
-  if (command == "train")
-    general.add_options()("restart", po::value<std::string>(),
-                          "continue from a checkpoint FILE, or 'auto': the newest valid one in checkpoint.dir "
-                          "(a fresh start when there is none)");
-  po::options_description keyed;
-  std::vector<std::pair<std::string, po::options_description>> sections;
-  for (auto &o : options) {
-    std::string section = o.key.substr(0, o.key.find('.'));
-    if (SettingsReads(command, o.key)) { // --help lists what the command reads
-      if (sections.empty() || sections.back().first != section)
-        sections.emplace_back(section, po::options_description("[" + section + "]"));
-      sections.back().second.add_options()(o.key.c_str(), po::value<std::string>()->default_value(o.def),
-                                           o.help.c_str());
-    }
-    keyed.add_options()(o.key.c_str(), po::value<std::string>()->default_value(o.def), o.help.c_str());
-  }
-
+  Descriptions d;
+  Describe(command, options, &d);
   po::variables_map vm;
-  std::string problem;
-  try {
-    po::options_description all;
-    all.add(general).add(keyed);
-    po::store(po::command_line_parser(last_wins(args, options)).options(all).run(), vm);
-    if (vm.count("config")) {
-      std::string path = vm["config"].as<std::string>();
-      std::ifstream in(path);
-      if (!in) throw BadValue("cannot open config file '" + path + "'");
-      if (!std::filesystem::is_regular_file(path)) throw BadValue("config file '" + path + "' is not a file");
-      po::store(po::parse_config_file(in, keyed, false), vm);
-    }
-    po::notify(vm);
-  } catch (const BadValue &e) {
-    problem = e.what();
-  } catch (const po::error &e) {
-    problem = e.what();
-    if (problem.find("unrecognised option") != std::string::npos && vm.count("config"))
-      problem += " (on the command line or in " + vm["config"].as<std::string>() + ")";
-  }
+  std::string problem = ReadValues(args, options, d, &vm);
   PetscCheck(problem.empty(), comm, PETSC_ERR_USER_INPUT, "%s", problem.c_str());
-
   if (vm.count("help")) {
     *help = PETSC_TRUE;
     std::ostringstream os;
     os << "usage: mft " << command << " [--config FILE] [--section.key VALUE ...] [PETSc options]\n"
        << "Options on the command line override the config file; a key given twice: the last one wins.\n\n"
-       << general;
-    for (auto &sec : sections) os << "\n" << sec.second;
+       << d.general;
+    for (auto &sec : d.sections) os << "\n" << sec.second;
     PetscCall(PetscPrintf(comm, "%s", os.str().c_str()));
     PetscFunctionReturn(0);
   }
-  s->gradient = vm.count("gradient") > 0;
-  if (vm.count("restart")) s->restart = vm["restart"].as<std::string>();
-  if (vm.count("aggregate")) s->aggregate = vm["aggregate"].as<std::string>();
-  s->list_cases = vm.count("list") > 0;
-
-  // Input files named in a config file are found beside it (a config and its
-  // data travel together); on the command line, from the working folder.
-  std::set<std::string> on_command_line;
-  for (const std::string &a : args) on_command_line.insert(argument_key(a));
-  const std::filesystem::path config_dir =
-      vm.count("config") ? std::filesystem::path(vm["config"].as<std::string>()).parent_path() : "";
-  for (auto &o : options) {
-    std::string v = vm[o.key].as<std::string>();
-    if ((o.key == "data.file" || o.key == "data.heldout" || o.key == "params.file" || o.key == "study.probe_file") &&
-        !v.empty() &&
-        !vm[o.key].defaulted() && !on_command_line.count(o.key) && std::filesystem::path(v).is_relative())
-      v = (config_dir / v).lexically_normal().string();
-    if (!vm[o.key].defaulted()) s->explicit_keys.push_back(o.key);
-    try {
-      o.set(v);
-    } catch (const BadValue &e) {
-      problem = o.key + " " + e.what();
-      break;
-    }
-    s->record.emplace_back(o.key, v);
-  }
+  problem = StoreValues(args, options, vm, s);
+  if (problem.empty()) problem = UnusedOption(command, args, vm);
   PetscCheck(problem.empty(), comm, PETSC_ERR_USER_INPUT, "%s", problem.c_str());
-  try {
-    (void)TeacherInit(*s);
-  } catch (const std::invalid_argument &e) {
-    problem = std::string("data.teacher_init ") + e.what();
-  }
-  PetscCheck(problem.empty(), comm, PETSC_ERR_USER_INPUT, "%s", problem.c_str());
-  PetscCheck(s->data.param_max >= s->data.param_min, comm, PETSC_ERR_USER_INPUT,
-             "data.param_max (%g) is smaller than data.param_min (%g)", s->data.param_max, s->data.param_min);
-  PetscCheck(!s->output.file.empty(), comm, PETSC_ERR_USER_INPUT, "output.file is empty");
-  PetscCheck(s->train.beta1 < 1 && s->train.beta2 < 1, comm, PETSC_ERR_USER_INPUT,
-             "train.beta1 and train.beta2 must be below 1 (got %g and %g)", s->train.beta1, s->train.beta2);
-  PetscCheck(s->train.lr_min <= s->train.lr, comm, PETSC_ERR_USER_INPUT, "train.lr_min (%g) exceeds train.lr (%g)",
-             s->train.lr_min, s->train.lr);
-  for (const std::string &a : args) { // on the command line: an option the command does not read is a mistake
-    const std::string key = argument_key(a);
-    if (key.find('.') == std::string::npos || !vm.count(key) || SettingsReads(command, key)) continue;
-    std::string users;
-    for (const char *c : {"forward", "train", "ntk", "lse", "limit", "study", "bench"})
-      if (SettingsReads(c, key)) users += std::string(users.empty() ? "" : ", ") + c;
-    problem = key + " is not used by mft " + command + " (only by " + users + ")";
-    break;
-  }
-  PetscCheck(problem.empty(), comm, PETSC_ERR_USER_INPUT, "%s", problem.c_str());
-  if (command == "study") {
-    std::istringstream times(s->study.times);
-    for (PetscInt t; times >> t;)
-      PetscCheck(t <= s->study.steps, comm, PETSC_ERR_USER_INPUT,
-                 "study.times entry %" PetscInt_FMT " is beyond study.steps = %" PetscInt_FMT, t, s->study.steps);
-    PetscCall(StudyCheck(comm, *s));
-  }
+  PetscCall(ConsistencyCheck(comm, *s));
   PetscCall(CheckOutputs(comm, command, *s));
   PetscFunctionReturn(0);
 }

@@ -10,6 +10,30 @@
 
 namespace mft {
 
+// The study's first line: its cases, where, and what every model learns.
+static PetscErrorCode StudyHeader(MPI_Comm comm, const Settings &s, size_t cases, const std::string &dir) {
+  PetscFunctionBeginUser;
+  if (s.study.state == "trained") {
+    std::string learns = "the data file " + s.data.file;
+    if (s.data.file.empty()) {
+      const auto teacher = StudyTeacher(s);
+      learns = "the targets of one teacher of " + std::to_string(teacher.first) + " x " +
+               std::to_string(teacher.second) + " heads (data.teacher_seed " + std::to_string(s.data.teacher_seed) + ")";
+    }
+    const std::string against = s.study.references == 0 ? "with no references (a learning-rate study)"
+                                : "against " + std::to_string(s.study.references) + " references of " +
+                                      std::to_string(s.study.reference_L) + " x " + std::to_string(s.study.reference_H);
+    PetscCall(PetscPrintf(comm, "mft study: %zu cases in %s; trained %" PetscInt_FMT " steps %s; every model learns %s\n",
+                          cases, dir.c_str(), s.study.steps, against.c_str(), learns.c_str()));
+  } else {
+    PetscCall(PetscPrintf(comm,
+                          "mft study: %zu cases in %s; at initialisation against %" PetscInt_FMT
+                          " mean-field references of %" PetscInt_FMT " shared heads\n",
+                          cases, dir.c_str(), s.study.references, s.limit.heads));
+  }
+  PetscFunctionReturn(0);
+}
+
 PetscErrorCode CommandStudy(MPI_Comm comm, const std::vector<std::string> &args, int *status) {
   Settings s;
   PetscBool help;
@@ -27,24 +51,7 @@ PetscErrorCode CommandStudy(MPI_Comm comm, const std::vector<std::string> &args,
   }
   const std::string dir = s.aggregate.empty() ? s.study.dir : s.aggregate;
   const double t0 = seconds();
-  if (s.study.state == "trained") {
-    std::string learns = "the data file " + s.data.file;
-    if (s.data.file.empty()) {
-      const auto teacher = StudyTeacher(s);
-      learns = "the targets of one teacher of " + std::to_string(teacher.first) + " x " +
-               std::to_string(teacher.second) + " heads (data.teacher_seed " + std::to_string(s.data.teacher_seed) + ")";
-    }
-    const std::string against = s.study.references == 0 ? "with no references (a learning-rate study)"
-                                : "against " + std::to_string(s.study.references) + " references of " +
-                                      std::to_string(s.study.reference_L) + " x " + std::to_string(s.study.reference_H);
-    PetscCall(PetscPrintf(comm, "mft study: %zu cases in %s; trained %" PetscInt_FMT " steps %s; every model learns %s\n",
-                          cases.size(), dir.c_str(), s.study.steps, against.c_str(), learns.c_str()));
-  } else {
-    PetscCall(PetscPrintf(comm,
-                          "mft study: %zu cases in %s; at initialisation against %" PetscInt_FMT
-                          " mean-field references of %" PetscInt_FMT " shared heads\n",
-                          cases.size(), dir.c_str(), s.study.references, s.limit.heads));
-  }
+  PetscCall(StudyHeader(comm, s, cases.size(), dir));
   if (s.aggregate.empty()) {
     PetscCall(StudyProbeFileCheck(comm, args, s));
     if (rank == 0)

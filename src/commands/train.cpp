@@ -39,6 +39,56 @@ static PetscErrorCode TrainStart(Problem *p, Optimizer *opt, History *history, P
   PetscFunctionReturn(0);
 }
 
+// A run stopped by SIGUSR1 or SIGTERM after its checkpoint: said, and the summary line.
+static PetscErrorCode ReportStopped(MPI_Comm comm, const CheckpointSettings &c, const TrainingStop &stop) {
+  PetscFunctionBeginUser;
+  PetscCall(PetscPrintf(comm, "mft: caught %s after step %" PetscInt_FMT ": wrote %s; exit %d (resubmit with --restart auto)\n",
+                        stop.signal == SIGUSR1 ? "SIGUSR1" : "SIGTERM", stop.done - 1,
+                        CheckpointPath(c, stop.done).c_str(), kExitResubmit));
+  Summary sum;
+  sum.add("command", std::string("train")).add("status", std::string("checkpointed")).add("steps", (long long)stop.done);
+  sum.add("checkpoint", CheckpointPath(c, stop.done));
+  PetscCall(sum.print(comm));
+  PetscFunctionReturn(0);
+}
+
+// The end of a run: the NTK rate against its prediction (train.ntk), and the summary line.
+static PetscErrorCode TrainSummary(const Problem &p, const History &history, const Heldout &heldout, PetscInt start,
+                                   double initial, double elapsed, NtkRate *rate) {
+  MPI_Comm comm = p.grid.comm;
+  const TrainSettings &t = p.settings.train;
+  PetscFunctionBeginUser;
+  double messages, bytes;
+  PetscCall(TrafficMean(comm, &messages, &bytes));
+  Summary sum;
+  if (t.ntk != "none" && NtkRateFit(history.loss, t, rate)) {
+    PetscCall(PetscPrintf(comm, "rate of log R (steps %zu to %zu): %.6e (rms residual %.3e); the NTK predicts %.6e\n",
+                          rate->from, rate->to, rate->fitted, rate->fit_rms, rate->predicted));
+    sum.add("ntk_lambda_min", rate->lambda_min).add("predicted_rate", rate->predicted);
+    sum.add("predicted_rate_steps", rate->discrete).add("fitted_rate", rate->fitted).add("fit_rms", rate->fit_rms);
+  }
+  sum.add("command", std::string("train"))
+      .add("status", std::string("done"))
+      .add("initial_risk", initial)
+      .add("final_risk", p.risk)
+      .add("reduction", initial / p.risk)
+      .add("steps", (long long)t.steps)
+      .add("seconds", elapsed)
+      .add("seconds_per_step", t.steps > start ? elapsed / (double)(t.steps - start) : 0.0)
+      .add("ranks", (long long)p.grid.size)
+      .add("messages_per_rank", messages) // the program's own exchanges (exchange.hpp), not PETSc's scatters
+      .add("bytes_per_rank", bytes)
+      .add("grid", std::to_string(p.grid.Ph) + "x" + std::to_string(p.grid.Pt))
+      .add("cut_sequences", std::string(p.predicted.cuts ? to_string(p.velocity.form) : "none"))
+      .add("predicted_messages_per_step", p.predicted.messages) // the cost model's (cost.hpp), per rank
+      .add("predicted_bytes_per_step", p.predicted.bytes)
+      .add("predicted_step_seconds", p.predicted.seconds())
+      .add("file", p.settings.output.file);
+  HeldoutSummary(heldout, &sum);
+  PetscCall(sum.print(comm));
+  PetscFunctionReturn(0);
+}
+
 PetscErrorCode CommandTrain(MPI_Comm comm, const std::vector<std::string> &args, int *status) {
   Settings s;
   PetscBool help;
@@ -66,13 +116,7 @@ PetscErrorCode CommandTrain(MPI_Comm comm, const std::vector<std::string> &args,
   PetscCall(TrainLoop(&p, &opt, &history, start, saved, nullptr, &stop, heldout.active() ? &columns : nullptr));
   saved = stop.saved;
   if (stop.signal) {
-    PetscCall(PetscPrintf(comm, "mft: caught %s after step %" PetscInt_FMT ": wrote %s; exit %d (resubmit with --restart auto)\n",
-                          stop.signal == SIGUSR1 ? "SIGUSR1" : "SIGTERM", stop.done - 1,
-                          CheckpointPath(c, stop.done).c_str(), kExitResubmit));
-    Summary sum;
-    sum.add("command", std::string("train")).add("status", std::string("checkpointed")).add("steps", (long long)stop.done);
-    sum.add("checkpoint", CheckpointPath(c, stop.done));
-    PetscCall(sum.print(comm));
+    PetscCall(ReportStopped(comm, c, stop));
     *status = kExitResubmit;
     PetscCall(HeldoutDestroy(&heldout));
     PetscCall(OptimizerDestroy(&opt));
@@ -94,34 +138,7 @@ PetscErrorCode CommandTrain(MPI_Comm comm, const std::vector<std::string> &args,
   const std::string figures = HeldoutFigures(heldout);
   PetscCall(PetscPrintf(comm, "final risk %.9e after %" PetscInt_FMT " steps (x%.3g lower)%s, %.2f s; wrote %s\n",
                         p.risk, t.steps, initial / p.risk, figures.c_str(), elapsed, p.settings.output.file.c_str()));
-  double messages, bytes;
-  PetscCall(TrafficMean(comm, &messages, &bytes));
-  Summary sum;
-  if (t.ntk != "none" && NtkRateFit(history.loss, t, &rate)) {
-    PetscCall(PetscPrintf(comm, "rate of log R (steps %zu to %zu): %.6e (rms residual %.3e); the NTK predicts %.6e\n",
-                          rate.from, rate.to, rate.fitted, rate.fit_rms, rate.predicted));
-    sum.add("ntk_lambda_min", rate.lambda_min).add("predicted_rate", rate.predicted);
-    sum.add("predicted_rate_steps", rate.discrete).add("fitted_rate", rate.fitted).add("fit_rms", rate.fit_rms);
-  }
-  sum.add("command", std::string("train"))
-      .add("status", std::string("done"))
-      .add("initial_risk", initial)
-      .add("final_risk", p.risk)
-      .add("reduction", initial / p.risk)
-      .add("steps", (long long)t.steps)
-      .add("seconds", elapsed)
-      .add("seconds_per_step", t.steps > start ? elapsed / (double)(t.steps - start) : 0.0)
-      .add("ranks", (long long)p.grid.size)
-      .add("messages_per_rank", messages) // the program's own exchanges (exchange.hpp), not PETSc's scatters
-      .add("bytes_per_rank", bytes)
-      .add("grid", std::to_string(p.grid.Ph) + "x" + std::to_string(p.grid.Pt))
-      .add("cut_sequences", std::string(p.predicted.cuts ? to_string(p.velocity.form) : "none"))
-      .add("predicted_messages_per_step", p.predicted.messages) // the cost model's (cost.hpp), per rank
-      .add("predicted_bytes_per_step", p.predicted.bytes)
-      .add("predicted_step_seconds", p.predicted.seconds())
-      .add("file", p.settings.output.file);
-  HeldoutSummary(heldout, &sum);
-  PetscCall(sum.print(comm));
+  PetscCall(TrainSummary(p, history, heldout, start, initial, elapsed, &rate));
   PetscCall(HeldoutDestroy(&heldout));
   PetscCall(OptimizerDestroy(&opt));
   PetscCall(ProblemDestroy(&p));
