@@ -19,9 +19,12 @@ void BlasSetup(char **argv) {
   if (!std::getenv("OPENBLAS_CORETYPE") && !std::getenv("MFT_KEEP_BLAS")) {
     auto corename = (char *(*)())dlsym(RTLD_DEFAULT, "openblas_get_corename");
     __builtin_cpu_init();
+    const bool avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
+                        __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq");
     if (corename && std::strcmp(corename(), "Prescott") == 0 && __builtin_cpu_supports("avx2") &&
         __builtin_cpu_supports("fma")) {
-      setenv("OPENBLAS_CORETYPE", "Haswell", 1);
+      setenv("OPENBLAS_CORETYPE", avx512 ? "SkylakeX" : "Haswell", 1);
+      setenv("MFT_BLAS_CHOSEN", "1", 1); // mft bench: the kernels are mft's choice, not the user's
       execv("/proc/self/exe", argv); // on failure, go on with the kernels we have
     }
   }

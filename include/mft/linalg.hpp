@@ -10,11 +10,13 @@ namespace mft {
 
 // The BLAS as mft wants it, called first thing in main (before MPI starts):
 // one thread per rank (ranks are the parallelism; MFT_BLAS_THREADS overrides),
-// and OpenBLAS's Haswell kernels where it would fall back to Prescott's on a
-// CPU model it does not know although the CPU has AVX2 and FMA (common on
-// virtual machines: 2-3 times slower matmuls). For that the process runs
-// itself again, once, with OPENBLAS_CORETYPE=Haswell; an OPENBLAS_CORETYPE or
-// MFT_KEEP_BLAS already set is left alone.
+// and OpenBLAS's SkylakeX kernels (AVX-512) or Haswell kernels (AVX2 and FMA)
+// where it would fall back to Prescott's on a CPU model it does not know
+// (common on virtual machines: 2-3 times slower matmuls; on an AVX-512 CPU
+// the Haswell kernels still reach only 60% of the SkylakeX kernels' dgemm).
+// For that the process runs itself again, once, with OPENBLAS_CORETYPE set
+// (and MFT_BLAS_CHOSEN=1); an OPENBLAS_CORETYPE or MFT_KEEP_BLAS already set
+// is left alone.
 void BlasSetup(char **argv);
 
 // Which path the small products take: "LIBXSMM (target <arch>)", or "BLAS"

@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <dlfcn.h>
 #include <fstream>
+#include <cstdlib>
 #include <sstream>
 
 namespace mft {
@@ -197,8 +198,16 @@ PetscErrorCode CommandBench(MPI_Comm comm, const std::vector<std::string> &args,
   PetscCall(MeasurePeak(comm, &peak));
   PetscCall(MeasureExpRate(comm, &gexps));
   auto corename = (char *(*)())dlsym(RTLD_DEFAULT, "openblas_get_corename");
-  PetscCall(PetscPrintf(comm, "mft bench: CPU %s; BLAS kernels %s; small products %s; exp %s\n", CpuModel().c_str(),
-                        corename ? corename() : "(not OpenBLAS)", SmallProductPath().c_str(), ExponentialPath()));
+  // A kernel set forced by OPENBLAS_CORETYPE can be slower than the CPU's
+  // own (half the dgemm rate on an AVX-512 CPU forced to Haswell): the peak,
+  // and every fraction of it, is then that set's, and is said to be.
+  const char *forced = std::getenv("MFT_BLAS_CHOSEN") ? nullptr : std::getenv("OPENBLAS_CORETYPE");
+  const std::string note = forced && corename ? std::string(" (forced by OPENBLAS_CORETYPE=") + forced +
+                                                    "; the peak below is theirs: tests/bench/roofline.sh compares)"
+                                              : "";
+  PetscCall(PetscPrintf(comm, "mft bench: CPU %s; BLAS kernels %s%s; small products %s; exp %s\n",
+                        CpuModel().c_str(), corename ? corename() : "(not OpenBLAS)", note.c_str(),
+                        SmallProductPath().c_str(), ExponentialPath()));
   PetscCall(PetscPrintf(comm,
                         "mft bench: %d ranks; on all of them: dense matmul (dgemm 1024) %.1f GFLOP/s, "
                         "exponentials (the kernels' exp) %.2f Gexp/s\n",
