@@ -395,9 +395,12 @@ PetscErrorCode WriteBestRates(Outputs &out, std::ofstream &best, const RateStudy
   for (size_t j : r.order) sorted.push_back(r.rates[j]);
   std::vector<StudyValue> values;
   std::vector<double> edges(r.cells(), 0.0), n(r.cells(), 0.0);
-  double edge_total = 0;
-  for (const auto &[key, risk] : curves) {
-    if (std::any_of(risk.begin(), risk.end(), [](double x) { return !(x > 0) || !std::isfinite(x); })) continue;
+  double edge_total = 0, infinite = 0;
+  for (auto &[key, risk] : curves) {
+    // A case that diverged (or is missing) counts as an infinite risk at its rate.
+    if (std::none_of(risk.begin(), risk.end(), [](double x) { return x > 0 && std::isfinite(x); })) continue;
+    for (double &x : risk)
+      if (!(x > 0) || !std::isfinite(x)) x = INFINITY, ++infinite;
     bool edge;
     values.push_back({key.first, key.second, StudyBestRate(sorted, risk, &edge)});
     edges[key.first] += edge, edge_total += edge, ++n[key.first];
@@ -417,8 +420,9 @@ PetscErrorCode WriteBestRates(Outputs &out, std::ofstream &best, const RateStudy
     if (!std::isfinite(ci.lo) || edges_decide) return "is not determined";
     return ci.lo <= 0 && ci.hi >= 0 ? "transfers (the interval holds 0)" : "drifts";
   };
-  const std::string edge_note =
+  std::string edge_note =
       edge_total > 0 ? "; " + num(edge_total) + " best rates at an end of the grid (widen study.learning_rates)" : "";
+  if (infinite > 0) edge_note += "; " + num(infinite) + " diverged or missing cases taken as infinite risk";
   PetscCall(PetscPrintf(PETSC_COMM_SELF,
                         "mft study: learning rates v%zu (%s risk at step %" PetscInt_FMT "): best lr ~ L^%s H^%s; in "
                         "depth it %s, in width it %s%s\n",

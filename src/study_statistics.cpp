@@ -351,7 +351,7 @@ double StudyBestRate(const std::vector<double> &rates, const std::vector<double>
   const double x0 = std::log(rates[j - 1]), x1 = std::log(rates[j]), x2 = std::log(rates[j + 1]);
   const double y0 = std::log(risk[j - 1]), y1 = std::log(risk[j]), y2 = std::log(risk[j + 1]);
   const double den = (x1 - x0) * (y1 - y2) - (x1 - x2) * (y1 - y0);
-  if (!(den != 0) || !std::isfinite(den)) return rates[j];
+  if (!(den != 0) || !std::isfinite(den)) return rates[j]; // an infinite (diverged) neighbour: the grid point
   const double x = x1 - 0.5 * ((x1 - x0) * (x1 - x0) * (y1 - y2) - (x1 - x2) * (x1 - x2) * (y1 - y0)) / den;
   return std::exp(std::fmin(std::fmax(x, x0), x2));
 }

@@ -116,6 +116,10 @@ TEST(StudyStatistics, BestRateIsTheParabolasVertex) {
     for (double r : rates) falling.push_back(1.0 / r);
     EXPECT_EQ(StudyBestRate(rates, falling, &edge), rates.back());
     EXPECT_TRUE(edge);
+    risk.front() = INFINITY; // a diverged (missing) rate away from the minimum changes nothing
+    EXPECT_NEAR(StudyBestRate(rates, risk, &edge), best, 1e-12);
+    risk[3] = INFINITY; // next to the minimum: the grid point itself
+    EXPECT_EQ(StudyBestRate(rates, risk, &edge), rates[2]);
   }
 }
 
