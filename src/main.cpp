@@ -61,6 +61,10 @@ int main(int argc, char **argv) {
   int pargc = (int)petsc_args.size();
   char **pargvp = pargv.data();
 
+  // Threads (parallel.threads) run kernels only; MPI is called from the main
+  // thread alone: MPI_THREAD_FUNNELED, asked for before PETSc starts.
+  int provided;
+  MPI_Init_thread(&pargc, &pargvp, MPI_THREAD_FUNNELED, &provided);
   PetscCall(PetscInitialize(&pargc, &pargvp, nullptr, help));
   PetscCall(PetscPushErrorHandler(mft::ErrorHandler, nullptr));
   PetscErrorCode err;
@@ -80,5 +84,6 @@ int main(int argc, char **argv) {
   // An internal error may have left other ranks inside a collective call.
   if (code == mft::kExitInternal) MPI_Abort(PETSC_COMM_WORLD, code);
   PetscFinalize();
+  MPI_Finalize();
   return code;
 }

@@ -129,7 +129,8 @@ PetscErrorCode ProblemCreate(MPI_Comm comm, const Settings &settings, Problem *p
   ModelSettings layers = s.model;
   if (s.scheme.shared) layers.L = 1; // one ensemble of heads for every depth
   PetscCall(HeadsCreate(p->grid, layers, &p->heads));
-  PetscCall(VelocityCreate(p->grid, p->tokens, &p->heads, s.model, p->predicted.form, &p->velocity));
+  PetscCall(VelocityCreate(p->grid, p->tokens, &p->heads, s.model, p->predicted.form,
+                           VelocityThreads(s.parallel.threads), &p->velocity));
   PetscCall(FlowCreate(&p->velocity, s.model.L, s.scheme, &p->flow));
   PetscCall(VecDuplicate(p->tokens.state, &p->x0));
   PetscCall(VecDuplicate(p->tokens.state, &p->x1));

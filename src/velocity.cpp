@@ -7,6 +7,8 @@
 #include <petsc/private/petscimpl.h>
 
 #include <algorithm>
+#include <cstdlib>
+#include <omp.h>
 #include <cstring>
 
 namespace mft {
@@ -25,8 +27,14 @@ static PetscErrorCode RegisterEvents() {
   PetscFunctionReturn(0);
 }
 
+PetscInt VelocityThreads(PetscInt setting) {
+  if (setting > 0) return setting;
+  const char *env = std::getenv("OMP_NUM_THREADS");
+  return env && std::atoi(env) > 0 ? std::atoi(env) : 1;
+}
+
 PetscErrorCode VelocityCreate(const Grid &g, const TokenLayout &t, Heads *h, const ModelSettings &m, CutForm form,
-                              Velocity *v) {
+                              PetscInt threads, Velocity *v) {
   PetscFunctionBeginUser;
   PetscCall(RegisterEvents());
   v->grid = &g;
@@ -43,7 +51,11 @@ PetscErrorCode VelocityCreate(const Grid &g, const TokenLayout &t, Heads *h, con
   v->key_width = form == CutForm::tokens ? t.d : h->group.size() * (h->shape.k + h->shape.dv);
   v->keys.assign(t.cuts.size() * (size_t)t.N * (size_t)v->key_width, 0.0);
   v->dkeys.assign(v->keys.size(), 0.0);
-  v->work.reserve(h->shape, t.N);
+  v->threads = std::max<PetscInt>(1, threads);
+  v->works.resize((size_t)v->threads);
+  for (AttentionWork &w : v->works) w.reserve(h->shape, t.N);
+  v->chunks = std::max<PetscInt>(1, std::min<PetscInt>(kGradientChunks, t.seqs.size()));
+  v->chunk_grad.assign((size_t)v->chunks * h->layer_grad.size(), 0.0);
   PetscFunctionReturn(0);
 }
 
@@ -126,7 +138,7 @@ PetscErrorCode Gather(Velocity *v, PetscInt l, Vec x, bool reuse) {
       else
         for (PetscInt hl = 0; hl < h.group.size(); ++hl)
           attention_project(h.shape, h.head(l, hl), xc, cs.mine.size(),
-                            v->keys.data() + key_block(*v, c, hl) + (std::ptrdiff_t)row * v->key_width, v->key_width, v->work);
+                            v->keys.data() + key_block(*v, c, hl) + (std::ptrdiff_t)row * v->key_width, v->key_width, v->works[0]);
     }
     PetscCall(VecRestoreArrayRead(v->x_local, &xs));
     PetscCall(PetscLogEventEnd(MFT_KERNELS, 0, 0, 0, 0));
@@ -161,20 +173,27 @@ PetscErrorCode VelocityEvaluate(Velocity *v, PetscInt l, Vec x, Vec f) {
   double *out = v->grid->Ph == 1 ? fa : v->partial.data();
   std::fill(out, out + t.group.size() * t.d, 0.0);
   PetscCall(PetscLogEventBegin(MFT_KERNELS, 0, 0, 0, 0));
-  for (PetscInt hl = 0; hl < h.group.size(); ++hl)
-    for (PetscInt m = t.seqs.begin; m < t.seqs.end; ++m) {
-      if (v->active && !(*v->active)[m]) continue; // outside the batch: not needed by the risk
-      const Range q = t.queries(m);
-      const PetscInt c = t.cut(m);
+  // Threads over sequences, each sequence's heads in order: every token's
+  // velocity is summed over the heads in the same order on any thread count.
+  const PetscInt S = t.seqs.size();
+#pragma omp parallel for num_threads(v->threads) schedule(dynamic, 1)
+  for (PetscInt i = 0; i < S; ++i) {
+    const PetscInt m = t.seqs.begin + i;
+    if (v->active && !(*v->active)[m]) continue; // outside the batch: not needed by the risk
+    AttentionWork &w = v->works[(size_t)omp_get_thread_num()];
+    const Range q = t.queries(m);
+    const PetscInt c = t.cut(m);
+    for (PetscInt hl = 0; hl < h.group.size(); ++hl) {
       if (c < 0 || v->form == CutForm::tokens) // the sequence's tokens: held by the group or shared
         attention_forward(h.shape, h.head(l, hl), v->options,
                           c < 0 ? xs + at(t, m, 0) : v->keys.data() + key_block(*v, c, hl), t.N, q, scale,
-                          out + at(t, m, q.begin), v->work);
+                          out + at(t, m, q.begin), w);
       else
         attention_forward_projected(h.shape, h.head(l, hl), v->options, xs + at(t, m, q.begin),
                                     v->keys.data() + key_block(*v, c, hl), v->key_width, t.N, q, scale,
-                                    out + at(t, m, q.begin), v->work);
+                                    out + at(t, m, q.begin), w);
     }
+  }
   PetscCall(PetscLogEventEnd(MFT_KERNELS, 0, 0, 0, 0));
   PetscCall(PetscLogEventBegin(MFT_EXCHANGE, 0, 0, 0, 0));
   if (v->grid->Ph > 1)
@@ -205,24 +224,39 @@ PetscErrorCode VelocityReverse(Velocity *v, Vec lam, Vec dx) {
   PetscCall(VecGetArrayRead(v->lam_local, &ls));
   PetscCall(VecGetArray(v->dx_local, &ds));
   auto skip = [&](PetscInt m) { return v->active && !(*v->active)[m]; }; // zero adjoint outside the batch
-  for (PetscInt hl = 0; hl < h.group.size(); ++hl)
-    for (PetscInt m = t.seqs.begin; m < t.seqs.end; ++m) {
+  // Threads over fixed chunks of sequences: a token's gradient comes from its
+  // own sequence only (heads in order); a head's from every sequence, summed
+  // within each chunk in order, then over the chunks in order.
+  const size_t G = h.layer_grad.size();
+  const PetscInt S = t.seqs.size();
+#pragma omp parallel for num_threads(v->threads) schedule(dynamic, 1)
+  for (PetscInt k = 0; k < v->chunks; ++k) {
+    AttentionWork &w = v->works[(size_t)omp_get_thread_num()];
+    double *grad = v->chunk_grad.data() + (size_t)k * G;
+    std::fill(grad, grad + G, 0.0);
+    const Range part = split(S, v->chunks, k);
+    for (PetscInt m = t.seqs.begin + part.begin; m < t.seqs.begin + part.end; ++m) {
       const Range q = t.queries(m);
       const PetscInt c = t.cut(m);
-      double *dtheta = h.layer_grad.data() + hl * h.shape.size;
       if (q.size() == 0 || skip(m)) continue;
-      if (c < 0)
-        attention_reverse(h.shape, h.head(l, hl), v->options, xs + at(t, m, 0), t.N, q, scale, ls + at(t, m, q.begin),
-                          ds + at(t, m, 0), dtheta, v->work);
-      else if (v->form == CutForm::tokens) // the shared tokens' gradients go back with the rows
-        attention_reverse(h.shape, h.head(l, hl), v->options, v->keys.data() + key_block(*v, c, hl), t.N, q, scale,
-                          ls + at(t, m, q.begin), v->dkeys.data() + key_block(*v, c, hl), dtheta, v->work);
-      else
-        attention_reverse_projected(h.shape, h.head(l, hl), v->options, xs + at(t, m, q.begin),
-                                    v->keys.data() + key_block(*v, c, hl), v->key_width, t.N, q, scale,
-                                    ls + at(t, m, q.begin), ds + at(t, m, q.begin),
-                                    v->dkeys.data() + key_block(*v, c, hl), dtheta, v->work);
+      for (PetscInt hl = 0; hl < h.group.size(); ++hl) {
+        double *dtheta = grad + hl * h.shape.size;
+        if (c < 0)
+          attention_reverse(h.shape, h.head(l, hl), v->options, xs + at(t, m, 0), t.N, q, scale,
+                            ls + at(t, m, q.begin), ds + at(t, m, 0), dtheta, w);
+        else if (v->form == CutForm::tokens) // the shared tokens' gradients go back with the rows
+          attention_reverse(h.shape, h.head(l, hl), v->options, v->keys.data() + key_block(*v, c, hl), t.N, q, scale,
+                            ls + at(t, m, q.begin), v->dkeys.data() + key_block(*v, c, hl), dtheta, w);
+        else
+          attention_reverse_projected(h.shape, h.head(l, hl), v->options, xs + at(t, m, q.begin),
+                                      v->keys.data() + key_block(*v, c, hl), v->key_width, t.N, q, scale,
+                                      ls + at(t, m, q.begin), ds + at(t, m, q.begin),
+                                      v->dkeys.data() + key_block(*v, c, hl), dtheta, w);
+      }
     }
+  }
+  for (PetscInt k = 0; k < v->chunks; ++k)
+    for (size_t e = 0; e < G; ++e) h.layer_grad[e] += v->chunk_grad[(size_t)k * G + e];
   PetscCall(PetscLogEventEnd(MFT_KERNELS, 0, 0, 0, 0));
   if (!t.cuts.empty()) { // the rows' gradients back to their group, then onto its tokens
     PetscCall(PetscLogEventBegin(MFT_EXCHANGE, 0, 0, 0, 0));

@@ -46,7 +46,13 @@ struct Velocity {
   CutForm form = CutForm::tokens;
   std::vector<double> keys, dkeys;
   PetscInt key_width = 0;
-  AttentionWork work;
+  // Threads over the group's sequences (parallel.threads): each has its own
+  // work space. The reverse sums each head's gradient over a fixed number of
+  // chunks of sequences (each chunk in sequence order, then the chunks in
+  // order), so the result does not depend on the thread count.
+  PetscInt threads = 1, chunks = 1;
+  std::vector<AttentionWork> works;
+  std::vector<double> chunk_grad; // chunks x (the group's heads' entries)
   PetscInt layer = -1;     // layer whose state is gathered in x_local
   // The forward's gathered state of each layer, kept for the adjoint that
   // follows (VelocityKeep): kept_layer[l] once layer l's is in kept.
@@ -60,7 +66,13 @@ struct Velocity {
 };
 
 PetscErrorCode VelocityCreate(const Grid &g, const TokenLayout &t, Heads *h, const ModelSettings &m, CutForm form,
-                              Velocity *v);
+                              PetscInt threads, Velocity *v);
+
+// The threads a rank runs: parallel.threads, or with 0 OMP_NUM_THREADS (1 when unset).
+PetscInt VelocityThreads(PetscInt setting);
+
+// The fixed number of chunks of sequences the reverse sums head gradients over.
+constexpr PetscInt kGradientChunks = 16;
 PetscErrorCode VelocityDestroy(Velocity *v);
 
 // f = velocity of layer l at state x.

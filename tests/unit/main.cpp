@@ -14,6 +14,8 @@
 int main(int argc, char **argv) {
   mft::BlasSetup(argv); // the tests check the numerics under the kernels mft runs with
   ::testing::InitGoogleTest(&argc, argv);
+  int provided; // threads run kernels only, as in mft (src/main.cpp)
+  MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
   PetscCall(PetscInitialize(&argc, &argv, nullptr, nullptr));
   PetscCall(PetscPushErrorHandler(mft::ErrorHandler, nullptr));
   int rank;
@@ -30,6 +32,7 @@ int main(int argc, char **argv) {
   if (!dir[0] || chdir(dir) != 0) {
     if (rank == 0) std::fprintf(stderr, "mft_tests: cannot make a temporary folder\n");
     PetscFinalize();
+    MPI_Finalize();
     return 1;
   }
   auto &listeners = ::testing::UnitTest::GetInstance()->listeners();
@@ -39,5 +42,6 @@ int main(int argc, char **argv) {
   MPI_Barrier(PETSC_COMM_WORLD);
   if (rank == 0) std::filesystem::remove_all(dir);
   PetscCall(PetscFinalize());
+  MPI_Finalize();
   return any;
 }

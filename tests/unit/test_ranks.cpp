@@ -1,6 +1,7 @@
 // Rank independence: the run on all ranks (every grid shape, cut sequences
 // shared as tokens and as projections) equals the run on one rank, for the
-// forward pass, the gradient and 20 training steps.
+// forward pass, the gradient and 20 training steps; and the thread count
+// changes nothing, bitwise.
 #include "helpers.hpp"
 #include "mft/optimizer.hpp"
 
@@ -58,6 +59,18 @@ void check(std::vector<std::string> extra) {
       args.insert(args.end(), {"--parallel.head_groups", std::to_string(hg), "--parallel.cut_sequences", form});
       expect_same(run(PETSC_COMM_WORLD, args), serial, "head groups " + std::to_string(hg) + ", cut sequences as " + form);
     }
+  }
+  // Threads over each rank's sequences (parallel.threads): bitwise the same
+  // for 1, 2 and 3 threads, on all ranks, and the serial run to round-off.
+  std::vector<std::string> threaded = base;
+  threaded.insert(threaded.end(), {"--parallel.threads", "1"});
+  const Outcome one = run(PETSC_COMM_WORLD, threaded);
+  for (const char *n : {"2", "3"}) {
+    threaded.back() = n;
+    const Outcome o = run(PETSC_COMM_WORLD, threaded);
+    EXPECT_TRUE(o.x1 == one.x1 && o.grad == one.grad && o.trained == one.trained && o.risks == one.risks)
+        << n << " threads differ from 1 thread (bitwise)";
+    expect_same(o, serial, std::string(n) + " threads");
   }
 }
 
