@@ -141,22 +141,33 @@ Training TrainingOf(const VariantCases &vc, const StudyErrors &e) {
 
 // How far each model's training curve sits from the references' mean curve
 // over the steps before `time`, max_t |R(t) - R_ref(t)| / R_ref(t) (the
-// loss-curve collapse of training dynamics); empty without curves or at step 0.
+// loss-curve collapse of training dynamics); empty without curves or at step
+// 0. The intervals take in the references' spread: every figure again with
+// each reference left out of the mean curve.
+std::vector<StudyValue> CurveDistances(const VariantCases &vc, const StudyErrors &e, size_t n, long long out) {
+  std::vector<double> ref(n, 0.0);
+  const double R = (double)vc.references.size() - (out >= 0 ? 1.0 : 0.0);
+  for (size_t r = 0; r < vc.references.size(); ++r)
+    if ((long long)r != out)
+      for (size_t t = 0; t < n; ++t) ref[t] += vc.references[r].loss[t] / R;
+  std::vector<StudyValue> values;
+  for (size_t m = 0; m < vc.models.size(); ++m) {
+    const std::vector<double> &Rm = vc.models[m].second.loss;
+    double D = Rm.empty() ? NAN : 0.0;
+    for (size_t t = 0; t < std::min(n, Rm.size()); ++t) D = std::fmax(D, std::fabs(Rm[t] - ref[t]) / ref[t]);
+    values.push_back({e.cases[m].cell, e.cases[m].seed, D});
+  }
+  return values;
+}
+
 StudyScalar CurvesOf(const VariantCases &vc, const StudyErrors &e, PetscInt time) {
   size_t n = (size_t)time;
   for (const CaseData &r : vc.references) n = std::min(n, r.loss.size());
   if (n == 0) return StudyScalar();
-  std::vector<double> ref(n, 0.0);
-  for (const CaseData &r : vc.references)
-    for (size_t t = 0; t < n; ++t) ref[t] += r.loss[t] / (double)vc.references.size();
-  std::vector<StudyValue> values;
-  for (size_t m = 0; m < vc.models.size(); ++m) {
-    const std::vector<double> &R = vc.models[m].second.loss;
-    double D = R.empty() ? NAN : 0.0;
-    for (size_t t = 0; t < std::min(n, R.size()); ++t) D = std::fmax(D, std::fabs(R[t] - ref[t]) / ref[t]);
-    values.push_back({e.cases[m].cell, e.cases[m].seed, D});
-  }
-  return StudyScalarCompute(e.L, e.H, values);
+  std::vector<std::vector<StudyValue>> reference_out;
+  if (vc.references.size() >= 3) // a left-out mean of one reference would be that reference alone
+    for (size_t r = 0; r < vc.references.size(); ++r) reference_out.push_back(CurveDistances(vc, e, n, (long long)r));
+  return StudyScalarCompute(e.L, e.H, CurveDistances(vc, e, n, -1), 0.95, reference_out);
 }
 
 StudyOptions OptionsOf(const Settings &s) {

@@ -312,15 +312,17 @@ StudyStatistics StudyStatisticsCompute(const StudyErrors &e, const StudyOptions 
 }
 
 StudyScalar StudyScalarCompute(const std::vector<long long> &L, const std::vector<long long> &H,
-                               const std::vector<StudyValue> &values, double level) {
+                               const std::vector<StudyValue> &values, double level,
+                               const std::vector<std::vector<StudyValue>> &reference_out) {
   const size_t cells = L.size() * H.size();
-  auto means = [&](long long out) {
+  auto means_of = [&](const std::vector<StudyValue> &set, long long out) {
     std::vector<double> sum(cells, 0.0), n(cells, 0.0);
-    for (const StudyValue &v : values)
+    for (const StudyValue &v : set)
       if (v.seed != out && std::isfinite(v.value)) sum[v.cell] += v.value, ++n[v.cell];
     for (size_t k = 0; k < cells; ++k) sum[k] = n[k] ? sum[k] / n[k] : NAN;
     return sum;
   };
+  auto means = [&](long long out) { return means_of(values, out); };
   const std::vector<char> use(cells, 1);
   StudyScalar r;
   r.mean = means(-1);
@@ -330,12 +332,17 @@ StudyScalar StudyScalarCompute(const std::vector<long long> &L, const std::vecto
   std::vector<std::vector<double>> by_seed;
   std::vector<StudyFit> fits;
   for (long long s : seeds) by_seed.push_back(means(s)), fits.push_back(StudyFitGrid(L, H, by_seed.back(), use));
+  std::vector<std::vector<double>> by_ref;
+  std::vector<StudyFit> ref_fits;
+  for (const auto &set : reference_out)
+    by_ref.push_back(means_of(set, -1)), ref_fits.push_back(StudyFitGrid(L, H, by_ref.back(), use));
   for (size_t c = 0; c < cells; ++c) {
-    std::vector<double> reps;
+    std::vector<double> reps, ref_reps;
     for (const auto &m : by_seed) reps.push_back(m[c]);
-    r.ci.push_back(jackknife(r.mean[c], reps, {}, level));
+    for (const auto &m : by_ref) ref_reps.push_back(m[c]);
+    r.ci.push_back(jackknife(r.mean[c], reps, ref_reps, level));
   }
-  fit_intervals(&r.fit, fits, {}, level);
+  fit_intervals(&r.fit, fits, ref_fits, level);
   return r;
 }
 

@@ -98,8 +98,12 @@ struct StudyValue {
   long long seed = 0;
   double value = NAN;
 };
+// reference_out: the same values recomputed with each reference left out in
+// turn (a figure made against the references' mean); their spread enters
+// the intervals beside the seeds'.
 StudyScalar StudyScalarCompute(const std::vector<long long> &L, const std::vector<long long> &H,
-                               const std::vector<StudyValue> &values, double level = 0.95);
+                               const std::vector<StudyValue> &values, double level = 0.95,
+                               const std::vector<std::vector<StudyValue>> &reference_out = {});
 
 // Per sequence, the corrected squared error of one case against every reference.
 std::vector<double> StudyCorrected(const StudyErrors &e, const StudyErrors::Case &c);
