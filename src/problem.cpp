@@ -8,6 +8,7 @@
 #include "mft/runfile.hpp"
 
 #include <cmath>
+#include <sched.h>
 
 namespace mft {
 
@@ -97,6 +98,25 @@ static PetscErrorCode TeacherTargets(Problem *p) {
   PetscFunctionReturn(0);
 }
 
+// More threads than the CPUs a rank may run on (mpiexec binds each rank to
+// one core by default) would share one core: said once, on rank 0.
+static PetscErrorCode ThreadsCheck(MPI_Comm comm, PetscInt threads) {
+  static bool said = false;
+  cpu_set_t set;
+  int cpus = 0, fewest;
+  PetscFunctionBeginUser;
+  if (sched_getaffinity(0, sizeof set, &set) == 0) cpus = CPU_COUNT(&set);
+  PetscCallMPI(MPI_Allreduce(&cpus, &fewest, 1, MPI_INT, MPI_MIN, comm));
+  if (threads > 1 && fewest > 0 && fewest < threads && !said)
+    PetscCall(PetscPrintf(comm,
+                          "mft: warning: parallel.threads = %" PetscInt_FMT " but a rank may run on %d CPU(s): its "
+                          "threads share them (mpiexec binds each rank to one core: use --bind-to none, or "
+                          "--map-by slot:PE=%" PetscInt_FMT ")\n",
+                          threads, fewest, threads));
+  said = said || (threads > 1 && fewest > 0 && fewest < threads);
+  PetscFunctionReturn(0);
+}
+
 PetscErrorCode ProblemCreate(MPI_Comm comm, const Settings &settings, Problem *p) {
   PetscFunctionBeginUser;
   p->settings = settings;
@@ -129,8 +149,9 @@ PetscErrorCode ProblemCreate(MPI_Comm comm, const Settings &settings, Problem *p
   ModelSettings layers = s.model;
   if (s.scheme.shared) layers.L = 1; // one ensemble of heads for every depth
   PetscCall(HeadsCreate(p->grid, layers, &p->heads));
-  PetscCall(VelocityCreate(p->grid, p->tokens, &p->heads, s.model, p->predicted.form,
-                           VelocityThreads(s.parallel.threads), &p->velocity));
+  const PetscInt threads = VelocityThreads(s.parallel.threads);
+  PetscCall(ThreadsCheck(comm, threads));
+  PetscCall(VelocityCreate(p->grid, p->tokens, &p->heads, s.model, p->predicted.form, threads, &p->velocity));
   PetscCall(FlowCreate(&p->velocity, s.model.L, s.scheme, &p->flow));
   PetscCall(VecDuplicate(p->tokens.state, &p->x0));
   PetscCall(VecDuplicate(p->tokens.state, &p->x1));
