@@ -65,11 +65,12 @@ std::vector<Count> HeadScatters(const ModelSettings &m, PetscInt P, PetscInt Ph,
 } // namespace
 
 StepCost PredictStep(const ModelSettings &m, PetscInt M, PetscInt N, PetscInt P, PetscInt Ph, CutForm form,
-                     double rate, const Network &net) {
+                     double rate, const Network &net, PetscInt threads) {
   const PetscInt d = m.d, k = m.k, dv = m.head_kind == HeadKind::qkv ? d : k, Pt = P / Ph;
   const PetscInt ph = m.head_kind == HeadKind::qkv ? 2 * k * d + dv * d : 2 * k * d + dv * d + d * k; // head size
   StepCost c;
-  c.P = P, c.Ph = Ph, c.Pt = Pt, c.form = form;
+  c.P = P, c.Ph = Ph, c.Pt = Pt, c.form = form, c.threads = threads;
+  double busiest = 0; // the largest operations a busy thread of a rank does
   const std::vector<Count> scatter = HeadScatters(m, P, Ph, ph);
   for (PetscInt r = 0; r < P; ++r) {
     Count layer, step;
@@ -130,8 +131,10 @@ StepCost PredictStep(const ModelSettings &m, PetscInt M, PetscInt N, PetscInt P,
     c.communication = std::max(c.communication, step.messages * net.latency + step.bytes / net.bandwidth);
 
     c.operations = std::max(c.operations, 3.0 * (double)m.L * (double)Hl * ops);
+    const double busy = (double)std::max<PetscInt>(1, std::min(threads, s.size()));
+    busiest = std::max(busiest, 3.0 * (double)m.L * (double)Hl * ops / busy);
   }
-  c.compute = c.operations / rate;
+  c.compute = busiest / rate;
   return c;
 }
 
@@ -141,7 +144,7 @@ std::optional<CutForm> CutFormSetting(const ParallelSettings &s) {
 }
 
 StepCost ChooseGrid(const ModelSettings &m, PetscInt M, PetscInt N, PetscInt P, double rate, const Network &net,
-                    PetscInt Ph, std::optional<CutForm> form, double memory) {
+                    PetscInt Ph, std::optional<CutForm> form, double memory, PetscInt threads) {
   StepCost best;
   best.Ph = 0;
   double least = -1; // the least memory of the candidates
@@ -149,7 +152,7 @@ StepCost ChooseGrid(const ModelSettings &m, PetscInt M, PetscInt N, PetscInt P, 
     if (Ph > 0 ? h != Ph : P % h || P / h > M * N) continue; // a given Ph is checked by the settings
     for (CutForm f : {CutForm::tokens, CutForm::projections}) {
       if (form && f != *form) continue;
-      const StepCost c = PredictStep(m, M, N, P, h, f, rate, net);
+      const StepCost c = PredictStep(m, M, N, P, h, f, rate, net, threads);
       if (least < 0 || c.memory < least) least = c.memory;
       if (memory > 0 && c.memory > memory) continue;
       if (best.Ph == 0 || c.seconds() < best.seconds()) best = c;

@@ -135,7 +135,7 @@ PetscErrorCode ProblemCreate(MPI_Comm comm, const Settings &settings, Problem *p
   share = available / (double)node_ranks;
   PetscCallMPI(MPI_Allreduce(MPI_IN_PLACE, &share, 1, MPI_DOUBLE, MPI_MIN, comm));
   p->predicted = ChooseGrid(s.model, s.data.M, s.data.N, size, s.parallel.rate, net, s.parallel.head_groups,
-                            CutFormSetting(s.parallel), share);
+                            CutFormSetting(s.parallel), share, VelocityThreads(s.parallel.threads));
   PetscCheck(p->predicted.Ph > 0 || p->predicted.memory >= 0, comm, PETSC_ERR_USER_INPUT,
              "%d ranks are more than the %" PetscInt_FMT " tokens times %" PetscInt_FMT " heads can share", size,
              s.data.M * s.data.N, s.model.H);

@@ -40,15 +40,18 @@ struct StepCost {
   double scatter_messages = 0, scatter_bytes = 0; // of which PETSc's scatters (the rest: exchange.hpp)
   double max_messages = 0, max_bytes = 0; // the busiest rank's
   double operations = 0;                  // the busiest rank's
+  PetscInt threads = 1;                   // threads a rank (the compute is the busiest rank's over its busy threads)
   double compute = 0, communication = 0;  // seconds, slowest rank
   double memory = 0; // bytes the busiest rank keeps for the exchanges: the forward's gathered states, the cut rows
   double seconds() const { return compute + communication; }
 };
 
 // The step of `m` on M sequences of N tokens, P ranks in Ph head groups, cut
-// sequences shared in `form`.
+// sequences shared in `form`, each rank running `threads` threads over its
+// sequences (a rank's compute divided by the threads its sequences can keep
+// busy: at most one per sequence).
 StepCost PredictStep(const ModelSettings &m, PetscInt M, PetscInt N, PetscInt P, PetscInt Ph, CutForm form,
-                     double rate, const Network &net);
+                     double rate, const Network &net, PetscInt threads = 1);
 
 // parallel.cut_sequences as a form (none for auto: the cost model chooses).
 std::optional<CutForm> CutFormSetting(const ParallelSettings &s);
@@ -59,6 +62,7 @@ std::optional<CutForm> CutFormSetting(const ParallelSettings &s);
 // most `memory` bytes a rank (0: any). Ph = 0 in the result when there is
 // none; then `memory` is the least any of them needs (-1: no grid at all).
 StepCost ChooseGrid(const ModelSettings &m, PetscInt M, PetscInt N, PetscInt P, double rate, const Network &net,
-                    PetscInt Ph = 0, std::optional<CutForm> form = std::nullopt, double memory = 0);
+                    PetscInt Ph = 0, std::optional<CutForm> form = std::nullopt, double memory = 0,
+                    PetscInt threads = 1);
 
 } // namespace mft

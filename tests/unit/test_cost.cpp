@@ -46,3 +46,18 @@ TEST(Cost, MessageCountPastTwoToThe31) {
   EXPECT_NE(MessageCount(PETSC_COMM_SELF, 2147483648LL, &n), 0);
   EXPECT_NE(MessageCount(PETSC_COMM_SELF, 3LL * 100000 * 40000, &n), 0);
 }
+
+// Threads over a rank's sequences divide its compute, at most one per sequence.
+TEST(Cost, ThreadsDivideTheComputeOverSequences) {
+  ModelSettings m;
+  m.L = 8, m.H = 32, m.d = 16, m.k = 8;
+  const StepCost one = PredictStep(m, 16, 32, 1, 1, CutForm::tokens, 1e9, Network());
+  const StepCost two = PredictStep(m, 16, 32, 1, 1, CutForm::tokens, 1e9, Network(), 2);
+  EXPECT_NEAR(two.compute, one.compute / 2, 1e-12 * one.compute);
+  EXPECT_EQ(two.operations, one.operations); // the work is the same
+  const StepCost lone = PredictStep(m, 1, 512, 1, 1, CutForm::tokens, 1e9, Network(), 4);
+  EXPECT_EQ(lone.compute, PredictStep(m, 1, 512, 1, 1, CutForm::tokens, 1e9, Network()).compute);
+  // On 2 ranks of 3 threads, 3 sequences each: a third each.
+  const StepCost grid = PredictStep(m, 6, 32, 2, 1, CutForm::tokens, 1e9, Network(), 3);
+  EXPECT_NEAR(grid.compute, PredictStep(m, 6, 32, 2, 1, CutForm::tokens, 1e9, Network()).compute / 3, 1e-9);
+}
