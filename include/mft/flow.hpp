@@ -4,7 +4,7 @@
 //
 // TSRK with TSRK1FE is x_{n+1} = x_n + (1/L) f_n(x_n) exactly, and has an
 // adjoint in PETSc 3.18 (TSEULER has none). The layer is the step number,
-// never floor(s L): accumulated time is inexact (PETSC-NOTES.md). The
+// never floor(s L): TS's accumulated time (L sums of 1/L) is inexact. The
 // Jacobians are matrix-free shells of which PETSc only calls MatMultTranspose.
 #pragma once
 
