@@ -144,7 +144,7 @@ std::optional<CutForm> CutFormSetting(const ParallelSettings &s) {
 }
 
 StepCost ChooseGrid(const ModelSettings &m, PetscInt M, PetscInt N, PetscInt P, double rate, const Network &net,
-                    PetscInt Ph, std::optional<CutForm> form, double memory, PetscInt threads) {
+                    PetscInt Ph, std::optional<CutForm> form, double memory) {
   StepCost best;
   best.Ph = 0;
   double least = -1; // the least memory of the candidates
@@ -152,7 +152,7 @@ StepCost ChooseGrid(const ModelSettings &m, PetscInt M, PetscInt N, PetscInt P, 
     if (Ph > 0 ? h != Ph : P % h || P / h > M * N) continue; // a given Ph is checked by the settings
     for (CutForm f : {CutForm::tokens, CutForm::projections}) {
       if (form && f != *form) continue;
-      const StepCost c = PredictStep(m, M, N, P, h, f, rate, net, threads);
+      const StepCost c = PredictStep(m, M, N, P, h, f, rate, net);
       if (least < 0 || c.memory < least) least = c.memory;
       if (memory > 0 && c.memory > memory) continue;
       if (best.Ph == 0 || c.seconds() < best.seconds()) best = c;

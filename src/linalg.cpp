@@ -15,7 +15,24 @@
 
 namespace mft {
 
+// Threads asked for on the command line or by OMP_NUM_THREADS.
+static bool ThreadsAsked(char **argv) {
+  const char *env = std::getenv("OMP_NUM_THREADS");
+  if (env && std::atoi(env) > 1) return true;
+  for (char **a = argv; *a; ++a)
+    if (std::strncmp(*a, "--parallel.threads", 18) == 0) {
+      const char *v = (*a)[18] == '=' ? *a + 19 : a[1];
+      if (v && std::atoi(v) > 1) return true;
+    }
+  return false;
+}
+
 void BlasSetup(char **argv) {
+  if (!std::getenv("OMP_WAIT_POLICY") && !std::getenv("MFT_KEEP_BLAS") && ThreadsAsked(argv)) {
+    // OpenMP reads its wait policy when it loads: set it, and start again.
+    setenv("OMP_WAIT_POLICY", "passive", 1);
+    execv("/proc/self/exe", argv); // on failure, go on spinning
+  }
   if (!std::getenv("OPENBLAS_CORETYPE") && !std::getenv("MFT_KEEP_BLAS")) {
     auto corename = (char *(*)())dlsym(RTLD_DEFAULT, "openblas_get_corename");
     __builtin_cpu_init();

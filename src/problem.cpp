@@ -135,7 +135,7 @@ PetscErrorCode ProblemCreate(MPI_Comm comm, const Settings &settings, Problem *p
   share = available / (double)node_ranks;
   PetscCallMPI(MPI_Allreduce(MPI_IN_PLACE, &share, 1, MPI_DOUBLE, MPI_MIN, comm));
   p->predicted = ChooseGrid(s.model, s.data.M, s.data.N, size, s.parallel.rate, net, s.parallel.head_groups,
-                            CutFormSetting(s.parallel), share, VelocityThreads(s.parallel.threads));
+                            CutFormSetting(s.parallel), share);
   PetscCheck(p->predicted.Ph > 0 || p->predicted.memory >= 0, comm, PETSC_ERR_USER_INPUT,
              "%d ranks are more than the %" PetscInt_FMT " tokens times %" PetscInt_FMT " heads can share", size,
              s.data.M * s.data.N, s.model.H);
@@ -149,8 +149,13 @@ PetscErrorCode ProblemCreate(MPI_Comm comm, const Settings &settings, Problem *p
   ModelSettings layers = s.model;
   if (s.scheme.shared) layers.L = 1; // one ensemble of heads for every depth
   PetscCall(HeadsCreate(p->grid, layers, &p->heads));
+  // The grid is chosen as for one thread, so that the thread count changes no
+  // result; the predicted step counts the threads.
   const PetscInt threads = VelocityThreads(s.parallel.threads);
   PetscCall(ThreadsCheck(comm, threads));
+  if (threads > 1)
+    p->predicted = PredictStep(s.model, s.data.M, s.data.N, size, p->predicted.Ph, p->predicted.form, s.parallel.rate,
+                               net, threads);
   PetscCall(VelocityCreate(p->grid, p->tokens, &p->heads, s.model, p->predicted.form, threads, &p->velocity));
   PetscCall(FlowCreate(&p->velocity, s.model.L, s.scheme, &p->flow));
   PetscCall(VecDuplicate(p->tokens.state, &p->x0));

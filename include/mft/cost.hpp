@@ -62,7 +62,6 @@ std::optional<CutForm> CutFormSetting(const ParallelSettings &s);
 // most `memory` bytes a rank (0: any). Ph = 0 in the result when there is
 // none; then `memory` is the least any of them needs (-1: no grid at all).
 StepCost ChooseGrid(const ModelSettings &m, PetscInt M, PetscInt N, PetscInt P, double rate, const Network &net,
-                    PetscInt Ph = 0, std::optional<CutForm> form = std::nullopt, double memory = 0,
-                    PetscInt threads = 1);
+                    PetscInt Ph = 0, std::optional<CutForm> form = std::nullopt, double memory = 0);
 
 } // namespace mft

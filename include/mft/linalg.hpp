@@ -16,7 +16,10 @@ namespace mft {
 // the Haswell kernels still reach only 60% of the SkylakeX kernels' dgemm).
 // For that the process runs itself again, once, with OPENBLAS_CORETYPE set
 // (and MFT_BLAS_CHOSEN=1); an OPENBLAS_CORETYPE or MFT_KEEP_BLAS already set
-// is left alone.
+// is left alone. Likewise, when threads are asked for (--parallel.threads T
+// or OMP_NUM_THREADS above 1) and OMP_WAIT_POLICY is not set, it runs again
+// with OMP_WAIT_POLICY=passive: OpenMP's spinning wait cost 15% of a run on
+// 2 cores here, and starves other ranks on shared cores.
 void BlasSetup(char **argv);
 
 // Which path the small products take: "LIBXSMM (target <arch>)", or "BLAS"

@@ -103,7 +103,7 @@ done
 ls long | grep -q -- '-checkpoints\|-t[0-9]' && bad "a finished case left its checkpoints or partial files" || ok
 
 # A trained case killed mid-run, then run again: the same case file, bitwise.
-args=(--config base.cfg --study.steps 2000 --study.times 1000 --checkpoint.every 100 --study.only 13)
+args=(--config base.cfg --study.steps 4000 --study.times 2000 --checkpoint.every 100 --study.only 13)
 expect 0 "" -- $run2 study "${args[@]}" --study.dir straight
 $run2 study "${args[@]}" --study.dir killed > killed.txt 2>&1 &
 launcher=$!
@@ -111,7 +111,6 @@ for _ in $(seq 1 600); do
   ls killed/case-13-checkpoints/checkpoint-*.h5 >/dev/null 2>&1 && break
   sleep 0.05
 done
-sleep 0.3
 pkill -KILL -P "$launcher" 2>/dev/null; kill -KILL "$launcher" 2>/dev/null; wait "$launcher" 2>/dev/null
 # When the kill lands (after the first checkpoint, long before the end), the
 # rerun must resume from a checkpoint; a case that outran the kill is said so.
