@@ -62,6 +62,26 @@ std::vector<Count> HeadScatters(const ModelSettings &m, PetscInt P, PetscInt Ph,
   return scatter;
 }
 
+// What rank r sends to share its group's `q` rows of cut sequence `seq`
+// (TokensShareCutRows): to every other group holding part of it, all its
+// rows, or with `identical` its share of them; then (`gathered`, per rank of
+// the group) the entries of the peers' parts its group completes by one
+// allgather after all the cut sequences.
+Count ShareCutRows(PetscInt M, PetscInt N, PetscInt Pt, PetscInt Ph, PetscInt r, PetscInt seq, PetscInt q,
+                   PetscInt width, bool identical, std::vector<PetscInt> *gathered) {
+  const PetscInt parts = identical ? Ph : 1, a = identical ? r % Ph : 0;
+  const double mine = (double)split(q, parts, a).size() * 8.0 * (double)width;
+  Count c;
+  for (PetscInt g = split_part(M * N, Pt, seq * N); g <= split_part(M * N, Pt, (seq + 1) * N - 1); ++g) {
+    if (g == r / Ph) continue;
+    if (mine > 0) c.add({1.0, mine});
+    const Range part = split(M * N, Pt, g);
+    const PetscInt n = std::min(part.end, (seq + 1) * N) - std::max(part.begin, seq * N); // the peer's rows
+    for (PetscInt x = 0; identical && x < Ph; ++x) (*gathered)[x] += split(n, Ph, x).size() * width;
+  }
+  return c;
+}
+
 } // namespace
 
 StepCost PredictStep(const ModelSettings &m, PetscInt M, PetscInt N, PetscInt P, PetscInt Ph, CutForm form,
@@ -96,21 +116,26 @@ StepCost PredictStep(const ModelSettings &m, PetscInt M, PetscInt N, PetscInt P,
     const Range s = GroupSequences(P, Ph, M, N, r);
     PetscInt cuts = 0;
     double ops = 0;
+    std::vector<PetscInt> gathered((size_t)Ph, 0); // the tokens form's allgather of the peers' rows
     for (PetscInt seq = s.begin; seq < s.end; ++seq) {
       const PetscInt q0 = std::max(g.begin - seq * N, (PetscInt)0), q1 = std::min(g.end - seq * N, N);
       const double q = (double)(q1 - q0);
       const bool cut = q1 - q0 < N;
       if (cut) {
         ++cuts;
+        layer.add(ShareCutRows(M, N, Pt, Ph, r, seq, q1 - q0, form == CutForm::tokens ? d : Hl * (k + dv),
+                               form == CutForm::tokens, &gathered),
+                  2.0);
         const double peers = (double)(split_part(M * N, Pt, (seq + 1) * N - 1) - split_part(M * N, Pt, seq * N));
-        layer.add({peers, width * q * peers}, 2.0);
-        layer.add({peers, width * ((double)N - q)});
+        layer.add({peers, width * ((double)N - q)}); // the rows' gradients back to their group
       }
       const double keys = m.causal ? 0.5 * (double)(q1 * (q1 + 1) - q0 * (q0 + 1)) : q * (double)N; // sum of nk
       const double projected = cut && form == CutForm::projections ? q : (double)N;
       ops += 2.0 * projected * d * (k + dv) + 2.0 * q * d * k + 2.0 * keys * k + keys + 2.0 * keys * dv;
       if (m.head_kind == HeadKind::qkvo) ops += 2.0 * q * dv * d;
     }
+    if (Ph > 1 && form == CutForm::tokens && cuts > 0)
+      layer.add(Exchange(ExchangeKind::allgather, Ph, r % Ph, gathered), 2.0);
     c.cuts = c.cuts || cuts > 0;
     // Memory (velocity.hpp): L gathered states kept, and each cut's rows and their gradients.
     c.memory = std::max(c.memory, 8.0 * (double)m.L * (double)g.size() * (double)d + 2.0 * width * (double)cuts * (double)N);

@@ -143,18 +143,55 @@ double *KeyRow(const TokenLayout &t, double *keys, PetscInt width, size_t c, Pet
 
 } // namespace
 
-PetscErrorCode TokensShareCutRows(const TokenLayout &t, double *keys, PetscInt width) {
+PetscErrorCode TokensShareCutRows(const TokenLayout &t, double *keys, PetscInt width, bool identical) {
   std::vector<MPI_Request> req;
+  PetscMPIInt Ph = 1, a = 0;
   PetscFunctionBeginUser;
+  if (identical) {
+    PetscCallMPI(MPI_Comm_size(t.head_comm, &Ph));
+    PetscCallMPI(MPI_Comm_rank(t.head_comm, &a));
+  }
+  // This rank's share of a part's rows: all of them, or its Ph-th when identical.
+  auto share = [&](Range part) {
+    const Range s = split(part.size(), Ph, a);
+    return Range{part.begin + s.begin, part.begin + s.end};
+  };
   for (size_t c = 0; c < t.cuts.size(); ++c) {
     const CutSequence &cs = t.cuts[c];
+    const Range out = share(cs.mine);
     for (const TokenPiece &p : cs.peers) {
-      PetscCall(Post(t, false, p, KeyRow(t, keys, width, c, p.begin), width, req));
-      PetscCall(Post(t, true, {p.peer, cs.mine.begin, cs.mine.end}, KeyRow(t, keys, width, c, cs.mine.begin), width,
-                     req));
+      const Range in = share({p.begin, p.end});
+      if (in.size() > 0)
+        PetscCall(Post(t, false, {p.peer, in.begin, in.end}, KeyRow(t, keys, width, c, in.begin), width, req));
+      if (out.size() > 0)
+        PetscCall(Post(t, true, {p.peer, out.begin, out.end}, KeyRow(t, keys, width, c, out.begin), width, req));
     }
   }
   PetscCallMPI(MPI_Waitall((int)req.size(), req.data(), MPI_STATUSES_IGNORE));
+  if (Ph > 1) { // the peers' rows, received in shares, completed within the group by one allgather
+    // Segment x of the buffer: rank x's shares of every peer part, in order.
+    std::vector<PetscInt> counts((size_t)Ph, 0), begin((size_t)Ph + 1, 0);
+    for (PetscMPIInt x = 0; x < Ph; ++x) {
+      for (const CutSequence &cs : t.cuts)
+        for (const TokenPiece &p : cs.peers) counts[x] += split(p.end - p.begin, Ph, x).size() * width;
+      begin[x + 1] = begin[x] + counts[x];
+    }
+    t.incoming.resize((size_t)begin[Ph]);
+    auto each = [&](PetscMPIInt x, auto &&move) { // move(rows in keys, entries, offset in the buffer)
+      PetscInt at = begin[x];
+      for (size_t c = 0; c < t.cuts.size(); ++c)
+        for (const TokenPiece &p : t.cuts[c].peers) {
+          const Range sx = split(p.end - p.begin, Ph, x);
+          move(KeyRow(t, keys, width, c, p.begin + sx.begin), sx.size() * width, at);
+          at += sx.size() * width;
+        }
+    };
+    double *buf = t.incoming.data();
+    each(a, [&](double *rows, PetscInt n, PetscInt at) { std::copy(rows, rows + n, buf + at); });
+    PetscCall(AllgatherSegments(t.head_comm, buf, counts));
+    for (PetscMPIInt x = 0; x < Ph; ++x)
+      if (x != a) each(x, [&](double *rows, PetscInt n, PetscInt at) { std::copy(buf + at, buf + at + n, rows); });
+  }
   PetscFunctionReturn(0);
 }
 

@@ -143,7 +143,7 @@ PetscErrorCode Gather(Velocity *v, PetscInt l, Vec x, bool reuse) {
     PetscCall(VecRestoreArrayRead(v->x_local, &xs));
     PetscCall(PetscLogEventEnd(MFT_KERNELS, 0, 0, 0, 0));
     PetscCall(PetscLogEventBegin(MFT_EXCHANGE, 0, 0, 0, 0));
-    PetscCall(TokensShareCutRows(t, v->keys.data(), v->key_width));
+    PetscCall(TokensShareCutRows(t, v->keys.data(), v->key_width, v->form == CutForm::tokens));
     PetscCall(PetscLogEventEnd(MFT_EXCHANGE, 0, 0, 0, 0));
   }
   v->layer = l;

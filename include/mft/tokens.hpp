@@ -95,10 +95,14 @@ PetscErrorCode TokensScatterAdd(const TokenLayout &t, Vec local, Vec state);
 // `keys` holds, for each cut c, N rows of `width` numbers (row i: token i of
 // the sequence), at keys + c N width.
 // Share: the rows of `mine` (filled by the caller) go to every peer, and the
-// peers' rows come in. Return: the rows of each peer's part go back to it,
+// peers' rows come in. With `identical` (the tokens form: every rank of the
+// head group holds the same rows) each rank of the group sends only its
+// share of them (split over the Ph ranks) to its peer, and each group then
+// allgathers what its ranks received: the rows cross between groups once,
+// not Ph times. Return: the rows of each peer's part go back to it,
 // and the rows of `mine` become the sum of every group's, own part first,
 // then the peers' in group order.
-PetscErrorCode TokensShareCutRows(const TokenLayout &t, double *keys, PetscInt width);
+PetscErrorCode TokensShareCutRows(const TokenLayout &t, double *keys, PetscInt width, bool identical);
 PetscErrorCode TokensReturnCutRows(const TokenLayout &t, double *keys, PetscInt width);
 
 } // namespace mft
