@@ -115,6 +115,18 @@ PetscErrorCode BenchSize(MPI_Comm comm, const std::string &name, const Settings 
                         *std::min_element(step.begin(), step.end()), *std::max_element(step.begin(), step.end()), fw,
                         ops / 1e9, ops / st / 1e9, 100 * ops / st / 1e9 / peak, bound, 100 * bound / st, 100 * kf,
                         100 * cf, 100 * (1 - kf - cf), memmax));
+  // The cost model against the step (cost.hpp): its rate taken from the
+  // forward alone (a third of a step's operations), the step on this grid
+  // predicted (three forwards' compute and every message) and compared.
+  const double forward_rate = ops / 3 / fw / (double)size;
+  const double predicted =
+      PredictStep(bs.model, bs.data.M, bs.data.N, size, p.grid.Ph, p.velocity.form, forward_rate,
+                  Network{bs.parallel.latency, bs.parallel.bandwidth})
+          .seconds();
+  PetscCall(PetscPrintf(comm,
+                        "%-6s the cost model, at the forward's rate (%.3g GFLOP/s a rank): a step of %.4g s predicted, "
+                        "%.4g s measured (%+.1f%%)\n",
+                        name.c_str(), forward_rate / 1e9, predicted, st, 100 * (predicted / st - 1)));
   if (!bs.bench.write.empty()) {
     PetscCall(ProblemEvaluate(&p, PETSC_TRUE));
     PetscCall(RunFileWrite(p, History(), nullptr, 0, Content::run_with_gradient,
@@ -129,7 +141,7 @@ PetscErrorCode BenchSize(MPI_Comm comm, const std::string &name, const Settings 
   sum.add("gflop_step", ops / 1e9).add("gflops", ops / st / 1e9).add("peak_gflops", peak);
   sum.add("fraction_of_peak", ops / st / 1e9 / peak).add("kernel_fraction", kf).add("comm_fraction", cf);
   sum.add("exp_rate", gexps * 1e9).add("roofline_seconds", bound).add("fraction_of_roofline", bound / st);
-  sum.add("memory_mib", memmax);
+  sum.add("memory_mib", memmax).add("predicted_step_seconds", predicted);
   PetscCall(sum.print(comm));
   PetscCall(OptimizerDestroy(&opt));
   PetscCall(ProblemDestroy(&p));
