@@ -106,21 +106,13 @@ PetscErrorCode TrainCase(CaseRun &r, int *signal) {
   Optimizer opt;
   History history;
   PetscInt start = 0, saved = -1;
-  std::string from;
   std::vector<LimitResult> results;
   PetscFunctionBeginUser;
   PetscCall(CaseSettings(comm, r.args, train, &ts));
   ts.restart = "auto";
   PetscCall(ProblemCreate(comm, ts, &p));
   PetscCall(OptimizerCreate(ts.train, p.heads, &opt));
-  PetscCall(CheckpointResolve(comm, ts, &from));
-  if (!from.empty()) {
-    PetscCall(CheckpointCompatible(comm, ts, from));
-    PetscCall(RunFileRead(from, &p, &opt, &history, &start));
-    saved = start;
-    PetscCall(PetscPrintf(comm, "%s: resuming from %s at step %" PetscInt_FMT "\n", r.c.describe().c_str(),
-                          from.c_str(), start));
-  }
+  PetscCall(TrainResume(&p, &opt, &history, r.c.describe() + ": ", &start, &saved));
   const std::vector<PetscInt> times = StudyTimes(s);
   std::vector<double> heads;
   Vec theta0; // the initial heads, for |theta_t - theta_0| / |theta_0|

@@ -39,6 +39,23 @@ static PetscErrorCode TrainStep(Problem *p, Optimizer *opt, History *history, Pe
   PetscFunctionReturn(0);
 }
 
+PetscErrorCode TrainResume(Problem *p, Optimizer *opt, History *history, const std::string &who, PetscInt *start,
+                           PetscInt *saved) {
+  const Settings &s = p->settings;
+  MPI_Comm comm = p->grid.comm;
+  std::string from;
+  PetscFunctionBeginUser;
+  PetscCall(CheckpointResolve(comm, s, &from));
+  if (from.empty()) PetscFunctionReturn(0);
+  PetscCall(CheckpointCompatible(comm, s, from));
+  PetscCall(RunFileRead(from, p, opt, history, start));
+  PetscCheck(*start <= s.train.steps, comm, PETSC_ERR_USER_INPUT,
+             "%s is at step %" PetscInt_FMT ", beyond train.steps = %" PetscInt_FMT, from.c_str(), *start, s.train.steps);
+  PetscCall(PetscPrintf(comm, "%srestarting from %s at step %" PetscInt_FMT "\n", who.c_str(), from.c_str(), *start));
+  *saved = *start;
+  PetscFunctionReturn(0);
+}
+
 PetscErrorCode TrainLoop(Problem *p, Optimizer *opt, History *history, PetscInt start, PetscInt saved,
                          const std::function<PetscErrorCode(PetscInt)> &record, TrainingStop *stop,
                          const TrainingColumns *columns) {

@@ -31,6 +31,13 @@ struct TrainingColumns {
   std::function<PetscErrorCode(PetscInt step, std::string *row)> row; // the columns at this step
 };
 
+// Where a run resumes: the newest valid checkpoint (checkpoint.dir, or
+// --restart), checked against the run's settings and read into p, opt and
+// history; *start and *saved are its step (left alone when there is none).
+// Says so, after `who` (empty for mft train, the case for a study).
+PetscErrorCode TrainResume(Problem *p, Optimizer *opt, History *history, const std::string &who, PetscInt *start,
+                           PetscInt *saved);
+
 PetscErrorCode TrainLoop(Problem *p, Optimizer *opt, History *history, PetscInt start, PetscInt saved,
                          const std::function<PetscErrorCode(PetscInt)> &record, TrainingStop *stop,
                          const TrainingColumns *columns = nullptr);

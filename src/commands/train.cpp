@@ -20,21 +20,11 @@ namespace mft {
 // params.file, else the initial draw; *start, *saved: its step.
 static PetscErrorCode TrainStart(Problem *p, Optimizer *opt, History *history, PetscInt *start, PetscInt *saved) {
   const Settings &s = p->settings;
-  MPI_Comm comm = p->grid.comm;
-  std::string from;
   PetscFunctionBeginUser;
-  PetscCall(CheckpointResolve(comm, s, &from));
-  if (!from.empty()) {
-    PetscCall(CheckpointCompatible(comm, s, from));
-    PetscCall(RunFileRead(from, p, opt, history, start));
-    PetscCheck(*start <= s.train.steps, comm, PETSC_ERR_USER_INPUT,
-               "%s is at step %" PetscInt_FMT ", beyond train.steps = %" PetscInt_FMT, from.c_str(), *start,
-               s.train.steps);
-    PetscCall(PetscPrintf(comm, "restarting from %s at step %" PetscInt_FMT "\n", from.c_str(), *start));
-    *saved = *start;
-  } else if (!s.params_file.empty()) { // a fresh start from given heads
+  PetscCall(TrainResume(p, opt, history, "", start, saved));
+  if (*saved < 0 && !s.params_file.empty()) { // a fresh start from given heads
     PetscCall(RunFileReadParams(s.params_file, p));
-    PetscCall(PetscPrintf(comm, "starting from the heads of %s\n", s.params_file.c_str()));
+    PetscCall(PetscPrintf(p->grid.comm, "starting from the heads of %s\n", s.params_file.c_str()));
   }
   PetscFunctionReturn(0);
 }

@@ -118,7 +118,7 @@ landed=1
 [ -e killed/case-13.h5 ] && { landed=0; echo "note: the case finished before the kill; the resume is not exercised this time"; }
 expect 0 "" -- $run2 study "${args[@]}" --study.dir killed
 if [ "$landed" -eq 1 ]; then
-  grep -q "resuming from .*checkpoint-" out.txt && ok || bad "the killed case did not resume from its checkpoint"
+  grep -q "restarting from .*checkpoint-" out.txt && ok || bad "the killed case did not resume from its checkpoint"
 fi
 compare straight/case-13.h5 / killed/case-13.h5 / 0 && ok || bad "the resumed case file differs from the uninterrupted one"
 
