@@ -80,7 +80,7 @@ PetscErrorCode ReadVariant(const Settings &s, const std::string &dir, size_t v, 
       continue;
     }
     if (c.reference) out->references.push_back(std::move(data));
-    else if (!out->references.empty()) out->models.emplace_back(c, std::move(data));
+    else out->models.emplace_back(c, std::move(data)); // measured only with references; a learning-rate study's risks without
   }
   PetscFunctionReturn(0);
 }
@@ -341,31 +341,31 @@ struct RateStudy {
   size_t cells() const { return L.size() * H.size(); }
 };
 
-PetscErrorCode ReadRateStudy(const Settings &s, const std::string &dir, RateStudy *r) {
-  PetscFunctionBeginUser;
-  r->words = words(s.study.learning_rates);
+// The rates and grid of a learning-rate study (its risks come from the
+// models AddRateRisks is given).
+RateStudy RateStudyOf(const Settings &s) {
+  RateStudy r;
+  r.words = words(s.study.learning_rates);
+  for (const std::string &w : r.words) r.rates.push_back(std::stod(w));
+  for (size_t j = 0; j < r.words.size(); ++j) r.order.push_back(j);
+  std::sort(r.order.begin(), r.order.end(), [&](size_t a, size_t b) { return r.rates[a] < r.rates[b]; });
+  for (PetscInt x : integers(s.study.L)) r.L.push_back(x);
+  for (PetscInt x : integers(s.study.H)) r.H.push_back(x);
+  std::sort(r.L.begin(), r.L.end()), std::sort(r.H.begin(), r.H.end());
+  r.bases = words(s.study.variants, ';');
+  if (r.bases.empty()) r.bases.push_back("");
+  r.last = StudyTimes(s).back();
+  return r;
+}
+
+// The risks of variant v's models at the last step.
+void AddRateRisks(RateStudy *r, size_t v, const VariantCases &vc) {
   const size_t nr = r->words.size();
-  for (const std::string &w : r->words) r->rates.push_back(std::stod(w));
-  for (size_t j = 0; j < nr; ++j) r->order.push_back(j);
-  std::sort(r->order.begin(), r->order.end(), [&](size_t a, size_t b) { return r->rates[a] < r->rates[b]; });
-  for (PetscInt x : integers(s.study.L)) r->L.push_back(x);
-  for (PetscInt x : integers(s.study.H)) r->H.push_back(x);
-  std::sort(r->L.begin(), r->L.end()), std::sort(r->H.begin(), r->H.end());
-  r->bases = words(s.study.variants, ';');
-  if (r->bases.empty()) r->bases.push_back("");
-  r->last = StudyTimes(s).back();
-  for (const StudyCase &c : StudyCases(s)) {
-    if (c.reference) continue;
-    CaseData data;
-    std::string problem;
-    PetscCall(ReadCase(case_path(dir, c.index), probe_names(s), "/times/" + std::to_string(r->last), &data, &problem));
-    if (!problem.empty()) continue; // named by the convergence pass
+  for (const auto &[c, data] : vc.models) {
     const size_t i = std::find(r->L.begin(), r->L.end(), c.L) - r->L.begin(),
                  k = std::find(r->H.begin(), r->H.end(), c.H) - r->H.begin();
-    r->all.push_back({(size_t)c.variant / nr, (size_t)c.variant % nr, i * r->H.size() + k, c.seed, data.risk,
-                      data.heldout_risk});
+    r->all.push_back({v / nr, v % nr, i * r->H.size() + k, c.seed, data.risk, data.heldout_risk});
   }
-  PetscFunctionReturn(0);
 }
 
 // lr.csv: per base variant, cell and rate, the mean risk over seeds (training,
@@ -445,10 +445,8 @@ PetscErrorCode WriteBestRates(Outputs &out, std::ofstream &best, const RateStudy
 }
 
 // A learning-rate study's tables: lr.csv, best_lr.csv and the drift fits.
-PetscErrorCode WriteLearningRates(Outputs &out, const Settings &s, const std::string &dir) {
-  RateStudy r;
+PetscErrorCode WriteLearningRates(Outputs &out, const RateStudy &r, const std::string &dir) {
   PetscFunctionBeginUser;
-  PetscCall(ReadRateStudy(s, dir, &r));
   std::ofstream table(dir + "/lr.csv"), best(dir + "/best_lr.csv");
   table << "variant,overrides,L,H,lr,seeds,risk,risk_lo,risk_hi,heldout_risk,heldout_risk_lo,heldout_risk_hi\n";
   best << "variant,overrides,L,H,quantity,best_lr,best_lr_lo,best_lr_hi,edge_fraction\n";
@@ -470,6 +468,8 @@ PetscErrorCode StudyAggregate(MPI_Comm comm, const Settings &s, const std::strin
     const auto variants = StudyVariants(s);
     const std::vector<PetscInt> times = StudyTimes(s);
     const StudyOptions options = OptionsOf(s);
+    const bool rates = !s.study.learning_rates.empty();
+    RateStudy rate_study = rates ? RateStudyOf(s) : RateStudy();
     Outputs out;
     out.table.open(dir + "/study.csv"), out.fits.open(dir + "/fits.csv"), out.sets.open(dir + "/probes.csv");
     out.sets << "variant,overrides,L,H,time,probe_set,N,err_corrected_x,err_corrected_p,attains_max_x\n";
@@ -491,6 +491,7 @@ PetscErrorCode StudyAggregate(MPI_Comm comm, const Settings &s, const std::strin
         const std::string vs = std::to_string(v);
         VariantCases vc;
         PetscCall(ReadVariant(s, dir, v, prefix, out.last, &vc, missing));
+        if (out.last && rates) AddRateRisks(&rate_study, v, vc);
         if (vc.references.empty()) { // nothing of this variant can be measured
           if (out.last && s.study.references > 0) PetscCall(PetscPrintf(PETSC_COMM_SELF, "mft study: variant %zu (%s) has no reference: not measured\n",
                                               v, variants[v].c_str()));
@@ -515,7 +516,7 @@ PetscErrorCode StudyAggregate(MPI_Comm comm, const Settings &s, const std::strin
         out.attribute("v" + vs + ".references", std::to_string(e[0].references));
       }
     }
-    if (!s.study.learning_rates.empty()) PetscCall(WriteLearningRates(out, s, dir));
+    if (rates) PetscCall(WriteLearningRates(out, rate_study, dir));
     std::string listed;
     for (PetscInt t : times) listed += (listed.empty() ? "" : " ") + std::to_string(t);
     out.attributes.emplace_back("study.recorded_times", listed);
