@@ -89,7 +89,7 @@ StepCost PredictStep(const ModelSettings &m, PetscInt M, PetscInt N, PetscInt P,
   const PetscInt d = m.d, k = m.k, dv = m.head_kind == HeadKind::qkv ? d : k, Pt = P / Ph;
   const PetscInt ph = m.head_kind == HeadKind::qkv ? 2 * k * d + dv * d : 2 * k * d + dv * d + d * k; // head size
   StepCost c;
-  c.P = P, c.Ph = Ph, c.Pt = Pt, c.form = form, c.threads = threads;
+  c.P = P, c.Ph = Ph, c.Pt = Pt, c.form = form;
   double busiest = 0; // the largest operations a busy thread of a rank does
   const std::vector<Count> scatter = HeadScatters(m, P, Ph, ph);
   for (PetscInt r = 0; r < P; ++r) {
@@ -112,7 +112,8 @@ StepCost PredictStep(const ModelSettings &m, PetscInt M, PetscInt N, PetscInt P,
     // (bench.hpp's count, a step being three forwards) with the keys' and
     // values' projections of the whole sequence, or only of the group's own
     // tokens when a cut sequence is shared as projections.
-    const double width = 8.0 * (double)(form == CutForm::tokens ? d : Hl * (k + dv));
+    const PetscInt row = form == CutForm::tokens ? d : Hl * (k + dv); // numbers a token's row
+    const double width = 8.0 * (double)row;
     const Range s = GroupSequences(P, Ph, M, N, r);
     PetscInt cuts = 0;
     double ops = 0;
@@ -123,9 +124,7 @@ StepCost PredictStep(const ModelSettings &m, PetscInt M, PetscInt N, PetscInt P,
       const bool cut = q1 - q0 < N;
       if (cut) {
         ++cuts;
-        layer.add(ShareCutRows(M, N, Pt, Ph, r, seq, q1 - q0, form == CutForm::tokens ? d : Hl * (k + dv),
-                               form == CutForm::tokens, &gathered),
-                  2.0);
+        layer.add(ShareCutRows(M, N, Pt, Ph, r, seq, q1 - q0, row, form == CutForm::tokens, &gathered), 2.0);
         const double peers = (double)(split_part(M * N, Pt, (seq + 1) * N - 1) - split_part(M * N, Pt, seq * N));
         layer.add({peers, width * ((double)N - q)}); // the rows' gradients back to their group
       }

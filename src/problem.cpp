@@ -107,13 +107,14 @@ static PetscErrorCode ThreadsCheck(MPI_Comm comm, PetscInt threads) {
   PetscFunctionBeginUser;
   if (sched_getaffinity(0, sizeof set, &set) == 0) cpus = CPU_COUNT(&set);
   PetscCallMPI(MPI_Allreduce(&cpus, &fewest, 1, MPI_INT, MPI_MIN, comm));
-  if (threads > 1 && fewest > 0 && fewest < threads && !said)
+  const bool short_of_cpus = threads > 1 && fewest > 0 && fewest < threads;
+  if (short_of_cpus && !said)
     PetscCall(PetscPrintf(comm,
                           "mft: warning: parallel.threads = %" PetscInt_FMT " but a rank may run on %d CPU(s): its "
                           "threads share them (mpiexec binds each rank to one core: use --bind-to none, or "
                           "--map-by slot:PE=%" PetscInt_FMT ")\n",
                           threads, fewest, threads));
-  said = said || (threads > 1 && fewest > 0 && fewest < threads);
+  said = said || short_of_cpus;
   PetscFunctionReturn(0);
 }
 

@@ -40,7 +40,6 @@ struct StepCost {
   double scatter_messages = 0, scatter_bytes = 0; // of which PETSc's scatters (the rest: exchange.hpp)
   double max_messages = 0, max_bytes = 0; // the busiest rank's
   double operations = 0;                  // the busiest rank's
-  PetscInt threads = 1;                   // threads a rank (the compute is the busiest rank's over its busy threads)
   double compute = 0, communication = 0;  // seconds, slowest rank
   double memory = 0; // bytes the busiest rank keeps for the exchanges: the forward's gathered states, the cut rows
   double seconds() const { return compute + communication; }
