@@ -181,8 +181,8 @@ PetscErrorCode DataFileConform(MPI_Comm comm, Settings *s) {
     *g.value = g.file;
     s->update(g.key, std::to_string(g.file));
   }
-  if (s->scheme.zero_targets) { // a probe: the file's tokens only
-  } else if (s->loss.kind == LossKind::token) {
+  if (s->scheme.zero_targets) PetscFunctionReturn(0); // a probe: the file's tokens only
+  if (s->loss.kind == LossKind::token) {
     PetscCheck(targets == tokens, comm, PETSC_ERR_FILE_UNEXPECTED,
                "data file %s: /data/targets has shape %s, but loss.kind = token needs (M, N, d) = %s", p,
                h5::ShapeText(targets).c_str(), h5::ShapeText(tokens).c_str());
