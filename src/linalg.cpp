@@ -74,6 +74,16 @@ std::string SmallProductPath() {
 #endif
 }
 
+std::string BlasLibrary() {
+  Dl_info info;
+  void *f = dlsym(RTLD_DEFAULT, "dgemm_");
+  if (!f || !dladdr(f, &info) || !info.dli_fname) return "(unknown)";
+  char *real = realpath(info.dli_fname, nullptr); // through Debian's alternatives' links
+  const std::string name = real ? real : info.dli_fname;
+  std::free(real);
+  return name;
+}
+
 void gemm(bool ta, bool tb, PetscInt m, PetscInt n, PetscInt k, double alpha, const double *A, PetscInt lda,
           const double *B, PetscInt ldb, double beta, double *C, PetscInt ldc) {
   if (m == 0 || n == 0) return;

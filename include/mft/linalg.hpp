@@ -26,6 +26,11 @@ void BlasSetup(char **argv);
 // with the reason (MFT_NO_LIBXSMM=1, or a build without LIBXSMM).
 std::string SmallProductPath();
 
+// The library whose dgemm_ the BLAS products call (its file, found with
+// dladdr, links resolved): with several BLAS installed, the linker's choice is not always the
+// one Debian's alternatives point to (mft bench prints it).
+std::string BlasLibrary();
+
 // C (m x n) = alpha op(A) op(B) + beta C on row-major arrays (op: transpose
 // when ta / tb), through BLAS dgemm.
 void gemm(bool ta, bool tb, PetscInt m, PetscInt n, PetscInt k, double alpha, const double *A, PetscInt lda,

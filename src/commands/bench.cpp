@@ -217,8 +217,8 @@ PetscErrorCode CommandBench(MPI_Comm comm, const std::vector<std::string> &args,
   const std::string note = forced && corename ? std::string(" (forced by OPENBLAS_CORETYPE=") + forced +
                                                     "; the peak below is theirs: tests/bench/roofline.sh compares)"
                                               : "";
-  PetscCall(PetscPrintf(comm, "mft bench: CPU %s; BLAS kernels %s%s; small products %s; exp %s\n",
-                        CpuModel().c_str(), corename ? corename() : "(not OpenBLAS)", note.c_str(),
+  PetscCall(PetscPrintf(comm, "mft bench: CPU %s; BLAS %s, kernels %s%s; small products %s; exp %s\n",
+                        CpuModel().c_str(), BlasLibrary().c_str(), corename ? corename() : "(not OpenBLAS)", note.c_str(),
                         SmallProductPath().c_str(), ExponentialPath()));
   PetscCall(PetscPrintf(comm,
                         "mft bench: %d ranks; on all of them: dense matmul (dgemm 1024) %.1f GFLOP/s, "

@@ -15,7 +15,7 @@ trap 'rm -rf "$work"' EXIT
 tcmalloc=$(ls /usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4 2>/dev/null || true)
 # The BLAS kernels mft chooses for itself (OpenBLAS's Haswell kernels where it
 # would fall back to Prescott on an unknown AVX2 CPU): the peer gets the same.
-blas=$("$MFT" bench --bench.sizes none 2>/dev/null | sed -n 's/.*BLAS kernels \([A-Za-z0-9]*\).*/\1/p' || true)
+blas=$("$MFT" bench --bench.sizes none 2>/dev/null | sed -n 's/.*BLAS .*, kernels \([A-Za-z0-9]*\).*/\1/p' || true)
 [ -n "$blas" ] && [ -z "${OPENBLAS_CORETYPE:-}" ] && export OPENBLAS_CORETYPE="$blas"
 field() { sed -nE "s/.*\"$1\": \"?([^,\"}]*)\"?.*/\1/p"; }
 echo "| size | MFT step (s) | MFT GFLOP/s | % of matmul peak | torch step (s) | torch / MFT | same computation |"
