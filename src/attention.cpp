@@ -8,9 +8,11 @@
 #endif
 #if defined(__GNUC__) && !defined(__clang__) && __GNUC__ < 13
 // GCC 12's AVX-512 intrinsics start from _mm512_undefined_*() and warn that
-// it "may be used uninitialized" wherever they are inlined (GCC bug 105593,
-// fixed in GCC 13): a false positive in the compiler's own header.
+// it "may be used uninitialized" (or "is used uninitialized") wherever they are
+// inlined (GCC bug 105593, fixed in GCC 13): a false positive in the
+// compiler's own header.
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
 #endif
 #if defined(__AVX2__) && defined(MFT_HAVE_SLEEF)
 #include <sleef.h>
@@ -23,12 +25,15 @@
 namespace mft {
 
 void AttentionWork::reserve(const HeadShape &s, PetscInt N) {
-  const PetscInt B = std::min(block, N);
+  const PetscInt B = std::min(block, N), T = std::min(std::max(keys_at_once, key_tile), N);
   q.resize(N * s.k);
   kappa.resize(N * s.k);
   w.resize(N * s.dv);
-  p.resize(B * N);
-  dp.resize(B * N);
+  p.resize(B * T);
+  dp.resize(B * T);
+  m.resize(B);
+  l.resize(B);
+  delta.resize(B);
   y.resize(B * s.dv);
   dy.resize(B * s.dv);
   dq.resize(s.k);
@@ -196,49 +201,68 @@ inline __m512d exp_nonpositive(__m512d x) {
 }
 #endif
 
+// The softmax's row operations, with AVX-512 (8 wide, exp_nonpositive), with
+// AVX2 and SLEEF (its 4-wide exp), or plain. The scores arrive unscaled:
+// beta >= 0 is applied after the maximum is subtracted (max of beta S = beta max S).
+
+// max_j row[j], j < n (-infinity when n = 0).
+double row_max(const double *row, PetscInt n) {
+  double mx = -std::numeric_limits<double>::infinity();
+  PetscInt j = 0;
+#if defined(__AVX512F__)
+  __m512d vmax = _mm512_set1_pd(mx);
+  for (; j + 8 <= n; j += 8) vmax = _mm512_max_pd(vmax, _mm512_loadu_pd(row + j));
+  mx = _mm512_reduce_max_pd(vmax);
+#endif
+  for (; j < n; ++j) mx = std::max(mx, row[j]);
+  return mx;
+}
+
+// row[j] <- exp(beta (row[j] - shift)) for j < n (arguments <= 0); returns their sum.
+double row_exp(double *row, PetscInt n, double beta, double shift) {
+  double Z = 0;
+  PetscInt j = 0;
+#if defined(__AVX512F__)
+  const __m512d sh = _mm512_set1_pd(shift), sc = _mm512_set1_pd(beta);
+  __m512d vsum = _mm512_setzero_pd();
+  for (; j + 8 <= n; j += 8) {
+    const __m512d e = exp_nonpositive(_mm512_mul_pd(sc, _mm512_sub_pd(_mm512_loadu_pd(row + j), sh)));
+    _mm512_storeu_pd(row + j, e);
+    vsum = _mm512_add_pd(vsum, e);
+  }
+  Z = _mm512_reduce_add_pd(vsum);
+  for (; j < n; ++j) Z += (row[j] = std::exp(beta * (row[j] - shift)));
+#else
+#if defined(__AVX2__) && defined(MFT_HAVE_SLEEF)
+  const __m256d sh = _mm256_set1_pd(shift), sc = _mm256_set1_pd(beta);
+  for (; j + 4 <= n; j += 4)
+    _mm256_storeu_pd(row + j, Sleef_expd4_u10(_mm256_mul_pd(sc, _mm256_sub_pd(_mm256_loadu_pd(row + j), sh))));
+#endif
+  for (; j < n; ++j) row[j] = std::exp(beta * (row[j] - shift));
+  for (j = 0; j < n; ++j) Z += row[j];
+#endif
+  return Z;
+}
+
+// row[j] *= f for j < n.
+void row_scale(double *row, PetscInt n, double f) {
+  PetscInt j = 0;
+#if defined(__AVX512F__)
+  const __m512d vf = _mm512_set1_pd(f);
+  for (; j + 8 <= n; j += 8) _mm512_storeu_pd(row + j, _mm512_mul_pd(_mm512_loadu_pd(row + j), vf));
+#endif
+  for (; j < n; ++j) row[j] *= f;
+}
+
 // Rows r of P (nb x nk, leading dimension nk): softmax over the first valid(r)
 // entries (the row maximum subtracted), zero beyond them (the causal mask).
-// With AVX-512: 8-wide max, exp (exp_nonpositive) fused with the sum, and
-// scaling; with AVX2 and SLEEF, its 4-wide exp.
-// The scores arrive unscaled: P = softmax(beta S), with beta >= 0 applied
-// after the maximum is subtracted (max of beta S = beta max S).
 template <class Valid> void softmax_rows(double *P, PetscInt nb, PetscInt nk, double beta, Valid valid) {
   for (PetscInt r = 0; r < nb; ++r) {
     double *row = P + r * nk;
     const PetscInt nv = valid(r);
-    double mx = -std::numeric_limits<double>::infinity(), Z = 0;
-    PetscInt j = 0;
-#if defined(__AVX512F__)
-    __m512d vmax = _mm512_set1_pd(mx);
-    for (; j + 8 <= nv; j += 8) vmax = _mm512_max_pd(vmax, _mm512_loadu_pd(row + j));
-    mx = _mm512_reduce_max_pd(vmax);
-    for (; j < nv; ++j) mx = std::max(mx, row[j]);
-    const __m512d sh = _mm512_set1_pd(mx), sc = _mm512_set1_pd(beta);
-    __m512d vsum = _mm512_setzero_pd();
-    for (j = 0; j + 8 <= nv; j += 8) {
-      const __m512d e = exp_nonpositive(_mm512_mul_pd(sc, _mm512_sub_pd(_mm512_loadu_pd(row + j), sh)));
-      _mm512_storeu_pd(row + j, e);
-      vsum = _mm512_add_pd(vsum, e);
-    }
-    Z = _mm512_reduce_add_pd(vsum);
-    for (; j < nv; ++j) Z += (row[j] = std::exp(beta * (row[j] - mx)));
-    const __m512d inv = _mm512_set1_pd(1.0 / Z);
-    for (j = 0; j + 8 <= nv; j += 8) _mm512_storeu_pd(row + j, _mm512_mul_pd(_mm512_loadu_pd(row + j), inv));
-    for (; j < nv; ++j) row[j] *= 1.0 / Z;
-#else
-    for (; j < nv; ++j) mx = std::max(mx, row[j]);
-    j = 0;
-#if defined(__AVX2__) && defined(MFT_HAVE_SLEEF)
-    const __m256d sh = _mm256_set1_pd(mx), sc = _mm256_set1_pd(beta);
-    for (; j + 4 <= nv; j += 4)
-      _mm256_storeu_pd(row + j, Sleef_expd4_u10(_mm256_mul_pd(sc, _mm256_sub_pd(_mm256_loadu_pd(row + j), sh))));
-#endif
-    for (; j < nv; ++j) row[j] = std::exp(beta * (row[j] - mx));
-    for (j = 0; j < nv; ++j) Z += row[j];
-    const double inv = 1.0 / Z;
-    for (j = 0; j < nv; ++j) row[j] *= inv;
-#endif
-    for (j = nv; j < nk; ++j) row[j] = 0.0;
+    const double Z = row_exp(row, nv, beta, row_max(row, nv));
+    row_scale(row, nv, 1.0 / Z);
+    std::fill(row + nv, row + nk, 0.0);
   }
 }
 
@@ -302,16 +326,64 @@ void load_keys(const HeadShape &s, const double *kw, PetscInt ld, PetscInt nk, A
   }
 }
 
-// For the queries rows [r0, r0 + nb) of q (nk keys projected): P =
-// softmax(beta q kappa^T) over their nkb keys, and (with_y) Y = P w. Returns nkb.
-PetscInt block_attention(const HeadShape &s, const AttentionOptions &o, PetscInt N, PetscInt nk, Range q, PetscInt r0,
-                         PetscInt nb, AttentionWork &w, bool with_y = true) {
-  const PetscInt nkb = o.causal ? q.begin + r0 + nb : N;
-  gemm(false, false, nb, nkb, s.k, 1.0, w.q.data() + r0 * s.k, s.k, w.kappat.data(), nk, 0.0, w.p.data(), nkb);
-  const PetscInt first = q.begin + r0;
-  softmax_rows(w.p.data(), nb, nkb, o.beta, [&](PetscInt r) { return o.causal ? first + r + 1 : nkb; });
-  if (with_y) gemm(false, false, nb, s.dv, nkb, 1.0, w.p.data(), nkb, w.w.data(), s.dv, 0.0, w.y.data(), s.dv);
-  return nkb;
+// A block of queries: rows [r0, r0 + nb) of the query range q, whose first
+// token is `first`, and its nkb keys (all N, or causal up to its last query).
+struct QueryBlock {
+  PetscInt r0, nb, first, nkb;
+  QueryBlock(const AttentionOptions &o, PetscInt N, Range q, PetscInt r0_)
+      : r0(r0_), nb(std::min(AttentionWork::block, q.size() - r0_)), first(q.begin + r0_),
+        nkb(o.causal ? q.begin + r0_ + nb : N) {}
+  // Valid keys of row r among the nt keys from t0 (the causal mask cuts them).
+  PetscInt valid(const AttentionOptions &o, PetscInt r, PetscInt t0, PetscInt nt) const {
+    return o.causal ? std::clamp(first + r + 1 - t0, (PetscInt)0, nt) : nt;
+  }
+  bool tiled(const AttentionWork &w) const { return nkb > w.keys_at_once; }
+};
+
+// Scores of the block against the nt keys from t0, unscaled: P = q kappa^T (nb x nt).
+void block_scores(const HeadShape &s, PetscInt nk, const QueryBlock &b, PetscInt t0, PetscInt nt, AttentionWork &w) {
+  gemm(false, false, b.nb, nt, s.k, 1.0, w.q.data() + b.r0 * s.k, s.k, w.kappat.data() + t0, nk, 0.0, w.p.data(), nt);
+}
+
+// All the block's keys at once (nkb <= keys_at_once; nk keys projected): P =
+// softmax(beta q kappa^T) over them, and (with_y) Y = P w.
+void block_attention(const HeadShape &s, const AttentionOptions &o, PetscInt nk, const QueryBlock &b,
+                     AttentionWork &w, bool with_y = true) {
+  block_scores(s, nk, b, 0, b.nkb, w);
+  softmax_rows(w.p.data(), b.nb, b.nkb, o.beta, [&](PetscInt r) { return b.valid(o, r, 0, b.nkb); });
+  if (with_y) gemm(false, false, b.nb, s.dv, b.nkb, 1.0, w.p.data(), b.nkb, w.w.data(), s.dv, 0.0, w.y.data(), s.dv);
+}
+
+// The block's keys in tiles of key_tile (flash attention's online softmax):
+// Y = softmax(beta q kappa^T) w, and each row's maximum score m and sum l,
+// such that P = exp(beta (S - m)) / l. A tile raising a row's maximum rescales
+// the row's sum and Y by exp(beta (m_old - m_new)).
+void block_attention_tiled(const HeadShape &s, const AttentionOptions &o, PetscInt nk, const QueryBlock &b,
+                           AttentionWork &w) {
+  std::fill(w.m.begin(), w.m.begin() + b.nb, -std::numeric_limits<double>::infinity());
+  std::fill(w.l.begin(), w.l.begin() + b.nb, 0.0);
+  std::fill(w.y.begin(), w.y.begin() + b.nb * s.dv, 0.0);
+  for (PetscInt t0 = 0; t0 < b.nkb; t0 += w.key_tile) {
+    const PetscInt nt = std::min(w.key_tile, b.nkb - t0);
+    block_scores(s, nk, b, t0, nt, w);
+    for (PetscInt r = 0; r < b.nb; ++r) {
+      double *row = w.p.data() + r * nt;
+      const PetscInt nv = b.valid(o, r, t0, nt);
+      if (nv > 0) {
+        const double mx = std::max(w.m[r], row_max(row, nv));
+        if (mx > w.m[r] && w.l[r] > 0) { // 0 * -infinity is not 0: the first tile rescales nothing
+          const double a = std::exp(o.beta * (w.m[r] - mx));
+          w.l[r] *= a;
+          for (PetscInt c = 0; c < s.dv; ++c) w.y[r * s.dv + c] *= a;
+        }
+        w.m[r] = mx;
+        w.l[r] += row_exp(row, nv, o.beta, mx);
+      }
+      std::fill(row + nv, row + nt, 0.0);
+    }
+    gemm(false, false, b.nb, s.dv, nt, 1.0, w.p.data(), nt, w.w.data() + t0 * s.dv, s.dv, 1.0, w.y.data(), s.dv);
+  }
+  for (PetscInt r = 0; r < b.nb; ++r) row_scale(w.y.data() + r * s.dv, s.dv, 1.0 / w.l[r]);
 }
 
 // The forward from the projections in w: out += scale Attn at the queries q.
@@ -319,49 +391,100 @@ void forward_projected(const HeadShape &s, const double *theta, const AttentionO
                        double scale, double *out, AttentionWork &w) {
   const PetscInt nk = key_count(o, N, q);
   for (PetscInt r0 = 0; r0 < q.size(); r0 += AttentionWork::block) {
-    const PetscInt nb = std::min(AttentionWork::block, q.size() - r0);
-    block_attention(s, o, N, nk, q, r0, nb, w);
+    const QueryBlock b(o, N, q, r0);
+    if (b.tiled(w)) block_attention_tiled(s, o, nk, b, w);
+    else block_attention(s, o, nk, b, w);
     double *o_blk = out + r0 * s.d;
     if (s.kind == HeadKind::qkv) {
-      for (PetscInt e = 0; e < nb * s.d; ++e) o_blk[e] += scale * w.y[e];
+      for (PetscInt e = 0; e < b.nb * s.d; ++e) o_blk[e] += scale * w.y[e];
     } else { // out += scale Y O^T
-      gemm(false, true, nb, s.d, s.k, scale, w.y.data(), s.k, theta + s.offO, s.k, 1.0, o_blk, s.d);
+      gemm(false, true, b.nb, s.d, s.k, scale, w.y.data(), s.k, theta + s.offO, s.k, 1.0, o_blk, s.d);
     }
   }
 }
 
+// dS = beta P (dP - c_r) in place of dP (nb x nt), row r's c_r = dY_r . Y_r.
+void softmax_reverse_rows(double *dp, const double *p, PetscInt nb, PetscInt nt, double beta, const double *c) {
+  for (PetscInt r = 0; r < nb; ++r) {
+    double *dpr = dp + r * nt;
+    const double *pr = p + r * nt;
+    for (PetscInt j = 0; j < nt; ++j) dpr[j] = beta * pr[j] * (dpr[j] - c[r]);
+  }
+}
+
+// dP = dY w^T (nb x nt) against the nt keys from t0, into w.dp.
+void block_weights_reverse(const HeadShape &s, PetscInt nk, const QueryBlock &b, PetscInt t0, PetscInt nt,
+                           AttentionWork &w) {
+  gemm(false, false, b.nb, nt, s.dv, 1.0, w.dy.data(), s.dv, w.wt.data() + t0, nk, 0.0, w.dp.data(), nt);
+}
+
+// The reverse of the block's scores against the nt keys from t0, with P
+// (nb x nt) in w.p, dP in w.dp and dY in w.dy: dS = beta P (dP - delta), then
+// dq (+)= dS kappa (set when t0 = 0), dkappa += dS^T q, dw += P^T dY.
+void block_reverse_keys(const HeadShape &s, const AttentionOptions &o, PetscInt nk, const QueryBlock &b, PetscInt t0,
+                        PetscInt nt, AttentionWork &w) {
+  softmax_reverse_rows(w.dp.data(), w.p.data(), b.nb, nt, o.beta, w.delta.data());
+  gemm(false, false, b.nb, s.k, nt, 1.0, w.dp.data(), nt, w.kappa.data() + t0 * s.k, s.k, t0 == 0 ? 0.0 : 1.0,
+       w.dqs.data() + b.r0 * s.k, s.k);
+  gemm(true, false, nt, s.k, b.nb, 1.0, w.dp.data(), nt, w.q.data() + b.r0 * s.k, s.k, 1.0,
+       w.dkappa.data() + t0 * s.k, s.k);
+  gemm(true, false, nt, s.dv, b.nb, 1.0, w.p.data(), nt, w.dy.data(), s.dv, 1.0, w.dw.data() + t0 * s.dv, s.dv);
+}
+
 // The reverse from the projections in w, up to them: w.dkappa, w.dw (nk keys)
 // and w.dqs (the queries) are set, dO is added to dtheta; then through Q.
+// A block with all its keys at once keeps P from its forward; a tiled block
+// makes Y, m and l in a first sweep over its key tiles, then P again tile by
+// tile from them (one more score product and exp than at once, in cache).
 void reverse_projected(const HeadShape &s, const double *theta, const AttentionOptions &o, const double *xq, PetscInt N,
                        Range q, double scale, const double *lam, double *dxq, double *dtheta, AttentionWork &w) {
   const PetscInt nk = key_count(o, N, q);
   std::fill(w.dkappa.begin(), w.dkappa.begin() + nk * s.k, 0.0);
   std::fill(w.dw.begin(), w.dw.begin() + nk * s.dv, 0.0);
   for (PetscInt r0 = 0; r0 < q.size(); r0 += AttentionWork::block) {
-    const PetscInt nb = std::min(AttentionWork::block, q.size() - r0);
-    // qkv heads need no Y here: dY . Y = sum_j P dP (below); qkvo heads need it for dO.
-    const PetscInt nkb = block_attention(s, o, N, nk, q, r0, nb, w, s.kind == HeadKind::qkvo);
+    const QueryBlock b(o, N, q, r0);
+    const bool tiled = b.tiled(w);
+    // At once, qkv heads need no Y: dY . Y = sum_j P dP (below); qkvo heads need it for dO.
+    if (tiled) block_attention_tiled(s, o, nk, b, w);
+    else block_attention(s, o, nk, b, w, s.kind == HeadKind::qkvo);
     const double *l_blk = lam + r0 * s.d;
     // dY = scale Lambda (qkv) or scale Lambda O (qkvo), and dO += scale Lambda^T Y.
     if (s.kind == HeadKind::qkv) {
-      for (PetscInt e = 0; e < nb * s.d; ++e) w.dy[e] = scale * l_blk[e];
+      for (PetscInt e = 0; e < b.nb * s.d; ++e) w.dy[e] = scale * l_blk[e];
     } else {
-      gemm(false, false, nb, s.k, s.d, scale, l_blk, s.d, theta + s.offO, s.k, 0.0, w.dy.data(), s.k);
-      gemm(true, false, s.d, s.k, nb, scale, l_blk, s.d, w.y.data(), s.k, 1.0, dtheta + s.offO, s.k);
+      gemm(false, false, b.nb, s.k, s.d, scale, l_blk, s.d, theta + s.offO, s.k, 0.0, w.dy.data(), s.k);
+      gemm(true, false, s.d, s.k, b.nb, scale, l_blk, s.d, w.y.data(), s.k, 1.0, dtheta + s.offO, s.k);
     }
-    // dP = dY w^T; dS = beta P (dP - rowsum(dY Y)) (zero where P is masked).
-    gemm(false, false, nb, nkb, s.dv, 1.0, w.dy.data(), s.dv, w.wt.data(), nk, 0.0, w.dp.data(), nkb);
-    for (PetscInt r = 0; r < nb; ++r) {
-      double *dpr = w.dp.data() + r * nkb;
-      const double *pr = w.p.data() + r * nkb;
-      double c = 0; // dY_r . Y_r = sum_j P_rj (dY_r . w_j) = sum_j P_rj dP_rj
-      for (PetscInt j = 0; j < nkb; ++j) c += pr[j] * dpr[j];
-      for (PetscInt j = 0; j < nkb; ++j) dpr[j] = o.beta * pr[j] * (dpr[j] - c);
+    if (!tiled) {
+      // delta_r = dY_r . Y_r = sum_j P_rj (dY_r . w_j) = sum_j P_rj dP_rj.
+      block_weights_reverse(s, nk, b, 0, b.nkb, w);
+      for (PetscInt r = 0; r < b.nb; ++r) {
+        const double *dpr = w.dp.data() + r * b.nkb, *pr = w.p.data() + r * b.nkb;
+        double c = 0;
+        for (PetscInt j = 0; j < b.nkb; ++j) c += pr[j] * dpr[j];
+        w.delta[r] = c;
+      }
+      block_reverse_keys(s, o, nk, b, 0, b.nkb, w);
+      continue;
     }
-    // dq = dS kappa; dkappa += dS^T q; dw += P^T dY.
-    gemm(false, false, nb, s.k, nkb, 1.0, w.dp.data(), nkb, w.kappa.data(), s.k, 0.0, w.dqs.data() + r0 * s.k, s.k);
-    gemm(true, false, nkb, s.k, nb, 1.0, w.dp.data(), nkb, w.q.data() + r0 * s.k, s.k, 1.0, w.dkappa.data(), s.k);
-    gemm(true, false, nkb, s.dv, nb, 1.0, w.p.data(), nkb, w.dy.data(), s.dv, 1.0, w.dw.data(), s.dv);
+    for (PetscInt r = 0; r < b.nb; ++r) {
+      double c = 0;
+      for (PetscInt e = 0; e < s.dv; ++e) c += w.dy[r * s.dv + e] * w.y[r * s.dv + e];
+      w.delta[r] = c;
+    }
+    for (PetscInt t0 = 0; t0 < b.nkb; t0 += w.key_tile) {
+      const PetscInt nt = std::min(w.key_tile, b.nkb - t0);
+      block_scores(s, nk, b, t0, nt, w);
+      for (PetscInt r = 0; r < b.nb; ++r) {
+        double *row = w.p.data() + r * nt;
+        const PetscInt nv = b.valid(o, r, t0, nt);
+        row_exp(row, nv, o.beta, w.m[r]);
+        row_scale(row, nv, 1.0 / w.l[r]);
+        std::fill(row + nv, row + nt, 0.0);
+      }
+      block_weights_reverse(s, nk, b, t0, nt, w);
+      block_reverse_keys(s, o, nk, b, t0, nt, w);
+    }
   }
   // Through the queries' projection.
   gemm(true, false, s.k, s.d, q.size(), 1.0, w.dqs.data(), s.k, xq, s.d, 1.0, dtheta + s.offQ, s.d);

@@ -1,6 +1,7 @@
 // The cost model of a training step: counted from the layouts, rank by rank.
 #include "mft/cost.hpp"
 
+#include "mft/attention.hpp"
 #include "mft/exchange.hpp"
 #include "mft/grid.hpp"
 #include "mft/tokens.hpp"
@@ -88,6 +89,7 @@ StepCost PredictStep(const ModelSettings &m, PetscInt M, PetscInt N, PetscInt P,
                      double rate, const Network &net, PetscInt threads) {
   const PetscInt d = m.d, k = m.k, dv = m.head_kind == HeadKind::qkv ? d : k, Pt = P / Ph;
   const PetscInt ph = m.head_kind == HeadKind::qkv ? 2 * k * d + dv * d : 2 * k * d + dv * d + d * k; // head size
+  const PetscInt at_once = AttentionWork().keys_at_once;
   StepCost c;
   c.P = P, c.Ph = Ph, c.Pt = Pt, c.form = form;
   double busiest = 0; // the largest operations a busy thread of a rank does
@@ -109,7 +111,8 @@ StepCost PredictStep(const ModelSettings &m, PetscInt M, PetscInt N, PetscInt P,
     // One pass over the group's sequences. A cut's peers are every other
     // token group holding part of its sequence, as CutSequencesFor makes
     // them (tested), counted here without building the plan. Operations
-    // (bench.hpp's count, a step being three forwards) with the keys' and
+    // (bench.hpp's count, a step being three forwards, and the tiled reverse's
+    // second pass over the scores) with the keys' and
     // values' projections of the whole sequence, or only of the group's own
     // tokens when a cut sequence is shared as projections.
     const PetscInt row = form == CutForm::tokens ? d : Hl * (k + dv); // numbers a token's row
@@ -130,8 +133,15 @@ StepCost PredictStep(const ModelSettings &m, PetscInt M, PetscInt N, PetscInt P,
       }
       const double keys = m.causal ? 0.5 * (double)(q1 * (q1 + 1) - q0 * (q0 + 1)) : q * (double)N; // sum of nk
       const double projected = cut && form == CutForm::projections ? q : (double)N;
-      ops += 2.0 * projected * d * (k + dv) + 2.0 * q * d * k + 2.0 * keys * k + keys + 2.0 * keys * dv;
-      if (m.head_kind == HeadKind::qkvo) ops += 2.0 * q * dv * d;
+      ops += 3.0 * (2.0 * projected * d * (k + dv) + 2.0 * q * d * k + 2.0 * keys * k + keys + 2.0 * keys * dv);
+      if (m.head_kind == HeadKind::qkvo) ops += 3.0 * 2.0 * q * dv * d;
+      // Queries with more keys than a block takes at once: their reverse
+      // makes the scores, exps and weighted sums once more (attention.hpp).
+      const PetscInt t0 = std::max(q0, m.causal ? at_once : (N > at_once ? q0 : q1));
+      const double tiled = t0 >= q1 ? 0.0
+                           : m.causal ? 0.5 * (double)(q1 * (q1 + 1) - t0 * (t0 + 1))
+                                      : (double)(q1 - t0) * (double)N;
+      ops += 2.0 * tiled * k + tiled + 2.0 * tiled * dv;
     }
     if (Ph > 1 && form == CutForm::tokens && cuts > 0)
       layer.add(Exchange(ExchangeKind::allgather, Ph, r % Ph, gathered), 2.0);
@@ -154,9 +164,9 @@ StepCost PredictStep(const ModelSettings &m, PetscInt M, PetscInt N, PetscInt P,
     c.max_bytes = std::max(c.max_bytes, step.bytes);
     c.communication = std::max(c.communication, step.messages * net.latency + step.bytes / net.bandwidth);
 
-    c.operations = std::max(c.operations, 3.0 * (double)m.L * (double)Hl * ops);
+    c.operations = std::max(c.operations, (double)m.L * (double)Hl * ops);
     const double busy = (double)std::max<PetscInt>(1, std::min(threads, s.size()));
-    busiest = std::max(busiest, 3.0 * (double)m.L * (double)Hl * ops / busy);
+    busiest = std::max(busiest, (double)m.L * (double)Hl * ops / busy);
   }
   c.compute = busiest / rate;
   return c;

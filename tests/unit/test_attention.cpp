@@ -1,7 +1,11 @@
 // The fast attention kernels (blocked, small-product kernels or BLAS,
 // vectorised exp) against the plain kernels, forward and reverse,
 // on query ranges that cross block boundaries, with and without the causal
-// mask; the kernels' exponential against the C library's. Run with
+// mask, with each block's keys at once and in tiles (the online softmax:
+// tiles of 40 and 13 keys, so that rows meet tiles wholly masked, partly
+// masked and a larger maximum after a smaller one; with at most 100 keys at
+// once, so that some blocks of a range take tiles and others not); the
+// kernels' exponential against the C library's. Run with
 // MFT_NO_LIBXSMM=1 too (ctest unit_blas): every product through the BLAS.
 #include "helpers.hpp"
 #include "mft/attention.hpp"
@@ -42,20 +46,24 @@ TEST_P(Kernels, FastEqualsReference) {
   const HeadShape &s = in.s;
   const AttentionOptions &o = in.o;
   const std::vector<double> &theta = in.theta, &x = in.x, &lam = in.lam;
-  for (Range q : {Range{0, N}, Range{37, 140}, Range{64, 65}}) {
-    AttentionWork wf, wr;
-    wf.reserve(s, N), wr.reserve(s, N);
-    std::vector<double> of(q.size() * d, 0.1), orf(q.size() * d, 0.1);
-    attention_forward(s, theta.data(), o, x.data(), N, q, 0.7, of.data(), wf);
-    attention_forward_plain(s, theta.data(), o, x.data(), N, q, 0.7, orf.data(), wr);
-    EXPECT_LT(relative_error(of, orf), 1e-13) << q.begin;
-    std::vector<double> dxf(N * d, 0.2), dxr(N * d, 0.2), dtf(s.size, 0.3), dtr(s.size, 0.3);
-    attention_reverse(s, theta.data(), o, x.data(), N, q, 0.7, lam.data() + q.begin * d, dxf.data(), dtf.data(), wf);
-    attention_reverse_plain(s, theta.data(), o, x.data(), N, q, 0.7, lam.data() + q.begin * d, dxr.data(),
-                            dtr.data(), wr);
-    EXPECT_LT(relative_error(dxf, dxr), 1e-12) << q.begin;
-    EXPECT_LT(relative_error(dtf, dtr), 1e-12) << q.begin;
-  }
+  const AttentionWork defaults;
+  for (auto [at_once, tile] : {std::pair{defaults.keys_at_once, defaults.key_tile}, {(PetscInt)40, (PetscInt)40},
+                               {(PetscInt)100, (PetscInt)13}})
+    for (Range q : {Range{0, N}, Range{37, 140}, Range{64, 65}}) {
+      AttentionWork wf, wr;
+      wf.keys_at_once = at_once, wf.key_tile = tile;
+      wf.reserve(s, N), wr.reserve(s, N);
+      std::vector<double> of(q.size() * d, 0.1), orf(q.size() * d, 0.1);
+      attention_forward(s, theta.data(), o, x.data(), N, q, 0.7, of.data(), wf);
+      attention_forward_plain(s, theta.data(), o, x.data(), N, q, 0.7, orf.data(), wr);
+      EXPECT_LT(relative_error(of, orf), 1e-13) << q.begin << " tile " << tile;
+      std::vector<double> dxf(N * d, 0.2), dxr(N * d, 0.2), dtf(s.size, 0.3), dtr(s.size, 0.3);
+      attention_reverse(s, theta.data(), o, x.data(), N, q, 0.7, lam.data() + q.begin * d, dxf.data(), dtf.data(), wf);
+      attention_reverse_plain(s, theta.data(), o, x.data(), N, q, 0.7, lam.data() + q.begin * d, dxr.data(),
+                              dtr.data(), wr);
+      EXPECT_LT(relative_error(dxf, dxr), 1e-12) << q.begin << " tile " << tile;
+      EXPECT_LT(relative_error(dtf, dtr), 1e-12) << q.begin << " tile " << tile;
+    }
 }
 
 // A sequence cut into three token groups, as a cut sequence is computed across
@@ -72,32 +80,35 @@ TEST_P(Kernels, SplitAtTheProjectionsEqualsReference) {
   const std::vector<double> &theta = in.theta, &x = in.x, &lam = in.lam;
   const PetscInt ld = 2 * (s.k + s.dv), off = s.k + s.dv; // two heads' rows side by side; this head second
   const Range parts[] = {{0, 37}, {37, 140}, {140, N}};
-  AttentionWork w, wr;
-  w.reserve(s, N), wr.reserve(s, N);
-  std::vector<double> kw(N * ld, 0.0), dkw(N * ld, 0.0);
-  for (Range p : parts)
-    attention_project(s, theta.data(), x.data() + p.begin * d, p.size(), kw.data() + p.begin * ld + off, ld, w);
-  std::vector<double> out(N * d, 0.1), ref(N * d, 0.1), dx(N * d, 0.2), dxr(N * d, 0.2), dt(s.size, 0.3),
-      dtr(s.size, 0.3);
-  for (Range p : parts) {
-    attention_forward_projected(s, theta.data(), o, x.data() + p.begin * d, kw.data() + off, ld, N, p, 0.7,
-                                out.data() + p.begin * d, w);
-    attention_reverse_projected(s, theta.data(), o, x.data() + p.begin * d, kw.data() + off, ld, N, p, 0.7,
-                                lam.data() + p.begin * d, dx.data() + p.begin * d, dkw.data() + off, dt.data(), w);
-  }
-  for (Range p : parts)
-    attention_project_reverse(s, theta.data(), x.data() + p.begin * d, p.size(), dkw.data() + p.begin * ld + off, ld,
-                              dx.data() + p.begin * d, dt.data());
-  attention_forward_plain(s, theta.data(), o, x.data(), N, {0, N}, 0.7, ref.data(), wr);
-  attention_reverse_plain(s, theta.data(), o, x.data(), N, {0, N}, 0.7, lam.data(), dxr.data(), dtr.data(), wr);
-  EXPECT_LT(relative_error(out, ref), 1e-13);
-  EXPECT_LT(relative_error(dx, dxr), 1e-12);
-  EXPECT_LT(relative_error(dt, dtr), 1e-12);
-  for (PetscInt j = 0; j < N; ++j) // the other head's rows are left alone
-    for (PetscInt c = 0; c < off; ++c) {
-      ASSERT_EQ(kw[j * ld + c], 0.0);
-      ASSERT_EQ(dkw[j * ld + c], 0.0);
+  for (PetscInt tile : {AttentionWork().key_tile, (PetscInt)13}) {
+    AttentionWork w, wr;
+    w.keys_at_once = std::min(w.keys_at_once, tile), w.key_tile = tile;
+    w.reserve(s, N), wr.reserve(s, N);
+    std::vector<double> kw(N * ld, 0.0), dkw(N * ld, 0.0);
+    for (Range p : parts)
+      attention_project(s, theta.data(), x.data() + p.begin * d, p.size(), kw.data() + p.begin * ld + off, ld, w);
+    std::vector<double> out(N * d, 0.1), ref(N * d, 0.1), dx(N * d, 0.2), dxr(N * d, 0.2), dt(s.size, 0.3),
+        dtr(s.size, 0.3);
+    for (Range p : parts) {
+      attention_forward_projected(s, theta.data(), o, x.data() + p.begin * d, kw.data() + off, ld, N, p, 0.7,
+                                  out.data() + p.begin * d, w);
+      attention_reverse_projected(s, theta.data(), o, x.data() + p.begin * d, kw.data() + off, ld, N, p, 0.7,
+                                  lam.data() + p.begin * d, dx.data() + p.begin * d, dkw.data() + off, dt.data(), w);
     }
+    for (Range p : parts)
+      attention_project_reverse(s, theta.data(), x.data() + p.begin * d, p.size(), dkw.data() + p.begin * ld + off, ld,
+                                dx.data() + p.begin * d, dt.data());
+    attention_forward_plain(s, theta.data(), o, x.data(), N, {0, N}, 0.7, ref.data(), wr);
+    attention_reverse_plain(s, theta.data(), o, x.data(), N, {0, N}, 0.7, lam.data(), dxr.data(), dtr.data(), wr);
+    EXPECT_LT(relative_error(out, ref), 1e-13);
+    EXPECT_LT(relative_error(dx, dxr), 1e-12);
+    EXPECT_LT(relative_error(dt, dtr), 1e-12);
+    for (PetscInt j = 0; j < N; ++j) // the other head's rows are left alone
+      for (PetscInt c = 0; c < off; ++c) {
+        ASSERT_EQ(kw[j * ld + c], 0.0);
+        ASSERT_EQ(dkw[j * ld + c], 0.0);
+      }
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(All, Kernels,
@@ -128,7 +139,8 @@ TEST(Exponentials, WithinTwoUlpOfTheLibrary) {
 }
 
 // The shapes of the standard benchmark sizes (k = 8 and 16, blocks of 128
-// queries cut at 300 keys), where the small-product kernels take over.
+// queries cut at 300 keys), where the small-product kernels take over; the
+// keys at once and in tiles of 64.
 TEST(Kernels, FastEqualsReferenceAtBenchmarkShapes) {
   for (auto [d, k] : {std::pair<PetscInt, PetscInt>{16, 8}, {32, 16}})
     for (HeadKind kind : {HeadKind::qkv, HeadKind::qkvo})
@@ -143,18 +155,22 @@ TEST(Kernels, FastEqualsReferenceAtBenchmarkShapes) {
         for (auto &v : x) v = r.normal();
         for (auto &v : lam) v = r.normal();
         const Range q{90, 300};
-        AttentionWork wf, wr;
-        wf.reserve(s, N), wr.reserve(s, N);
-        std::vector<double> of(q.size() * d, 0.0), orf(q.size() * d, 0.0);
-        attention_forward(s, theta.data(), o, x.data(), N, q, 1.0, of.data(), wf);
-        attention_forward_plain(s, theta.data(), o, x.data(), N, q, 1.0, orf.data(), wr);
-        EXPECT_LT(relative_error(of, orf), 1e-13) << d << " " << causal;
-        std::vector<double> dxf(N * d, 0.0), dxr(N * d, 0.0), dtf(s.size, 0.0), dtr(s.size, 0.0);
-        attention_reverse(s, theta.data(), o, x.data(), N, q, 1.0, lam.data() + q.begin * d, dxf.data(), dtf.data(), wf);
-        attention_reverse_plain(s, theta.data(), o, x.data(), N, q, 1.0, lam.data() + q.begin * d, dxr.data(),
-                                dtr.data(), wr);
-        EXPECT_LT(relative_error(dxf, dxr), 1e-12) << d << " " << causal;
-        EXPECT_LT(relative_error(dtf, dtr), 1e-12) << d << " " << causal;
+        for (PetscInt tile : {AttentionWork().key_tile, (PetscInt)64}) {
+          AttentionWork wf, wr;
+          wf.keys_at_once = std::min(wf.keys_at_once, tile), wf.key_tile = tile;
+          wf.reserve(s, N), wr.reserve(s, N);
+          std::vector<double> of(q.size() * d, 0.0), orf(q.size() * d, 0.0);
+          attention_forward(s, theta.data(), o, x.data(), N, q, 1.0, of.data(), wf);
+          attention_forward_plain(s, theta.data(), o, x.data(), N, q, 1.0, orf.data(), wr);
+          EXPECT_LT(relative_error(of, orf), 1e-13) << d << " " << causal << " tile " << tile;
+          std::vector<double> dxf(N * d, 0.0), dxr(N * d, 0.0), dtf(s.size, 0.0), dtr(s.size, 0.0);
+          attention_reverse(s, theta.data(), o, x.data(), N, q, 1.0, lam.data() + q.begin * d, dxf.data(), dtf.data(),
+                            wf);
+          attention_reverse_plain(s, theta.data(), o, x.data(), N, q, 1.0, lam.data() + q.begin * d, dxr.data(),
+                                  dtr.data(), wr);
+          EXPECT_LT(relative_error(dxf, dxr), 1e-12) << d << " " << causal << " tile " << tile;
+          EXPECT_LT(relative_error(dtf, dtr), 1e-12) << d << " " << causal << " tile " << tile;
+        }
       }
 }
 
