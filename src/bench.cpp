@@ -4,6 +4,7 @@
 #include "mft/attention.hpp"
 #include "mft/linalg.hpp"
 
+#include <algorithm>
 #include <fstream>
 #include <unistd.h>
 #include <string>
@@ -77,6 +78,81 @@ PetscErrorCode MeasurePeak(MPI_Comm comm, double *gflops) {
   for (int r = 0; r < reps; ++r) gemm(false, false, n, n, n, 1.0, A.data(), n, B.data(), n, 1.0, C.data(), n);
   double mine = 2.0 * n * n * n * reps / (MPI_Wtime() - t0) / 1e9;
   PetscCallMPI(MPI_Allreduce(&mine, gflops, 1, MPI_DOUBLE, MPI_SUM, comm));
+  PetscFunctionReturn(0);
+}
+
+namespace {
+
+// Half the median round trip of `bytes` between comm ranks a and b (both
+// call; the others only take part in the barrier and the broadcast).
+PetscErrorCode PingPong(MPI_Comm comm, int a, int b, std::size_t bytes, double *seconds) {
+  PetscMPIInt rank;
+  std::vector<char> buf(bytes, 1);
+  std::vector<double> trips;
+  PetscFunctionBeginUser;
+  PetscCallMPI(MPI_Comm_rank(comm, &rank));
+  const int reps = bytes > 4096 ? 10 : 200;
+  PetscCallMPI(MPI_Barrier(comm));
+  for (int i = 0; i <= reps && (rank == a || rank == b); ++i) { // the first round trip warms up
+    const double t0 = MPI_Wtime();
+    if (rank == a) {
+      PetscCallMPI(MPI_Send(buf.data(), (int)bytes, MPI_BYTE, b, 0, comm));
+      PetscCallMPI(MPI_Recv(buf.data(), (int)bytes, MPI_BYTE, b, 0, comm, MPI_STATUS_IGNORE));
+    } else {
+      PetscCallMPI(MPI_Recv(buf.data(), (int)bytes, MPI_BYTE, a, 0, comm, MPI_STATUS_IGNORE));
+      PetscCallMPI(MPI_Send(buf.data(), (int)bytes, MPI_BYTE, a, 0, comm));
+    }
+    if (i > 0) trips.push_back(MPI_Wtime() - t0);
+  }
+  double half = 0;
+  if (rank == a) {
+    std::nth_element(trips.begin(), trips.begin() + trips.size() / 2, trips.end());
+    half = trips[trips.size() / 2] / 2;
+  }
+  PetscCallMPI(MPI_Bcast(&half, 1, MPI_DOUBLE, a, comm));
+  *seconds = half;
+  PetscFunctionReturn(0);
+}
+
+// Latency and bandwidth between ranks a and b.
+PetscErrorCode MeasureLink(MPI_Comm comm, int a, int b, double *latency, double *bandwidth) {
+  const std::size_t big = 4u << 20;
+  double t_small, t_big;
+  PetscFunctionBeginUser;
+  PetscCall(PingPong(comm, a, b, 8, &t_small));
+  PetscCall(PingPong(comm, a, b, big, &t_big));
+  *latency = t_small;
+  *bandwidth = (double)big / t_big;
+  PetscFunctionReturn(0);
+}
+
+} // namespace
+
+PetscErrorCode MeasureNetwork(MPI_Comm comm, Network *net, NetworkMeasured *measured) {
+  PetscMPIInt size, rank;
+  MPI_Comm node;
+  PetscFunctionBeginUser;
+  PetscCallMPI(MPI_Comm_size(comm, &size));
+  PetscCallMPI(MPI_Comm_rank(comm, &rank));
+  *measured = NetworkMeasured{};
+  if (size < 2) PetscFunctionReturn(0);
+  // Each rank's node, named by its lowest rank.
+  PetscCallMPI(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node));
+  int leader = rank;
+  PetscCallMPI(MPI_Bcast(&leader, 1, MPI_INT, 0, node));
+  PetscCallMPI(MPI_Comm_free(&node));
+  std::vector<int> leaders((size_t)size);
+  PetscCallMPI(MPI_Allgather(&leader, 1, MPI_INT, leaders.data(), 1, MPI_INT, comm));
+  if (leaders[1] == leaders[0]) {
+    PetscCall(MeasureLink(comm, 0, 1, &net->latency, &net->bandwidth));
+    measured->local = true;
+  }
+  for (int r = 1; r < size; ++r)
+    if (leaders[r] != leaders[0]) {
+      PetscCall(MeasureLink(comm, 0, r, &net->remote_latency, &net->remote_bandwidth));
+      measured->remote = true;
+      break;
+    }
   PetscFunctionReturn(0);
 }
 

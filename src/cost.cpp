@@ -14,8 +14,27 @@ namespace mft {
 namespace {
 
 struct Count {
-  double messages = 0, bytes = 0;
-  void add(const Count &o, double times = 1) { messages += times * o.messages, bytes += times * o.bytes; }
+  double messages = 0, bytes = 0, remote_messages = 0, remote_bytes = 0; // all; of which to other nodes
+  void add(const Count &o, double times = 1) {
+    messages += times * o.messages, bytes += times * o.bytes;
+    remote_messages += times * o.remote_messages, remote_bytes += times * o.remote_bytes;
+  }
+  void send(double b, bool remote) {
+    messages += 1, bytes += b;
+    if (remote) remote_messages += 1, remote_bytes += b;
+  }
+};
+
+// Whether ranks a and b are on different nodes (node_ranks to a node, in order).
+struct Nodes {
+  PetscInt per = 0;
+  bool apart(PetscInt a, PetscInt b) const { return per > 0 && a / per != b / per; }
+};
+
+// A communicator's ranks among all: rank i of it is first + i stride.
+struct Members {
+  PetscInt first, stride;
+  PetscInt operator()(PetscInt i) const { return first + i * stride; }
 };
 
 // Rank r receives the entries [t0, t1) of a PETSc-owned range (owner_begin
@@ -30,18 +49,19 @@ void Receive(const std::vector<PetscInt> &owner_begin, PetscInt r, PetscInt t0, 
   }
 }
 
-// What each rank of a communicator of n sends in one exchange.
-Count Exchange(ExchangeKind kind, PetscInt n, PetscInt rank, const std::vector<PetscInt> &counts) {
+// What rank `rank` of a communicator of n (members `who`) sends in one exchange.
+Count Exchange(ExchangeKind kind, PetscInt n, PetscInt rank, const std::vector<PetscInt> &counts, Members who,
+               Nodes nodes) {
   Count c;
   for (const ExchangeStep &s : ExchangePlan(kind, n, rank, counts))
-    if (s.send_end > s.send_begin) c.messages += 1, c.bytes += 8.0 * (double)(s.send_end - s.send_begin);
+    if (s.send_end > s.send_begin) c.send(8.0 * (double)(s.send_end - s.send_begin), nodes.apart(who(rank), who(s.peer)));
   return c;
 }
 
 // What each rank sends in the PETSc scatter of the heads from theta (owned
 // by all P ranks in turn) to the chunks (each rank's heads of its head group,
 // layer by layer): one message to each rank it owns heads of.
-std::vector<Count> HeadScatters(const ModelSettings &m, PetscInt P, PetscInt Ph, PetscInt ph) {
+std::vector<Count> HeadScatters(const ModelSettings &m, PetscInt P, PetscInt Ph, PetscInt ph, Nodes nodes) {
   const PetscInt Pt = P / Ph;
   std::vector<Count> scatter((size_t)P);
   std::vector<PetscInt> theta_begin((size_t)P + 1);
@@ -58,26 +78,32 @@ std::vector<Count> HeadScatters(const ModelSettings &m, PetscInt P, PetscInt Ph,
       Receive(theta_begin, r, f0, f0 + (c1 - c0), 8.0 * ph, from);
       c0 = c1;
     }
-    for (const auto &[o, bytes] : from) scatter[o].add({1.0, bytes});
+    for (const auto &[o, bytes] : from) scatter[o].send(bytes, nodes.apart(o, r));
   }
   return scatter;
 }
 
 // What rank r sends to share its group's `q` rows of cut sequence `seq`
-// (TokensShareCutRows): to every other group holding part of it, all its
-// rows, or with `identical` its share of them; then (`gathered`, per rank of
-// the group) the entries of the peers' parts its group completes by one
-// allgather after all the cut sequences.
+// (TokensShareCutRows): to every other group holding part of it (its rank of
+// the same place, g Ph + r % Ph), all its rows, or with `identical` its share
+// of them; then (`gathered`, per rank of the group) the entries of the
+// peers' parts its group completes by one allgather after all the cut
+// sequences. With `back`, instead: the gradients of each peer's rows, to it.
 Count ShareCutRows(PetscInt M, PetscInt N, PetscInt Pt, PetscInt Ph, PetscInt r, PetscInt seq, PetscInt q,
-                   PetscInt width, bool identical, std::vector<PetscInt> *gathered) {
+                   PetscInt width, bool identical, std::vector<PetscInt> *gathered, Nodes nodes, bool back = false) {
   const PetscInt parts = identical ? Ph : 1, a = identical ? r % Ph : 0;
   const double mine = (double)split(q, parts, a).size() * 8.0 * (double)width;
   Count c;
   for (PetscInt g = split_part(M * N, Pt, seq * N); g <= split_part(M * N, Pt, (seq + 1) * N - 1); ++g) {
     if (g == r / Ph) continue;
-    if (mine > 0) c.add({1.0, mine});
     const Range part = split(M * N, Pt, g);
     const PetscInt n = std::min(part.end, (seq + 1) * N) - std::max(part.begin, seq * N); // the peer's rows
+    const bool remote = nodes.apart(r, g * Ph + r % Ph);
+    if (back) {
+      c.send(8.0 * (double)width * (double)n, remote);
+      continue;
+    }
+    if (mine > 0) c.send(mine, remote);
     for (PetscInt x = 0; identical && x < Ph; ++x) (*gathered)[x] += split(n, Ph, x).size() * width;
   }
   return c;
@@ -93,8 +119,11 @@ StepCost PredictStep(const ModelSettings &m, PetscInt M, PetscInt N, PetscInt P,
   StepCost c;
   c.P = P, c.Ph = Ph, c.Pt = Pt, c.form = form;
   double busiest = 0; // the largest operations a busy thread of a rank does
-  const std::vector<Count> scatter = HeadScatters(m, P, Ph, ph);
+  const Nodes nodes{net.node_ranks};
+  const std::vector<Count> scatter = HeadScatters(m, P, Ph, ph, nodes);
+  std::vector<Count> steps((size_t)P);
   for (PetscInt r = 0; r < P; ++r) {
+    const Members group{r - r % Ph, 1}, peers{r % Ph, Ph}; // its head group; its token groups' ranks of its place
     Count layer, step;
     // Per layer: the group's tokens gathered twice (the forward's state, kept
     // for the adjoint; the adjoint) and the contributions reduce-scattered
@@ -106,8 +135,8 @@ StepCost PredictStep(const ModelSettings &m, PetscInt M, PetscInt N, PetscInt P,
     const PetscInt Hl = split(m.H, Ph, r % Ph).size();
     std::vector<PetscInt> entries((size_t)Ph);
     for (PetscInt a = 0; a < Ph; ++a) entries[a] = split(g.size(), Ph, a).size() * d;
-    layer.add(Exchange(ExchangeKind::allgather, Ph, r % Ph, entries), 2.0);
-    layer.add(Exchange(ExchangeKind::reduce_scatter, Ph, r % Ph, entries), Ph > 1 ? 2.0 : 1.0);
+    layer.add(Exchange(ExchangeKind::allgather, Ph, r % Ph, entries, group, nodes), 2.0);
+    layer.add(Exchange(ExchangeKind::reduce_scatter, Ph, r % Ph, entries, group, nodes), Ph > 1 ? 2.0 : 1.0);
     // One pass over the group's sequences. A cut's peers are every other
     // token group holding part of its sequence, as CutSequencesFor makes
     // them (tested), counted here without building the plan. Operations
@@ -127,9 +156,8 @@ StepCost PredictStep(const ModelSettings &m, PetscInt M, PetscInt N, PetscInt P,
       const bool cut = q1 - q0 < N;
       if (cut) {
         ++cuts;
-        layer.add(ShareCutRows(M, N, Pt, Ph, r, seq, q1 - q0, row, form == CutForm::tokens, &gathered), 2.0);
-        const double peers = (double)(split_part(M * N, Pt, (seq + 1) * N - 1) - split_part(M * N, Pt, seq * N));
-        layer.add({peers, width * ((double)N - q)}); // the rows' gradients back to their group
+        layer.add(ShareCutRows(M, N, Pt, Ph, r, seq, q1 - q0, row, form == CutForm::tokens, &gathered, nodes), 2.0);
+        layer.add(ShareCutRows(M, N, Pt, Ph, r, seq, q1 - q0, row, false, nullptr, nodes, true)); // gradients back
       }
       const double keys = m.causal ? 0.5 * (double)(q1 * (q1 + 1) - q0 * (q0 + 1)) : q * (double)N; // sum of nk
       const double projected = cut && form == CutForm::projections ? q : (double)N;
@@ -144,7 +172,7 @@ StepCost PredictStep(const ModelSettings &m, PetscInt M, PetscInt N, PetscInt P,
       ops += 2.0 * tiled * k + tiled + 2.0 * tiled * dv;
     }
     if (Ph > 1 && form == CutForm::tokens && cuts > 0)
-      layer.add(Exchange(ExchangeKind::allgather, Ph, r % Ph, gathered), 2.0);
+      layer.add(Exchange(ExchangeKind::allgather, Ph, r % Ph, gathered, group, nodes), 2.0);
     c.cuts = c.cuts || cuts > 0;
     // Memory (velocity.hpp): L gathered states kept, and each cut's rows and their gradients.
     c.memory = std::max(c.memory, 8.0 * (double)m.L * (double)g.size() * (double)d + 2.0 * width * (double)cuts * (double)N);
@@ -152,24 +180,42 @@ StepCost PredictStep(const ModelSettings &m, PetscInt M, PetscInt N, PetscInt P,
     // and the PETSc scatters between the chunk and theta.
     std::vector<PetscInt> counts((size_t)Pt);
     for (PetscInt b = 0; b < Pt; ++b) counts[b] = split(m.L * Hl, Pt, b).size() * ph;
-    step.add(Exchange(ExchangeKind::reduce_scatter, Pt, r / Ph, counts));
-    step.add(Exchange(ExchangeKind::allgather, Pt, r / Ph, counts));
+    step.add(Exchange(ExchangeKind::reduce_scatter, Pt, r / Ph, counts, peers, nodes));
+    step.add(Exchange(ExchangeKind::allgather, Pt, r / Ph, counts, peers, nodes));
     step.add(scatter[r], 2.0);
     step.add(layer, (double)m.L);
+    steps[r] = step;
     c.messages += step.messages / (double)P;
     c.bytes += step.bytes / (double)P;
+    c.remote_messages += step.remote_messages / (double)P;
+    c.remote_bytes += step.remote_bytes / (double)P;
     c.scatter_messages += 2.0 * scatter[r].messages / (double)P;
     c.scatter_bytes += 2.0 * scatter[r].bytes / (double)P;
     c.max_messages = std::max(c.max_messages, step.messages);
     c.max_bytes = std::max(c.max_bytes, step.bytes);
-    c.communication = std::max(c.communication, step.messages * net.latency + step.bytes / net.bandwidth);
 
     c.operations = std::max(c.operations, (double)m.L * (double)Hl * ops);
     const double busy = (double)std::max<PetscInt>(1, std::min(threads, s.size()));
     busiest = std::max(busiest, (double)m.L * (double)Hl * ops / busy);
   }
   c.compute = busiest / rate;
+  c.threads = threads;
+  // The network: each node's bytes off the node share its card.
+  std::map<PetscInt, double> off_node;
+  for (PetscInt r = 0; r < P; ++r) off_node[nodes.per > 0 ? r / nodes.per : 0] += steps[r].remote_bytes;
+  for (PetscInt r = 0; r < P; ++r) {
+    const Count &t = steps[r];
+    const double card = t.remote_bytes > 0 ? off_node[r / std::max<PetscInt>(nodes.per, 1)] / net.card_bandwidth : 0;
+    c.communication = std::max(c.communication, (t.messages - t.remote_messages) * net.latency +
+                                                    (t.bytes - t.remote_bytes) / net.bandwidth +
+                                                    t.remote_messages * net.remote_latency +
+                                                    std::max(t.remote_bytes / net.remote_bandwidth, card));
+  }
   return c;
+}
+
+Network NetworkOf(const ParallelSettings &s, PetscInt node_ranks) {
+  return Network{s.latency, s.bandwidth, s.remote_latency, s.remote_bandwidth, s.card_bandwidth, node_ranks};
 }
 
 std::optional<CutForm> CutFormSetting(const ParallelSettings &s) {
@@ -178,7 +224,7 @@ std::optional<CutForm> CutFormSetting(const ParallelSettings &s) {
 }
 
 StepCost ChooseGrid(const ModelSettings &m, PetscInt M, PetscInt N, PetscInt P, double rate, const Network &net,
-                    PetscInt Ph, std::optional<CutForm> form, double memory) {
+                    PetscInt Ph, std::optional<CutForm> form, double memory, PetscInt threads) {
   StepCost best;
   best.Ph = 0;
   double least = -1; // the least memory of the candidates
@@ -186,13 +232,26 @@ StepCost ChooseGrid(const ModelSettings &m, PetscInt M, PetscInt N, PetscInt P, 
     if (Ph > 0 ? h != Ph : P % h || P / h > M * N) continue; // a given Ph is checked by the settings
     for (CutForm f : {CutForm::tokens, CutForm::projections}) {
       if (form && f != *form) continue;
-      const StepCost c = PredictStep(m, M, N, P, h, f, rate, net);
+      const StepCost c = PredictStep(m, M, N, P, h, f, rate, net, threads);
       if (least < 0 || c.memory < least) least = c.memory;
       if (memory > 0 && c.memory > memory) continue;
       if (best.Ph == 0 || c.seconds() < best.seconds()) best = c;
     }
   }
   if (best.Ph == 0) best.memory = least;
+  return best;
+}
+
+StepCost ChooseLayout(const ModelSettings &m, PetscInt M, PetscInt N, PetscInt cores, PetscInt node_cores,
+                      double rate, Network net, std::optional<CutForm> form) {
+  StepCost best;
+  best.Ph = 0;
+  for (PetscInt T = 1; T <= std::max<PetscInt>(node_cores, 1); ++T) {
+    if ((node_cores > 0 && node_cores % T) || cores % T) continue;
+    net.node_ranks = node_cores / T;
+    const StepCost c = ChooseGrid(m, M, N, cores / T, rate, net, 0, form, 0, T);
+    if (c.Ph > 0 && (best.Ph == 0 || c.seconds() < best.seconds())) best = c;
+  }
   return best;
 }
 

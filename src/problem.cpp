@@ -126,15 +126,16 @@ PetscErrorCode ProblemCreate(MPI_Comm comm, const Settings &settings, Problem *p
   PetscCall(SettingsCheck(comm, s));
   PetscMPIInt size;
   PetscCallMPI(MPI_Comm_size(comm, &size));
-  const Network net{s.parallel.latency, s.parallel.bandwidth};
   // The grid's exchange buffers (cost.hpp) must fit in a rank's share of its
   // node's available memory: the least share of any rank, so that every rank
-  // chooses the same grid.
+  // chooses the same grid; likewise the network's ranks a node, the most.
   double available, share;
   PetscMPIInt node_ranks;
   PetscCall(NodeMemory(comm, &available, &node_ranks));
   share = available / (double)node_ranks;
   PetscCallMPI(MPI_Allreduce(MPI_IN_PLACE, &share, 1, MPI_DOUBLE, MPI_MIN, comm));
+  PetscCallMPI(MPI_Allreduce(MPI_IN_PLACE, &node_ranks, 1, MPI_INT, MPI_MAX, comm));
+  const Network net = NetworkOf(s.parallel, node_ranks);
   p->predicted = ChooseGrid(s.model, s.data.M, s.data.N, size, s.parallel.rate, net, s.parallel.head_groups,
                             CutFormSetting(s.parallel), share);
   PetscCheck(p->predicted.Ph > 0 || p->predicted.memory >= 0, comm, PETSC_ERR_USER_INPUT,

@@ -340,8 +340,18 @@ std::vector<Option> declare(Settings &s) {
              "what a token group sends the others for a sequence cut across token groups: its tokens (every group "
              "projects the whole sequence) or their key and value projections (no group projects another's tokens); "
              "auto: the less predicted step time"),
-      real("parallel.latency", &s.parallel.latency, 0.0, false, "cost model: seconds a message (grid choice)"),
-      real("parallel.bandwidth", &s.parallel.bandwidth, 0.0, true, "cost model: bytes a second a link (grid choice)"),
+      real("parallel.latency", &s.parallel.latency, 0.0, false,
+           "cost model: seconds a message between ranks of a node (grid choice; mft bench measures it)"),
+      real("parallel.bandwidth", &s.parallel.bandwidth, 0.0, true,
+           "cost model: bytes a second between ranks of a node (grid choice; mft bench measures it)"),
+      real("parallel.remote_latency", &s.parallel.remote_latency, 0.0, false,
+           "cost model: seconds a message between nodes"),
+      real("parallel.remote_bandwidth", &s.parallel.remote_bandwidth, 0.0, true,
+           "cost model: bytes a second one rank sends to other nodes"),
+      real("parallel.card_bandwidth", &s.parallel.card_bandwidth, 0.0, true,
+           "cost model: bytes a second a node's network card carries for all its ranks (200 Gb/s: 25e9)"),
+      integer("parallel.node_cores", &s.parallel.node_cores, 0,
+              "mft bench --bench.ranks: cores a node; the model then also chooses threads per rank (0: one node)"),
       real("parallel.rate", &s.parallel.rate, 0.0, true,
            "cost model: attention operations a second on one rank (grid choice; mft bench measures it)"),
   };

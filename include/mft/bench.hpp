@@ -11,6 +11,7 @@
 // do more: the reverse sweep recomputes the projections and the softmax.)
 #pragma once
 
+#include "mft/cost.hpp"
 #include "mft/settings.hpp"
 
 namespace mft {
@@ -32,6 +33,17 @@ double step_bound(const Settings &s, double peak_gflops, double gexps);
 
 // Dense matmul rate (GFLOP/s) of all ranks of comm running a dgemm at once.
 PetscErrorCode MeasurePeak(MPI_Comm comm, double *gflops);
+
+// The network between ranks, by ping-pong (half the round trip, the median
+// of repeats): an 8-byte message's time is the latency, a 4 MiB message's
+// rate the bandwidth. Within a node between ranks 0 and 1 (when there are
+// two), between nodes between rank 0 and the first rank on another node
+// (when there is one). What is not measured keeps net's figures, and is said
+// by the flags.
+struct NetworkMeasured {
+  bool local = false, remote = false;
+};
+PetscErrorCode MeasureNetwork(MPI_Comm comm, Network *net, NetworkMeasured *measured);
 
 // Peak resident memory of this process (MiB).
 double peak_memory_mib();

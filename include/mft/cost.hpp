@@ -16,8 +16,14 @@
 // Compute: the attention operations each rank does (bench.hpp's count, with
 // the keys' and values' projections of every sequence it touches, or, for a
 // cut sequence shared as projections, of the group's own tokens), at `rate`.
-// Time: the slowest rank's compute plus the slowest rank's
-// messages * latency + bytes / bandwidth.
+// Time: the slowest rank's compute plus the slowest rank's communication.
+// Ranks are placed on nodes in order, node_ranks to a node (0: all on one).
+// A message to a rank of the same node costs latency + bytes / bandwidth;
+// to another node remote_latency, and its bytes go at remote_bandwidth, or
+// slower when the node's ranks together send more off the node than its
+// network card carries at card_bandwidth in that time:
+//   t_r = m_local lat + b_local / bw + m_remote rlat
+//         + max(b_remote / rbw, (bytes off node r's node) / card).
 #pragma once
 
 #include "mft/settings.hpp"
@@ -28,15 +34,24 @@
 namespace mft {
 
 struct Network {
-  double latency = 1.5e-6;  // seconds a message
-  double bandwidth = 12e9;  // bytes a second
+  double latency = 1.5e-6;         // seconds a message within a node
+  double bandwidth = 12e9;         // bytes a second within a node
+  double remote_latency = 2.5e-6;  // seconds a message between nodes
+  double remote_bandwidth = 25e9;  // bytes a second one rank sends off its node
+  double card_bandwidth = 25e9;    // bytes a second a node's card carries, all its ranks together
+  PetscInt node_ranks = 0;         // ranks a node, in rank order (0: every rank on one node)
 };
+
+// The network of the settings (parallel.latency, ...), node_ranks to a node.
+Network NetworkOf(const ParallelSettings &s, PetscInt node_ranks);
 
 struct StepCost {
   PetscInt P = 1, Ph = 1, Pt = 1;
   CutForm form = CutForm::tokens;
   bool cuts = false;                      // some token group holds part of a sequence
+  PetscInt threads = 1;                   // per rank
   double messages = 0, bytes = 0;         // sent per rank and step: the mean over ranks
+  double remote_messages = 0, remote_bytes = 0; // of which to other nodes
   double scatter_messages = 0, scatter_bytes = 0; // of which PETSc's scatters (the rest: exchange.hpp)
   double max_messages = 0, max_bytes = 0; // the busiest rank's
   double operations = 0;                  // the busiest rank's
@@ -61,6 +76,14 @@ std::optional<CutForm> CutFormSetting(const ParallelSettings &s);
 // most `memory` bytes a rank (0: any). Ph = 0 in the result when there is
 // none; then `memory` is the least any of them needs (-1: no grid at all).
 StepCost ChooseGrid(const ModelSettings &m, PetscInt M, PetscInt N, PetscInt P, double rate, const Network &net,
-                    PetscInt Ph = 0, std::optional<CutForm> form = std::nullopt, double memory = 0);
+                    PetscInt Ph = 0, std::optional<CutForm> form = std::nullopt, double memory = 0,
+                    PetscInt threads = 1);
+
+// For `cores` cores on nodes of node_cores (0: one node of them all): the
+// threads per rank T (a divisor of node_cores, and of cores), the grid and
+// the form of least predicted step time, with cores / T ranks and
+// node_cores / T of them a node. Ph = 0 when no grid fits.
+StepCost ChooseLayout(const ModelSettings &m, PetscInt M, PetscInt N, PetscInt cores, PetscInt node_cores,
+                      double rate, Network net, std::optional<CutForm> form = std::nullopt);
 
 } // namespace mft

@@ -141,8 +141,12 @@ struct ParallelSettings {
   PetscInt head_groups = 0;   // 0: chosen by the cost model (cost.hpp)
   PetscInt threads = 0;       // threads per rank over its sequences; 0: OMP_NUM_THREADS, else 1
   std::string cut_sequences = "auto"; // tokens | projections | auto (tokens.hpp; auto: the cost model's choice)
-  double latency = 1.5e-6;    // the cost model's network: seconds a message
-  double bandwidth = 12e9;    // bytes a second
+  double latency = 1.5e-6;    // the cost model's network (cost.hpp): seconds a message within a node
+  double bandwidth = 12e9;    // bytes a second within a node
+  double remote_latency = 2.5e-6;  // between nodes
+  double remote_bandwidth = 25e9;  // bytes a second a rank sends off its node
+  double card_bandwidth = 25e9;    // bytes a second a node's network card carries
+  PetscInt node_cores = 0;         // mft bench's predictions: cores a node (0: one node)
   double rate = 13.6e9;       // attention operations a second on one rank
 };
 

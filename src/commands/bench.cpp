@@ -68,9 +68,9 @@ PetscErrorCode EventSeconds(double *kernels, double *exchange) {
 }
 
 // Times a training step and the forward pass of one size; *rate <- the
-// operations a second of one rank in the step.
+// operations a second of one rank in the forward (the cost model's rate).
 PetscErrorCode BenchSize(MPI_Comm comm, const std::string &name, const Settings &bs, double peak, double gexps,
-                         double *rate) {
+                         const Network &net, double *rate) {
   PetscMPIInt size;
   PetscFunctionBeginUser;
   PetscCallMPI(MPI_Comm_size(comm, &size));
@@ -120,9 +120,7 @@ PetscErrorCode BenchSize(MPI_Comm comm, const std::string &name, const Settings 
   // predicted (three forwards' compute and every message) and compared.
   const double forward_rate = ops / 3 / fw / (double)size;
   const double predicted =
-      PredictStep(bs.model, bs.data.M, bs.data.N, size, p.grid.Ph, p.velocity.form, forward_rate,
-                  Network{bs.parallel.latency, bs.parallel.bandwidth})
-          .seconds();
+      PredictStep(bs.model, bs.data.M, bs.data.N, size, p.grid.Ph, p.velocity.form, forward_rate, net).seconds();
   PetscCall(PetscPrintf(comm,
                         "%-6s the cost model, at the forward's rate (%.3g GFLOP/s a rank): a step of %.4g s predicted, "
                         "%.4g s measured (%+.1f%%)\n",
@@ -146,48 +144,56 @@ PetscErrorCode BenchSize(MPI_Comm comm, const std::string &name, const Settings 
   PetscCall(OptimizerDestroy(&opt));
   PetscCall(ProblemDestroy(&p));
 
-  *rate = ops / st / (double)size;
+  *rate = forward_rate; // as the check above, which holds the model to the step
   PetscFunctionReturn(0);
 }
 
-// The cost model's strong scaling of one size (cost.hpp): per rank count, the
-// grid it chooses, compute and communication, messages and bytes a rank, and
-// the efficiency T(1) / (P T(P)).
-PetscErrorCode BenchPredict(MPI_Comm comm, const std::string &name, const Settings &bs, double ops, double rate) {
+// The cost model's strong scaling of one size (cost.hpp): per core count, the
+// layout it chooses (ranks x threads, grid, form; nodes of parallel.node_cores),
+// compute and communication, messages and bytes a rank (and off its node),
+// and the efficiency T(1) / (cores T(cores)).
+PetscErrorCode BenchPredict(MPI_Comm comm, const std::string &name, const Settings &bs, double ops, double rate,
+                            const Network &net) {
   const ModelSettings &m = bs.model;
-  const Network net{bs.parallel.latency, bs.parallel.bandwidth};
+  const PetscInt node = bs.parallel.node_cores;
   std::istringstream list(bs.bench.ranks);
   PetscFunctionBeginUser;
   const double t1 = PredictStep(m, bs.data.M, bs.data.N, 1, 1, CutForm::tokens, rate, net).seconds();
   const std::optional<CutForm> form = CutFormSetting(bs.parallel);
+  const std::string nodes = node > 0 ? std::to_string(node) + "-core nodes" : std::string("one node");
   PetscCall(PetscPrintf(comm,
-                        "%s predicted (%.4g GFLOP a step at %.3g GFLOP/s a rank; network %.3g us, %.3g GB/s):\n"
-                        "%8s %9s %12s %12s %12s %10s %12s %11s\n",
-                        name.c_str(), ops / 1e9, rate / 1e9, net.latency * 1e6, net.bandwidth / 1e9, "ranks", "grid",
-                        "cut seqs", "compute s", "comm s", "msgs/rank", "MB/rank", "efficiency"));
+                        "%s predicted (%.4g GFLOP a step at %.3g GFLOP/s a core; %s; in a node %.3g us, %.3g GB/s; "
+                        "between nodes %.3g us, %.3g GB/s a rank, %.3g GB/s a card):\n"
+                        "%8s %9s %9s %12s %11s %11s %10s %9s %11s %11s\n",
+                        name.c_str(), ops / 1e9, rate / 1e9, nodes.c_str(), net.latency * 1e6, net.bandwidth / 1e9,
+                        net.remote_latency * 1e6, net.remote_bandwidth / 1e9, net.card_bandwidth / 1e9, "cores",
+                        "ranks x T", "grid", "cut seqs", "compute s", "comm s", "msgs/rank", "MB/rank", "MB off node",
+                        "efficiency"));
   for (std::string word; list >> word;) {
     PetscInt P = 0;
     try {
       P = std::stoll(word);
     } catch (...) {
     }
-    PetscCheck(P >= 1, comm, PETSC_ERR_USER_INPUT, "bench.ranks: '%s' is not a rank count", word.c_str());
-    const StepCost c = ChooseGrid(m, bs.data.M, bs.data.N, P, rate, net, 0, form);
+    PetscCheck(P >= 1, comm, PETSC_ERR_USER_INPUT, "bench.ranks: '%s' is not a core count", word.c_str());
+    const StepCost c = ChooseLayout(m, bs.data.M, bs.data.N, P, node, rate, net, form);
     if (c.Ph == 0) {
       PetscCall(PetscPrintf(comm, "%8" PetscInt_FMT " more ranks than tokens times heads\n", P));
       continue;
     }
     const std::string grid = std::to_string(c.Ph) + "x" + std::to_string(c.Pt);
+    const std::string layout = std::to_string(c.P) + "x" + std::to_string(c.threads);
     const std::string cut = c.cuts ? to_string(c.form) : "none";
-    PetscCall(PetscPrintf(comm, "%8" PetscInt_FMT " %9s %12s %12.4g %12.4g %10.0f %12.4g %11.3f\n", P, grid.c_str(),
-                          cut.c_str(), c.compute, c.communication, c.messages, c.bytes / 1e6,
-                          t1 / ((double)P * c.seconds())));
+    const double efficiency = t1 / ((double)P * c.seconds());
+    PetscCall(PetscPrintf(comm, "%8" PetscInt_FMT " %9s %9s %12s %11.4g %11.4g %10.0f %9.4g %11.4g %11.3f\n", P,
+                          layout.c_str(), grid.c_str(), cut.c_str(), c.compute, c.communication, c.messages,
+                          c.bytes / 1e6, c.remote_bytes / 1e6, efficiency));
     Summary sum;
-    sum.add("command", std::string("bench")).add("size", name).add("predicted_ranks", (long long)P);
-    sum.add("grid", grid).add("cut_sequences", cut);
+    sum.add("command", std::string("bench")).add("size", name).add("predicted_cores", (long long)P);
+    sum.add("ranks", (long long)c.P).add("threads", (long long)c.threads).add("grid", grid).add("cut_sequences", cut);
     sum.add("compute_seconds", c.compute).add("comm_seconds", c.communication);
-    sum.add("messages_per_rank", c.messages).add("bytes_per_rank", c.bytes);
-    sum.add("efficiency", t1 / ((double)P * c.seconds()));
+    sum.add("messages_per_rank", c.messages).add("bytes_per_rank", c.bytes).add("remote_bytes_per_rank", c.remote_bytes);
+    sum.add("efficiency", efficiency);
     PetscCall(sum.print(comm));
   }
   PetscFunctionReturn(0);
@@ -209,6 +215,16 @@ PetscErrorCode CommandBench(MPI_Comm comm, const std::vector<std::string> &args,
   if (!logging) PetscCall(PetscLogDefaultBegin()); // the time split reads the kernels' and exchanges' events
   PetscCall(MeasurePeak(comm, &peak));
   PetscCall(MeasureExpRate(comm, &gexps));
+  // The network: measured where this run's ranks can (the settings' figures
+  // elsewhere); `here` places the ranks on their nodes as they are.
+  Network measured = NetworkOf(s.parallel, 0);
+  NetworkMeasured which;
+  double available;
+  PetscMPIInt node_ranks;
+  PetscCall(MeasureNetwork(comm, &measured, &which));
+  PetscCall(NodeMemory(comm, &available, &node_ranks));
+  Network here = measured;
+  here.node_ranks = node_ranks;
   auto corename = (char *(*)())dlsym(RTLD_DEFAULT, "openblas_get_corename");
   // A kernel set forced by OPENBLAS_CORETYPE can be slower than the CPU's
   // own (half the dgemm rate on an AVX-512 CPU forced to Haswell): the peak,
@@ -224,6 +240,15 @@ PetscErrorCode CommandBench(MPI_Comm comm, const std::vector<std::string> &args,
                         "mft bench: %d ranks; on all of them: dense matmul (dgemm 1024) %.1f GFLOP/s, "
                         "exponentials (the kernels' exp) %.2f Gexp/s\n",
                         size, peak, gexps));
+  auto link = [](bool m, double lat, double bw, const char *what) {
+    char text[160];
+    std::snprintf(text, sizeof text, "%s %.3g us, %.3g GB/s (%s)", what, lat * 1e6, bw / 1e9,
+                  m ? "ping-pong" : "not measured: the settings' figure");
+    return std::string(text);
+  };
+  PetscCall(PetscPrintf(comm, "mft bench: network %s; %s\n",
+                        link(which.local, measured.latency, measured.bandwidth, "in a node").c_str(),
+                        link(which.remote, measured.remote_latency, measured.remote_bandwidth, "between nodes").c_str()));
   std::istringstream names(s.bench.sizes);
   for (std::string name; names >> name;) {
     if (name == "none") continue; // the machine's figures only
@@ -243,8 +268,8 @@ PetscErrorCode CommandBench(MPI_Comm comm, const std::vector<std::string> &args,
     PetscCall(SettingsParse(comm, "bench", a, &bs, &help));
     const double ops = 3 * forward_operations(bs);
     double rate = bs.parallel.rate; // operations a second on one rank: measured below when timed
-    if (bs.bench.repeats > 0) PetscCall(BenchSize(comm, name, bs, peak, gexps, &rate));
-    if (!bs.bench.ranks.empty()) PetscCall(BenchPredict(comm, name, bs, ops, rate));
+    if (bs.bench.repeats > 0) PetscCall(BenchSize(comm, name, bs, peak, gexps, here, &rate));
+    if (!bs.bench.ranks.empty()) PetscCall(BenchPredict(comm, name, bs, ops, rate, measured));
   }
   PetscFunctionReturn(0);
 }

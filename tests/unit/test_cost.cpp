@@ -63,3 +63,67 @@ TEST(Cost, ThreadsDivideTheComputeOverSequences) {
   const StepCost grid = PredictStep(m, 6, 32, 2, 1, CutForm::tokens, 1e9, Network(), 3);
   EXPECT_NEAR(grid.compute, PredictStep(m, 6, 32, 2, 1, CutForm::tokens, 1e9, Network()).compute / 3, 1e-9);
 }
+
+namespace {
+
+// S2's shape (bench.cpp) on 4 ranks.
+ModelSettings s2() {
+  ModelSettings m;
+  m.L = 32, m.H = 32, m.d = 16, m.k = 8;
+  return m;
+}
+
+} // namespace
+
+// All ranks on one node (node_ranks 0 or P): nothing is remote, and the time
+// is the flat messages * latency + bytes / bandwidth of the busiest rank.
+TEST(Cost, OneNodeIsTheFlatNetwork) {
+  Network net;
+  for (PetscInt per : {0, 4}) {
+    net.node_ranks = per;
+    const StepCost c = PredictStep(s2(), 16, 128, 4, 2, CutForm::tokens, 1e9, net);
+    EXPECT_EQ(c.remote_messages, 0.0);
+    EXPECT_EQ(c.remote_bytes, 0.0);
+    // The ranks are alike here: the busiest rank's figures are the mean's.
+    EXPECT_NEAR(c.communication, c.max_messages * net.latency + c.max_bytes / net.bandwidth, 1e-15);
+  }
+}
+
+// One rank a node: every message leaves its node, at the remote figures.
+TEST(Cost, OneRankANodeSendsEverythingOffTheNode) {
+  Network net;
+  net.node_ranks = 1, net.card_bandwidth = 1e15;
+  const StepCost c = PredictStep(s2(), 16, 128, 4, 2, CutForm::tokens, 1e9, net);
+  ASSERT_GT(c.messages, 0.0);
+  EXPECT_EQ(c.remote_messages, c.messages);
+  EXPECT_EQ(c.remote_bytes, c.bytes);
+  EXPECT_NEAR(c.communication, c.max_messages * net.remote_latency + c.max_bytes / net.remote_bandwidth, 1e-15);
+}
+
+// Two nodes of two ranks, two head groups (ranks 0 1 | 2 3): the head
+// groups' exchanges stay on their node, the token groups' (0-2, 1-3) cross;
+// with a slow card, the two ranks of a node share it: each waits for both.
+TEST(Cost, ANodesRanksShareItsCard) {
+  Network net;
+  net.node_ranks = 2;
+  const StepCost fast = PredictStep(s2(), 16, 128, 4, 2, CutForm::tokens, 1e9, net);
+  EXPECT_GT(fast.remote_bytes, 0.0);
+  EXPECT_LT(fast.remote_bytes, fast.bytes);
+  EXPECT_LT(fast.remote_messages, fast.messages);
+  net.card_bandwidth = 1e6;
+  const StepCost slow = PredictStep(s2(), 16, 128, 4, 2, CutForm::tokens, 1e9, net);
+  const double card = 2 * slow.remote_bytes / net.card_bandwidth; // the node's two ranks, alike
+  EXPECT_GT(slow.communication, card);
+  EXPECT_LT(slow.communication, card + fast.communication);
+}
+
+// With messages costing a second each, the layout of fewest ranks wins: one
+// rank a node, its threads over the node's cores.
+TEST(Cost, SlowMessagesChooseThreadsOverRanks) {
+  Network net;
+  net.latency = net.remote_latency = 1.0;
+  const StepCost c = ChooseLayout(s2(), 64, 128, 32, 8, 1e9, net);
+  ASSERT_GT(c.Ph, 0);
+  EXPECT_EQ(c.threads, 8);
+  EXPECT_EQ(c.P, 4);
+}
