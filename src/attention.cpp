@@ -36,6 +36,7 @@ void AttentionWork::reserve(const HeadShape &s, PetscInt N) {
   delta.resize(B);
   y.resize(B * s.dv);
   dy.resize(B * s.dv);
+  dyl.resize(B * s.dv);
   dq.resize(s.k);
   dqs.resize(N * s.k);
   dkappa.resize(N * s.k);
@@ -254,6 +255,20 @@ double row_exp(double *row, PetscInt n, double beta, double shift) {
   return Z;
 }
 
+// sum_j a[j] b[j], j < n (8 partial sums with AVX-512: the compiler does
+// not reorder a plain loop's sum, which then waits on each addition).
+double row_dot(const double *a, const double *b, PetscInt n) {
+  double sum = 0;
+  PetscInt j = 0;
+#if defined(__AVX512F__)
+  __m512d acc = _mm512_setzero_pd();
+  for (; j + 8 <= n; j += 8) acc = _mm512_fmadd_pd(_mm512_loadu_pd(a + j), _mm512_loadu_pd(b + j), acc);
+  sum = _mm512_reduce_add_pd(acc);
+#endif
+  for (; j < n; ++j) sum += a[j] * b[j];
+  return sum;
+}
+
 // row[j] *= f for j < n.
 void row_scale(double *row, PetscInt n, double f) {
   PetscInt j = 0;
@@ -262,18 +277,6 @@ void row_scale(double *row, PetscInt n, double f) {
   for (; j + 8 <= n; j += 8) _mm512_storeu_pd(row + j, _mm512_mul_pd(_mm512_loadu_pd(row + j), vf));
 #endif
   for (; j < n; ++j) row[j] *= f;
-}
-
-// Rows r of P (nb x nk, leading dimension nk): softmax over the first valid(r)
-// entries (the row maximum subtracted), zero beyond them (the causal mask).
-template <class Valid> void softmax_rows(double *P, PetscInt nb, PetscInt nk, double beta, Valid valid) {
-  for (PetscInt r = 0; r < nb; ++r) {
-    double *row = P + r * nk;
-    const PetscInt nv = valid(r);
-    const double Z = row_exp(row, nv, beta, row_max(row, nv));
-    row_scale(row, nv, 1.0 / Z);
-    std::fill(row + nv, row + nk, 0.0);
-  }
 }
 
 } // namespace
@@ -355,13 +358,22 @@ void block_scores(const HeadShape &s, PetscInt nk, const QueryBlock &b, PetscInt
   gemm(false, false, b.nb, nt, s.k, 1.0, w.q.data() + b.r0 * s.k, s.k, w.kappat.data() + t0, nk, 0.0, w.p.data(), nt);
 }
 
-// All the block's keys at once (nkb <= keys_at_once; nk keys projected): P =
-// softmax(beta q kappa^T) over them, and (with_y) Y = P w.
+// All the block's keys at once (nkb <= keys_at_once; nk keys projected): the
+// softmax of beta q kappa^T over them left unnormalised, P~ = exp(beta (S -
+// max S)) (zero where masked), with its row sums l (P = P~ / l), and (with_y)
+// Y = P w = (P~ w) / l: the sums divide the small Y, not the rows of P.
 void block_attention(const HeadShape &s, const AttentionOptions &o, PetscInt nk, const QueryBlock &b,
                      AttentionWork &w, bool with_y = true) {
   block_scores(s, nk, b, 0, b.nkb, w);
-  softmax_rows(w.p.data(), b.nb, b.nkb, o.beta, [&](PetscInt r) { return b.valid(o, r, 0, b.nkb); });
-  if (with_y) gemm(false, false, b.nb, s.dv, b.nkb, 1.0, w.p.data(), b.nkb, w.w.data(), s.dv, 0.0, w.y.data(), s.dv);
+  for (PetscInt r = 0; r < b.nb; ++r) {
+    double *row = w.p.data() + r * b.nkb;
+    const PetscInt nv = b.valid(o, r, 0, b.nkb);
+    w.l[r] = row_exp(row, nv, o.beta, row_max(row, nv));
+    std::fill(row + nv, row + b.nkb, 0.0);
+  }
+  if (!with_y) return;
+  gemm(false, false, b.nb, s.dv, b.nkb, 1.0, w.p.data(), b.nkb, w.w.data(), s.dv, 0.0, w.y.data(), s.dv);
+  for (PetscInt r = 0; r < b.nb; ++r) row_scale(w.y.data() + r * s.dv, s.dv, 1.0 / w.l[r]);
 }
 
 // The block's keys in tiles of key_tile (flash attention's online softmax):
@@ -413,12 +425,15 @@ void forward_projected(const HeadShape &s, const double *theta, const AttentionO
   }
 }
 
-// dS = beta P (dP - c_r) in place of dP (nb x nt), row r's c_r = dY_r . Y_r.
-void softmax_reverse_rows(double *dp, const double *p, PetscInt nb, PetscInt nt, double beta, const double *c) {
+// dS = beta P (dP - c_r) = (beta / l_r) P~ (dP - c_r) in place of dP (nb x
+// nt), row r's c_r = dY_r . Y_r.
+void softmax_reverse_rows(double *dp, const double *p, PetscInt nb, PetscInt nt, double beta, const double *l,
+                          const double *c) {
   for (PetscInt r = 0; r < nb; ++r) {
     double *dpr = dp + r * nt;
     const double *pr = p + r * nt;
-    for (PetscInt j = 0; j < nt; ++j) dpr[j] = beta * pr[j] * (dpr[j] - c[r]);
+    const double f = beta / l[r], cr = c[r];
+    for (PetscInt j = 0; j < nt; ++j) dpr[j] = f * pr[j] * (dpr[j] - cr);
   }
 }
 
@@ -428,17 +443,18 @@ void block_weights_reverse(const HeadShape &s, PetscInt nk, const QueryBlock &b,
   gemm(false, false, b.nb, nt, s.dv, 1.0, w.dy.data(), s.dv, w.wt.data() + t0, nk, 0.0, w.dp.data(), nt);
 }
 
-// The reverse of the block's scores against the nt keys from t0, with P
-// (nb x nt) in w.p, dP in w.dp and dY in w.dy: dS = beta P (dP - delta), then
-// dq (+)= dS kappa (set when t0 = 0), dkappa += dS^T q, dw += P^T dY.
+// The reverse of the block's scores against the nt keys from t0, with P~
+// (nb x nt) in w.p and its row sums in w.l, dP in w.dp and dY / l in w.dyl:
+// dS = beta P (dP - delta), then dq (+)= dS kappa (set when t0 = 0),
+// dkappa += dS^T q, dw += P^T dY = P~^T (dY / l).
 void block_reverse_keys(const HeadShape &s, const AttentionOptions &o, PetscInt nk, const QueryBlock &b, PetscInt t0,
                         PetscInt nt, AttentionWork &w) {
-  softmax_reverse_rows(w.dp.data(), w.p.data(), b.nb, nt, o.beta, w.delta.data());
+  softmax_reverse_rows(w.dp.data(), w.p.data(), b.nb, nt, o.beta, w.l.data(), w.delta.data());
   gemm(false, false, b.nb, s.k, nt, 1.0, w.dp.data(), nt, w.kappa.data() + t0 * s.k, s.k, t0 == 0 ? 0.0 : 1.0,
        w.dqs.data() + b.r0 * s.k, s.k);
   gemm(true, false, nt, s.k, b.nb, 1.0, w.dp.data(), nt, w.q.data() + b.r0 * s.k, s.k, 1.0,
        w.dkappa.data() + t0 * s.k, s.k);
-  gemm(true, false, nt, s.dv, b.nb, 1.0, w.p.data(), nt, w.dy.data(), s.dv, 1.0, w.dw.data() + t0 * s.dv, s.dv);
+  gemm(true, false, nt, s.dv, b.nb, 1.0, w.p.data(), nt, w.dyl.data(), s.dv, 1.0, w.dw.data() + t0 * s.dv, s.dv);
 }
 
 // The reverse from the projections in w, up to them: w.dkappa, w.dw (nk keys)
@@ -465,31 +481,24 @@ void reverse_projected(const HeadShape &s, const double *theta, const AttentionO
       gemm(false, false, b.nb, s.k, s.d, scale, l_blk, s.d, theta + s.offO, s.k, 0.0, w.dy.data(), s.k);
       gemm(true, false, s.d, s.k, b.nb, scale, l_blk, s.d, w.y.data(), s.k, 1.0, dtheta + s.offO, s.k);
     }
+    for (PetscInt r = 0; r < b.nb; ++r)
+      for (PetscInt e = 0; e < s.dv; ++e) w.dyl[r * s.dv + e] = w.dy[r * s.dv + e] / w.l[r];
     if (!tiled) {
-      // delta_r = dY_r . Y_r = sum_j P_rj (dY_r . w_j) = sum_j P_rj dP_rj.
+      // delta_r = dY_r . Y_r = sum_j P_rj (dY_r . w_j) = sum_j P~_rj dP_rj / l_r.
       block_weights_reverse(s, nk, b, 0, b.nkb, w);
-      for (PetscInt r = 0; r < b.nb; ++r) {
-        const double *dpr = w.dp.data() + r * b.nkb, *pr = w.p.data() + r * b.nkb;
-        double c = 0;
-        for (PetscInt j = 0; j < b.nkb; ++j) c += pr[j] * dpr[j];
-        w.delta[r] = c;
-      }
+      for (PetscInt r = 0; r < b.nb; ++r)
+        w.delta[r] = row_dot(w.p.data() + r * b.nkb, w.dp.data() + r * b.nkb, b.nkb) / w.l[r];
       block_reverse_keys(s, o, nk, b, 0, b.nkb, w);
       continue;
     }
-    for (PetscInt r = 0; r < b.nb; ++r) {
-      double c = 0;
-      for (PetscInt e = 0; e < s.dv; ++e) c += w.dy[r * s.dv + e] * w.y[r * s.dv + e];
-      w.delta[r] = c;
-    }
+    for (PetscInt r = 0; r < b.nb; ++r) w.delta[r] = row_dot(w.dy.data() + r * s.dv, w.y.data() + r * s.dv, s.dv);
     for (PetscInt t0 = 0; t0 < b.nkb; t0 += w.key_tile) {
       const PetscInt nt = std::min(w.key_tile, b.nkb - t0);
       block_scores(s, nk, b, t0, nt, w);
       for (PetscInt r = 0; r < b.nb; ++r) {
         double *row = w.p.data() + r * nt;
         const PetscInt nv = b.valid(o, r, t0, nt);
-        row_exp(row, nv, o.beta, w.m[r]);
-        row_scale(row, nv, 1.0 / w.l[r]);
+        row_exp(row, nv, o.beta, w.m[r]); // P~, against the final maximum: its sum is l
         std::fill(row + nv, row + nt, 0.0);
       }
       block_weights_reverse(s, nk, b, t0, nt, w);

@@ -32,8 +32,10 @@ struct AttentionWork {
   static constexpr PetscInt block = 128; // queries per block of the fast kernel
   PetscInt keys_at_once = 4096;          // a block with more keys takes them in tiles...
   PetscInt key_tile = 256;               // ...of this many
-  std::vector<double> q, kappa, w, p, y, dy, dq, dkappa, dw, dp, dqs;
-  std::vector<double> m, l, delta; // per query of a block: running maximum and sum, dY . Y
+  std::vector<double> q, kappa, w, p, y, dy, dyl, dq, dkappa, dw, dp, dqs;
+  // Per query of a block: the (running) maximum score and the sum of the
+  // unnormalised softmax row exp(beta (S - m)), and delta = dY . Y.
+  std::vector<double> m, l, delta;
   // Transposed copies, so that every hot product is op(A) B (the small-product
   // kernels do not take B^T): Q^T, K^T, V^T (d x k, d x k, d x dv), kappa^T, w^T.
   std::vector<double> qt, kt, vt, kappat, wt;
