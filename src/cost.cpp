@@ -170,6 +170,8 @@ StepCost PredictStep(const ModelSettings &m, PetscInt M, PetscInt N, PetscInt P,
                            : m.causal ? 0.5 * (double)(q1 * (q1 + 1) - t0 * (t0 + 1))
                                       : (double)(q1 - t0) * (double)N;
       ops += 2.0 * tiled * k + tiled + 2.0 * tiled * dv;
+      // qkvo heads' reverse makes the weighted sums of the others too (dO needs Y).
+      if (m.head_kind == HeadKind::qkvo) ops += 2.0 * (keys - tiled) * dv;
     }
     if (Ph > 1 && form == CutForm::tokens && cuts > 0)
       layer.add(Exchange(ExchangeKind::allgather, Ph, r % Ph, gathered, group, nodes), 2.0);
