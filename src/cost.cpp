@@ -5,8 +5,10 @@
 #include "mft/exchange.hpp"
 #include "mft/grid.hpp"
 #include "mft/tokens.hpp"
+#include "mft/velocity.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 
 namespace mft {
@@ -177,7 +179,12 @@ StepCost PredictStep(const ModelSettings &m, PetscInt M, PetscInt N, PetscInt P,
       layer.add(Exchange(ExchangeKind::allgather, Ph, r % Ph, gathered, group, nodes), 2.0);
     c.cuts = c.cuts || cuts > 0;
     // Memory (velocity.hpp): L gathered states kept, and each cut's rows and their gradients.
-    c.memory = std::max(c.memory, 8.0 * (double)m.L * (double)g.size() * (double)d + 2.0 * width * (double)cuts * (double)N);
+    // With threads over chunks of heads (velocity.hpp), each chunk but the
+    // first sums into copies of the group's tokens (and of the cut rows).
+    const PetscInt J = HeadChunks(s.size(), Hl);
+    const double copies = 8.0 * (double)(J - 1) * ((double)g.size() + (form == CutForm::tokens ? (double)cuts * N : 0.0)) * d;
+    c.memory = std::max(c.memory, 8.0 * (double)m.L * (double)g.size() * (double)d +
+                                      2.0 * width * (double)cuts * (double)N + copies);
     // Per step: the gradient and the heads over the token groups (exchange.hpp),
     // and the PETSc scatters between the chunk and theta.
     std::vector<PetscInt> counts((size_t)Pt);
@@ -197,7 +204,9 @@ StepCost PredictStep(const ModelSettings &m, PetscInt M, PetscInt N, PetscInt P,
     c.max_bytes = std::max(c.max_bytes, step.bytes);
 
     c.operations = std::max(c.operations, (double)m.L * (double)Hl * ops);
-    const double busy = (double)std::max<PetscInt>(1, std::min(threads, s.size()));
+    // Threads share (sequence, chunk of heads) units of about equal work.
+    const double units = (double)std::max<PetscInt>(1, s.size() * J);
+    const double busy = units / std::ceil(units / (double)std::max<PetscInt>(1, threads));
     busiest = std::max(busiest, (double)m.L * (double)Hl * ops / busy);
   }
   c.compute = busiest / rate;

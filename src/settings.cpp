@@ -331,8 +331,8 @@ std::vector<Option> declare(Settings &s) {
               "forward, train, limit: S > 0 also writes the tokens (and the adjoint, where there is one) at the S + 1 "
               "depths 0, 1/S, ..., 1 (/trajectory); S must divide model.L (0: off)"),
       integer("parallel.threads", &s.parallel.threads, 0,
-              "threads per rank over its sequences (0: OMP_NUM_THREADS, 1 when unset); results are bitwise the "
-              "same for any count"),
+              "threads per rank over its sequences and heads (0: OMP_NUM_THREADS, 1 when unset); results are "
+              "bitwise the same for any count"),
       integer("parallel.head_groups", &s.parallel.head_groups, 0,
               "head groups of the process grid (must divide the rank count; 0: the least predicted step time)"),
       choice("parallel.cut_sequences", s.parallel.cut_sequences, {"auto", "tokens", "projections"},

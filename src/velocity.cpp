@@ -56,7 +56,15 @@ PetscErrorCode VelocityCreate(const Grid &g, const TokenLayout &t, Heads *h, con
   for (AttentionWork &w : v->works) w.reserve(h->shape, t.N);
   v->chunks = std::max<PetscInt>(1, std::min<PetscInt>(kGradientChunks, t.seqs.size()));
   v->chunk_grad.assign((size_t)v->chunks * h->layer_grad.size(), 0.0);
+  v->head_chunks = HeadChunks(t.seqs.size(), h->group.size());
+  v->head_partial.assign((size_t)(v->head_chunks - 1) * (size_t)t.group.size() * (size_t)t.d, 0.0);
+  if (form == CutForm::tokens) v->dkeys_partial.assign((size_t)(v->head_chunks - 1) * v->dkeys.size(), 0.0);
   PetscFunctionReturn(0);
+}
+
+PetscInt HeadChunks(PetscInt sequences, PetscInt heads) {
+  if (sequences >= kHeadUnits || sequences < 1) return 1;
+  return std::max<PetscInt>(1, std::min(heads, (kHeadUnits + sequences - 1) / sequences));
 }
 
 PetscErrorCode VelocityDestroy(Velocity *v) {
@@ -173,27 +181,38 @@ PetscErrorCode VelocityEvaluate(Velocity *v, PetscInt l, Vec x, Vec f) {
   double *out = v->grid->Ph == 1 ? fa : v->partial.data();
   std::fill(out, out + t.group.size() * t.d, 0.0);
   PetscCall(PetscLogEventBegin(MFT_KERNELS, 0, 0, 0, 0));
-  // Threads over sequences, each sequence's heads in order: every token's
-  // velocity is summed over the heads in the same order on any thread count.
-  const PetscInt S = t.seqs.size();
+  // Threads over (sequence, chunk of heads) pairs, each chunk's heads in
+  // order into its own sum, the chunks' sums added in order: every token's
+  // velocity is summed in the same order on any thread count.
+  const PetscInt S = t.seqs.size(), J = v->head_chunks;
+  const size_t n = (size_t)t.group.size() * (size_t)t.d;
+  auto inactive = [&](PetscInt m) { return v->active && !(*v->active)[m]; }; // not needed by the risk
 #pragma omp parallel for num_threads(v->threads) schedule(dynamic, 1)
-  for (PetscInt i = 0; i < S; ++i) {
-    const PetscInt m = t.seqs.begin + i;
-    if (v->active && !(*v->active)[m]) continue; // outside the batch: not needed by the risk
+  for (PetscInt u = 0; u < S * J; ++u) {
+    const PetscInt m = t.seqs.begin + u / J, j = u % J;
+    if (inactive(m)) continue;
     AttentionWork &w = v->works[(size_t)omp_get_thread_num()];
-    const Range q = t.queries(m);
+    const Range q = t.queries(m), heads = split(h.group.size(), J, j);
     const PetscInt c = t.cut(m);
-    for (PetscInt hl = 0; hl < h.group.size(); ++hl) {
+    double *sum = (j == 0 ? out : v->head_partial.data() + (size_t)(j - 1) * n) + at(t, m, q.begin);
+    if (j > 0) std::fill(sum, sum + q.size() * t.d, 0.0);
+    for (PetscInt hl = heads.begin; hl < heads.end; ++hl) {
       if (c < 0 || v->form == CutForm::tokens) // the sequence's tokens: held by the group or shared
         attention_forward(h.shape, h.head(l, hl), v->options,
-                          c < 0 ? xs + at(t, m, 0) : v->keys.data() + key_block(*v, c, hl), t.N, q, scale,
-                          out + at(t, m, q.begin), w);
+                          c < 0 ? xs + at(t, m, 0) : v->keys.data() + key_block(*v, c, hl), t.N, q, scale, sum, w);
       else
         attention_forward_projected(h.shape, h.head(l, hl), v->options, xs + at(t, m, q.begin),
-                                    v->keys.data() + key_block(*v, c, hl), v->key_width, t.N, q, scale,
-                                    out + at(t, m, q.begin), w);
+                                    v->keys.data() + key_block(*v, c, hl), v->key_width, t.N, q, scale, sum, w);
     }
   }
+  for (PetscInt j = 1; j < J; ++j)
+    for (PetscInt m = t.seqs.begin; m < t.seqs.end; ++m) {
+      if (inactive(m)) continue;
+      const Range q = t.queries(m);
+      const double *sum = v->head_partial.data() + (size_t)(j - 1) * n + at(t, m, q.begin);
+      double *o = out + at(t, m, q.begin);
+      for (PetscInt e = 0; e < q.size() * t.d; ++e) o[e] += sum[e];
+    }
   PetscCall(PetscLogEventEnd(MFT_KERNELS, 0, 0, 0, 0));
   PetscCall(PetscLogEventBegin(MFT_EXCHANGE, 0, 0, 0, 0));
   if (v->grid->Ph > 1)
@@ -224,36 +243,52 @@ PetscErrorCode VelocityReverse(Velocity *v, Vec lam, Vec dx) {
   PetscCall(VecGetArrayRead(v->lam_local, &ls));
   PetscCall(VecGetArray(v->dx_local, &ds));
   auto skip = [&](PetscInt m) { return v->active && !(*v->active)[m]; }; // zero adjoint outside the batch
-  // Threads over fixed chunks of sequences: a token's gradient comes from its
-  // own sequence only (heads in order); a head's from every sequence, summed
-  // within each chunk in order, then over the chunks in order.
-  const size_t G = h.layer_grad.size();
-  const PetscInt S = t.seqs.size();
+  // Threads over (chunk of sequences, chunk of heads) pairs: a token's
+  // gradient comes from its own sequence only, each chunk of heads in order
+  // into its own sum (chunk 0 into ds and dkeys), the chunks' sums added in
+  // order; a head's from every sequence, summed within each chunk of
+  // sequences in order, then over those chunks in order.
+  const size_t G = h.layer_grad.size(), n = (size_t)t.group.size() * (size_t)t.d;
+  const PetscInt S = t.seqs.size(), J = v->head_chunks;
+  std::fill(v->head_partial.begin(), v->head_partial.end(), 0.0);
+  std::fill(v->dkeys_partial.begin(), v->dkeys_partial.end(), 0.0);
 #pragma omp parallel for num_threads(v->threads) schedule(dynamic, 1)
-  for (PetscInt k = 0; k < v->chunks; ++k) {
+  for (PetscInt u = 0; u < v->chunks * J; ++u) {
+    const PetscInt k = u / J, j = u % J;
     AttentionWork &w = v->works[(size_t)omp_get_thread_num()];
+    const Range heads = split(h.group.size(), J, j);
     double *grad = v->chunk_grad.data() + (size_t)k * G;
-    std::fill(grad, grad + G, 0.0);
+    std::fill(grad + heads.begin * h.shape.size, grad + heads.end * h.shape.size, 0.0);
+    double *dxs = j == 0 ? ds : v->head_partial.data() + (size_t)(j - 1) * n;
+    double *dks = j == 0 || v->form != CutForm::tokens ? v->dkeys.data()
+                                                       : v->dkeys_partial.data() + (size_t)(j - 1) * v->dkeys.size();
     const Range part = split(S, v->chunks, k);
     for (PetscInt m = t.seqs.begin + part.begin; m < t.seqs.begin + part.end; ++m) {
       const Range q = t.queries(m);
       const PetscInt c = t.cut(m);
       if (q.size() == 0 || skip(m)) continue;
-      for (PetscInt hl = 0; hl < h.group.size(); ++hl) {
+      for (PetscInt hl = heads.begin; hl < heads.end; ++hl) {
         double *dtheta = grad + hl * h.shape.size;
         if (c < 0)
           attention_reverse(h.shape, h.head(l, hl), v->options, xs + at(t, m, 0), t.N, q, scale,
-                            ls + at(t, m, q.begin), ds + at(t, m, 0), dtheta, w);
+                            ls + at(t, m, q.begin), dxs + at(t, m, 0), dtheta, w);
         else if (v->form == CutForm::tokens) // the shared tokens' gradients go back with the rows
           attention_reverse(h.shape, h.head(l, hl), v->options, v->keys.data() + key_block(*v, c, hl), t.N, q, scale,
-                            ls + at(t, m, q.begin), v->dkeys.data() + key_block(*v, c, hl), dtheta, w);
+                            ls + at(t, m, q.begin), dks + key_block(*v, c, hl), dtheta, w);
         else
           attention_reverse_projected(h.shape, h.head(l, hl), v->options, xs + at(t, m, q.begin),
                                       v->keys.data() + key_block(*v, c, hl), v->key_width, t.N, q, scale,
-                                      ls + at(t, m, q.begin), ds + at(t, m, q.begin),
-                                      v->dkeys.data() + key_block(*v, c, hl), dtheta, w);
+                                      ls + at(t, m, q.begin), dxs + at(t, m, q.begin),
+                                      dks + key_block(*v, c, hl), dtheta, w);
       }
     }
+  }
+  for (PetscInt j = 1; j < J; ++j) {
+    const double *dx_j = v->head_partial.data() + (size_t)(j - 1) * n;
+    for (size_t e = 0; e < n; ++e) ds[e] += dx_j[e];
+    if (v->dkeys_partial.empty()) continue;
+    const double *dk_j = v->dkeys_partial.data() + (size_t)(j - 1) * v->dkeys.size();
+    for (size_t e = 0; e < v->dkeys.size(); ++e) v->dkeys[e] += dk_j[e];
   }
   for (PetscInt k = 0; k < v->chunks; ++k)
     for (size_t e = 0; e < G; ++e) h.layer_grad[e] += v->chunk_grad[(size_t)k * G + e];

@@ -139,7 +139,7 @@ struct OutputSettings {
 
 struct ParallelSettings {
   PetscInt head_groups = 0;   // 0: chosen by the cost model (cost.hpp)
-  PetscInt threads = 0;       // threads per rank over its sequences; 0: OMP_NUM_THREADS, else 1
+  PetscInt threads = 0;       // threads per rank over its sequences and heads; 0: OMP_NUM_THREADS, else 1
   std::string cut_sequences = "auto"; // tokens | projections | auto (tokens.hpp; auto: the cost model's choice)
   double latency = 1.5e-6;    // the cost model's network (cost.hpp): seconds a message within a node
   double bandwidth = 12e9;    // bytes a second within a node

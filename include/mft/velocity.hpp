@@ -46,13 +46,19 @@ struct Velocity {
   CutForm form = CutForm::tokens;
   std::vector<double> keys, dkeys;
   PetscInt key_width = 0;
-  // Threads over the group's sequences (parallel.threads): each has its own
-  // work space. The reverse sums each head's gradient over a fixed number of
-  // chunks of sequences (each chunk in sequence order, then the chunks in
-  // order), so the result does not depend on the thread count.
-  PetscInt threads = 1, chunks = 1;
+  // Threads over the group's sequences and chunks of its heads
+  // (parallel.threads): each has its own work space. The reverse sums each
+  // head's gradient over a fixed number of chunks of sequences (each chunk in
+  // sequence order, then the chunks in order); with head_chunks > 1 (HeadChunks)
+  // chunk j > 0 of the heads sums its heads' contributions to a token (in head
+  // order) into head_partial (and, for cut rows shared as tokens, into
+  // dkeys_partial), added to chunk 0's after all in chunk order. Neither
+  // depends on the thread count.
+  PetscInt threads = 1, chunks = 1, head_chunks = 1;
   std::vector<AttentionWork> works;
-  std::vector<double> chunk_grad; // chunks x (the group's heads' entries)
+  std::vector<double> chunk_grad;    // chunks x (the group's heads' entries)
+  std::vector<double> head_partial;  // (head_chunks - 1) x the group's tokens
+  std::vector<double> dkeys_partial; // (head_chunks - 1) x dkeys (tokens form)
   PetscInt layer = -1;     // layer whose state is gathered in x_local
   // The forward's gathered state of each layer, kept for the adjoint that
   // follows (VelocityKeep): kept_layer[l] once layer l's is in kept.
@@ -73,6 +79,13 @@ PetscInt VelocityThreads(PetscInt setting);
 
 // The fixed number of chunks of sequences the reverse sums head gradients over.
 constexpr PetscInt kGradientChunks = 16;
+
+// The chunks a rank's Hl heads are split into for threads: one when it holds
+// kHeadUnits sequences or more, else enough for kHeadUnits units of work
+// (sequence, head chunk), at most Hl: the cores of a large node. A function
+// of the layout only, not of the thread count.
+constexpr PetscInt kHeadUnits = 64;
+PetscInt HeadChunks(PetscInt sequences, PetscInt heads);
 PetscErrorCode VelocityDestroy(Velocity *v);
 
 // f = velocity of layer l at state x.

@@ -3,6 +3,7 @@
 #include "helpers.hpp"
 #include "mft/cost.hpp"
 #include "mft/exchange.hpp"
+#include "mft/velocity.hpp"
 
 using namespace mft;
 
@@ -49,19 +50,28 @@ TEST(Cost, MessageCountPastTwoToThe31) {
   PetscPopErrorHandler();
 }
 
-// Threads over a rank's sequences divide its compute, at most one per sequence.
-TEST(Cost, ThreadsDivideTheComputeOverSequences) {
+// Threads over (sequence, chunk of heads) units divide a rank's compute: by
+// the threads when the units share out evenly.
+TEST(Cost, ThreadsDivideTheCompute) {
   ModelSettings m;
   m.L = 8, m.H = 32, m.d = 16, m.k = 8;
   const StepCost one = PredictStep(m, 16, 32, 1, 1, CutForm::tokens, 1e9, Network());
   const StepCost two = PredictStep(m, 16, 32, 1, 1, CutForm::tokens, 1e9, Network(), 2);
   EXPECT_NEAR(two.compute, one.compute / 2, 1e-12 * one.compute);
   EXPECT_EQ(two.operations, one.operations); // the work is the same
-  const StepCost lone = PredictStep(m, 1, 512, 1, 1, CutForm::tokens, 1e9, Network(), 4);
-  EXPECT_EQ(lone.compute, PredictStep(m, 1, 512, 1, 1, CutForm::tokens, 1e9, Network()).compute);
-  // On 2 ranks of 3 threads, 3 sequences each: a third each.
+  // One sequence: its 32 heads in 32 chunks, a quarter each on 4 threads,
+  // 11 units of 32 on the busiest of 3.
+  const double alone = PredictStep(m, 1, 512, 1, 1, CutForm::tokens, 1e9, Network()).compute;
+  EXPECT_NEAR(PredictStep(m, 1, 512, 1, 1, CutForm::tokens, 1e9, Network(), 4).compute, alone / 4, 1e-12 * alone);
+  EXPECT_NEAR(PredictStep(m, 1, 512, 1, 1, CutForm::tokens, 1e9, Network(), 3).compute, alone * 11 / 32,
+              1e-12 * alone);
+  // On 2 ranks of 3 threads, 3 sequences each, their heads in 22 chunks: 66
+  // units, a third each.
   const StepCost grid = PredictStep(m, 6, 32, 2, 1, CutForm::tokens, 1e9, Network(), 3);
   EXPECT_NEAR(grid.compute, PredictStep(m, 6, 32, 2, 1, CutForm::tokens, 1e9, Network()).compute / 3, 1e-9);
+  EXPECT_EQ(HeadChunks(3, 32), 22);
+  EXPECT_EQ(HeadChunks(64, 32), 1);
+  EXPECT_EQ(HeadChunks(1, 7), 7);
 }
 
 namespace {
