@@ -376,6 +376,25 @@ void block_attention(const HeadShape &s, const AttentionOptions &o, PetscInt nk,
   for (PetscInt r = 0; r < b.nb; ++r) row_scale(w.y.data() + r * s.dv, s.dv, 1.0 / w.l[r]);
 }
 
+// For each tile of the block's keys (t0, nt): the scores q kappa^T in w.p
+// (nb x nt), row(r, P_r, nv) on each row's nv valid entries and zeros beyond
+// them, then after(t0, nt).
+template <class Row, class After>
+void over_key_tiles(const HeadShape &s, const AttentionOptions &o, PetscInt nk, const QueryBlock &b, AttentionWork &w,
+                    Row row, After after) {
+  for (PetscInt t0 = 0; t0 < b.nkb; t0 += w.key_tile) {
+    const PetscInt nt = std::min(w.key_tile, b.nkb - t0);
+    block_scores(s, nk, b, t0, nt, w);
+    for (PetscInt r = 0; r < b.nb; ++r) {
+      double *pr = w.p.data() + r * nt;
+      const PetscInt nv = b.valid(o, r, t0, nt);
+      row(r, pr, nv);
+      std::fill(pr + nv, pr + nt, 0.0);
+    }
+    after(t0, nt);
+  }
+}
+
 // The block's keys in tiles of key_tile (flash attention's online softmax):
 // Y = softmax(beta q kappa^T) w, and each row's maximum score m and sum l,
 // such that P = exp(beta (S - m)) / l. A tile raising a row's maximum rescales
@@ -385,26 +404,20 @@ void block_attention_tiled(const HeadShape &s, const AttentionOptions &o, PetscI
   std::fill(w.m.begin(), w.m.begin() + b.nb, -std::numeric_limits<double>::infinity());
   std::fill(w.l.begin(), w.l.begin() + b.nb, 0.0);
   std::fill(w.y.begin(), w.y.begin() + b.nb * s.dv, 0.0);
-  for (PetscInt t0 = 0; t0 < b.nkb; t0 += w.key_tile) {
-    const PetscInt nt = std::min(w.key_tile, b.nkb - t0);
-    block_scores(s, nk, b, t0, nt, w);
-    for (PetscInt r = 0; r < b.nb; ++r) {
-      double *row = w.p.data() + r * nt;
-      const PetscInt nv = b.valid(o, r, t0, nt);
-      if (nv > 0) {
-        const double mx = std::max(w.m[r], row_max(row, nv));
-        if (mx > w.m[r] && w.l[r] > 0) { // 0 * -infinity is not 0: the first tile rescales nothing
-          const double a = std::exp(o.beta * (w.m[r] - mx));
-          w.l[r] *= a;
-          for (PetscInt c = 0; c < s.dv; ++c) w.y[r * s.dv + c] *= a;
-        }
-        w.m[r] = mx;
-        w.l[r] += row_exp(row, nv, o.beta, mx);
-      }
-      std::fill(row + nv, row + nt, 0.0);
+  auto online = [&](PetscInt r, double *row, PetscInt nv) {
+    if (nv == 0) return;
+    const double mx = std::max(w.m[r], row_max(row, nv));
+    if (mx > w.m[r] && w.l[r] > 0) { // 0 * -infinity is not 0: the first tile rescales nothing
+      const double a = std::exp(o.beta * (w.m[r] - mx));
+      w.l[r] *= a;
+      for (PetscInt c = 0; c < s.dv; ++c) w.y[r * s.dv + c] *= a;
     }
+    w.m[r] = mx;
+    w.l[r] += row_exp(row, nv, o.beta, mx);
+  };
+  over_key_tiles(s, o, nk, b, w, online, [&](PetscInt t0, PetscInt nt) {
     gemm(false, false, b.nb, s.dv, nt, 1.0, w.p.data(), nt, w.w.data() + t0 * s.dv, s.dv, 1.0, w.y.data(), s.dv);
-  }
+  });
   for (PetscInt r = 0; r < b.nb; ++r) row_scale(w.y.data() + r * s.dv, s.dv, 1.0 / w.l[r]);
 }
 
@@ -492,18 +505,12 @@ void reverse_projected(const HeadShape &s, const double *theta, const AttentionO
       continue;
     }
     for (PetscInt r = 0; r < b.nb; ++r) w.delta[r] = row_dot(w.dy.data() + r * s.dv, w.y.data() + r * s.dv, s.dv);
-    for (PetscInt t0 = 0; t0 < b.nkb; t0 += w.key_tile) {
-      const PetscInt nt = std::min(w.key_tile, b.nkb - t0);
-      block_scores(s, nk, b, t0, nt, w);
-      for (PetscInt r = 0; r < b.nb; ++r) {
-        double *row = w.p.data() + r * nt;
-        const PetscInt nv = b.valid(o, r, t0, nt);
-        row_exp(row, nv, o.beta, w.m[r]); // P~, against the final maximum: its sum is l
-        std::fill(row + nv, row + nt, 0.0);
-      }
-      block_weights_reverse(s, nk, b, t0, nt, w);
-      block_reverse_keys(s, o, nk, b, t0, nt, w);
-    }
+    over_key_tiles( // P~ against the final maximum (its sum is l), then back through it
+        s, o, nk, b, w, [&](PetscInt r, double *row, PetscInt nv) { row_exp(row, nv, o.beta, w.m[r]); },
+        [&](PetscInt t0, PetscInt nt) {
+          block_weights_reverse(s, nk, b, t0, nt, w);
+          block_reverse_keys(s, o, nk, b, t0, nt, w);
+        });
   }
   // Through the queries' projection.
   gemm(true, false, s.k, s.d, q.size(), 1.0, w.dqs.data(), s.k, xq, s.d, 1.0, dtheta + s.offQ, s.d);
