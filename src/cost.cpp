@@ -181,8 +181,9 @@ StepCost PredictStep(const ModelSettings &m, PetscInt M, PetscInt N, PetscInt P,
     // Memory (velocity.hpp): L gathered states kept, and each cut's rows and their gradients.
     // With threads over chunks of heads (velocity.hpp), each chunk but the
     // first sums into copies of the group's tokens (and of the cut rows).
-    const PetscInt J = HeadChunks(s.size(), Hl);
-    const double copies = 8.0 * (double)(J - 1) * ((double)g.size() + (form == CutForm::tokens ? (double)cuts * N : 0.0)) * d;
+    const double copy = 8.0 * ((double)g.size() + (form == CutForm::tokens ? (double)cuts * N : 0.0)) * d;
+    const PetscInt J = HeadChunks(s.size(), Hl, copy);
+    const double copies = (double)(J - 1) * copy;
     c.memory = std::max(c.memory, 8.0 * (double)m.L * (double)g.size() * (double)d +
                                       2.0 * width * (double)cuts * (double)N + copies);
     // Per step: the gradient and the heads over the token groups (exchange.hpp),

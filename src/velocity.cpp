@@ -7,6 +7,7 @@
 #include <petsc/private/petscimpl.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <omp.h>
 #include <cstring>
@@ -56,15 +57,18 @@ PetscErrorCode VelocityCreate(const Grid &g, const TokenLayout &t, Heads *h, con
   for (AttentionWork &w : v->works) w.reserve(h->shape, t.N);
   v->chunks = std::max<PetscInt>(1, std::min<PetscInt>(kGradientChunks, t.seqs.size()));
   v->chunk_grad.assign((size_t)v->chunks * h->layer_grad.size(), 0.0);
-  v->head_chunks = HeadChunks(t.seqs.size(), h->group.size());
+  const double copy = 8.0 * ((double)t.group.size() * t.d + (form == CutForm::tokens ? (double)v->dkeys.size() : 0.0));
+  v->head_chunks = HeadChunks(t.seqs.size(), h->group.size(), copy);
   v->head_partial.assign((size_t)(v->head_chunks - 1) * (size_t)t.group.size() * (size_t)t.d, 0.0);
   if (form == CutForm::tokens) v->dkeys_partial.assign((size_t)(v->head_chunks - 1) * v->dkeys.size(), 0.0);
   PetscFunctionReturn(0);
 }
 
-PetscInt HeadChunks(PetscInt sequences, PetscInt heads) {
+PetscInt HeadChunks(PetscInt sequences, PetscInt heads, double copy_bytes) {
   if (sequences >= kHeadUnits || sequences < 1) return 1;
-  return std::max<PetscInt>(1, std::min(heads, (kHeadUnits + sequences - 1) / sequences));
+  const double copies = copy_bytes > 0 ? std::floor(kHeadCopyBytes / copy_bytes) : (double)heads;
+  return std::max<PetscInt>(1, std::min({heads, (kHeadUnits + sequences - 1) / sequences,
+                                         (PetscInt)std::min(copies + 1.0, (double)heads)}));
 }
 
 PetscErrorCode VelocityDestroy(Velocity *v) {

@@ -82,10 +82,13 @@ constexpr PetscInt kGradientChunks = 16;
 
 // The chunks a rank's Hl heads are split into for threads: one when it holds
 // kHeadUnits sequences or more, else enough for kHeadUnits units of work
-// (sequence, head chunk), at most Hl: the cores of a large node. A function
-// of the layout only, not of the thread count.
+// (sequence, head chunk), at most Hl: the cores of a large node; and no more
+// than keep the chunks' copies (copy_bytes each: the group's tokens and the
+// cut rows shared as tokens) within kHeadCopyBytes. A function of the layout
+// only, not of the thread count.
 constexpr PetscInt kHeadUnits = 64;
-PetscInt HeadChunks(PetscInt sequences, PetscInt heads);
+constexpr double kHeadCopyBytes = 268435456.0; // 256 MiB
+PetscInt HeadChunks(PetscInt sequences, PetscInt heads, double copy_bytes);
 PetscErrorCode VelocityDestroy(Velocity *v);
 
 // f = velocity of layer l at state x.

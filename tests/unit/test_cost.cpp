@@ -69,9 +69,11 @@ TEST(Cost, ThreadsDivideTheCompute) {
   // units, a third each.
   const StepCost grid = PredictStep(m, 6, 32, 2, 1, CutForm::tokens, 1e9, Network(), 3);
   EXPECT_NEAR(grid.compute, PredictStep(m, 6, 32, 2, 1, CutForm::tokens, 1e9, Network()).compute / 3, 1e-9);
-  EXPECT_EQ(HeadChunks(3, 32), 22);
-  EXPECT_EQ(HeadChunks(64, 32), 1);
-  EXPECT_EQ(HeadChunks(1, 7), 7);
+  EXPECT_EQ(HeadChunks(3, 32, 1e6), 22);
+  EXPECT_EQ(HeadChunks(64, 32, 1e6), 1);
+  EXPECT_EQ(HeadChunks(1, 7, 1e6), 7);
+  EXPECT_EQ(HeadChunks(1, 64, 1e8), 3); // two copies of 100 MB fit in 256 MiB, not three
+  EXPECT_EQ(HeadChunks(1, 64, 1e9), 1);
 }
 
 namespace {
