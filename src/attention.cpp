@@ -14,9 +14,6 @@
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #endif
-#if defined(__AVX2__) && defined(MFT_HAVE_SLEEF)
-#include <sleef.h>
-#endif
 
 #include <algorithm>
 #include <cmath>
@@ -176,18 +173,16 @@ void attention_reverse_plain(const HeadShape &s, const double *theta, const Atte
 
 namespace {
 
-#if defined(__AVX512F__)
-// 2^(j/16), j = 0..15, rounded to double (from long double), in two registers.
-struct PowersOfTwo {
-  __m512d low, high;
-  PowersOfTwo() {
-    alignas(64) double t[16];
-    for (int j = 0; j < 16; ++j) t[j] = (double)std::exp2l((long double)j / 16);
-    low = _mm512_load_pd(t), high = _mm512_load_pd(t + 8);
-  }
-};
-const PowersOfTwo kPowersOfTwo;
+#if defined(__AVX2__)
+// 2^(j/16), j = 0..15, correctly rounded (checked against 60-digit decimals).
+alignas(64) const double kPowersOfTwo[16] = {
+    1.0, 0x1.0b5586cf9890fp+0, 0x1.172b83c7d517bp+0, 0x1.2387a6e756238p+0, 0x1.306fe0a31b715p+0,
+    0x1.3dea64c123422p+0, 0x1.4bfdad5362a27p+0, 0x1.5ab07dd485429p+0, 0x1.6a09e667f3bcdp+0, 0x1.7a11473eb0187p+0,
+    0x1.8ace5422aa0dbp+0, 0x1.9c49182a3f09p+0, 0x1.ae89f995ad3adp+0, 0x1.c199bdd85529cp+0, 0x1.d5818dcfba487p+0,
+    0x1.ea4afa2a490dap+0};
+#endif
 
+#if defined(__AVX512F__)
 // exp(x) of 8 arguments x <= 0 (the softmax's), within 1.5 ulp where exp(x)
 // > 1e-300: x = (16 n + j) ln2 / 16 + r with m = 16 n + j = round(16 x /
 // ln 2) and |r| <= ln(2)/32, r in two FMA steps (ln 2 / 16 split into a
@@ -203,17 +198,40 @@ inline __m512d exp_nonpositive(__m512d x) {
                                          _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
   __m512d r = _mm512_fnmadd_pd(m, _mm512_set1_pd(6.93147180369123816490e-01 / 16), x);
   r = _mm512_fnmadd_pd(m, _mm512_set1_pd(1.90821492927058770002e-10 / 16), r);
-  const __m512d T = _mm512_permutex2var_pd(kPowersOfTwo.low, _mm512_cvtpd_epi64(m), kPowersOfTwo.high);
+  const __m512d T = _mm512_permutex2var_pd(_mm512_load_pd(kPowersOfTwo), _mm512_cvtpd_epi64(m),
+                                           _mm512_load_pd(kPowersOfTwo + 8));
   static const double inverse_factorial[] = {1.0 / 720, 1.0 / 120, 1.0 / 24, 1.0 / 6, 0.5, 1.0};
   __m512d p = _mm512_set1_pd(1.0 / 5040); // 1/7!
   for (double c : inverse_factorial) p = _mm512_fmadd_pd(p, r, _mm512_set1_pd(c));
   const __m512d e = _mm512_fmadd_pd(T, _mm512_mul_pd(p, r), T); // T (1 + q)
   return _mm512_scalef_pd(e, _mm512_mul_pd(m, _mm512_set1_pd(1.0 / 16)));
 }
+#elif defined(__AVX2__) && defined(__FMA__)
+// The same exp on 4 arguments with AVX2 and FMA: m as a 64-bit integer from
+// the bits of m + 1.5 2^52, T_j by a gather from the table, and 2^n built in
+// the exponent bits ((m - j) 2^48 = n 2^52, as m - j = 16 n).
+inline __m256d exp_nonpositive(__m256d x) {
+  x = _mm256_max_pd(x, _mm256_set1_pd(-708.0));
+  const __m256d m = _mm256_round_pd(_mm256_mul_pd(x, _mm256_set1_pd(16 * 1.4426950408889634)),
+                                    _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m256d r = _mm256_fnmadd_pd(m, _mm256_set1_pd(6.93147180369123816490e-01 / 16), x);
+  r = _mm256_fnmadd_pd(m, _mm256_set1_pd(1.90821492927058770002e-10 / 16), r);
+  const __m256d shifter = _mm256_set1_pd(6755399441055744.0); // 1.5 2^52
+  const __m256i mi = _mm256_sub_epi64(_mm256_castpd_si256(_mm256_add_pd(m, shifter)), _mm256_castpd_si256(shifter));
+  const __m256i j = _mm256_and_si256(mi, _mm256_set1_epi64x(15));
+  const __m256d T = _mm256_i64gather_pd(kPowersOfTwo, j, 8);
+  static const double inverse_factorial[] = {1.0 / 720, 1.0 / 120, 1.0 / 24, 1.0 / 6, 0.5, 1.0};
+  __m256d p = _mm256_set1_pd(1.0 / 5040); // 1/7!
+  for (double c : inverse_factorial) p = _mm256_fmadd_pd(p, r, _mm256_set1_pd(c));
+  const __m256d e = _mm256_fmadd_pd(T, _mm256_mul_pd(p, r), T); // T (1 + q)
+  const __m256i two_n =
+      _mm256_add_epi64(_mm256_slli_epi64(_mm256_sub_epi64(mi, j), 48), _mm256_set1_epi64x(1023LL << 52));
+  return _mm256_mul_pd(e, _mm256_castsi256_pd(two_n));
+}
 #endif
 
 // The softmax's row operations, with AVX-512 (8 wide, exp_nonpositive), with
-// AVX2 and SLEEF (its 4-wide exp), or plain. The scores arrive unscaled:
+// AVX2 and FMA (4 wide, exp_nonpositive), or plain. The scores arrive unscaled:
 // beta >= 0 is applied after the maximum is subtracted (max of beta S = beta max S).
 
 // max_j row[j], j < n (-infinity when n = 0).
@@ -224,6 +242,12 @@ double row_max(const double *row, PetscInt n) {
   __m512d vmax = _mm512_set1_pd(mx);
   for (; j + 8 <= n; j += 8) vmax = _mm512_max_pd(vmax, _mm512_loadu_pd(row + j));
   mx = _mm512_reduce_max_pd(vmax);
+#elif defined(__AVX2__) && defined(__FMA__)
+  __m256d vmax = _mm256_set1_pd(mx);
+  for (; j + 4 <= n; j += 4) vmax = _mm256_max_pd(vmax, _mm256_loadu_pd(row + j));
+  alignas(32) double lanes[4];
+  _mm256_store_pd(lanes, vmax);
+  for (double v : lanes) mx = std::max(mx, v);
 #endif
   for (; j < n; ++j) mx = std::max(mx, row[j]);
   return mx;
@@ -243,20 +267,28 @@ double row_exp(double *row, PetscInt n, double beta, double shift) {
   }
   Z = _mm512_reduce_add_pd(vsum);
   for (; j < n; ++j) Z += (row[j] = std::exp(beta * (row[j] - shift)));
-#else
-#if defined(__AVX2__) && defined(MFT_HAVE_SLEEF)
+#elif defined(__AVX2__) && defined(__FMA__)
   const __m256d sh = _mm256_set1_pd(shift), sc = _mm256_set1_pd(beta);
-  for (; j + 4 <= n; j += 4)
-    _mm256_storeu_pd(row + j, Sleef_expd4_u10(_mm256_mul_pd(sc, _mm256_sub_pd(_mm256_loadu_pd(row + j), sh))));
-#endif
+  __m256d vsum = _mm256_setzero_pd();
+  for (; j + 4 <= n; j += 4) {
+    const __m256d e = exp_nonpositive(_mm256_mul_pd(sc, _mm256_sub_pd(_mm256_loadu_pd(row + j), sh)));
+    _mm256_storeu_pd(row + j, e);
+    vsum = _mm256_add_pd(vsum, e);
+  }
+  alignas(32) double lanes[4];
+  _mm256_store_pd(lanes, vsum);
+  Z = (lanes[0] + lanes[1]) + (lanes[2] + lanes[3]);
+  for (; j < n; ++j) Z += (row[j] = std::exp(beta * (row[j] - shift)));
+#else
   for (; j < n; ++j) row[j] = std::exp(beta * (row[j] - shift));
   for (j = 0; j < n; ++j) Z += row[j];
 #endif
   return Z;
 }
 
-// sum_j a[j] b[j], j < n (8 partial sums with AVX-512: the compiler does
-// not reorder a plain loop's sum, which then waits on each addition).
+// sum_j a[j] b[j], j < n (8 partial sums with AVX-512, 4 with AVX2: the
+// compiler does not reorder a plain loop's sum, which then waits on each
+// addition).
 double row_dot(const double *a, const double *b, PetscInt n) {
   double sum = 0;
   PetscInt j = 0;
@@ -264,6 +296,12 @@ double row_dot(const double *a, const double *b, PetscInt n) {
   __m512d acc = _mm512_setzero_pd();
   for (; j + 8 <= n; j += 8) acc = _mm512_fmadd_pd(_mm512_loadu_pd(a + j), _mm512_loadu_pd(b + j), acc);
   sum = _mm512_reduce_add_pd(acc);
+#elif defined(__AVX2__) && defined(__FMA__)
+  __m256d acc = _mm256_setzero_pd();
+  for (; j + 4 <= n; j += 4) acc = _mm256_fmadd_pd(_mm256_loadu_pd(a + j), _mm256_loadu_pd(b + j), acc);
+  alignas(32) double lanes[4];
+  _mm256_store_pd(lanes, acc);
+  sum = (lanes[0] + lanes[1]) + (lanes[2] + lanes[3]);
 #endif
   for (; j < n; ++j) sum += a[j] * b[j];
   return sum;
@@ -284,8 +322,8 @@ void row_scale(double *row, PetscInt n, double f) {
 const char *ExponentialPath() {
 #if defined(__AVX512F__)
   return "own AVX-512 (1 ulp)";
-#elif defined(__AVX2__) && defined(MFT_HAVE_SLEEF)
-  return "SLEEF AVX2 (1 ulp)";
+#elif defined(__AVX2__) && defined(__FMA__)
+  return "own AVX2 (1 ulp)";
 #else
   return "libm";
 #endif
@@ -295,8 +333,8 @@ void exponentials(double *x, PetscInt n) {
   PetscInt j = 0;
 #if defined(__AVX512F__)
   for (; j + 8 <= n; j += 8) _mm512_storeu_pd(x + j, exp_nonpositive(_mm512_loadu_pd(x + j)));
-#elif defined(__AVX2__) && defined(MFT_HAVE_SLEEF)
-  for (; j + 4 <= n; j += 4) _mm256_storeu_pd(x + j, Sleef_expd4_u10(_mm256_loadu_pd(x + j)));
+#elif defined(__AVX2__) && defined(__FMA__)
+  for (; j + 4 <= n; j += 4) _mm256_storeu_pd(x + j, exp_nonpositive(_mm256_loadu_pd(x + j)));
 #endif
   for (; j < n; ++j) x[j] = std::exp(x[j]);
 }

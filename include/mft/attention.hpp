@@ -62,8 +62,8 @@ void attention_reverse_plain(const HeadShape &s, const double *theta, const Atte
 // exponential (for the benchmark's measured rate and its test).
 void exponentials(double *x, PetscInt n);
 
-// Which exp the kernels use on this build: "own AVX-512 (1 ulp)", "SLEEF AVX2
-// (1 ulp)" or "libm".
+// Which exp the kernels use on this build: "own AVX-512 (1 ulp)", "own AVX2
+// (1 ulp)" (with FMA) or "libm".
 const char *ExponentialPath();
 
 // The fast kernels: the same maps, blocked, on BLAS.
