@@ -311,8 +311,9 @@ std::vector<Option> declare(Settings &s) {
            "or custom (the [model] and [data] settings)"),
       integer("bench.repeats", &s.bench.repeats, 0, "timed repeats per size (after one warm-up); 0: predictions only"),
       text("bench.ranks", &s.bench.ranks,
-           "rank counts (e.g. '64 512 4096'): the cost model's strong scaling of each size, at the measured rate "
-           "(or parallel.rate with bench.repeats = 0)"),
+           "core counts (e.g. '64 512 4096'): the cost model's strong scaling of each size, at the forward's "
+           "measured rate (or parallel.rate with bench.repeats = 0); ranks x threads chosen on nodes of "
+           "parallel.node_cores"),
       text("bench.write", &s.bench.write, "a folder: also write bench_<size>.h5 with data, params, output, gradient"),
 
       integer("lse.points", &s.lse.points, 1, "sample points a in the ball"),
