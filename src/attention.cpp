@@ -174,6 +174,13 @@ void attention_reverse_plain(const HeadShape &s, const double *theta, const Atte
 namespace {
 
 #if defined(__AVX2__)
+// The vector exps' constants (below, AVX-512 and AVX2 alike): 16 / ln 2; ln 2
+// / 16 split into a 32-bit head and its remainder; 1/7!, then the Horner
+// coefficients of q(r) / r = 1 + r/2 + ... + r^6/7!.
+constexpr double kSixteenOverLn2 = 16 * 1.4426950408889634;
+constexpr double kLn2Over16Head = 6.93147180369123816490e-01 / 16, kLn2Over16Tail = 1.90821492927058770002e-10 / 16;
+constexpr double kInverseFactorial7 = 1.0 / 5040;
+constexpr double kInverseFactorials[] = {1.0 / 720, 1.0 / 120, 1.0 / 24, 1.0 / 6, 0.5, 1.0};
 // 2^(j/16), j = 0..15, correctly rounded (checked against 60-digit decimals).
 alignas(64) const double kPowersOfTwo[16] = {
     1.0, 0x1.0b5586cf9890fp+0, 0x1.172b83c7d517bp+0, 0x1.2387a6e756238p+0, 0x1.306fe0a31b715p+0,
@@ -194,15 +201,14 @@ alignas(64) const double kPowersOfTwo[16] = {
 // is zero to round-off). Measured: tests/bench/roofline.sh.
 inline __m512d exp_nonpositive(__m512d x) {
   x = _mm512_max_pd(x, _mm512_set1_pd(-708.0));
-  const __m512d m = _mm512_roundscale_pd(_mm512_mul_pd(x, _mm512_set1_pd(16 * 1.4426950408889634)),
+  const __m512d m = _mm512_roundscale_pd(_mm512_mul_pd(x, _mm512_set1_pd(kSixteenOverLn2)),
                                          _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  __m512d r = _mm512_fnmadd_pd(m, _mm512_set1_pd(6.93147180369123816490e-01 / 16), x);
-  r = _mm512_fnmadd_pd(m, _mm512_set1_pd(1.90821492927058770002e-10 / 16), r);
+  __m512d r = _mm512_fnmadd_pd(m, _mm512_set1_pd(kLn2Over16Head), x);
+  r = _mm512_fnmadd_pd(m, _mm512_set1_pd(kLn2Over16Tail), r);
   const __m512d T = _mm512_permutex2var_pd(_mm512_load_pd(kPowersOfTwo), _mm512_cvtpd_epi64(m),
                                            _mm512_load_pd(kPowersOfTwo + 8));
-  static const double inverse_factorial[] = {1.0 / 720, 1.0 / 120, 1.0 / 24, 1.0 / 6, 0.5, 1.0};
-  __m512d p = _mm512_set1_pd(1.0 / 5040); // 1/7!
-  for (double c : inverse_factorial) p = _mm512_fmadd_pd(p, r, _mm512_set1_pd(c));
+  __m512d p = _mm512_set1_pd(kInverseFactorial7);
+  for (double c : kInverseFactorials) p = _mm512_fmadd_pd(p, r, _mm512_set1_pd(c));
   const __m512d e = _mm512_fmadd_pd(T, _mm512_mul_pd(p, r), T); // T (1 + q)
   return _mm512_scalef_pd(e, _mm512_mul_pd(m, _mm512_set1_pd(1.0 / 16)));
 }
@@ -212,17 +218,16 @@ inline __m512d exp_nonpositive(__m512d x) {
 // the exponent bits ((m - j) 2^48 = n 2^52, as m - j = 16 n).
 inline __m256d exp_nonpositive(__m256d x) {
   x = _mm256_max_pd(x, _mm256_set1_pd(-708.0));
-  const __m256d m = _mm256_round_pd(_mm256_mul_pd(x, _mm256_set1_pd(16 * 1.4426950408889634)),
+  const __m256d m = _mm256_round_pd(_mm256_mul_pd(x, _mm256_set1_pd(kSixteenOverLn2)),
                                     _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  __m256d r = _mm256_fnmadd_pd(m, _mm256_set1_pd(6.93147180369123816490e-01 / 16), x);
-  r = _mm256_fnmadd_pd(m, _mm256_set1_pd(1.90821492927058770002e-10 / 16), r);
+  __m256d r = _mm256_fnmadd_pd(m, _mm256_set1_pd(kLn2Over16Head), x);
+  r = _mm256_fnmadd_pd(m, _mm256_set1_pd(kLn2Over16Tail), r);
   const __m256d shifter = _mm256_set1_pd(6755399441055744.0); // 1.5 2^52
   const __m256i mi = _mm256_sub_epi64(_mm256_castpd_si256(_mm256_add_pd(m, shifter)), _mm256_castpd_si256(shifter));
   const __m256i j = _mm256_and_si256(mi, _mm256_set1_epi64x(15));
   const __m256d T = _mm256_i64gather_pd(kPowersOfTwo, j, 8);
-  static const double inverse_factorial[] = {1.0 / 720, 1.0 / 120, 1.0 / 24, 1.0 / 6, 0.5, 1.0};
-  __m256d p = _mm256_set1_pd(1.0 / 5040); // 1/7!
-  for (double c : inverse_factorial) p = _mm256_fmadd_pd(p, r, _mm256_set1_pd(c));
+  __m256d p = _mm256_set1_pd(kInverseFactorial7);
+  for (double c : kInverseFactorials) p = _mm256_fmadd_pd(p, r, _mm256_set1_pd(c));
   const __m256d e = _mm256_fmadd_pd(T, _mm256_mul_pd(p, r), T); // T (1 + q)
   const __m256i two_n =
       _mm256_add_epi64(_mm256_slli_epi64(_mm256_sub_epi64(mi, j), 48), _mm256_set1_epi64x(1023LL << 52));

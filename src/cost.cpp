@@ -27,10 +27,11 @@ struct Count {
   }
 };
 
-// Whether ranks a and b are on different nodes (node_ranks to a node, in order).
+// Ranks on nodes, per to a node in rank order (0: all on one).
 struct Nodes {
   PetscInt per = 0;
-  bool apart(PetscInt a, PetscInt b) const { return per > 0 && a / per != b / per; }
+  PetscInt of(PetscInt r) const { return per > 0 ? r / per : 0; }
+  bool apart(PetscInt a, PetscInt b) const { return of(a) != of(b); }
 };
 
 // A communicator's ranks among all: rank i of it is first + i stride.
@@ -213,11 +214,11 @@ StepCost PredictStep(const ModelSettings &m, PetscInt M, PetscInt N, PetscInt P,
   c.compute = busiest / rate;
   c.threads = threads;
   // The network: each node's bytes off the node share its card.
-  std::map<PetscInt, double> off_node;
-  for (PetscInt r = 0; r < P; ++r) off_node[nodes.per > 0 ? r / nodes.per : 0] += steps[r].remote_bytes;
+  std::vector<double> off_node((size_t)nodes.of(P - 1) + 1, 0.0);
+  for (PetscInt r = 0; r < P; ++r) off_node[nodes.of(r)] += steps[r].remote_bytes;
   for (PetscInt r = 0; r < P; ++r) {
     const Count &t = steps[r];
-    const double card = t.remote_bytes > 0 ? off_node[r / std::max<PetscInt>(nodes.per, 1)] / net.card_bandwidth : 0;
+    const double card = t.remote_bytes > 0 ? off_node[nodes.of(r)] / net.card_bandwidth : 0;
     c.communication = std::max(c.communication, (t.messages - t.remote_messages) * net.latency +
                                                     (t.bytes - t.remote_bytes) / net.bandwidth +
                                                     t.remote_messages * net.remote_latency +

@@ -62,8 +62,8 @@ struct StepCost {
 
 // The step of `m` on M sequences of N tokens, P ranks in Ph head groups, cut
 // sequences shared in `form`, each rank running `threads` threads over its
-// sequences (a rank's compute divided by the threads its sequences can keep
-// busy: at most one per sequence).
+// (sequence, chunk of heads) units (velocity.hpp: a rank's compute divided
+// by the threads its units keep busy).
 StepCost PredictStep(const ModelSettings &m, PetscInt M, PetscInt N, PetscInt P, PetscInt Ph, CutForm form,
                      double rate, const Network &net, PetscInt threads = 1);
 
