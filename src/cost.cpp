@@ -124,7 +124,7 @@ StepCost PredictStep(const ModelSettings &m, PetscInt M, PetscInt N, PetscInt P,
   double busiest = 0; // the largest operations a busy thread of a rank does
   const Nodes nodes{net.node_ranks};
   const std::vector<Count> scatter = HeadScatters(m, P, Ph, ph, nodes);
-  std::vector<Count> steps((size_t)P);
+  std::vector<Count> steps((size_t)P), behind((size_t)P); // behind: of the step's, what runs behind kernels
   for (PetscInt r = 0; r < P; ++r) {
     const Members group{r - r % Ph, 1}, peers{r % Ph, Ph}; // its head group; its token groups' ranks of its place
     Count layer, step;
@@ -187,14 +187,22 @@ StepCost PredictStep(const ModelSettings &m, PetscInt M, PetscInt N, PetscInt P,
     const double copies = (double)(J - 1) * copy;
     c.memory = std::max(c.memory, 8.0 * (double)m.L * (double)g.size() * (double)d +
                                       2.0 * width * (double)cuts * (double)N + copies);
-    // Per step: the gradient and the heads over the token groups (exchange.hpp),
-    // and the PETSc scatters between the chunk and theta.
+    // Per step: the gradient and the heads over the token groups, in buckets
+    // of layers (heads.hpp, exchange.hpp), and the PETSc scatters between the
+    // chunk and theta. All buckets but the first layers' run behind kernels.
     std::vector<PetscInt> counts((size_t)Pt);
     for (PetscInt b = 0; b < Pt; ++b) counts[b] = split(m.L * Hl, Pt, b).size() * ph;
-    step.add(Exchange(ExchangeKind::reduce_scatter, Pt, r / Ph, counts, peers, nodes));
-    step.add(Exchange(ExchangeKind::allgather, Pt, r / Ph, counts, peers, nodes));
+    const PetscInt B = HeadBuckets(m.L, Pt);
+    for (PetscInt bk = 0; bk < B; ++bk) {
+      const Range layers = split(m.L, B, bk);
+      const std::vector<PetscInt> within = SegmentsWithin(counts, layers.begin * Hl * ph, layers.end * Hl * ph);
+      Count &to = bk == 0 ? step : behind[r];
+      to.add(Exchange(ExchangeKind::reduce_scatter, Pt, r / Ph, within, peers, nodes));
+      to.add(Exchange(ExchangeKind::allgather, Pt, r / Ph, within, peers, nodes));
+    }
     step.add(scatter[r], 2.0);
     step.add(layer, (double)m.L);
+    step.add(behind[r]);
     steps[r] = step;
     c.messages += step.messages / (double)P;
     c.bytes += step.bytes / (double)P;
@@ -216,13 +224,20 @@ StepCost PredictStep(const ModelSettings &m, PetscInt M, PetscInt N, PetscInt P,
   // The network: each node's bytes off the node share its card.
   std::vector<double> off_node((size_t)nodes.of(P - 1) + 1, 0.0);
   for (PetscInt r = 0; r < P; ++r) off_node[nodes.of(r)] += steps[r].remote_bytes;
+  auto seconds = [&](const Count &t, double card) {
+    return (t.messages - t.remote_messages) * net.latency + (t.bytes - t.remote_bytes) / net.bandwidth +
+           t.remote_messages * net.remote_latency + std::max(t.remote_bytes / net.remote_bandwidth, card);
+  };
+  // The heads' later buckets go behind the kernels of the layers before them
+  // (forward: the gathers, a third of the compute; reverse: the sums, two
+  // thirds): hidden up to (B - 1) / B of that compute.
+  const double window = c.compute * (double)(HeadBuckets(m.L, Pt) - 1) / (double)HeadBuckets(m.L, Pt);
   for (PetscInt r = 0; r < P; ++r) {
     const Count &t = steps[r];
     const double card = t.remote_bytes > 0 ? off_node[nodes.of(r)] / net.card_bandwidth : 0;
-    c.communication = std::max(c.communication, (t.messages - t.remote_messages) * net.latency +
-                                                    (t.bytes - t.remote_bytes) / net.bandwidth +
-                                                    t.remote_messages * net.remote_latency +
-                                                    std::max(t.remote_bytes / net.remote_bandwidth, card));
+    const double hidden = std::min(seconds(behind[r], 0.0), window);
+    c.hidden = std::max(c.hidden, hidden);
+    c.communication = std::max(c.communication, seconds(t, card) - hidden);
   }
   return c;
 }

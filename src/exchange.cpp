@@ -104,57 +104,140 @@ std::vector<ExchangeStep> ExchangePlan(ExchangeKind kind, PetscInt P, PetscInt r
   return plan;
 }
 
-static PetscErrorCode Run(MPI_Comm comm, ExchangeKind kind, double *data, const std::vector<PetscInt> &counts) {
-  PetscMPIInt P, rank;
-  std::vector<double> in;
+namespace {
+
+// Posts step x->next of the plan: its receive and its send (nothing when done).
+PetscErrorCode PostStep(ExchangeInFlight *x) {
+  PetscMPIInt peer, ns = 0, nr = 0;
   PetscFunctionBeginUser;
-  PetscCallMPI(MPI_Comm_size(comm, &P));
-  PetscCallMPI(MPI_Comm_rank(comm, &rank));
-  PetscCheck((PetscMPIInt)counts.size() == P, comm, PETSC_ERR_ARG_SIZ, "%zu segments for %d ranks", counts.size(), P);
-  ++traffic().calls;
-  for (const ExchangeStep &s : ExchangePlan(kind, P, rank, counts)) {
-    PetscMPIInt peer, ns = 0, nr = 0;
-    PetscCall(PetscMPIIntCast(s.peer, &peer));
-    PetscCall(MessageCount(comm, s.send_end - s.send_begin, &ns));
-    PetscCall(MessageCount(comm, s.recv_end - s.recv_begin, &nr));
-    // A sum receives into scratch and adds (its order depends only on P); a gather stores.
-    double *into = data + s.recv_begin;
-    if (s.add) {
-      in.resize(std::max(in.size(), (size_t)nr));
-      into = in.data();
-    }
-    if (ns > 0 && nr > 0)
-      PetscCallMPI(MPI_Sendrecv(data + s.send_begin, ns, MPI_DOUBLE, peer, kTag, into, nr, MPI_DOUBLE, peer, kTag, comm,
-                                MPI_STATUS_IGNORE));
-    else if (ns > 0)
-      PetscCallMPI(MPI_Send(data + s.send_begin, ns, MPI_DOUBLE, peer, kTag, comm));
-    else if (nr > 0)
-      PetscCallMPI(MPI_Recv(into, nr, MPI_DOUBLE, peer, kTag, comm, MPI_STATUS_IGNORE));
-    if (s.add)
-      for (PetscMPIInt i = 0; i < nr; ++i) data[s.recv_begin + i] += in[i];
-    if (ns > 0) {
-      ++traffic().messages;
-      traffic().bytes += 8 * (long long)ns;
-    }
+  if (x->next >= x->plan.size()) PetscFunctionReturn(0);
+  const ExchangeStep &s = x->plan[x->next];
+  PetscCall(PetscMPIIntCast(s.peer, &peer));
+  PetscCall(MessageCount(x->comm, s.send_end - s.send_begin, &ns));
+  PetscCall(MessageCount(x->comm, s.recv_end - s.recv_begin, &nr));
+  // A sum receives into scratch and adds (its order depends only on P); a gather stores.
+  double *into = x->data + s.recv_begin;
+  if (s.add) {
+    x->in.resize(std::max(x->in.size(), (size_t)nr));
+    into = x->in.data();
+  }
+  if (nr > 0) PetscCallMPI(MPI_Irecv(into, nr, MPI_DOUBLE, peer, x->tag, x->comm, &x->req[0]));
+  if (ns > 0) {
+    PetscCallMPI(MPI_Isend(x->data + s.send_begin, ns, MPI_DOUBLE, peer, x->tag, x->comm, &x->req[1]));
+    ++traffic().messages;
+    traffic().bytes += 8 * (long long)ns;
   }
   PetscFunctionReturn(0);
 }
 
-PetscErrorCode ReduceScatterSum(MPI_Comm comm, double *data, const std::vector<PetscInt> &counts, double *out) {
-  PetscMPIInt rank;
+// Step x->next has arrived: a sum adds what came, and the next step is posted.
+PetscErrorCode FinishStep(ExchangeInFlight *x) {
   PetscFunctionBeginUser;
-  PetscCall(Run(comm, ExchangeKind::reduce_scatter, data, counts));
+  const ExchangeStep &s = x->plan[x->next];
+  if (s.add)
+    for (PetscInt i = 0; i < s.recv_end - s.recv_begin; ++i) x->data[s.recv_begin + i] += x->in[i];
+  ++x->next;
+  PetscCall(PostStep(x));
+  if (x->next == x->plan.size()) x->done = MPI_Wtime();
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode Start(MPI_Comm comm, ExchangeKind kind, PetscMPIInt tag, double *data,
+                     const std::vector<PetscInt> &counts, double *out, bool behind, ExchangeInFlight *x) {
+  PetscMPIInt P, rank;
+  PetscFunctionBeginUser;
+  PetscCheck(x->comm == MPI_COMM_NULL, comm, PETSC_ERR_ORDER, "an exchange is already in flight here");
+  PetscCallMPI(MPI_Comm_size(comm, &P));
   PetscCallMPI(MPI_Comm_rank(comm, &rank));
-  PetscInt begin = 0;
-  for (PetscMPIInt r = 0; r < rank; ++r) begin += counts[r];
-  std::copy(data + begin, data + begin + counts[rank], out);
+  PetscCheck((PetscMPIInt)counts.size() == P, comm, PETSC_ERR_ARG_SIZ, "%zu segments for %d ranks", counts.size(), P);
+  ++traffic().calls;
+  x->comm = comm;
+  x->tag = tag;
+  x->behind = behind;
+  x->data = data;
+  x->out = out;
+  x->out_begin = 0;
+  for (PetscMPIInt r = 0; r < rank; ++r) x->out_begin += counts[r];
+  x->out_count = counts[rank];
+  x->plan = ExchangePlan(kind, P, rank, counts);
+  x->next = 0;
+  x->posted = MPI_Wtime();
+  x->done = x->plan.empty() ? x->posted : -1;
+  PetscCall(PostStep(x));
+  PetscFunctionReturn(0);
+}
+
+} // namespace
+
+// Seconds from construction to destruction, added to `to` (the time a rank
+// spends inside the calls of an exchange behind the kernels).
+struct Inside {
+  double *to, start = MPI_Wtime();
+  explicit Inside(double *t) : to(t) {}
+  ~Inside() {
+    if (to) *to += MPI_Wtime() - start;
+  }
+};
+
+PetscErrorCode ExchangeBegin(MPI_Comm comm, ExchangeKind kind, PetscMPIInt tag, double *data,
+                             const std::vector<PetscInt> &counts, double *out, ExchangeInFlight *x) {
+  Inside inside(&traffic().inside);
+  PetscFunctionBeginUser;
+  PetscCheck(tag >= kExchangeTags, comm, PETSC_ERR_ARG_OUTOFRANGE, "tag %d is a blocking exchange's", tag);
+  PetscCall(Start(comm, kind, tag, data, counts, out, true, x));
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode ExchangeProgress(ExchangeInFlight *x) {
+  Inside inside(x->behind ? &traffic().inside : nullptr);
+  PetscFunctionBeginUser;
+  while (x->comm != MPI_COMM_NULL && x->next < x->plan.size()) {
+    int arrived = 0;
+    PetscCallMPI(MPI_Testall(2, x->req, &arrived, MPI_STATUSES_IGNORE));
+    if (!arrived) break;
+    PetscCall(FinishStep(x));
+  }
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode ExchangeEnd(ExchangeInFlight *x) {
+  Inside inside(x->behind ? &traffic().inside : nullptr);
+  PetscFunctionBeginUser;
+  if (x->comm == MPI_COMM_NULL) PetscFunctionReturn(0);
+  while (x->next < x->plan.size()) {
+    PetscCallMPI(MPI_Waitall(2, x->req, MPI_STATUSES_IGNORE));
+    PetscCall(FinishStep(x));
+  }
+  if (x->behind) traffic().in_flight += x->done - x->posted;
+  if (x->out) std::copy(x->data + x->out_begin, x->data + x->out_begin + x->out_count, x->out);
+  x->comm = MPI_COMM_NULL;
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode ReduceScatterSum(MPI_Comm comm, double *data, const std::vector<PetscInt> &counts, double *out) {
+  ExchangeInFlight x;
+  PetscFunctionBeginUser;
+  PetscCall(Start(comm, ExchangeKind::reduce_scatter, kTag, data, counts, out, false, &x));
+  PetscCall(ExchangeEnd(&x));
   PetscFunctionReturn(0);
 }
 
 PetscErrorCode AllgatherSegments(MPI_Comm comm, double *data, const std::vector<PetscInt> &counts) {
+  ExchangeInFlight x;
   PetscFunctionBeginUser;
-  PetscCall(Run(comm, ExchangeKind::allgather, data, counts));
+  PetscCall(Start(comm, ExchangeKind::allgather, kTag, data, counts, nullptr, false, &x));
+  PetscCall(ExchangeEnd(&x));
   PetscFunctionReturn(0);
+}
+
+std::vector<PetscInt> SegmentsWithin(const std::vector<PetscInt> &counts, PetscInt begin, PetscInt end) {
+  std::vector<PetscInt> within(counts.size(), 0);
+  PetscInt at = 0;
+  for (size_t r = 0; r < counts.size(); ++r) {
+    within[r] = std::max<PetscInt>(0, std::min(end, at + counts[r]) - std::max(begin, at));
+    at += counts[r];
+  }
+  return within;
 }
 
 } // namespace mft

@@ -63,6 +63,11 @@ static PetscErrorCode JacobianPMultTranspose(Mat Jp, Vec lam, Vec out) {
   // TSRK1FE scales the parameter part of step n by its step, 1/L: the model's
   // Euler step is exactly that (the TS's own step carries round-off).
   PetscCall(VelocityReverseParameters(flow->velocity, lam, 1.0 / (double)flow->L));
+  if (!flow->scheme.shared) { // a layer's heads are done: its bucket's sum starts once all its layers are in
+    PetscCall(PetscLogEventBegin(MFT_EXCHANGE, 0, 0, 0, 0));
+    PetscCall(HeadsGradientLayer(flow->velocity->heads, flow->velocity->layer));
+    PetscCall(PetscLogEventEnd(MFT_EXCHANGE, 0, 0, 0, 0));
+  }
   PetscCall(VecSet(out, 0.0)); // the stand-in's entry: the gradient is in the heads' accumulator
   PetscFunctionReturn(0);
 }
@@ -214,7 +219,7 @@ PetscErrorCode FlowAdjoint(Flow *f, Vec lam, Vec dtheta) {
     PetscCall(TSAdjointSolve(f->ts));
     PetscFunctionReturn(0);
   }
-  std::fill(h.grad.begin(), h.grad.end(), 0.0);
+  PetscCall(HeadsGradientStart(&h));
   PetscCall(TSSetCostGradients(f->ts, 1, &lam, &f->sensitivity));
   PetscCall(TSAdjointSolve(f->ts));
   PetscCall(PetscLogEventBegin(MFT_EXCHANGE, 0, 0, 0, 0));

@@ -56,11 +56,56 @@ PetscErrorCode HeadsCreate(const Grid &g, const ModelSettings &m, Heads *h) {
   PetscCall(ISCreateGeneral(PETSC_COMM_SELF, (PetscInt)idx.size(), idx.data(), PETSC_COPY_VALUES, &to));
   PetscCall(VecScatterCreate(h->chunk_vec, nullptr, h->theta, to, &h->chunk_to_theta));
   PetscCall(ISDestroy(&to));
+  const PetscInt B = HeadBuckets(m.L, g.Pt);
+  for (PetscInt b = 0; b < B; ++b) h->buckets.push_back(split(m.L, B, b));
+  h->gathering.resize((size_t)B);
+  h->reducing.resize((size_t)B);
+  h->layers_done.assign((size_t)B, 0);
+  h->summed.assign((size_t)B, 0);
   PetscFunctionReturn(0);
 }
 
+PetscInt HeadBuckets(PetscInt L, PetscInt Pt) { return Pt > 1 ? std::min(L, kHeadBuckets) : 1; }
+
+namespace {
+
+// The replica's entries of bucket b.
+Range BucketEntries(const Heads &h, size_t b) {
+  const PetscInt row = h.group.size() * h.shape.size;
+  return {h.buckets[b].begin * row, h.buckets[b].end * row};
+}
+
+PetscErrorCode EndAll(std::vector<ExchangeInFlight> &x) {
+  PetscFunctionBeginUser;
+  for (ExchangeInFlight &e : x) PetscCall(ExchangeEnd(&e));
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode ProgressAll(std::vector<ExchangeInFlight> &x) {
+  PetscFunctionBeginUser;
+  for (ExchangeInFlight &e : x) PetscCall(ExchangeProgress(&e));
+  PetscFunctionReturn(0);
+}
+
+// Starts the sum of bucket b's gradient onto the chunks.
+PetscErrorCode ReduceBucket(Heads *h, size_t b) {
+  PetscFunctionBeginUser;
+  const Range e = BucketEntries(*h, b);
+  const PetscInt first = std::max(e.begin, h->chunk_begin) - h->chunk_begin; // the own part's place in the chunk
+  PetscCall(ExchangeBegin(h->token_comm, ExchangeKind::reduce_scatter, kExchangeTags + kHeadBuckets + (PetscMPIInt)b,
+                          h->grad.data() + e.begin, SegmentsWithin(h->chunk_counts, e.begin, e.end),
+                          h->chunk.data() + std::min<PetscInt>(first, (PetscInt)h->chunk.size()), &h->reducing[b]));
+  h->summed[b] = 1;
+  if (!h->overlap) PetscCall(ExchangeEnd(&h->reducing[b]));
+  PetscFunctionReturn(0);
+}
+
+} // namespace
+
 PetscErrorCode HeadsDestroy(Heads *h) {
   PetscFunctionBeginUser;
+  PetscCall(EndAll(h->gathering));
+  PetscCall(EndAll(h->reducing));
   PetscCall(VecScatterDestroy(&h->chunk_to_theta));
   PetscCall(VecDestroy(&h->chunk_vec));
   PetscCall(VecDestroy(&h->theta));
@@ -106,16 +151,54 @@ PetscErrorCode HeadsPerturb(const Heads &h, std::uint64_t seed, double eps, Vec 
 
 PetscErrorCode HeadsGather(Heads *h) {
   PetscFunctionBeginUser;
+  PetscCall(EndAll(h->gathering)); // the replica is about to change under them
   PetscCall(VecScatterBegin(h->chunk_to_theta, h->theta, h->chunk_vec, INSERT_VALUES, SCATTER_REVERSE));
   PetscCall(VecScatterEnd(h->chunk_to_theta, h->theta, h->chunk_vec, INSERT_VALUES, SCATTER_REVERSE));
   std::copy(h->chunk.begin(), h->chunk.end(), h->local.begin() + h->chunk_begin);
-  PetscCall(AllgatherSegments(h->token_comm, h->local.data(), h->chunk_counts));
+  for (size_t b = 0; b < h->buckets.size(); ++b) {
+    const Range e = BucketEntries(*h, b);
+    PetscCall(ExchangeBegin(h->token_comm, ExchangeKind::allgather, kExchangeTags + (PetscMPIInt)b,
+                            h->local.data() + e.begin, SegmentsWithin(h->chunk_counts, e.begin, e.end), nullptr,
+                            &h->gathering[b]));
+    if (!h->overlap) PetscCall(ExchangeEnd(&h->gathering[b]));
+  }
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode HeadsReady(Heads *h, PetscInt l) {
+  PetscFunctionBeginUser;
+  PetscCall(ProgressAll(h->gathering));
+  for (size_t b = 0; b < h->buckets.size() && h->buckets[b].begin <= l; ++b) PetscCall(ExchangeEnd(&h->gathering[b]));
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode HeadsGradientStart(Heads *h) {
+  PetscFunctionBeginUser;
+  PetscCall(EndAll(h->reducing)); // `grad` is their scratch
+  std::fill(h->grad.begin(), h->grad.end(), 0.0);
+  std::fill(h->layers_done.begin(), h->layers_done.end(), 0);
+  std::fill(h->summed.begin(), h->summed.end(), 0);
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode HeadsGradientLayer(Heads *h, PetscInt l) {
+  PetscFunctionBeginUser;
+  size_t b = 0;
+  while (b + 1 < h->buckets.size() && h->buckets[b].end <= l) ++b;
+  PetscCheck(!h->summed[b], PETSC_COMM_SELF, PETSC_ERR_ORDER,
+             "a gradient of layer %" PetscInt_FMT " came after its bucket of layers was summed", l);
+  if (++h->layers_done[b] == h->buckets[b].size() && h->overlap) PetscCall(ReduceBucket(h, b));
+  PetscCall(ProgressAll(h->reducing));
   PetscFunctionReturn(0);
 }
 
 PetscErrorCode HeadsReduceGradient(Heads *h, Vec dtheta) {
   PetscFunctionBeginUser;
-  PetscCall(ReduceScatterSum(h->token_comm, h->grad.data(), h->chunk_counts, h->chunk.data()));
+  // Buckets not yet gone (all of them without overlap; a sweep that did not
+  // reach each layer once) go now, in the reverse's order.
+  for (size_t b = h->buckets.size(); b-- > 0;)
+    if (!h->summed[b]) PetscCall(ReduceBucket(h, b));
+  PetscCall(EndAll(h->reducing));
   PetscCall(VecScatterBegin(h->chunk_to_theta, h->chunk_vec, dtheta, INSERT_VALUES, SCATTER_FORWARD));
   PetscCall(VecScatterEnd(h->chunk_to_theta, h->chunk_vec, dtheta, INSERT_VALUES, SCATTER_FORWARD));
   PetscFunctionReturn(0);

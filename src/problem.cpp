@@ -151,6 +151,7 @@ PetscErrorCode ProblemCreate(MPI_Comm comm, const Settings &settings, Problem *p
   ModelSettings layers = s.model;
   if (s.scheme.shared) layers.L = 1; // one ensemble of heads for every depth
   PetscCall(HeadsCreate(p->grid, layers, &p->heads));
+  p->heads.overlap = s.parallel.overlap;
   // The grid is chosen as for one thread, so that the thread count changes no
   // result; the predicted step counts the threads.
   const PetscInt threads = VelocityThreads(s.parallel.threads);

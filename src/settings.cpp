@@ -341,6 +341,9 @@ std::vector<Option> declare(Settings &s) {
              "what a token group sends the others for a sequence cut across token groups: its tokens (every group "
              "projects the whole sequence) or their key and value projections (no group projects another's tokens); "
              "auto: the less predicted step time"),
+      flag("parallel.overlap", &s.parallel.overlap,
+           "run the heads' exchanges behind the kernels, in buckets of layers (false: the same messages, each "
+           "waited for at once; results are bitwise the same)"),
       real("parallel.latency", &s.parallel.latency, 0.0, false,
            "cost model: seconds a message between ranks of a node (grid choice; mft bench measures it)"),
       real("parallel.bandwidth", &s.parallel.bandwidth, 0.0, true,

@@ -114,6 +114,7 @@ PetscErrorCode Gather(Velocity *v, PetscInt l, Vec x, bool reuse) {
   PetscScalar *xl;
   PetscFunctionBeginUser;
   PetscCall(PetscLogEventBegin(MFT_EXCHANGE, 0, 0, 0, 0));
+  PetscCall(HeadsReady(v->heads, l)); // layer l of the replica (its bucket may still be in flight)
   if (reuse && keeping && v->kept_layer[l]) {
     const double *kept = v->kept.data() + (size_t)l * (size_t)n;
     const PetscScalar *xs;
@@ -341,7 +342,7 @@ PetscErrorCode VelocityReverseParameters(Velocity *v, Vec lam, double weight) {
   PetscCall(PetscObjectStateGet((PetscObject)lam, &state));
   if (v->grad_layer != v->layer || id != v->grad_id || state != v->grad_state)
     PetscCall(VelocityReverse(v, lam, v->scratch));
-  // This rank's part, kept until the end of the sweep (HeadsReduceGradient).
+  // This rank's part, summed over the token groups in buckets of layers (heads.hpp).
   double *g = h.grad.data() + v->layer * h.group.size() * h.shape.size;
   for (size_t e = 0; e < h.layer_grad.size(); ++e) g[e] += weight * h.layer_grad[e];
   PetscFunctionReturn(0);

@@ -11,12 +11,16 @@
 //              tokens.hpp) go to every other group holding part of it twice
 //              (forward, adjoint) and their gradients come back once;
 //   per step   the head gradients are reduce-scattered over the token groups
-//              once and the updated heads allgathered once, each with a
-//              PETSc scatter between the chunks and theta (local when Ph = 1).
+//              and the updated heads allgathered, each in HeadBuckets buckets
+//              of layers (heads.hpp), each with a PETSc scatter between the
+//              chunks and theta (local when Ph = 1); all buckets but the
+//              first layers' run behind kernels, and are hidden up to
+//              (B - 1) / B of the step's compute.
 // Compute: the attention operations each rank does (bench.hpp's count, with
 // the keys' and values' projections of every sequence it touches, or, for a
 // cut sequence shared as projections, of the group's own tokens), at `rate`.
-// Time: the slowest rank's compute plus the slowest rank's communication.
+// Time: the slowest rank's compute plus the slowest rank's communication
+// less what of it runs hidden behind the kernels.
 // Ranks are placed on nodes in order, node_ranks to a node (0: all on one).
 // A message to a rank of the same node costs latency + bytes / bandwidth;
 // to another node remote_latency, and its bytes go at remote_bandwidth, or
@@ -55,7 +59,8 @@ struct StepCost {
   double scatter_messages = 0, scatter_bytes = 0; // of which PETSc's scatters (the rest: exchange.hpp)
   double max_messages = 0, max_bytes = 0; // the busiest rank's
   double operations = 0;                  // the busiest rank's
-  double compute = 0, communication = 0;  // seconds, slowest rank
+  double compute = 0, communication = 0;  // seconds, slowest rank (communication: what the kernels do not hide)
+  double hidden = 0;                      // seconds of exchanges behind the kernels (heads.hpp), largest rank's
   double memory = 0; // bytes the busiest rank keeps for the exchanges: the forward's gathered states, the cut rows
   double seconds() const { return compute + communication; }
 };

@@ -28,6 +28,11 @@ struct Traffic {
   long long messages = 0; // point-to-point messages sent by this rank
   long long bytes = 0;    // their payload
   long long calls = 0;    // collective calls
+  // Exchanges run behind the kernels (ExchangeBegin ... ExchangeEnd): seconds
+  // from their start to their last message, summed; and the seconds spent
+  // inside their calls (posting, progress, waiting: what was not hidden; a
+  // copy MPI makes while asked for progress is in it).
+  double in_flight = 0, inside = 0;
 };
 
 // *count <- n, the entries of one message, refused when MPI's int count
@@ -60,5 +65,38 @@ enum class ExchangeKind { reduce_scatter, allgather };
 // The steps of `rank` of P in one call: what the calls above execute and
 // what the cost model counts (a message is a step with something to send).
 std::vector<ExchangeStep> ExchangePlan(ExchangeKind kind, PetscInt P, PetscInt rank, const std::vector<PetscInt> &counts);
+
+// The same two exchanges in flight, run behind other work:
+//   ExchangeBegin posts the first step of the plan and returns;
+//   ExchangeProgress finishes what has arrived and posts the next steps,
+//     without waiting (MPI moves a step's messages only while it is asked);
+//   ExchangeEnd waits for the rest (for a sum, then copies the own segment
+//     to `out`).
+// Every step and every addition is the blocking call's, in the same order:
+// the result is bitwise the same. Exchanges in flight at the same time on one
+// communicator need distinct tags (`tag` >= kExchangeTags; the blocking calls
+// use a tag below). `data` and `out` must stay in place until the end.
+constexpr PetscMPIInt kExchangeTags = 7200;
+struct ExchangeInFlight {
+  MPI_Comm comm = MPI_COMM_NULL; // MPI_COMM_NULL: none in flight
+  PetscMPIInt tag = 0;
+  bool behind = false;           // counted in Traffic::in_flight and inside
+  double *data = nullptr, *out = nullptr;
+  PetscInt out_begin = 0, out_count = 0;
+  std::vector<ExchangeStep> plan;
+  size_t next = 0;               // the step in flight (plan.size(): done)
+  MPI_Request req[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
+  std::vector<double> in;        // a sum's received entries
+  double posted = 0, done = -1;  // MPI_Wtime at the start and at the last message
+};
+PetscErrorCode ExchangeBegin(MPI_Comm comm, ExchangeKind kind, PetscMPIInt tag, double *data,
+                             const std::vector<PetscInt> &counts, double *out, ExchangeInFlight *x);
+PetscErrorCode ExchangeProgress(ExchangeInFlight *x);
+PetscErrorCode ExchangeEnd(ExchangeInFlight *x);
+
+// counts cut to entries [begin, end) of the whole vector: segment r's part of
+// it (a bucket of the vector, exchanged alone, gives each rank the same
+// entries of the same sums as the whole).
+std::vector<PetscInt> SegmentsWithin(const std::vector<PetscInt> &counts, PetscInt begin, PetscInt end);
 
 } // namespace mft

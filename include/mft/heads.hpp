@@ -16,8 +16,19 @@
 // gradient, accumulated in `grad` (replica layout) over the whole reverse
 // sweep, is reduce-scattered over token_comm onto the chunks and put into
 // theta's layout (exchange.hpp: log2(Pt) messages a rank, not L Pt).
+//
+// Both run behind the kernels, in buckets of consecutive layers
+// (HeadBuckets): after an update every bucket's allgather is started at once,
+// and the forward waits, before layer l, only for the bucket that holds it;
+// in the reverse sweep (layers L - 1 down to 0) a bucket's gradient is
+// reduce-scattered as soon as its last layer is done, while the layers below
+// it run. A bucket exchanged alone gives each rank the same entries of the
+// same sums as the whole (exchange.hpp): the results are bitwise those of one
+// exchange. With `overlap` off (parallel.overlap) the same buckets go, each
+// waited for at once: the same messages, no work behind them.
 #pragma once
 
+#include "mft/exchange.hpp"
 #include "mft/grid.hpp"
 #include "mft/settings.hpp"
 
@@ -55,6 +66,11 @@ struct Heads {
   VecScatter chunk_to_theta = nullptr; // chunk -> its heads in theta's layout
   std::vector<double> layer_grad;      // one layer's partial gradient of the group's heads (one sweep)
   std::vector<double> grad;            // replica layout: partial gradients summed over a reverse sweep
+  bool overlap = true;                 // buckets behind the kernels (parallel.overlap)
+  std::vector<Range> buckets;          // consecutive layers of the replica
+  std::vector<ExchangeInFlight> gathering, reducing; // per bucket: its allgather, its gradient's sum
+  std::vector<PetscInt> layers_done;   // per bucket: layers whose gradient this sweep is complete
+  std::vector<char> summed;            // per bucket: its sum started this sweep
 
   const double *head(PetscInt l, PetscInt h_local) const { return local.data() + (l * group.size() + h_local) * shape.size; }
 };
@@ -70,11 +86,22 @@ PetscErrorCode HeadsInitialize(Heads *h, const InitSettings &s, std::uint64_t se
 // Adds eps times i.i.d. N(0,1) entries to every head of theta (one stream per (seed, l, h)).
 PetscErrorCode HeadsPerturb(const Heads &h, std::uint64_t seed, double eps, Vec theta);
 
-// Copies theta into the local replica (call after every change of theta).
-PetscErrorCode HeadsGather(Heads *h);
+// The buckets of L layers on Pt token groups: kHeadBuckets (at most L), or
+// one when there is nothing to exchange (Pt = 1). The cost model counts them.
+constexpr PetscInt kHeadBuckets = 4;
+PetscInt HeadBuckets(PetscInt L, PetscInt Pt);
 
-// dtheta <- the sum over the token groups of `grad` (every entry of theta is
-// written); the reduction of one adjoint solve.
+// Starts copying theta into the local replica (call after every change of
+// theta); HeadsReady(l) before layer l of the replica is read.
+PetscErrorCode HeadsGather(Heads *h);
+PetscErrorCode HeadsReady(Heads *h, PetscInt l);
+
+// A reverse sweep's gradient: HeadsGradientStart zeroes `grad`; after layer
+// l's part is added to it, HeadsGradientLayer(l) (its bucket's sum starts
+// once all its layers are in); HeadsReduceGradient puts into dtheta the sum
+// over the token groups (every entry of theta is written).
+PetscErrorCode HeadsGradientStart(Heads *h);
+PetscErrorCode HeadsGradientLayer(Heads *h, PetscInt l);
 PetscErrorCode HeadsReduceGradient(Heads *h, Vec dtheta);
 
 // Largest Frobenius norm of one head (all its blocks) over every head of theta.

@@ -79,27 +79,41 @@ PetscErrorCode BenchSize(MPI_Comm comm, const std::string &name, const Settings 
   PetscCall(ProblemCreate(comm, bs, &p));
   PetscCall(OptimizerCreate(bs.train, p.heads, &opt));
   PetscCall(ProblemEvaluate(&p, PETSC_TRUE)); // warm-up
-  std::vector<double> forward, step, kernel, comm_s;
-  for (PetscInt r = 0; r < bs.bench.repeats; ++r) {
-    double t;
-    PetscCall(Timed(comm, [&] { return ProblemEvaluate(&p, PETSC_FALSE); }, &t));
-    forward.push_back(t);
-    double k0, c0;
+  std::vector<double> forward, step, kernel, comm_s, flight, inside, step_at_once, inside_at_once;
+  // One training step; *t its time, and per rank averaged over the ranks:
+  // kc[0], kc[1] its kernel and communication fractions (disjoint parts of
+  // the step, adding up to at most 1); kc[2], kc[3] the seconds its exchanges
+  // behind the kernels (heads.hpp) were in flight, and spent in their calls.
+  auto train_step = [&](double *t, double kc[4]) -> PetscErrorCode {
+    double k0, c0, k1, c1, mine[4];
+    PetscFunctionBeginUser;
     PetscCall(EventSeconds(&k0, &c0));
+    const Traffic x0 = traffic();
     PetscCall(Timed(comm, [&]() -> PetscErrorCode {
       PetscCall(ProblemEvaluate(&p, PETSC_TRUE));
       PetscCall(OptimizerStep(&opt, p.heads.theta, p.grad));
       PetscCall(ProblemSetHeads(&p));
       return 0;
-    }, &t));
-    step.push_back(t);
-    // Each rank's kernel and communication times are disjoint parts of its
-    // step: their fractions of the step, averaged over the ranks, add up to at most 1.
-    double k1, c1;
+    }, t));
     PetscCall(EventSeconds(&k1, &c1));
-    double kc[2] = {(k1 - k0) / t, (c1 - c0) / t}, kcsum[2];
-    PetscCallMPI(MPI_Allreduce(kc, kcsum, 2, MPI_DOUBLE, MPI_SUM, comm));
-    kernel.push_back(kcsum[0] / size), comm_s.push_back(kcsum[1] / size);
+    mine[0] = (k1 - k0) / *t, mine[1] = (c1 - c0) / *t;
+    mine[2] = traffic().in_flight - x0.in_flight, mine[3] = traffic().inside - x0.inside;
+    PetscCallMPI(MPI_Allreduce(mine, kc, 4, MPI_DOUBLE, MPI_SUM, comm));
+    for (int i = 0; i < 4; ++i) kc[i] /= size;
+    PetscFunctionReturn(0);
+  };
+  for (PetscInt r = 0; r < bs.bench.repeats; ++r) {
+    double t, kc[4];
+    PetscCall(Timed(comm, [&] { return ProblemEvaluate(&p, PETSC_FALSE); }, &t));
+    forward.push_back(t);
+    PetscCall(train_step(&t, kc));
+    step.push_back(t);
+    kernel.push_back(kc[0]), comm_s.push_back(kc[1]), flight.push_back(kc[2]), inside.push_back(kc[3]);
+    // The same step with the heads' exchanges waited for at once (their whole cost).
+    p.heads.overlap = false;
+    PetscCall(train_step(&t, kc));
+    p.heads.overlap = bs.parallel.overlap;
+    step_at_once.push_back(t), inside_at_once.push_back(kc[3]);
   }
   const double ops = 3 * forward_operations(bs), st = median(step), fw = median(forward);
   double mem = peak_memory_mib(), memmax;
@@ -119,8 +133,16 @@ PetscErrorCode BenchSize(MPI_Comm comm, const std::string &name, const Settings 
   // forward alone (a third of a step's operations), the step on this grid
   // predicted (three forwards' compute and every message) and compared.
   const double forward_rate = ops / 3 / fw / (double)size;
-  const double predicted =
-      PredictStep(bs.model, bs.data.M, bs.data.N, size, p.grid.Ph, p.velocity.form, forward_rate, net).seconds();
+  const StepCost model = PredictStep(bs.model, bs.data.M, bs.data.N, size, p.grid.Ph, p.velocity.form, forward_rate, net);
+  const double predicted = model.seconds(), in_flight = median(flight), in_calls = median(inside);
+  const double at_once = median(inside_at_once);
+  PetscCall(PetscPrintf(comm,
+                        "%-6s the heads' exchanges (%zu buckets of layers): %.3g ms a step waited for at once (step "
+                        "%.4g s); behind the kernels%s %.3g ms in their calls, %.0f%% hidden (step %.4g s), %.3g ms in "
+                        "flight; the model hides %.3g ms\n",
+                        name.c_str(), p.heads.buckets.size(), 1e3 * at_once, median(step_at_once),
+                        bs.parallel.overlap ? "" : " (parallel.overlap false: none)", 1e3 * in_calls,
+                        at_once > 0 ? 100 * (1 - in_calls / at_once) : 0.0, st, 1e3 * in_flight, 1e3 * model.hidden));
   PetscCall(PetscPrintf(comm,
                         "%-6s the cost model, at the forward's rate (%.3g GFLOP/s a rank): a step of %.4g s predicted, "
                         "%.4g s measured (%+.1f%%)\n",
@@ -140,6 +162,9 @@ PetscErrorCode BenchSize(MPI_Comm comm, const std::string &name, const Settings 
   sum.add("fraction_of_peak", ops / st / 1e9 / peak).add("kernel_fraction", kf).add("comm_fraction", cf);
   sum.add("exp_rate", gexps * 1e9).add("roofline_seconds", bound).add("fraction_of_roofline", bound / st);
   sum.add("memory_mib", memmax).add("predicted_step_seconds", predicted);
+  sum.add("heads_exchange_at_once_seconds", at_once).add("heads_exchange_inside_seconds", in_calls);
+  sum.add("heads_exchange_in_flight_seconds", in_flight).add("step_at_once_seconds", median(step_at_once));
+  sum.add("predicted_hidden_seconds", model.hidden);
   PetscCall(sum.print(comm));
   PetscCall(OptimizerDestroy(&opt));
   PetscCall(ProblemDestroy(&p));

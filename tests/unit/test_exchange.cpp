@@ -60,6 +60,48 @@ TEST(Exchange, AllgatherCompletesEverySegment) {
   for (size_t i = 0; i < data.size(); ++i) EXPECT_EQ(data[i], expect[i]) << "entry " << i; // copies: bitwise
 }
 
+// Buckets of one vector in flight together (distinct tags, progressed in
+// turn, ended out of order) give the whole exchange's result bitwise: each
+// entry is summed by the same ranks in the same order.
+TEST(Exchange, BucketsInFlightEqualTheWholeBitwise) {
+  int P, rank;
+  MPI_Comm_size(PETSC_COMM_WORLD, &P);
+  MPI_Comm_rank(PETSC_COMM_WORLD, &rank);
+  std::vector<PetscInt> counts((size_t)P);
+  PetscInt total = 0, begin = 0;
+  for (int r = 0; r < P; ++r) counts[r] = 5 + 3 * r, total += counts[r], begin += r < rank ? counts[r] : 0;
+  std::vector<double> whole((size_t)total), sum((size_t)counts[rank]);
+  for (PetscInt i = 0; i < total; ++i) whole[i] = value(rank, i);
+  std::vector<double> bucketed = whole, out((size_t)counts[rank], NAN);
+  ASSERT_EQ(ReduceScatterSum(PETSC_COMM_WORLD, whole.data(), counts, sum.data()), 0);
+  const PetscInt cut[] = {0, total / 3, total / 3 + 1, total}; // uneven, one a single entry
+  std::vector<ExchangeInFlight> x(3);
+  const Traffic before = traffic();
+  for (int b = 0; b < 3; ++b) {
+    const std::vector<PetscInt> within = SegmentsWithin(counts, cut[b], cut[b + 1]);
+    const PetscInt first = std::max<PetscInt>(0, cut[b] - begin); // this rank's part of bucket b, in its segment
+    ASSERT_EQ(ExchangeBegin(PETSC_COMM_WORLD, ExchangeKind::reduce_scatter, kExchangeTags + b,
+                            bucketed.data() + cut[b], within,
+                            out.data() + std::min<PetscInt>(first, counts[rank]), &x[(size_t)b]),
+              0);
+    for (ExchangeInFlight &e : x) ASSERT_EQ(ExchangeProgress(&e), 0);
+  }
+  for (int b : {2, 0, 1}) ASSERT_EQ(ExchangeEnd(&x[(size_t)b]), 0);
+  for (PetscInt i = 0; i < counts[rank]; ++i) EXPECT_EQ(out[i], sum[i]) << "entry " << begin + i;
+  EXPECT_GT(traffic().inside, before.inside);
+  EXPECT_GE(traffic().in_flight, before.in_flight);
+  // The allgather likewise, bucket by bucket.
+  std::vector<double> gathered((size_t)total, NAN);
+  for (PetscInt i = begin; i < begin + counts[rank]; ++i) gathered[i] = value(rank, i);
+  for (int b = 0; b < 3; ++b)
+    ASSERT_EQ(ExchangeBegin(PETSC_COMM_WORLD, ExchangeKind::allgather, kExchangeTags + b, gathered.data() + cut[b],
+                            SegmentsWithin(counts, cut[b], cut[b + 1]), nullptr, &x[(size_t)b]),
+              0);
+  for (int b : {1, 2, 0}) ASSERT_EQ(ExchangeEnd(&x[(size_t)b]), 0);
+  for (int r = 0, at = 0; r < P; at += (int)counts[r], ++r)
+    for (PetscInt i = at; i < at + counts[r]; ++i) EXPECT_EQ(gathered[i], value(r, i)) << "entry " << i;
+}
+
 TEST(Exchange, PlanIsSymmetric) {
   // What rank r sends to q in its plan is what q receives from r in its own,
   // for rank counts with and without folding.

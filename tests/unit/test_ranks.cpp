@@ -1,7 +1,8 @@
 // Rank independence: the run on all ranks (every grid shape, cut sequences
 // shared as tokens and as projections) equals the run on one rank, for the
-// forward pass, the gradient and 20 training steps; and the thread count
-// changes nothing, bitwise.
+// forward pass, the gradient and 20 training steps; and neither the thread
+// count nor running the heads' exchanges behind the kernels changes anything,
+// bitwise.
 #include "helpers.hpp"
 #include "mft/optimizer.hpp"
 
@@ -72,6 +73,14 @@ void check(std::vector<std::string> extra) {
         << n << " threads differ from 1 thread (bitwise)";
     expect_same(o, serial, std::string(n) + " threads");
   }
+  // The heads' exchanges waited for at once (parallel.overlap false) rather
+  // than run behind the kernels in buckets: the same sums, bitwise.
+  threaded.back() = "1";
+  threaded.insert(threaded.end(), {"--parallel.overlap", "false"});
+  const Outcome waited = run(PETSC_COMM_WORLD, threaded);
+  EXPECT_TRUE(waited.x1 == one.x1 && waited.grad == one.grad && waited.trained == one.trained &&
+              waited.risks == one.risks)
+      << "the exchanges behind the kernels change the result";
 }
 
 TEST(Ranks, QkvTokenLoss) { check({}); }
