@@ -464,14 +464,36 @@ void block_attention_tiled(const HeadShape &s, const AttentionOptions &o, PetscI
   for (PetscInt r = 0; r < b.nb; ++r) row_scale(w.y.data() + r * s.dv, s.dv, 1.0 / w.l[r]);
 }
 
+// A tiled block's m, l and Y into w.statistics (keep), or back from it.
+void keep_statistics(const HeadShape &s, const QueryBlock &b, AttentionWork &w) {
+  const PetscInt width = attention_statistics_width(s);
+  for (PetscInt r = 0; r < b.nb; ++r) {
+    double *row = w.statistics + (b.r0 + r) * width;
+    row[0] = w.m[r], row[1] = w.l[r];
+    std::copy(w.y.data() + r * s.dv, w.y.data() + (r + 1) * s.dv, row + 2);
+  }
+}
+void take_statistics(const HeadShape &s, const QueryBlock &b, AttentionWork &w) {
+  const PetscInt width = attention_statistics_width(s);
+  for (PetscInt r = 0; r < b.nb; ++r) {
+    const double *row = w.statistics + (b.r0 + r) * width;
+    w.m[r] = row[0], w.l[r] = row[1];
+    std::copy(row + 2, row + 2 + s.dv, w.y.data() + r * s.dv);
+  }
+}
+
 // The forward from the projections in w: out += scale Attn at the queries q.
 void forward_projected(const HeadShape &s, const double *theta, const AttentionOptions &o, PetscInt N, Range q,
                        double scale, double *out, AttentionWork &w) {
   const PetscInt nk = key_count(o, N, q);
   for (PetscInt r0 = 0; r0 < q.size(); r0 += AttentionWork::block) {
     const QueryBlock b(o, N, q, r0);
-    if (b.tiled(w)) block_attention_tiled(s, o, nk, b, w);
-    else block_attention(s, o, nk, b, w);
+    if (b.tiled(w)) {
+      block_attention_tiled(s, o, nk, b, w);
+      if (w.statistics) keep_statistics(s, b, w);
+    } else {
+      block_attention(s, o, nk, b, w);
+    }
     double *o_blk = out + r0 * s.d;
     if (s.kind == HeadKind::qkv) {
       for (PetscInt e = 0; e < b.nb * s.d; ++e) o_blk[e] += scale * w.y[e];
@@ -516,8 +538,9 @@ void block_reverse_keys(const HeadShape &s, const AttentionOptions &o, PetscInt 
 // The reverse from the projections in w, up to them: w.dkappa, w.dw (nk keys)
 // and w.dqs (the queries) are set, dO is added to dtheta; then through Q.
 // A block with all its keys at once keeps P from its forward; a tiled block
-// makes Y, m and l in a first sweep over its key tiles, then P again tile by
-// tile from them (one more score product and exp than at once, in cache).
+// takes Y, m and l from the forward's statistics, or makes them in a first
+// sweep over its key tiles, then P again tile by tile from them (with the
+// sweep, one more score product and exp than at once, in cache).
 void reverse_projected(const HeadShape &s, const double *theta, const AttentionOptions &o, const double *xq, PetscInt N,
                        Range q, double scale, const double *lam, double *dxq, double *dtheta, AttentionWork &w) {
   const PetscInt nk = key_count(o, N, q);
@@ -527,7 +550,9 @@ void reverse_projected(const HeadShape &s, const double *theta, const AttentionO
     const QueryBlock b(o, N, q, r0);
     const bool tiled = b.tiled(w);
     // At once, qkv heads need no Y: dY . Y = sum_j P dP (below); qkvo heads need it for dO.
-    if (tiled) block_attention_tiled(s, o, nk, b, w);
+    // Tiled, Y, m and l come from the forward when it kept them.
+    if (tiled && w.statistics) take_statistics(s, b, w);
+    else if (tiled) block_attention_tiled(s, o, nk, b, w);
     else block_attention(s, o, nk, b, w, s.kind == HeadKind::qkvo);
     const double *l_blk = lam + r0 * s.d;
     // dY = scale Lambda (qkv) or scale Lambda O (qkvo), and dO += scale Lambda^T Y.

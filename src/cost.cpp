@@ -115,7 +115,7 @@ Count ShareCutRows(PetscInt M, PetscInt N, PetscInt Pt, PetscInt Ph, PetscInt r,
 } // namespace
 
 StepCost PredictStep(const ModelSettings &m, PetscInt M, PetscInt N, PetscInt P, PetscInt Ph, CutForm form,
-                     double rate, const Network &net, PetscInt threads) {
+                     double rate, const Network &net, PetscInt threads, double memory) {
   const PetscInt d = m.d, k = m.k, dv = m.head_kind == HeadKind::qkv ? d : k, Pt = P / Ph;
   const PetscInt ph = m.head_kind == HeadKind::qkv ? 2 * k * d + dv * d : 2 * k * d + dv * d + d * k; // head size
   const PetscInt at_once = AttentionWork().keys_at_once;
@@ -151,7 +151,7 @@ StepCost PredictStep(const ModelSettings &m, PetscInt M, PetscInt N, PetscInt P,
     const double width = 8.0 * (double)row;
     const Range s = GroupSequences(P, Ph, M, N, r);
     PetscInt cuts = 0;
-    double ops = 0;
+    double ops = 0, sweep = 0; // sweep: the tiled reverse's first sweep, unless statistics are kept
     std::vector<PetscInt> gathered((size_t)Ph, 0); // the tokens form's allgather of the peers' rows
     for (PetscInt seq = s.begin; seq < s.end; ++seq) {
       const PetscInt q0 = std::max(g.begin - seq * N, (PetscInt)0), q1 = std::min(g.end - seq * N, N);
@@ -167,26 +167,34 @@ StepCost PredictStep(const ModelSettings &m, PetscInt M, PetscInt N, PetscInt P,
       ops += 3.0 * (2.0 * projected * d * (k + dv) + 2.0 * q * d * k + 2.0 * keys * k + keys + 2.0 * keys * dv);
       if (m.head_kind == HeadKind::qkvo) ops += 3.0 * 2.0 * q * dv * d;
       // Queries with more keys than a block takes at once: their reverse
-      // makes the scores, exps and weighted sums once more (attention.hpp).
+      // makes the scores, exps and weighted sums once more (attention.hpp),
+      // unless the forward kept their statistics.
       const PetscInt t0 = std::max(q0, m.causal ? at_once : (N > at_once ? q0 : q1));
       const double tiled = t0 >= q1 ? 0.0
                            : m.causal ? 0.5 * (double)(q1 * (q1 + 1) - t0 * (t0 + 1))
                                       : (double)(q1 - t0) * (double)N;
-      ops += 2.0 * tiled * k + tiled + 2.0 * tiled * dv;
+      sweep += 2.0 * tiled * k + tiled + 2.0 * tiled * dv;
       // qkvo heads' reverse makes the weighted sums of the others too (dO needs Y).
       if (m.head_kind == HeadKind::qkvo) ops += 2.0 * (keys - tiled) * dv;
     }
     if (Ph > 1 && form == CutForm::tokens && cuts > 0)
       layer.add(Exchange(ExchangeKind::allgather, Ph, r % Ph, gathered, group, nodes), 2.0);
     c.cuts = c.cuts || cuts > 0;
-    // Memory (velocity.hpp): L gathered states kept, and each cut's rows and their gradients.
+    // Memory (velocity.hpp): L gathered states kept (and the tiled queries'
+    // statistics), and each cut's rows and their gradients.
     // With threads over chunks of heads (velocity.hpp), each chunk but the
     // first sums into copies of the group's tokens (and of the cut rows).
     const double copy = 8.0 * ((double)g.size() + (form == CutForm::tokens ? (double)cuts * N : 0.0)) * d;
     const PetscInt J = HeadChunks(s.size(), Hl, copy);
     const double copies = (double)(J - 1) * copy;
-    c.memory = std::max(c.memory, 8.0 * (double)m.L * (double)g.size() * (double)d +
-                                      2.0 * width * (double)cuts * (double)N + copies);
+    const double others = 8.0 * (double)m.L * (double)g.size() * (double)d + 2.0 * width * (double)cuts * (double)N +
+                          copies;
+    const double statistics = // kept when they fit beside the rest (velocity.hpp)
+        sweep > 0 ? StatisticsBytes(m.L, Hl, g.size(), head_shape(m.head_kind, d, k), N,
+                                    memory > 0 ? std::max(0.0, memory - others) : -1.0)
+                  : 0.0;
+    if (statistics == 0) ops += sweep;
+    c.memory = std::max(c.memory, others + statistics);
     // Per step: the gradient and the heads over the token groups, in buckets
     // of layers (heads.hpp, exchange.hpp), and the PETSc scatters between the
     // chunk and theta. All buckets but the first layers' run behind kernels.
@@ -260,7 +268,7 @@ StepCost ChooseGrid(const ModelSettings &m, PetscInt M, PetscInt N, PetscInt P, 
     if (Ph > 0 ? h != Ph : P % h || P / h > M * N) continue; // a given Ph is checked by the settings
     for (CutForm f : {CutForm::tokens, CutForm::projections}) {
       if (form && f != *form) continue;
-      const StepCost c = PredictStep(m, M, N, P, h, f, rate, net, threads);
+      const StepCost c = PredictStep(m, M, N, P, h, f, rate, net, threads, memory);
       if (least < 0 || c.memory < least) least = c.memory;
       if (memory > 0 && c.memory > memory) continue;
       if (best.Ph == 0 || c.seconds() < best.seconds()) best = c;

@@ -158,8 +158,9 @@ PetscErrorCode ProblemCreate(MPI_Comm comm, const Settings &settings, Problem *p
   PetscCall(ThreadsCheck(comm, threads));
   if (threads > 1)
     p->predicted = PredictStep(s.model, s.data.M, s.data.N, size, p->predicted.Ph, p->predicted.form, s.parallel.rate,
-                               net, threads);
+                               net, threads, share);
   PetscCall(VelocityCreate(p->grid, p->tokens, &p->heads, s.model, p->predicted.form, threads, &p->velocity));
+  p->velocity.memory = share; // what is left of it keeps the tiled queries' statistics
   PetscCall(FlowCreate(&p->velocity, s.model.L, s.scheme, &p->flow));
   PetscCall(VecDuplicate(p->tokens.state, &p->x0));
   PetscCall(VecDuplicate(p->tokens.state, &p->x1));

@@ -85,6 +85,16 @@ namespace {
 // The first entry of flat token j in the group's gathered tokens.
 PetscInt at(const TokenLayout &t, PetscInt m, PetscInt i) { return (m * t.N + i - t.group.begin) * t.d; }
 
+// Where the statistics of layer l, local head hl, from query i of sequence m
+// go (null when none are kept).
+double *statistics_at(Velocity &v, PetscInt l, PetscInt hl, PetscInt m, PetscInt i) {
+  if (v.statistics.empty()) return nullptr;
+  const TokenLayout &t = *v.tokens;
+  const std::ptrdiff_t row = ((std::ptrdiff_t)l * v.heads->group.size() + hl) * t.group.size() + m * t.N + i -
+                             t.group.begin;
+  return v.statistics.data() + row * attention_statistics_width(v.heads->shape);
+}
+
 // The rows of cut c: its whole sequence's tokens, or local head hl's projections.
 // (64-bit: the rows of a long cut sequence can pass 2^31 numbers).
 std::ptrdiff_t key_block(const Velocity &v, PetscInt c, PetscInt hl) {
@@ -94,10 +104,25 @@ std::ptrdiff_t key_block(const Velocity &v, PetscInt c, PetscInt hl) {
 
 } // namespace
 
+double StatisticsBytes(PetscInt L, PetscInt Hl, PetscInt n, const HeadShape &s, PetscInt N, double room) {
+  if (N <= AttentionWork().keys_at_once) return 0;
+  const double bytes = 8.0 * (double)L * (double)Hl * (double)n * (double)attention_statistics_width(s);
+  return bytes <= kStatisticsBytes && (room < 0 || bytes <= 0.5 * room) ? bytes : 0; // half: the rest has a margin
+}
+
 PetscErrorCode VelocityKeep(Velocity *v, PetscInt L) {
+  const TokenLayout &t = *v->tokens;
+  const Heads &h = *v->heads;
   PetscFunctionBeginUser;
   v->kept_layer.assign((size_t)L, 0);
-  v->kept.resize((size_t)L * (size_t)v->tokens->group.size() * (size_t)v->tokens->d); // 64-bit: L n can pass 2^31
+  v->kept.resize((size_t)L * (size_t)t.group.size() * (size_t)t.d); // 64-bit: L n can pass 2^31
+  // What the other buffers take (the cost model's count): the rest is the statistics' room.
+  const double others = 8.0 * (double)(v->kept.size() + v->keys.size() + v->dkeys.size() + v->head_partial.size() +
+                                       v->dkeys_partial.size());
+  const double stats = StatisticsBytes(L, h.group.size(), t.group.size(), h.shape, t.N,
+                                       v->memory < 0 ? -1.0 : std::max(0.0, v->memory - others));
+  v->statistics.resize(stats > 0 ? (size_t)(stats / 8.0) : 0);
+  v->forwards = false;
   PetscFunctionReturn(0);
 }
 
@@ -128,7 +153,9 @@ PetscErrorCode Gather(Velocity *v, PetscInt l, Vec x, bool reuse) {
     PetscCall(VecGetArray(v->x_local, &xl));
     std::copy(kept, kept + n, xl);
     PetscCall(VecRestoreArray(v->x_local, &xl));
+    v->forwards = true;
   } else {
+    v->forwards = false;
     PetscCall(TokensGather(t, x, v->x_local));
     if (!reuse && keeping) {
       PetscCall(VecGetArray(v->x_local, &xl));
@@ -192,6 +219,7 @@ PetscErrorCode VelocityEvaluate(Velocity *v, PetscInt l, Vec x, Vec f) {
   const PetscInt S = t.seqs.size(), J = v->head_chunks;
   const size_t n = (size_t)t.group.size() * (size_t)t.d;
   auto inactive = [&](PetscInt m) { return v->active && !(*v->active)[m]; }; // not needed by the risk
+  const bool keeps = l < (PetscInt)v->kept_layer.size();
 #pragma omp parallel for num_threads(v->threads) schedule(dynamic, 1)
   for (PetscInt u = 0; u < S * J; ++u) {
     const PetscInt m = t.seqs.begin + u / J, j = u % J;
@@ -202,6 +230,7 @@ PetscErrorCode VelocityEvaluate(Velocity *v, PetscInt l, Vec x, Vec f) {
     double *sum = (j == 0 ? out : v->head_partial.data() + (size_t)(j - 1) * n) + at(t, m, q.begin);
     if (j > 0) std::fill(sum, sum + q.size() * t.d, 0.0);
     for (PetscInt hl = heads.begin; hl < heads.end; ++hl) {
+      w.statistics = keeps ? statistics_at(*v, l, hl, m, q.begin) : nullptr; // kept for the adjoint
       if (c < 0 || v->form == CutForm::tokens) // the sequence's tokens: held by the group or shared
         attention_forward(h.shape, h.head(l, hl), v->options,
                           c < 0 ? xs + at(t, m, 0) : v->keys.data() + key_block(*v, c, hl), t.N, q, scale, sum, w);
@@ -274,6 +303,7 @@ PetscErrorCode VelocityReverse(Velocity *v, Vec lam, Vec dx) {
       if (q.size() == 0 || skip(m)) continue;
       for (PetscInt hl = heads.begin; hl < heads.end; ++hl) {
         double *dtheta = grad + hl * h.shape.size;
+        w.statistics = v->forwards ? statistics_at(*v, l, hl, m, q.begin) : nullptr; // the forward's
         if (c < 0)
           attention_reverse(h.shape, h.head(l, hl), v->options, xs + at(t, m, 0), t.N, q, scale,
                             ls + at(t, m, q.begin), dxs + at(t, m, 0), dtheta, w);

@@ -39,8 +39,20 @@ struct AttentionWork {
   // Transposed copies, so that every hot product is op(A) B (the small-product
   // kernels do not take B^T): Q^T, K^T, V^T (d x k, d x k, d x dv), kappa^T, w^T.
   std::vector<double> qt, kt, vt, kappat, wt;
+  // Where the forward leaves, and the reverse then takes, each tiled block's
+  // softmax statistics: per query of q, in order, m, l and Y (dv + 2
+  // numbers, attention_statistics_width; rows of blocks not tiled are left
+  // alone). The reverse then skips its first sweep over the key tiles (one
+  // score product and exp less a score); what it reads is what that sweep
+  // would make, bitwise, when the forward ran on the same tokens and head.
+  // Null (the default): the forward keeps nothing, the reverse sweeps.
+  // Set by the caller before each call.
+  double *statistics = nullptr;
   void reserve(const HeadShape &s, PetscInt N);
 };
+
+// Numbers a query of a tiled block keeps (AttentionWork::statistics).
+inline PetscInt attention_statistics_width(const HeadShape &s) { return s.dv + 2; }
 
 struct AttentionOptions {
   double beta = 1.0;

@@ -69,8 +69,11 @@ struct StepCost {
 // sequences shared in `form`, each rank running `threads` threads over its
 // (sequence, chunk of heads) units (velocity.hpp: a rank's compute divided
 // by the threads its units keep busy).
+// The forward's statistics of tiled queries are counted kept (memory, no
+// first sweep in the reverse) when they fit in `memory` bytes a rank beside
+// the rest (0: any), as a run keeps them (velocity.hpp).
 StepCost PredictStep(const ModelSettings &m, PetscInt M, PetscInt N, PetscInt P, PetscInt Ph, CutForm form,
-                     double rate, const Network &net, PetscInt threads = 1);
+                     double rate, const Network &net, PetscInt threads = 1, double memory = 0);
 
 // parallel.cut_sequences as a form (none for auto: the cost model chooses).
 std::optional<CutForm> CutFormSetting(const ParallelSettings &s);

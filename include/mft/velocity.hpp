@@ -64,6 +64,14 @@ struct Velocity {
   // follows (VelocityKeep): kept_layer[l] once layer l's is in kept.
   std::vector<double> kept;
   std::vector<char> kept_layer;
+  // With them, where the sequences are long enough for key tiles and
+  // StatisticsBytes allows, each layer's tiled queries' softmax statistics
+  // (attention.hpp: the reverse then skips its first sweep over the tiles),
+  // per layer, head of the group and token of the group; `forwards` when the
+  // prepared layer's state is the forward's, so that they hold for it.
+  std::vector<double> statistics;
+  bool forwards = false;
+  double memory = -1; // bytes the rank may keep for its buffers (its share of the node; < 0: no limit)
   PetscInt sweeps = 0;     // reverse sweeps done (one per layer and adjoint solve)
   // Identity of the adjoint vector whose parameter part is in heads->layer_grad.
   PetscInt grad_layer = -1;
@@ -89,6 +97,14 @@ constexpr PetscInt kGradientChunks = 16;
 constexpr PetscInt kHeadUnits = 64;
 constexpr double kHeadCopyBytes = 268435456.0; // 256 MiB
 PetscInt HeadChunks(PetscInt sequences, PetscInt heads, double copy_bytes);
+
+// The bytes of the tiled queries' statistics a rank keeps over L layers for
+// Hl heads and n tokens of sequences of N: L Hl n (dv + 2) doubles when N
+// takes key tiles and that is at most kStatisticsBytes and half of `room`
+// (the bytes the rank has left beside its other buffers; < 0: no limit), else 0 (the
+// reverse then makes them again). Results are bitwise the same either way.
+constexpr double kStatisticsBytes = 8589934592.0; // 8 GiB
+double StatisticsBytes(PetscInt L, PetscInt Hl, PetscInt n, const HeadShape &s, PetscInt N, double room = -1);
 PetscErrorCode VelocityDestroy(Velocity *v);
 
 // f = velocity of layer l at state x.

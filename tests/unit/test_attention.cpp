@@ -111,6 +111,38 @@ TEST_P(Kernels, SplitAtTheProjectionsEqualsReference) {
   }
 }
 
+// The forward's statistics of tiled blocks (AttentionWork::statistics) give
+// the reverse exactly what its first sweep makes: the same gradients,
+// bitwise; and the reverse does read them (a changed sum changes them).
+TEST_P(Kernels, KeptStatisticsAreTheSweepsBitwise) {
+  const PetscInt d = 5, k = 3, N = 150;
+  Inputs in(GetParam(), d, k, N, 97);
+  const HeadShape &s = in.s;
+  const double *theta = in.theta.data(), *x = in.x.data();
+  const PetscInt width = attention_statistics_width(s);
+  for (Range q : {Range{0, N}, Range{37, 140}}) {
+    AttentionWork kept, swept;
+    for (AttentionWork *w : {&kept, &swept}) w->keys_at_once = 100, w->key_tile = 13, w->reserve(s, N);
+    std::vector<double> stats(q.size() * width, NAN), out(q.size() * d, 0.0);
+    kept.statistics = stats.data();
+    attention_forward(s, theta, in.o, x, N, q, 0.7, out.data(), kept);
+    PetscInt written = 0;
+    for (double v : stats) written += !std::isnan(v);
+    EXPECT_GT(written, 0) << "no tiled block kept its statistics";
+    auto reverse = [&](AttentionWork &w) {
+      std::pair<std::vector<double>, std::vector<double>> g{std::vector<double>(N * d, 0.2),
+                                                            std::vector<double>(s.size, 0.3)};
+      attention_reverse(s, theta, in.o, x, N, q, 0.7, in.lam.data() + q.begin * d, g.first.data(), g.second.data(), w);
+      return g;
+    };
+    const auto a = reverse(kept), b = reverse(swept);
+    EXPECT_TRUE(a.first == b.first && a.second == b.second) << q.begin << ": kept statistics differ from the sweep's";
+    for (PetscInt r = 0; r < q.size(); ++r)
+      if (!std::isnan(stats[r * width + 1])) stats[r * width + 1] *= 1.5; // every kept sum l
+    EXPECT_FALSE(reverse(kept).first == b.first) << "the reverse did not read the kept statistics";
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(All, Kernels,
                          ::testing::Values(Case{HeadKind::qkv, false}, Case{HeadKind::qkv, true},
                                            Case{HeadKind::qkvo, false}, Case{HeadKind::qkvo, true}),

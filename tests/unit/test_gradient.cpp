@@ -94,6 +94,24 @@ TEST(Gradient, OneReverseSweepPerLayer) {
   EXPECT_EQ(p->velocity.sweeps - before, p->settings.model.L);
 }
 
+// Sequences long enough for key tiles: the forward keeps its tiled queries'
+// statistics for the adjoint, which then skips its first sweep; the gradient
+// is bitwise the one that sweeps (statistics dropped after the forward).
+TEST(Gradient, KeptStatisticsAreTheSweepsBitwise) {
+  auto p = make_problem(PETSC_COMM_WORLD, tiny({"--model.L", "2", "--model.H", "3", "--model.d", "2", "--model.k", "1",
+                                                "--data.M", "2", "--data.N", "4200", "--model.head_kind", "qkvo"}));
+  ASSERT_EQ(ProblemEvaluate(p.get(), PETSC_TRUE), 0);
+  EXPECT_FALSE(p->velocity.statistics.empty()) << "4200 tokens take key tiles: statistics expected";
+  const std::vector<double> kept = gather(p->grad);
+  ASSERT_EQ(VecCopy(p->x0, p->x1), 0);
+  ASSERT_EQ(FlowForward(&p->flow, p->x1), 0);
+  p->velocity.statistics.clear();
+  ASSERT_EQ(RiskEvaluate(p->tokens, p->targets, &p->active, p->x1, p->adjoint, &p->risk), 0);
+  ASSERT_EQ(FlowAdjoint(&p->flow, p->adjoint, p->grad), 0);
+  ASSERT_EQ(VecScale(p->grad, (PetscScalar)(p->heads.L * p->heads.H)), 0);
+  EXPECT_TRUE(gather(p->grad) == kept) << "the kept statistics change the gradient";
+}
+
 // A reused time stepper gives bitwise the gradient of its first use.
 TEST(Gradient, ReusedSolverRepeatsItself) {
   auto p = make_problem(PETSC_COMM_WORLD, tiny());
