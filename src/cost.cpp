@@ -87,7 +87,7 @@ std::vector<Count> HeadScatters(const ModelSettings &m, PetscInt P, PetscInt Ph,
 }
 
 // What rank r sends to share its group's `q` rows of cut sequence `seq`
-// (TokensShareCutRows): to every other group holding part of it (its rank of
+// (TokensShareCutRowsBegin): to every other group holding part of it (its rank of
 // the same place, g Ph + r % Ph), all its rows, or with `identical` its share
 // of them; then (`gathered`, per rank of the group) the entries of the
 // peers' parts its group completes by one allgather after all the cut

@@ -169,19 +169,9 @@ PetscErrorCode Start(MPI_Comm comm, ExchangeKind kind, PetscMPIInt tag, double *
 
 } // namespace
 
-// Seconds from construction to destruction, added to `to` (the time a rank
-// spends inside the calls of an exchange behind the kernels).
-struct Inside {
-  double *to, start = MPI_Wtime();
-  explicit Inside(double *t) : to(t) {}
-  ~Inside() {
-    if (to) *to += MPI_Wtime() - start;
-  }
-};
-
 PetscErrorCode ExchangeBegin(MPI_Comm comm, ExchangeKind kind, PetscMPIInt tag, double *data,
                              const std::vector<PetscInt> &counts, double *out, ExchangeInFlight *x) {
-  Inside inside(&traffic().inside);
+  InsideExchange inside;
   PetscFunctionBeginUser;
   PetscCheck(tag >= kExchangeTags, comm, PETSC_ERR_ARG_OUTOFRANGE, "tag %d is a blocking exchange's", tag);
   PetscCall(Start(comm, kind, tag, data, counts, out, true, x));
@@ -189,7 +179,7 @@ PetscErrorCode ExchangeBegin(MPI_Comm comm, ExchangeKind kind, PetscMPIInt tag, 
 }
 
 PetscErrorCode ExchangeProgress(ExchangeInFlight *x) {
-  Inside inside(x->behind ? &traffic().inside : nullptr);
+  InsideExchange inside(x->behind);
   PetscFunctionBeginUser;
   while (x->comm != MPI_COMM_NULL && x->next < x->plan.size()) {
     int arrived = 0;
@@ -201,7 +191,7 @@ PetscErrorCode ExchangeProgress(ExchangeInFlight *x) {
 }
 
 PetscErrorCode ExchangeEnd(ExchangeInFlight *x) {
-  Inside inside(x->behind ? &traffic().inside : nullptr);
+  InsideExchange inside(x->behind);
   PetscFunctionBeginUser;
   if (x->comm == MPI_COMM_NULL) PetscFunctionReturn(0);
   while (x->next < x->plan.size()) {

@@ -342,8 +342,8 @@ std::vector<Option> declare(Settings &s) {
              "projects the whole sequence) or their key and value projections (no group projects another's tokens); "
              "auto: the less predicted step time"),
       flag("parallel.overlap", &s.parallel.overlap,
-           "run the heads' exchanges behind the kernels, in buckets of layers (false: the same messages, each "
-           "waited for at once; results are bitwise the same)"),
+           "run the heads' exchanges (in buckets of layers) and the cut sequences' rows behind the kernels "
+           "(false: the same messages, each waited for at once; results are bitwise the same)"),
       real("parallel.latency", &s.parallel.latency, 0.0, false,
            "cost model: seconds a message between ranks of a node (grid choice; mft bench measures it)"),
       real("parallel.bandwidth", &s.parallel.bandwidth, 0.0, true,

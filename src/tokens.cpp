@@ -143,10 +143,14 @@ double *KeyRow(const TokenLayout &t, double *keys, PetscInt width, size_t c, Pet
 
 } // namespace
 
-PetscErrorCode TokensShareCutRows(const TokenLayout &t, double *keys, PetscInt width, bool identical) {
-  std::vector<MPI_Request> req;
+PetscErrorCode TokensShareCutRowsBegin(const TokenLayout &t, double *keys, PetscInt width, bool identical,
+                                       CutRowsInFlight *x) {
+  InsideExchange inside;
   PetscMPIInt Ph = 1, a = 0;
   PetscFunctionBeginUser;
+  PetscCheck(!x->active, PETSC_COMM_SELF, PETSC_ERR_ORDER, "the cut rows are already being shared");
+  *x = CutRowsInFlight{};
+  x->keys = keys, x->width = width, x->identical = identical, x->active = true, x->posted = MPI_Wtime();
   if (identical) {
     PetscCallMPI(MPI_Comm_size(t.head_comm, &Ph));
     PetscCallMPI(MPI_Comm_rank(t.head_comm, &a));
@@ -162,26 +166,55 @@ PetscErrorCode TokensShareCutRows(const TokenLayout &t, double *keys, PetscInt w
     for (const TokenPiece &p : cs.peers) {
       const Range in = share({p.begin, p.end});
       if (in.size() > 0)
-        PetscCall(Post(t, false, {p.peer, in.begin, in.end}, KeyRow(t, keys, width, c, in.begin), width, req));
+        PetscCall(Post(t, false, {p.peer, in.begin, in.end}, KeyRow(t, keys, width, c, in.begin), width, x->req));
       if (out.size() > 0)
-        PetscCall(Post(t, true, {p.peer, out.begin, out.end}, KeyRow(t, keys, width, c, out.begin), width, req));
+        PetscCall(Post(t, true, {p.peer, out.begin, out.end}, KeyRow(t, keys, width, c, out.begin), width, x->req));
     }
   }
-  PetscCallMPI(MPI_Waitall((int)req.size(), req.data(), MPI_STATUSES_IGNORE));
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode TokensShareCutRowsProgress(CutRowsInFlight *x) {
+  InsideExchange inside;
+  int arrived = 0;
+  PetscFunctionBeginUser;
+  if (!x->active || x->done >= 0) PetscFunctionReturn(0);
+  PetscCallMPI(MPI_Testall((int)x->req.size(), x->req.data(), &arrived, MPI_STATUSES_IGNORE));
+  if (arrived) x->done = MPI_Wtime();
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode TokensShareCutRowsEnd(const TokenLayout &t, CutRowsInFlight *x) {
+  InsideExchange inside;
+  PetscMPIInt Ph = 1, a = 0;
+  PetscFunctionBeginUser;
+  if (!x->active) PetscFunctionReturn(0);
+  double *keys = x->keys;
+  const PetscInt width = x->width;
+  if (x->done < 0) {
+    PetscCallMPI(MPI_Waitall((int)x->req.size(), x->req.data(), MPI_STATUSES_IGNORE));
+    x->done = MPI_Wtime();
+  }
+  traffic().in_flight += x->done - x->posted;
+  x->active = false;
+  if (x->identical) {
+    PetscCallMPI(MPI_Comm_size(t.head_comm, &Ph));
+    PetscCallMPI(MPI_Comm_rank(t.head_comm, &a));
+  }
   if (Ph > 1) { // the peers' rows, received in shares, completed within the group by one allgather
     // Segment x of the buffer: rank x's shares of every peer part, in order.
     std::vector<PetscInt> counts((size_t)Ph, 0), begin((size_t)Ph + 1, 0);
-    for (PetscMPIInt x = 0; x < Ph; ++x) {
+    for (PetscMPIInt g = 0; g < Ph; ++g) {
       for (const CutSequence &cs : t.cuts)
-        for (const TokenPiece &p : cs.peers) counts[x] += split(p.end - p.begin, Ph, x).size() * width;
-      begin[x + 1] = begin[x] + counts[x];
+        for (const TokenPiece &p : cs.peers) counts[g] += split(p.end - p.begin, Ph, g).size() * width;
+      begin[g + 1] = begin[g] + counts[g];
     }
     t.incoming.resize((size_t)begin[Ph]);
-    auto each = [&](PetscMPIInt x, auto &&move) { // move(rows in keys, entries, offset in the buffer)
-      PetscInt at = begin[x];
+    auto each = [&](PetscMPIInt g, auto &&move) { // move(rows in keys, entries, offset in the buffer)
+      PetscInt at = begin[g];
       for (size_t c = 0; c < t.cuts.size(); ++c)
         for (const TokenPiece &p : t.cuts[c].peers) {
-          const Range sx = split(p.end - p.begin, Ph, x);
+          const Range sx = split(p.end - p.begin, Ph, g);
           move(KeyRow(t, keys, width, c, p.begin + sx.begin), sx.size() * width, at);
           at += sx.size() * width;
         }
@@ -189,8 +222,8 @@ PetscErrorCode TokensShareCutRows(const TokenLayout &t, double *keys, PetscInt w
     double *buf = t.incoming.data();
     each(a, [&](double *rows, PetscInt n, PetscInt at) { std::copy(rows, rows + n, buf + at); });
     PetscCall(AllgatherSegments(t.head_comm, buf, counts));
-    for (PetscMPIInt x = 0; x < Ph; ++x)
-      if (x != a) each(x, [&](double *rows, PetscInt n, PetscInt at) { std::copy(buf + at, buf + at + n, rows); });
+    for (PetscMPIInt g = 0; g < Ph; ++g)
+      if (g != a) each(g, [&](double *rows, PetscInt n, PetscInt at) { std::copy(buf + at, buf + at + n, rows); });
   }
   PetscFunctionReturn(0);
 }

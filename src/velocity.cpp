@@ -73,6 +73,7 @@ PetscInt HeadChunks(PetscInt sequences, PetscInt heads, double copy_bytes) {
 
 PetscErrorCode VelocityDestroy(Velocity *v) {
   PetscFunctionBeginUser;
+  PetscCall(TokensShareCutRowsEnd(*v->tokens, &v->sharing));
   PetscCall(VecDestroy(&v->x_local));
   PetscCall(VecDestroy(&v->lam_local));
   PetscCall(VecDestroy(&v->dx_local));
@@ -128,6 +129,8 @@ PetscErrorCode VelocityKeep(Velocity *v, PetscInt L) {
 
 namespace {
 
+PetscErrorCode RowsArrived(Velocity *v);
+
 // x_local <- the group's tokens of x (from the forward's copy when `reuse` and
 // one is kept for layer l; the forward keeps its own), then the cut
 // sequences' rows, shared.
@@ -167,6 +170,7 @@ PetscErrorCode Gather(Velocity *v, PetscInt l, Vec x, bool reuse) {
   PetscCall(PetscLogEventEnd(MFT_EXCHANGE, 0, 0, 0, 0));
   if (!t.cuts.empty()) { // the group's rows of its cut sequences (tokens or projections), then shared
     const PetscScalar *xs;
+    PetscCall(RowsArrived(v)); // a share still in flight (no kernel took it) ends before its rows change
     PetscCall(PetscLogEventBegin(MFT_KERNELS, 0, 0, 0, 0));
     PetscCall(VecGetArrayRead(v->x_local, &xs));
     for (PetscInt c = 0; c < (PetscInt)t.cuts.size(); ++c) {
@@ -183,11 +187,49 @@ PetscErrorCode Gather(Velocity *v, PetscInt l, Vec x, bool reuse) {
     PetscCall(VecRestoreArrayRead(v->x_local, &xs));
     PetscCall(PetscLogEventEnd(MFT_KERNELS, 0, 0, 0, 0));
     PetscCall(PetscLogEventBegin(MFT_EXCHANGE, 0, 0, 0, 0));
-    PetscCall(TokensShareCutRows(t, v->keys.data(), v->key_width, v->form == CutForm::tokens));
+    PetscCall(TokensShareCutRowsBegin(t, v->keys.data(), v->key_width, v->form == CutForm::tokens, &v->sharing));
+    if (!h.overlap) PetscCall(TokensShareCutRowsEnd(t, &v->sharing)); // the same messages, waited for at once
     PetscCall(PetscLogEventEnd(MFT_EXCHANGE, 0, 0, 0, 0));
   }
   v->layer = l;
   v->grad_layer = -1;
+  PetscFunctionReturn(0);
+}
+
+// The cut sequences' rows are in (the second pass of the kernels needs them).
+PetscErrorCode RowsArrived(Velocity *v) {
+  PetscFunctionBeginUser;
+  PetscCall(PetscLogEventBegin(MFT_EXCHANGE, 0, 0, 0, 0));
+  PetscCall(TokensShareCutRowsEnd(*v->tokens, &v->sharing));
+  PetscCall(PetscLogEventEnd(MFT_EXCHANGE, 0, 0, 0, 0));
+  PetscFunctionReturn(0);
+}
+
+// The kernels in two passes: first the units whose sequences the group holds
+// whole (`cut` false), while the cut sequences' rows travel, the main thread
+// asking MPI to move them between units; then, the rows in, the others. A
+// unit's sums are its own (velocity.hpp), so the order of the units changes
+// no result. body(u) runs unit u; cut(u) says whether it needs the rows.
+template <class Cut, class Body>
+PetscErrorCode OverUnits(Velocity *v, PetscInt units, Cut cut, Body body) {
+  PetscErrorCode progress = 0;
+  PetscFunctionBeginUser;
+  const int passes = v->tokens->cuts.empty() ? 1 : 2;
+  for (int pass = 0; pass < passes; ++pass) {
+    if (pass == 1) { // (the kernels' event is open around this: the wait is the exchange's)
+      PetscCall(PetscLogEventEnd(MFT_KERNELS, 0, 0, 0, 0));
+      PetscCall(RowsArrived(v));
+      PetscCall(PetscLogEventBegin(MFT_KERNELS, 0, 0, 0, 0));
+    }
+#pragma omp parallel for num_threads(v->threads) schedule(dynamic, 1)
+    for (PetscInt u = 0; u < units; ++u) {
+      if (passes == 2 && cut(u) != (pass == 1)) continue;
+      if (pass == 0 && passes == 2 && omp_get_thread_num() == 0 && !progress)
+        progress = TokensShareCutRowsProgress(&v->sharing); // the main thread: MPI_THREAD_FUNNELED
+      body(u, omp_get_thread_num());
+    }
+    PetscCall(progress);
+  }
   PetscFunctionReturn(0);
 }
 
@@ -220,11 +262,11 @@ PetscErrorCode VelocityEvaluate(Velocity *v, PetscInt l, Vec x, Vec f) {
   const size_t n = (size_t)t.group.size() * (size_t)t.d;
   auto inactive = [&](PetscInt m) { return v->active && !(*v->active)[m]; }; // not needed by the risk
   const bool keeps = l < (PetscInt)v->kept_layer.size();
-#pragma omp parallel for num_threads(v->threads) schedule(dynamic, 1)
-  for (PetscInt u = 0; u < S * J; ++u) {
+  auto cut = [&](PetscInt u) { return t.cut(t.seqs.begin + u / J) >= 0; };
+  PetscCall(OverUnits(v, S * J, cut, [&](PetscInt u, int thread) {
     const PetscInt m = t.seqs.begin + u / J, j = u % J;
-    if (inactive(m)) continue;
-    AttentionWork &w = v->works[(size_t)omp_get_thread_num()];
+    if (inactive(m)) return;
+    AttentionWork &w = v->works[(size_t)thread];
     const Range q = t.queries(m), heads = split(h.group.size(), J, j);
     const PetscInt c = t.cut(m);
     double *sum = (j == 0 ? out : v->head_partial.data() + (size_t)(j - 1) * n) + at(t, m, q.begin);
@@ -238,7 +280,7 @@ PetscErrorCode VelocityEvaluate(Velocity *v, PetscInt l, Vec x, Vec f) {
         attention_forward_projected(h.shape, h.head(l, hl), v->options, xs + at(t, m, q.begin),
                                     v->keys.data() + key_block(*v, c, hl), v->key_width, t.N, q, scale, sum, w);
     }
-  }
+  }));
   for (PetscInt j = 1; j < J; ++j)
     for (PetscInt m = t.seqs.begin; m < t.seqs.end; ++m) {
       if (inactive(m)) continue;
@@ -286,10 +328,15 @@ PetscErrorCode VelocityReverse(Velocity *v, Vec lam, Vec dx) {
   const PetscInt S = t.seqs.size(), J = v->head_chunks;
   std::fill(v->head_partial.begin(), v->head_partial.end(), 0.0);
   std::fill(v->dkeys_partial.begin(), v->dkeys_partial.end(), 0.0);
-#pragma omp parallel for num_threads(v->threads) schedule(dynamic, 1)
-  for (PetscInt u = 0; u < v->chunks * J; ++u) {
+  std::vector<char> cut_chunk((size_t)v->chunks, 0); // chunks holding a cut sequence
+  for (PetscInt k = 0; k < v->chunks; ++k) {
+    const Range part = split(S, v->chunks, k);
+    for (PetscInt m = t.seqs.begin + part.begin; m < t.seqs.begin + part.end; ++m) cut_chunk[k] |= t.cut(m) >= 0;
+  }
+  auto cut = [&](PetscInt u) { return cut_chunk[u / J] != 0; };
+  PetscCall(OverUnits(v, v->chunks * J, cut, [&](PetscInt u, int thread) {
     const PetscInt k = u / J, j = u % J;
-    AttentionWork &w = v->works[(size_t)omp_get_thread_num()];
+    AttentionWork &w = v->works[(size_t)thread];
     const Range heads = split(h.group.size(), J, j);
     double *grad = v->chunk_grad.data() + (size_t)k * G;
     std::fill(grad + heads.begin * h.shape.size, grad + heads.end * h.shape.size, 0.0);
@@ -317,7 +364,7 @@ PetscErrorCode VelocityReverse(Velocity *v, Vec lam, Vec dx) {
                                       dks + key_block(*v, c, hl), dtheta, w);
       }
     }
-  }
+  }));
   for (PetscInt j = 1; j < J; ++j) {
     const double *dx_j = v->head_partial.data() + (size_t)(j - 1) * n;
     for (size_t e = 0; e < n; ++e) ds[e] += dx_j[e];

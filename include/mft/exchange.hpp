@@ -94,6 +94,17 @@ PetscErrorCode ExchangeBegin(MPI_Comm comm, ExchangeKind kind, PetscMPIInt tag, 
 PetscErrorCode ExchangeProgress(ExchangeInFlight *x);
 PetscErrorCode ExchangeEnd(ExchangeInFlight *x);
 
+// Adds the seconds from its construction to its destruction to
+// Traffic::inside (a call of an exchange behind the kernels).
+struct InsideExchange {
+  double start = MPI_Wtime();
+  bool counted = true;
+  explicit InsideExchange(bool count = true) : counted(count) {}
+  ~InsideExchange() {
+    if (counted) traffic().inside += MPI_Wtime() - start;
+  }
+};
+
 // counts cut to entries [begin, end) of the whole vector: segment r's part of
 // it (a bucket of the vector, exchanged alone, gives each rank the same
 // entries of the same sums as the whole).

@@ -141,7 +141,7 @@ struct ParallelSettings {
   PetscInt head_groups = 0;   // 0: chosen by the cost model (cost.hpp)
   PetscInt threads = 0;       // threads per rank over its sequences and heads; 0: OMP_NUM_THREADS, else 1
   std::string cut_sequences = "auto"; // tokens | projections | auto (tokens.hpp; auto: the cost model's choice)
-  bool overlap = true;        // exchanges behind the kernels (heads.hpp); off: the same messages, each waited for
+  bool overlap = true;        // exchanges behind the kernels (heads.hpp, tokens.hpp); off: each waited for at once
   double latency = 1.5e-6;    // the cost model's network (cost.hpp): seconds a message within a node
   double bandwidth = 12e9;    // bytes a second within a node
   double remote_latency = 2.5e-6;  // between nodes

@@ -12,7 +12,7 @@
 // Attention also needs every key of a query's sequence. A sequence held whole
 // by the group is projected there. For a sequence cut across token groups
 // (`cuts`), rank (a, b) exchanges rows point to point with rank (a, b') of
-// every other group b' that holds part of it (TokensShareCutRows), in one of
+// every other group b' that holds part of it (TokensShareCutRowsBegin/End), in one of
 // two forms (CutForm): the group's tokens (d numbers a token; every group
 // then projects the whole sequence, as if it held it), or the projections of the
 // group's tokens onto the keys and values of the head group's heads
@@ -99,10 +99,27 @@ PetscErrorCode TokensScatterAdd(const TokenLayout &t, Vec local, Vec state);
 // head group holds the same rows) each rank of the group sends only its
 // share of them (split over the Ph ranks) to its peer, and each group then
 // allgathers what its ranks received: the rows cross between groups once,
-// not Ph times. Return: the rows of each peer's part go back to it,
-// and the rows of `mine` become the sum of every group's, own part first,
-// then the peers' in group order.
-PetscErrorCode TokensShareCutRows(const TokenLayout &t, double *keys, PetscInt width, bool identical);
+// not Ph times. The share goes in two halves, so that the kernels of the
+// sequences the group holds whole run while the rows travel: Begin posts the
+// rows' messages; Progress asks MPI to move them (from the main thread,
+// between kernels; MPI moves a large message only while it is asked); End
+// waits for them and, with `identical`, completes them within the group.
+// Counted in Traffic::in_flight and inside (exchange.hpp).
+// Return: the rows of each peer's part go back to it, and the rows of `mine`
+// become the sum of every group's, own part first, then the peers' in group
+// order.
+struct CutRowsInFlight {
+  std::vector<MPI_Request> req;
+  double *keys = nullptr;
+  PetscInt width = 0;
+  bool identical = false, active = false;
+  double posted = 0, done = -1;
+};
+PetscErrorCode TokensShareCutRowsBegin(const TokenLayout &t, double *keys, PetscInt width, bool identical,
+                                       CutRowsInFlight *x);
+PetscErrorCode TokensShareCutRowsProgress(CutRowsInFlight *x);
+PetscErrorCode TokensShareCutRowsEnd(const TokenLayout &t, CutRowsInFlight *x);
 PetscErrorCode TokensReturnCutRows(const TokenLayout &t, double *keys, PetscInt width);
+
 
 } // namespace mft

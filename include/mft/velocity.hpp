@@ -46,6 +46,9 @@ struct Velocity {
   CutForm form = CutForm::tokens;
   std::vector<double> keys, dkeys;
   PetscInt key_width = 0;
+  // The rows' share in flight: the kernels of the sequences the group holds
+  // whole run first, then those of the cut ones (with parallel.overlap).
+  CutRowsInFlight sharing;
   // Threads over the group's sequences and chunks of its heads
   // (parallel.threads): each has its own work space. The reverse sums each
   // head's gradient over a fixed number of chunks of sequences (each chunk in

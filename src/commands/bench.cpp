@@ -83,7 +83,7 @@ PetscErrorCode BenchSize(MPI_Comm comm, const std::string &name, const Settings 
   // One training step; *t its time, and per rank averaged over the ranks:
   // kc[0], kc[1] its kernel and communication fractions (disjoint parts of
   // the step, adding up to at most 1); kc[2], kc[3] the seconds its exchanges
-  // behind the kernels (heads.hpp) were in flight, and spent in their calls.
+  // behind the kernels (the heads' buckets, the cut rows) were in flight, and spent in their calls.
   auto train_step = [&](double *t, double kc[4]) -> PetscErrorCode {
     double k0, c0, k1, c1, mine[4];
     PetscFunctionBeginUser;
@@ -109,7 +109,7 @@ PetscErrorCode BenchSize(MPI_Comm comm, const std::string &name, const Settings 
     PetscCall(train_step(&t, kc));
     step.push_back(t);
     kernel.push_back(kc[0]), comm_s.push_back(kc[1]), flight.push_back(kc[2]), inside.push_back(kc[3]);
-    // The same step with the heads' exchanges waited for at once (their whole cost).
+    // The same step with those exchanges waited for at once (their whole cost).
     p.heads.overlap = false;
     PetscCall(train_step(&t, kc));
     p.heads.overlap = bs.parallel.overlap;
@@ -133,14 +133,16 @@ PetscErrorCode BenchSize(MPI_Comm comm, const std::string &name, const Settings 
   // forward alone (a third of a step's operations), the step on this grid
   // predicted (three forwards' compute and every message) and compared.
   const double forward_rate = ops / 3 / fw / (double)size;
-  const StepCost model = PredictStep(bs.model, bs.data.M, bs.data.N, size, p.grid.Ph, p.velocity.form, forward_rate, net);
+  const StepCost model =
+      PredictStep(bs.model, bs.data.M, bs.data.N, size, p.grid.Ph, p.velocity.form, forward_rate, net);
   const double predicted = model.seconds(), in_flight = median(flight), in_calls = median(inside);
   const double at_once = median(inside_at_once);
   PetscCall(PetscPrintf(comm,
-                        "%-6s the heads' exchanges (%zu buckets of layers): %.3g ms a step waited for at once (step "
-                        "%.4g s); behind the kernels%s %.3g ms in their calls, %.0f%% hidden (step %.4g s), %.3g ms in "
-                        "flight; the model hides %.3g ms\n",
-                        name.c_str(), p.heads.buckets.size(), 1e3 * at_once, median(step_at_once),
+                        "%-6s exchanges behind the kernels (the heads' %zu buckets of layers%s): %.3g ms a step waited "
+                        "for at once (step %.4g s); behind the kernels%s %.3g ms in their calls, %.0f%% hidden (step "
+                        "%.4g s), %.3g ms in flight; the model hides %.3g ms\n",
+                        name.c_str(), p.heads.buckets.size(), p.tokens.cuts.empty() ? "" : ", the cut sequences' rows",
+                        1e3 * at_once, median(step_at_once),
                         bs.parallel.overlap ? "" : " (parallel.overlap false: none)", 1e3 * in_calls,
                         at_once > 0 ? 100 * (1 - in_calls / at_once) : 0.0, st, 1e3 * in_flight, 1e3 * model.hidden));
   PetscCall(PetscPrintf(comm,
