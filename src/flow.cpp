@@ -173,7 +173,8 @@ PetscErrorCode FlowDestroy(Flow *f) {
   PetscFunctionReturn(0);
 }
 
-PetscErrorCode FlowForward(Flow *f, Vec x) {
+// The forward solve: a layer a step (the Euler model), or the adaptive reference's.
+static PetscErrorCode Forward(Flow *f, Vec x) {
   PetscInt steps;
   TSTrajectory trajectory;
   PetscFunctionBeginUser;
@@ -210,7 +211,8 @@ PetscErrorCode FlowForward(Flow *f, Vec x) {
   PetscFunctionReturn(0);
 }
 
-PetscErrorCode FlowAdjoint(Flow *f, Vec lam, Vec dtheta) {
+// The adjoint solve and the head gradients' sum.
+static PetscErrorCode Adjoint(Flow *f, Vec lam, Vec dtheta) {
   Heads &h = *f->velocity->heads;
   PetscFunctionBeginUser;
   if (f->scheme.adaptive) { // the reference's adjoint of the state only
@@ -225,6 +227,24 @@ PetscErrorCode FlowAdjoint(Flow *f, Vec lam, Vec dtheta) {
   PetscCall(PetscLogEventBegin(MFT_EXCHANGE, 0, 0, 0, 0));
   PetscCall(HeadsReduceGradient(&h, dtheta));
   PetscCall(PetscLogEventEnd(MFT_EXCHANGE, 0, 0, 0, 0));
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode FlowForward(Flow *f, Vec x) {
+  PetscFunctionBeginUser;
+  PetscCall(PetscLogStagePush(MFT_FORWARD));
+  const PetscErrorCode failed = Forward(f, x);
+  PetscCall(PetscLogStagePop()); // also when it failed: the caller may go on (a study's next case)
+  PetscCall(failed);
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode FlowAdjoint(Flow *f, Vec lam, Vec dtheta) {
+  PetscFunctionBeginUser;
+  PetscCall(PetscLogStagePush(MFT_ADJOINT));
+  const PetscErrorCode failed = Adjoint(f, lam, dtheta);
+  PetscCall(PetscLogStagePop());
+  PetscCall(failed);
   PetscFunctionReturn(0);
 }
 

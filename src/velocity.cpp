@@ -15,6 +15,7 @@
 namespace mft {
 
 PetscLogEvent MFT_KERNELS = 0, MFT_EXCHANGE = 0;
+PetscLogStage MFT_FORWARD = 0, MFT_ADJOINT = 0;
 
 static PetscErrorCode RegisterEvents() {
   static PetscBool registered = PETSC_FALSE;
@@ -24,6 +25,8 @@ static PetscErrorCode RegisterEvents() {
   PetscCall(PetscClassIdRegister("MFT", &id));
   PetscCall(PetscLogEventRegister("MftKernels", id, &MFT_KERNELS));
   PetscCall(PetscLogEventRegister("MftExchange", id, &MFT_EXCHANGE));
+  PetscCall(PetscLogStageRegister("MftForward", &MFT_FORWARD));
+  PetscCall(PetscLogStageRegister("MftAdjoint", &MFT_ADJOINT));
   registered = PETSC_TRUE;
   PetscFunctionReturn(0);
 }

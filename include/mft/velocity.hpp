@@ -26,8 +26,13 @@ namespace mft {
 
 // PETSc events of a step's parts, registered by VelocityCreate: the attention
 // kernels (MftKernels) and the exchanges of tokens, cut-sequence rows, sums
-// and gradients (MftExchange). -log_view shows them; mft bench reads them.
+// and gradients (MftExchange: the time a rank spends in their calls, waiting
+// included; what runs behind the kernels is not in it). -log_view shows them
+// in the stages MftForward (the forward solve) and MftAdjoint (the adjoint
+// solve, the gradient's sum with it); the heads' gather after an update is
+// in the stage that calls it. mft bench reads them over every stage.
 extern PetscLogEvent MFT_KERNELS, MFT_EXCHANGE;
+extern PetscLogStage MFT_FORWARD, MFT_ADJOINT;
 
 struct Velocity {
   const Grid *grid = nullptr;

@@ -54,11 +54,12 @@ def own(f, key):
     import re
     return float(re.search(r'"%s": ([0-9.e+-]+)' % key, open(f).read()).group(1))
 def scatters(f):  # VecScatterBegin: count ratio time ratio flop ratio messages length reductions ...
+    m = b = 0.0   # summed over the stages (Main, MftForward, MftAdjoint) that list it
     for line in open(f):
         w = line.split()
         if w and w[0] == "VecScatterBegin":
-            return float(w[7]) / P, float(w[7]) * float(w[8]) / P
-    return 0.0, 0.0
+            m, b = m + float(w[7]) / P, b + float(w[7]) * float(w[8]) / P
+    return m, b
 m = [own("log%d.txt" % s, "messages_per_rank") + scatters("log%d.txt" % s)[0] for s in (1, 3)]
 b = [own("log%d.txt" % s, "bytes_per_rank") + scatters("log%d.txt" % s)[1] for s in (1, 3)]
 meas_m, meas_b = (m[1] - m[0]) / 2, (b[1] - b[0]) / 2
