@@ -11,8 +11,8 @@
 # over P), each as the difference between runs of 1 and 3 steps, halved:
 # set-up and file output drop out. (-log_view's global 'MPI Msg Count' is not
 # used: PETSc's logging wraps MPI_Isend/MPI_Irecv in any code that includes
-# its headers, so it counts some of the program's own messages, and not
-# those sent with MPI_Sendrecv.)
+# its headers, so it counts the program's own messages in some files and not
+# in others.)
 #
 #   bash tests/bench/comm_counts.sh [--check TOL] [MFT] [P ...]   (default: build/mft; 1 2 4 8 16 32 64)
 #   SHAPES="s2 long whole" chooses the shapes (whole: 8 sequences of 16
