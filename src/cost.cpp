@@ -132,8 +132,9 @@ StepCost PredictStep(const ModelSettings &m, PetscInt M, PetscInt N, PetscInt P,
     // for the adjoint; the adjoint) and the contributions reduce-scattered
     // once, over the Ph ranks of the group; with Ph > 1 the forward's velocity
     // too. The cut sequences' rows (d or Hl (k + dv) numbers a token) are
-    // shared twice (forward, adjoint) and their gradients returned once, one
-    // message to each peer each time (tokens.hpp).
+    // shared twice (forward, adjoint; once when kept for the adjoint, below)
+    // and their gradients returned once, one message to each peer each time
+    // (tokens.hpp).
     const Range g = GroupTokens(P, Ph, M, N, r);
     const PetscInt Hl = split(m.H, Ph, r % Ph).size();
     std::vector<PetscInt> entries((size_t)Ph);
@@ -152,6 +153,7 @@ StepCost PredictStep(const ModelSettings &m, PetscInt M, PetscInt N, PetscInt P,
     const Range s = GroupSequences(P, Ph, M, N, r);
     PetscInt cuts = 0;
     double ops = 0, sweep = 0; // sweep: the tiled reverse's first sweep, unless statistics are kept
+    Count share;               // one share of the cut rows (the forward's; the adjoint's unless they are kept)
     std::vector<PetscInt> gathered((size_t)Ph, 0); // the tokens form's allgather of the peers' rows
     for (PetscInt seq = s.begin; seq < s.end; ++seq) {
       const PetscInt q0 = std::max(g.begin - seq * N, (PetscInt)0), q1 = std::min(g.end - seq * N, N);
@@ -159,7 +161,7 @@ StepCost PredictStep(const ModelSettings &m, PetscInt M, PetscInt N, PetscInt P,
       const bool cut = q1 - q0 < N;
       if (cut) {
         ++cuts;
-        layer.add(ShareCutRows(M, N, Pt, Ph, r, seq, q1 - q0, row, form == CutForm::tokens, &gathered, nodes), 2.0);
+        share.add(ShareCutRows(M, N, Pt, Ph, r, seq, q1 - q0, row, form == CutForm::tokens, &gathered, nodes));
         layer.add(ShareCutRows(M, N, Pt, Ph, r, seq, q1 - q0, row, false, nullptr, nodes, true)); // gradients back
       }
       const double keys = m.causal ? 0.5 * (double)(q1 * (q1 + 1) - q0 * (q0 + 1)) : q * (double)N; // sum of nk
@@ -178,7 +180,7 @@ StepCost PredictStep(const ModelSettings &m, PetscInt M, PetscInt N, PetscInt P,
       if (m.head_kind == HeadKind::qkvo) ops += 2.0 * (keys - tiled) * dv;
     }
     if (Ph > 1 && form == CutForm::tokens && cuts > 0)
-      layer.add(Exchange(ExchangeKind::allgather, Ph, r % Ph, gathered, group, nodes), 2.0);
+      share.add(Exchange(ExchangeKind::allgather, Ph, r % Ph, gathered, group, nodes));
     c.cuts = c.cuts || cuts > 0;
     // Memory (velocity.hpp): L gathered states kept (and the tiled queries'
     // statistics), and each cut's rows and their gradients.
@@ -189,12 +191,14 @@ StepCost PredictStep(const ModelSettings &m, PetscInt M, PetscInt N, PetscInt P,
     const double copies = (double)(J - 1) * copy;
     const double others = 8.0 * (double)m.L * (double)g.size() * (double)d + 2.0 * width * (double)cuts * (double)N +
                           copies;
-    const double statistics = // kept when they fit beside the rest (velocity.hpp)
-        sweep > 0 ? StatisticsBytes(m.L, Hl, g.size(), head_shape(m.head_kind, d, k), N,
-                                    memory > 0 ? std::max(0.0, memory - others) : -1.0)
-                  : 0.0;
-    if (statistics == 0) ops += sweep;
-    c.memory = std::max(c.memory, others + statistics);
+    // Kept for the adjoint when they fit beside the rest (velocity.hpp): the
+    // cut rows (then shared once a layer, not twice), the statistics.
+    const KeptForAdjoint kept = KeptForTheAdjoint(m.L, (double)cuts * N * row, Hl, g.size(),
+                                                  head_shape(m.head_kind, d, k), N,
+                                                  memory > 0 ? std::max(0.0, memory - others) : -1.0);
+    layer.add(share, kept.rows > 0 ? 1.0 : 2.0);
+    if (kept.statistics == 0) ops += sweep;
+    c.memory = std::max(c.memory, others + kept.rows + kept.statistics);
     // Per step: the gradient and the heads over the token groups, in buckets
     // of layers (heads.hpp, exchange.hpp), and the PETSc scatters between the
     // chunk and theta. All buckets but the first layers' run behind kernels.

@@ -108,10 +108,21 @@ std::ptrdiff_t key_block(const Velocity &v, PetscInt c, PetscInt hl) {
 
 } // namespace
 
+double KeptBytes(double bytes, double room) {
+  return bytes <= kStatisticsBytes && (room < 0 || bytes <= 0.5 * room) ? bytes : 0; // half: the rest has a margin
+}
+
 double StatisticsBytes(PetscInt L, PetscInt Hl, PetscInt n, const HeadShape &s, PetscInt N, double room) {
   if (N <= AttentionWork().keys_at_once) return 0;
-  const double bytes = 8.0 * (double)L * (double)Hl * (double)n * (double)attention_statistics_width(s);
-  return bytes <= kStatisticsBytes && (room < 0 || bytes <= 0.5 * room) ? bytes : 0; // half: the rest has a margin
+  return KeptBytes(8.0 * (double)L * (double)Hl * (double)n * (double)attention_statistics_width(s), room);
+}
+
+KeptForAdjoint KeptForTheAdjoint(PetscInt L, double rows, PetscInt Hl, PetscInt n, const HeadShape &s, PetscInt N,
+                                 double room) {
+  KeptForAdjoint k;
+  k.rows = KeptBytes(8.0 * (double)L * rows, room);
+  k.statistics = StatisticsBytes(L, Hl, n, s, N, room < 0 ? room : std::max(0.0, room - k.rows));
+  return k;
 }
 
 PetscErrorCode VelocityKeep(Velocity *v, PetscInt L) {
@@ -120,12 +131,13 @@ PetscErrorCode VelocityKeep(Velocity *v, PetscInt L) {
   PetscFunctionBeginUser;
   v->kept_layer.assign((size_t)L, 0);
   v->kept.resize((size_t)L * (size_t)t.group.size() * (size_t)t.d); // 64-bit: L n can pass 2^31
-  // What the other buffers take (the cost model's count): the rest is the statistics' room.
+  // What the other buffers take (the cost model's count): the rest is the room of the cut rows and statistics.
   const double others = 8.0 * (double)(v->kept.size() + v->keys.size() + v->dkeys.size() + v->head_partial.size() +
                                        v->dkeys_partial.size());
-  const double stats = StatisticsBytes(L, h.group.size(), t.group.size(), h.shape, t.N,
-                                       v->memory < 0 ? -1.0 : std::max(0.0, v->memory - others));
-  v->statistics.resize(stats > 0 ? (size_t)(stats / 8.0) : 0);
+  const KeptForAdjoint k = KeptForTheAdjoint(L, (double)v->keys.size(), h.group.size(), t.group.size(), h.shape, t.N,
+                                             v->memory < 0 ? -1.0 : std::max(0.0, v->memory - others));
+  v->kept_keys.resize(k.rows > 0 ? (size_t)L * v->keys.size() : 0);
+  v->statistics.resize(k.statistics > 0 ? (size_t)(k.statistics / 8.0) : 0);
   v->forwards = false;
   PetscFunctionReturn(0);
 }
@@ -171,7 +183,11 @@ PetscErrorCode Gather(Velocity *v, PetscInt l, Vec x, bool reuse) {
     }
   }
   PetscCall(PetscLogEventEnd(MFT_EXCHANGE, 0, 0, 0, 0));
-  if (!t.cuts.empty()) { // the group's rows of its cut sequences (tokens or projections), then shared
+  if (!t.cuts.empty() && v->forwards && !v->kept_keys.empty()) { // the rows the forward shared, kept
+    PetscCall(RowsArrived(v));
+    const double *kept = v->kept_keys.data() + (size_t)l * v->keys.size();
+    std::copy(kept, kept + v->keys.size(), v->keys.data());
+  } else if (!t.cuts.empty()) { // the group's rows of its cut sequences (tokens or projections), then shared
     const PetscScalar *xs;
     PetscCall(RowsArrived(v)); // a share still in flight (no kernel took it) ends before its rows change
     PetscCall(PetscLogEventBegin(MFT_KERNELS, 0, 0, 0, 0));
@@ -292,6 +308,8 @@ PetscErrorCode VelocityEvaluate(Velocity *v, PetscInt l, Vec x, Vec f) {
       double *o = out + at(t, m, q.begin);
       for (PetscInt e = 0; e < q.size() * t.d; ++e) o[e] += sum[e];
     }
+  if (keeps && !v->kept_keys.empty()) // the shared rows (in: the kernels' second pass waited for them)
+    std::copy(v->keys.begin(), v->keys.end(), v->kept_keys.begin() + (std::ptrdiff_t)((size_t)l * v->keys.size()));
   PetscCall(PetscLogEventEnd(MFT_KERNELS, 0, 0, 0, 0));
   PetscCall(PetscLogEventBegin(MFT_EXCHANGE, 0, 0, 0, 0));
   if (v->grid->Ph > 1)

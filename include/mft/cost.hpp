@@ -9,7 +9,8 @@
 //              the forward's velocity too; for each sequence cut across
 //              token groups, the group's rows (tokens or key projections,
 //              tokens.hpp) go to every other group holding part of it twice
-//              (forward, adjoint) and their gradients come back once;
+//              (forward, adjoint; once when the forward's are kept for the
+//              adjoint, velocity.hpp) and their gradients come back once;
 //   per step   the head gradients are reduce-scattered over the token groups
 //              and the updated heads allgathered, each in HeadBuckets buckets
 //              of layers (heads.hpp), each with a PETSc scatter between the

@@ -78,6 +78,9 @@ struct Velocity {
   // per layer, head of the group and token of the group; `forwards` when the
   // prepared layer's state is the forward's, so that they hold for it.
   std::vector<double> statistics;
+  // Likewise, when they fit, each layer's cut-sequence rows as the forward
+  // had them shared: the adjoint then takes them and shares none again.
+  std::vector<double> kept_keys;
   bool forwards = false;
   double memory = -1; // bytes the rank may keep for its buffers (its share of the node; < 0: no limit)
   PetscInt sweeps = 0;     // reverse sweeps done (one per layer and adjoint solve)
@@ -113,6 +116,18 @@ PetscInt HeadChunks(PetscInt sequences, PetscInt heads, double copy_bytes);
 // reverse then makes them again). Results are bitwise the same either way.
 constexpr double kStatisticsBytes = 8589934592.0; // 8 GiB
 double StatisticsBytes(PetscInt L, PetscInt Hl, PetscInt n, const HeadShape &s, PetscInt N, double room = -1);
+
+// What the forward keeps for the adjoint beyond its gathered states, kept
+// when it fits (KeptBytes: at most kStatisticsBytes and half of the room
+// left, `room` < 0: no limit), first the cut rows of every layer (L `rows`
+// doubles: the adjoint then shares none again), then in what is left the
+// tiled queries' statistics. Velocity and cost model count it alike.
+double KeptBytes(double bytes, double room);
+struct KeptForAdjoint {
+  double rows = 0, statistics = 0; // bytes
+};
+KeptForAdjoint KeptForTheAdjoint(PetscInt L, double rows, PetscInt Hl, PetscInt n, const HeadShape &s, PetscInt N,
+                                 double room);
 PetscErrorCode VelocityDestroy(Velocity *v);
 
 // f = velocity of layer l at state x.
