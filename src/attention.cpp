@@ -370,8 +370,9 @@ void transpose_head(const HeadShape &s, const double *theta, bool queries, bool 
 }
 
 // Projections of the queries (q = X_q Q^T) and, when x_keys is given, of the
-// nk keys (kappa = X K^T, w = X V^T); then the keys' transposes.
-void project_blas(const HeadShape &s, const double *xq, PetscInt nq, const double *x_keys, PetscInt nk,
+// nk keys (kappa = X K^T, w = X V^T); then the keys' transposes: kappa^T for
+// the scores, and for the reverse (`reverse`) w^T too (dP = dY w^T).
+void project_blas(const HeadShape &s, const double *xq, PetscInt nq, const double *x_keys, PetscInt nk, bool reverse,
                   AttentionWork &w) {
   if (x_keys) {
     gemm(false, false, nk, s.k, s.d, 1.0, x_keys, s.d, w.kt.data(), s.k, 0.0, w.kappa.data(), s.k);
@@ -379,7 +380,7 @@ void project_blas(const HeadShape &s, const double *xq, PetscInt nq, const doubl
   }
   gemm(false, false, nq, s.k, s.d, 1.0, xq, s.d, w.qt.data(), s.k, 0.0, w.q.data(), s.k);
   transpose(w.kappa.data(), nk, s.k, w.kappat.data());
-  transpose(w.w.data(), nk, s.dv, w.wt.data());
+  if (reverse) transpose(w.w.data(), nk, s.dv, w.wt.data());
 }
 
 // kappa and w of nk keys from given projections (row j: kappa_j, then w_j; leading dimension ld).
@@ -609,7 +610,7 @@ void attention_forward(const HeadShape &s, const double *theta, const AttentionO
                        PetscInt N, Range q, double scale, double *out, AttentionWork &w) {
   if (q.size() == 0) return;
   transpose_head(s, theta, true, true, w);
-  project_blas(s, x + q.begin * s.d, q.size(), x, key_count(o, N, q), w);
+  project_blas(s, x + q.begin * s.d, q.size(), x, key_count(o, N, q), false, w);
   forward_projected(s, theta, o, N, q, scale, out, w);
 }
 
@@ -619,7 +620,7 @@ void attention_reverse(const HeadShape &s, const double *theta, const AttentionO
   if (q.size() == 0) return;
   const PetscInt nk = key_count(o, N, q);
   transpose_head(s, theta, true, true, w);
-  project_blas(s, x + q.begin * s.d, q.size(), x, nk, w);
+  project_blas(s, x + q.begin * s.d, q.size(), x, nk, true, w);
   reverse_projected(s, theta, o, x + q.begin * s.d, N, q, scale, lam, dx + q.begin * s.d, dtheta, w);
   reverse_keys(s, theta, x, nk, w.dkappa.data(), s.k, w.dw.data(), s.dv, dx, dtheta);
 }
@@ -638,7 +639,7 @@ void attention_forward_projected(const HeadShape &s, const double *theta, const 
   if (q.size() == 0) return;
   transpose_head(s, theta, true, false, w);
   load_keys(s, kw, ld, key_count(o, N, q), w);
-  project_blas(s, xq, q.size(), nullptr, key_count(o, N, q), w);
+  project_blas(s, xq, q.size(), nullptr, key_count(o, N, q), false, w);
   forward_projected(s, theta, o, N, q, scale, out, w);
 }
 
@@ -649,7 +650,7 @@ void attention_reverse_projected(const HeadShape &s, const double *theta, const 
   const PetscInt nk = key_count(o, N, q);
   transpose_head(s, theta, true, false, w);
   load_keys(s, kw, ld, nk, w);
-  project_blas(s, xq, q.size(), nullptr, nk, w);
+  project_blas(s, xq, q.size(), nullptr, nk, true, w);
   reverse_projected(s, theta, o, xq, N, q, scale, lam, dxq, dtheta, w);
   for (PetscInt j = 0; j < nk; ++j) {
     for (PetscInt c = 0; c < s.k; ++c) dkw[j * ld + c] += w.dkappa[j * s.k + c];
