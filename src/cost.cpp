@@ -91,7 +91,8 @@ std::vector<Count> HeadScatters(const ModelSettings &m, PetscInt P, PetscInt Ph,
 // the same place, g Ph + r % Ph), all its rows, or with `identical` its share
 // of them; then (`gathered`, per rank of the group) the entries of the
 // peers' parts its group completes by one allgather after all the cut
-// sequences. With `back`, instead: the gradients of each peer's rows, to it.
+// sequences. With `back`, instead: the gradients of each peer's rows, to it
+// (with `identical`, this rank's share of its group's sums of them).
 Count ShareCutRows(PetscInt M, PetscInt N, PetscInt Pt, PetscInt Ph, PetscInt r, PetscInt seq, PetscInt q,
                    PetscInt width, bool identical, std::vector<PetscInt> *gathered, Nodes nodes, bool back = false) {
   const PetscInt parts = identical ? Ph : 1, a = identical ? r % Ph : 0;
@@ -102,8 +103,9 @@ Count ShareCutRows(PetscInt M, PetscInt N, PetscInt Pt, PetscInt Ph, PetscInt r,
     const Range part = split(M * N, Pt, g);
     const PetscInt n = std::min(part.end, (seq + 1) * N) - std::max(part.begin, seq * N); // the peer's rows
     const bool remote = nodes.apart(r, g * Ph + r % Ph);
-    if (back) {
-      c.send(8.0 * (double)width * (double)n, remote);
+    if (back) { // the gradients of the peer's rows (with `identical`: this rank's share of the group's sums)
+      const double rows = (double)split(n, parts, a).size();
+      if (rows > 0) c.send(8.0 * (double)width * rows, remote);
       continue;
     }
     if (mine > 0) c.send(mine, remote);
@@ -162,7 +164,8 @@ StepCost PredictStep(const ModelSettings &m, PetscInt M, PetscInt N, PetscInt P,
       if (cut) {
         ++cuts;
         share.add(ShareCutRows(M, N, Pt, Ph, r, seq, q1 - q0, row, form == CutForm::tokens, &gathered, nodes));
-        layer.add(ShareCutRows(M, N, Pt, Ph, r, seq, q1 - q0, row, false, nullptr, nodes, true)); // gradients back
+        layer.add(ShareCutRows(M, N, Pt, Ph, r, seq, q1 - q0, row, form == CutForm::tokens, nullptr, nodes,
+                               true)); // gradients back
       }
       const double keys = m.causal ? 0.5 * (double)(q1 * (q1 + 1) - q0 * (q0 + 1)) : q * (double)N; // sum of nk
       const double projected = cut && form == CutForm::projections ? q : (double)N;
@@ -179,8 +182,10 @@ StepCost PredictStep(const ModelSettings &m, PetscInt M, PetscInt N, PetscInt P,
       // qkvo heads' reverse makes the weighted sums of the others too (dO needs Y).
       if (m.head_kind == HeadKind::qkvo) ops += 2.0 * (keys - tiled) * dv;
     }
-    if (Ph > 1 && form == CutForm::tokens && cuts > 0)
+    if (Ph > 1 && form == CutForm::tokens && cuts > 0) { // the peers' rows within the group: gathered, summed back
       share.add(Exchange(ExchangeKind::allgather, Ph, r % Ph, gathered, group, nodes));
+      layer.add(Exchange(ExchangeKind::reduce_scatter, Ph, r % Ph, gathered, group, nodes));
+    }
     c.cuts = c.cuts || cuts > 0;
     // Memory (velocity.hpp): L gathered states kept (and the tiled queries'
     // statistics), and each cut's rows and their gradients.

@@ -141,6 +141,36 @@ double *KeyRow(const TokenLayout &t, double *keys, PetscInt width, size_t c, Pet
   return keys + ((std::ptrdiff_t)c * t.N + j - t.cuts[c].m * t.N) * (std::ptrdiff_t)width;
 }
 
+// The peers' parts of the cut rows in Ph shares (share x of a part:
+// split(part, Ph, x) of its rows), laid out for one exchange over the group:
+// segment x of the buffer is share x of every peer part, in cut and peer
+// order. each(x, move) calls move(rows in keys, entries, offset in the buffer)
+// for share x of each peer part.
+struct PeerShares {
+  const TokenLayout &t;
+  double *keys;
+  PetscInt width;
+  PetscMPIInt Ph;
+  std::vector<PetscInt> counts, begin;
+  PeerShares(const TokenLayout &t_, double *keys_, PetscInt width_, PetscMPIInt Ph_)
+      : t(t_), keys(keys_), width(width_), Ph(Ph_), counts((size_t)Ph_, 0), begin((size_t)Ph_ + 1, 0) {
+    for (PetscMPIInt x = 0; x < Ph; ++x) {
+      for (const CutSequence &cs : t.cuts)
+        for (const TokenPiece &p : cs.peers) counts[x] += split(p.end - p.begin, Ph, x).size() * width;
+      begin[x + 1] = begin[x] + counts[x];
+    }
+  }
+  template <class Move> void each(PetscMPIInt x, Move move) const {
+    PetscInt at = begin[x];
+    for (size_t c = 0; c < t.cuts.size(); ++c)
+      for (const TokenPiece &p : t.cuts[c].peers) {
+        const Range sx = split(p.end - p.begin, Ph, x);
+        move(KeyRow(t, keys, width, c, p.begin + sx.begin), sx.size() * width, at);
+        at += sx.size() * width;
+      }
+  }
+};
+
 } // namespace
 
 PetscErrorCode TokensShareCutRowsBegin(const TokenLayout &t, double *keys, PetscInt width, bool identical,
@@ -202,55 +232,68 @@ PetscErrorCode TokensShareCutRowsEnd(const TokenLayout &t, CutRowsInFlight *x) {
     PetscCallMPI(MPI_Comm_rank(t.head_comm, &a));
   }
   if (Ph > 1) { // the peers' rows, received in shares, completed within the group by one allgather
-    // Segment x of the buffer: rank x's shares of every peer part, in order.
-    std::vector<PetscInt> counts((size_t)Ph, 0), begin((size_t)Ph + 1, 0);
-    for (PetscMPIInt g = 0; g < Ph; ++g) {
-      for (const CutSequence &cs : t.cuts)
-        for (const TokenPiece &p : cs.peers) counts[g] += split(p.end - p.begin, Ph, g).size() * width;
-      begin[g + 1] = begin[g] + counts[g];
-    }
-    t.incoming.resize((size_t)begin[Ph]);
-    auto each = [&](PetscMPIInt g, auto &&move) { // move(rows in keys, entries, offset in the buffer)
-      PetscInt at = begin[g];
-      for (size_t c = 0; c < t.cuts.size(); ++c)
-        for (const TokenPiece &p : t.cuts[c].peers) {
-          const Range sx = split(p.end - p.begin, Ph, g);
-          move(KeyRow(t, keys, width, c, p.begin + sx.begin), sx.size() * width, at);
-          at += sx.size() * width;
-        }
-    };
+    const PeerShares shares(t, keys, width, Ph);
+    t.incoming.resize((size_t)shares.begin[Ph]);
     double *buf = t.incoming.data();
-    each(a, [&](double *rows, PetscInt n, PetscInt at) { std::copy(rows, rows + n, buf + at); });
-    PetscCall(AllgatherSegments(t.head_comm, buf, counts));
+    shares.each(a, [&](double *rows, PetscInt n, PetscInt at) { std::copy(rows, rows + n, buf + at); });
+    PetscCall(AllgatherSegments(t.head_comm, buf, shares.counts));
     for (PetscMPIInt g = 0; g < Ph; ++g)
-      if (g != a) each(g, [&](double *rows, PetscInt n, PetscInt at) { std::copy(buf + at, buf + at + n, rows); });
+      if (g != a) shares.each(g, [&](double *rows, PetscInt n, PetscInt at) { std::copy(buf + at, buf + at + n, rows); });
   }
   PetscFunctionReturn(0);
 }
 
-PetscErrorCode TokensReturnCutRows(const TokenLayout &t, double *keys, PetscInt width) {
+PetscErrorCode TokensReturnCutRows(const TokenLayout &t, double *keys, PetscInt width, bool identical) {
   std::vector<MPI_Request> req;
+  PetscMPIInt Ph = 1, a = 0;
   PetscFunctionBeginUser;
+  if (identical) {
+    PetscCallMPI(MPI_Comm_size(t.head_comm, &Ph));
+    PetscCallMPI(MPI_Comm_rank(t.head_comm, &a));
+  }
+  // With identical rows, the group first sums its ranks' gradients of the
+  // peers' rows (one reduce-scatter over its Ph ranks, in shares), and each
+  // rank returns its share of the sums: the gradients cross between groups
+  // once, not Ph times. Otherwise each rank returns all of its own.
+  std::vector<double> summed;
+  if (Ph > 1) {
+    const PeerShares shares(t, keys, width, Ph);
+    std::vector<double> buf((size_t)shares.begin[Ph]);
+    for (PetscMPIInt x = 0; x < Ph; ++x)
+      shares.each(x, [&](double *rows, PetscInt n, PetscInt at) { std::copy(rows, rows + n, buf.data() + at); });
+    summed.resize((size_t)shares.counts[a]);
+    PetscCall(ReduceScatterSum(t.head_comm, buf.data(), shares.counts, summed.data()));
+  }
+  auto share = [&](Range part) { // this rank's share of a part's rows
+    const Range s = split(part.size(), Ph, a);
+    return Range{part.begin + s.begin, part.begin + s.end};
+  };
   size_t incoming = 0;
-  for (const CutSequence &cs : t.cuts) incoming += cs.peers.size() * (size_t)cs.mine.size() * (size_t)width;
+  for (const CutSequence &cs : t.cuts) incoming += cs.peers.size() * (size_t)share(cs.mine).size() * (size_t)width;
   t.incoming.resize(incoming);
-  double *in = t.incoming.data();
+  double *in = t.incoming.data(), *out = summed.data();
   for (size_t c = 0; c < t.cuts.size(); ++c) {
     const CutSequence &cs = t.cuts[c];
+    const Range mine = share(cs.mine);
     for (const TokenPiece &p : cs.peers) {
-      PetscCall(Post(t, false, {p.peer, cs.mine.begin, cs.mine.end}, in, width, req));
-      PetscCall(Post(t, true, p, KeyRow(t, keys, width, c, p.begin), width, req));
-      in += (std::ptrdiff_t)cs.mine.size() * width;
+      const Range theirs = share({p.begin, p.end});
+      if (mine.size() > 0) PetscCall(Post(t, false, {p.peer, mine.begin, mine.end}, in, width, req));
+      if (theirs.size() > 0)
+        PetscCall(Post(t, true, {p.peer, theirs.begin, theirs.end}, Ph > 1 ? out : KeyRow(t, keys, width, c, p.begin),
+                       width, req));
+      in += (std::ptrdiff_t)mine.size() * width;
+      out += Ph > 1 ? (std::ptrdiff_t)theirs.size() * width : 0;
     }
   }
   PetscCallMPI(MPI_Waitall((int)req.size(), req.data(), MPI_STATUSES_IGNORE));
   in = t.incoming.data();
   for (size_t c = 0; c < t.cuts.size(); ++c) {
     const CutSequence &cs = t.cuts[c];
-    double *mine = KeyRow(t, keys, width, c, cs.mine.begin);
-    const std::ptrdiff_t rows = (std::ptrdiff_t)cs.mine.size() * width;
-    for (size_t p = 0; p < cs.peers.size(); ++p, in += rows)
-      for (std::ptrdiff_t e = 0; e < rows; ++e) mine[e] += in[e];
+    const Range mine = share(cs.mine);
+    double *rows = KeyRow(t, keys, width, c, mine.begin);
+    const std::ptrdiff_t n = (std::ptrdiff_t)mine.size() * width;
+    for (size_t p = 0; p < cs.peers.size(); ++p, in += n)
+      for (std::ptrdiff_t e = 0; e < n; ++e) rows[e] += in[e];
   }
   PetscFunctionReturn(0);
 }

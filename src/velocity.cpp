@@ -398,7 +398,7 @@ PetscErrorCode VelocityReverse(Velocity *v, Vec lam, Vec dx) {
   PetscCall(PetscLogEventEnd(MFT_KERNELS, 0, 0, 0, 0));
   if (!t.cuts.empty()) { // the rows' gradients back to their group, then onto its tokens
     PetscCall(PetscLogEventBegin(MFT_EXCHANGE, 0, 0, 0, 0));
-    PetscCall(TokensReturnCutRows(t, v->dkeys.data(), v->key_width));
+    PetscCall(TokensReturnCutRows(t, v->dkeys.data(), v->key_width, v->form == CutForm::tokens));
     PetscCall(PetscLogEventEnd(MFT_EXCHANGE, 0, 0, 0, 0));
     PetscCall(PetscLogEventBegin(MFT_KERNELS, 0, 0, 0, 0));
     for (PetscInt c = 0; c < (PetscInt)t.cuts.size(); ++c) {

@@ -107,7 +107,12 @@ PetscErrorCode TokensScatterAdd(const TokenLayout &t, Vec local, Vec state);
 // Counted in Traffic::in_flight and inside (exchange.hpp).
 // Return: the rows of each peer's part go back to it, and the rows of `mine`
 // become the sum of every group's, own part first, then the peers' in group
-// order.
+// order. With `identical` the group first sums its ranks' rows of the peers'
+// parts (a reduce-scatter over its Ph ranks, in the same shares), and each
+// rank returns its share of the sums to its peer: the gradients too cross
+// between groups once, not Ph times; rank a's rows of `mine` then hold the
+// peers' sums in its share only, which the group's own sum over its ranks
+// (TokensScatterAdd) completes.
 struct CutRowsInFlight {
   std::vector<MPI_Request> req;
   double *keys = nullptr;
@@ -119,7 +124,7 @@ PetscErrorCode TokensShareCutRowsBegin(const TokenLayout &t, double *keys, Petsc
                                        CutRowsInFlight *x);
 PetscErrorCode TokensShareCutRowsProgress(CutRowsInFlight *x);
 PetscErrorCode TokensShareCutRowsEnd(const TokenLayout &t, CutRowsInFlight *x);
-PetscErrorCode TokensReturnCutRows(const TokenLayout &t, double *keys, PetscInt width);
+PetscErrorCode TokensReturnCutRows(const TokenLayout &t, double *keys, PetscInt width, bool identical);
 
 
 } // namespace mft
