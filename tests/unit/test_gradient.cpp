@@ -112,6 +112,26 @@ TEST(Gradient, KeptStatisticsAreTheSweepsBitwise) {
   EXPECT_TRUE(gather(p->grad) == kept) << "the kept statistics change the gradient";
 }
 
+// Long sequences on all ranks, cut across token groups (shared as tokens
+// and as projections), with key tiles, kept rows and kept statistics: the
+// output and the gradient of the 1-rank run, to round-off.
+TEST(Gradient, LongSequencesOnAllRanksEqualOneRank) {
+  const std::vector<std::string> args = tiny({"--model.L", "2", "--model.H", "3", "--model.d", "2", "--model.k", "1",
+                                              "--data.M", "2", "--data.N", "4200", "--model.head_kind", "qkvo",
+                                              "--model.causal", "true"});
+  auto one = make_problem(PETSC_COMM_SELF, args);
+  ASSERT_EQ(ProblemEvaluate(one.get(), PETSC_TRUE), 0);
+  const std::vector<double> x1 = gather(one->x1), grad = gather(one->grad);
+  for (const char *form : {"tokens", "projections"}) {
+    std::vector<std::string> a = args;
+    a.insert(a.end(), {"--parallel.cut_sequences", form});
+    auto p = make_problem(PETSC_COMM_WORLD, a);
+    ASSERT_EQ(ProblemEvaluate(p.get(), PETSC_TRUE), 0);
+    EXPECT_LT(relative_error(gather(p->x1), x1), 1e-12) << form;
+    EXPECT_LT(relative_error(gather(p->grad), grad), 1e-12) << form;
+  }
+}
+
 // A reused time stepper gives bitwise the gradient of its first use.
 TEST(Gradient, ReusedSolverRepeatsItself) {
   auto p = make_problem(PETSC_COMM_WORLD, tiny());
