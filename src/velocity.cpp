@@ -148,7 +148,8 @@ PetscErrorCode RowsArrived(Velocity *v);
 
 // x_local <- the group's tokens of x (from the forward's copy when `reuse` and
 // one is kept for layer l; the forward keeps its own), then the cut
-// sequences' rows, shared.
+// sequences' rows: made and their share started, or, for the adjoint of a
+// forward that kept them, the forward's.
 PetscErrorCode Gather(Velocity *v, PetscInt l, Vec x, bool reuse) {
   const TokenLayout &t = *v->tokens;
   const Heads &h = *v->heads;
