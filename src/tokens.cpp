@@ -141,6 +141,27 @@ double *KeyRow(const TokenLayout &t, double *keys, PetscInt width, size_t c, Pet
   return keys + ((std::ptrdiff_t)c * t.N + j - t.cuts[c].m * t.N) * (std::ptrdiff_t)width;
 }
 
+// This rank's place among the Ph ranks of its group that hold the same rows
+// (with `identical`; otherwise alone, Ph = 1), and its share of a part's
+// rows split over them: all of them, or its Ph-th.
+struct Place {
+  PetscMPIInt Ph = 1, a = 0;
+  Range share(Range part) const {
+    const Range s = split(part.size(), Ph, a);
+    return Range{part.begin + s.begin, part.begin + s.end};
+  }
+};
+
+PetscErrorCode PlaceOf(const TokenLayout &t, bool identical, Place *at) {
+  PetscFunctionBeginUser;
+  *at = Place{};
+  if (identical) {
+    PetscCallMPI(MPI_Comm_size(t.head_comm, &at->Ph));
+    PetscCallMPI(MPI_Comm_rank(t.head_comm, &at->a));
+  }
+  PetscFunctionReturn(0);
+}
+
 // The peers' parts of the cut rows in Ph shares (share x of a part:
 // split(part, Ph, x) of its rows), laid out for one exchange over the group:
 // segment x of the buffer is share x of every peer part, in cut and peer
@@ -176,25 +197,17 @@ struct PeerShares {
 PetscErrorCode TokensShareCutRowsBegin(const TokenLayout &t, double *keys, PetscInt width, bool identical,
                                        CutRowsInFlight *x) {
   InsideExchange inside;
-  PetscMPIInt Ph = 1, a = 0;
+  Place at;
   PetscFunctionBeginUser;
   PetscCheck(!x->active, PETSC_COMM_SELF, PETSC_ERR_ORDER, "the cut rows are already being shared");
   *x = CutRowsInFlight{};
   x->keys = keys, x->width = width, x->identical = identical, x->active = true, x->posted = MPI_Wtime();
-  if (identical) {
-    PetscCallMPI(MPI_Comm_size(t.head_comm, &Ph));
-    PetscCallMPI(MPI_Comm_rank(t.head_comm, &a));
-  }
-  // This rank's share of a part's rows: all of them, or its Ph-th when identical.
-  auto share = [&](Range part) {
-    const Range s = split(part.size(), Ph, a);
-    return Range{part.begin + s.begin, part.begin + s.end};
-  };
+  PetscCall(PlaceOf(t, identical, &at));
   for (size_t c = 0; c < t.cuts.size(); ++c) {
     const CutSequence &cs = t.cuts[c];
-    const Range out = share(cs.mine);
+    const Range out = at.share(cs.mine);
     for (const TokenPiece &p : cs.peers) {
-      const Range in = share({p.begin, p.end});
+      const Range in = at.share({p.begin, p.end});
       if (in.size() > 0)
         PetscCall(Post(t, false, {p.peer, in.begin, in.end}, KeyRow(t, keys, width, c, in.begin), width, x->req));
       if (out.size() > 0)
@@ -216,7 +229,7 @@ PetscErrorCode TokensShareCutRowsProgress(CutRowsInFlight *x) {
 
 PetscErrorCode TokensShareCutRowsEnd(const TokenLayout &t, CutRowsInFlight *x) {
   InsideExchange inside;
-  PetscMPIInt Ph = 1, a = 0;
+  Place at;
   PetscFunctionBeginUser;
   if (!x->active) PetscFunctionReturn(0);
   double *keys = x->keys;
@@ -227,30 +240,26 @@ PetscErrorCode TokensShareCutRowsEnd(const TokenLayout &t, CutRowsInFlight *x) {
   }
   traffic().in_flight += x->done - x->posted;
   x->active = false;
-  if (x->identical) {
-    PetscCallMPI(MPI_Comm_size(t.head_comm, &Ph));
-    PetscCallMPI(MPI_Comm_rank(t.head_comm, &a));
-  }
-  if (Ph > 1) { // the peers' rows, received in shares, completed within the group by one allgather
-    const PeerShares shares(t, keys, width, Ph);
-    t.incoming.resize((size_t)shares.begin[Ph]);
+  PetscCall(PlaceOf(t, x->identical, &at));
+  if (at.Ph > 1) { // the peers' rows, received in shares, completed within the group by one allgather
+    const PeerShares shares(t, keys, width, at.Ph);
+    t.incoming.resize((size_t)shares.begin[at.Ph]);
     double *buf = t.incoming.data();
-    shares.each(a, [&](double *rows, PetscInt n, PetscInt at) { std::copy(rows, rows + n, buf + at); });
+    shares.each(at.a, [&](double *rows, PetscInt n, PetscInt o) { std::copy(rows, rows + n, buf + o); });
     PetscCall(AllgatherSegments(t.head_comm, buf, shares.counts));
-    for (PetscMPIInt g = 0; g < Ph; ++g)
-      if (g != a) shares.each(g, [&](double *rows, PetscInt n, PetscInt at) { std::copy(buf + at, buf + at + n, rows); });
+    for (PetscMPIInt g = 0; g < at.Ph; ++g)
+      if (g != at.a)
+        shares.each(g, [&](double *rows, PetscInt n, PetscInt o) { std::copy(buf + o, buf + o + n, rows); });
   }
   PetscFunctionReturn(0);
 }
 
 PetscErrorCode TokensReturnCutRows(const TokenLayout &t, double *keys, PetscInt width, bool identical) {
   std::vector<MPI_Request> req;
-  PetscMPIInt Ph = 1, a = 0;
+  Place at;
   PetscFunctionBeginUser;
-  if (identical) {
-    PetscCallMPI(MPI_Comm_size(t.head_comm, &Ph));
-    PetscCallMPI(MPI_Comm_rank(t.head_comm, &a));
-  }
+  PetscCall(PlaceOf(t, identical, &at));
+  const PetscMPIInt Ph = at.Ph;
   // With identical rows, the group first sums its ranks' gradients of the
   // peers' rows (one reduce-scatter over its Ph ranks, in shares), and each
   // rank returns its share of the sums: the gradients cross between groups
@@ -261,22 +270,18 @@ PetscErrorCode TokensReturnCutRows(const TokenLayout &t, double *keys, PetscInt 
     std::vector<double> buf((size_t)shares.begin[Ph]);
     for (PetscMPIInt x = 0; x < Ph; ++x)
       shares.each(x, [&](double *rows, PetscInt n, PetscInt at) { std::copy(rows, rows + n, buf.data() + at); });
-    summed.resize((size_t)shares.counts[a]);
+    summed.resize((size_t)shares.counts[at.a]);
     PetscCall(ReduceScatterSum(t.head_comm, buf.data(), shares.counts, summed.data()));
   }
-  auto share = [&](Range part) { // this rank's share of a part's rows
-    const Range s = split(part.size(), Ph, a);
-    return Range{part.begin + s.begin, part.begin + s.end};
-  };
   size_t incoming = 0;
-  for (const CutSequence &cs : t.cuts) incoming += cs.peers.size() * (size_t)share(cs.mine).size() * (size_t)width;
+  for (const CutSequence &cs : t.cuts) incoming += cs.peers.size() * (size_t)at.share(cs.mine).size() * (size_t)width;
   t.incoming.resize(incoming);
   double *in = t.incoming.data(), *out = summed.data();
   for (size_t c = 0; c < t.cuts.size(); ++c) {
     const CutSequence &cs = t.cuts[c];
-    const Range mine = share(cs.mine);
+    const Range mine = at.share(cs.mine);
     for (const TokenPiece &p : cs.peers) {
-      const Range theirs = share({p.begin, p.end});
+      const Range theirs = at.share({p.begin, p.end});
       if (mine.size() > 0) PetscCall(Post(t, false, {p.peer, mine.begin, mine.end}, in, width, req));
       if (theirs.size() > 0)
         PetscCall(Post(t, true, {p.peer, theirs.begin, theirs.end}, Ph > 1 ? out : KeyRow(t, keys, width, c, p.begin),
@@ -289,7 +294,7 @@ PetscErrorCode TokensReturnCutRows(const TokenLayout &t, double *keys, PetscInt 
   in = t.incoming.data();
   for (size_t c = 0; c < t.cuts.size(); ++c) {
     const CutSequence &cs = t.cuts[c];
-    const Range mine = share(cs.mine);
+    const Range mine = at.share(cs.mine);
     double *rows = KeyRow(t, keys, width, c, mine.begin);
     const std::ptrdiff_t n = (std::ptrdiff_t)mine.size() * width;
     for (size_t p = 0; p < cs.peers.size(); ++p, in += n)

