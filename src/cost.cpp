@@ -89,29 +89,41 @@ std::vector<Count> HeadScatters(const ModelSettings &m, PetscInt P, PetscInt Ph,
 // What rank r sends to share its group's `q` rows of cut sequence `seq`
 // (TokensShareCutRowsBegin): to every other group holding part of it (its rank of
 // the same place, g Ph + r % Ph), all its rows, or with `identical` its share
-// of them; then (`gathered`, per rank of the group) the entries of the
-// peers' parts its group completes by one allgather after all the cut
-// sequences. With `back`, instead: the gradients of each peer's rows, to it
-// (with `identical`, this rank's share of its group's sums of them).
-Count ShareCutRows(PetscInt M, PetscInt N, PetscInt Pt, PetscInt Ph, PetscInt r, PetscInt seq, PetscInt q,
-                   PetscInt width, bool identical, std::vector<PetscInt> *gathered, Nodes nodes, bool back = false) {
-  const PetscInt parts = identical ? Ph : 1, a = identical ? r % Ph : 0;
-  const double mine = (double)split(q, parts, a).size() * 8.0 * (double)width;
-  Count c;
+// of them (of the group's Ph shares, or of the peer's node's S where the
+// peer's node shares them, NodeSharing); then (`gathered`, per rank of the
+// group, and `node_gathered`, per rank of the node) the entries of the peers'
+// parts its group and its node complete by one allgather each after all the
+// cut sequences. With `back`, instead: the gradients of each peer's rows, to
+// it (with `identical`, this rank's share of its group's or node's sums).
+struct CutRowsCount {
+  Count sent;
+  std::vector<PetscInt> gathered, node_gathered;
+};
+void ShareCutRows(const NodeSharing &ns, PetscInt r, PetscInt seq, PetscInt q, PetscInt width, bool identical,
+                  Nodes nodes, bool back, CutRowsCount *out) {
+  const PetscInt Ph = ns.Ph, a = r % Ph, b = r / Ph, M = ns.M, N = ns.N, Pt = ns.Pt;
+  const PetscInt S = ns.ranks(ns.node(b)), u = ns.place(b, a);
+  auto share = [&](PetscInt n, bool node, PetscInt sx, PetscInt at) { // rows of share `at` of n rows
+    return (double)(node ? split(n, sx, at) : identical ? split(n, Ph, a) : Range{0, n}).size();
+  };
   for (PetscInt g = split_part(M * N, Pt, seq * N); g <= split_part(M * N, Pt, (seq + 1) * N - 1); ++g) {
-    if (g == r / Ph) continue;
+    if (g == b) continue;
     const Range part = split(M * N, Pt, g);
     const PetscInt n = std::min(part.end, (seq + 1) * N) - std::max(part.begin, seq * N); // the peer's rows
-    const bool remote = nodes.apart(r, g * Ph + r % Ph);
-    if (back) { // the gradients of the peer's rows (with `identical`: this rank's share of the group's sums)
-      const double rows = (double)split(n, parts, a).size();
-      if (rows > 0) c.send(8.0 * (double)width * rows, remote);
+    const bool remote = nodes.apart(r, g * Ph + a);
+    const bool in_node = identical && ns.shared(seq, b, g), out_node = identical && ns.shared(seq, g, b);
+    if (back) { // the gradients of the peer's rows (with `identical`: this rank's share of the sums)
+      const double rows = share(n, in_node, S, u);
+      if (rows > 0) out->sent.send(8.0 * (double)width * rows, remote);
       continue;
     }
-    if (mine > 0) c.send(mine, remote);
-    for (PetscInt x = 0; identical && x < Ph; ++x) (*gathered)[x] += split(n, Ph, x).size() * width;
+    const double mine = share(q, out_node, ns.ranks(ns.node(g)), ns.place(g, a));
+    if (mine > 0) out->sent.send(8.0 * (double)width * mine, remote);
+    if (in_node)
+      for (PetscInt x = 0; x < S; ++x) out->node_gathered[x] += split(n, S, x).size() * width;
+    else
+      for (PetscInt x = 0; identical && x < Ph; ++x) out->gathered[x] += split(n, Ph, x).size() * width;
   }
-  return c;
 }
 
 } // namespace
@@ -155,17 +167,19 @@ StepCost PredictStep(const ModelSettings &m, PetscInt M, PetscInt N, PetscInt P,
     const Range s = GroupSequences(P, Ph, M, N, r);
     PetscInt cuts = 0;
     double ops = 0, sweep = 0; // sweep: the tiled reverse's first sweep, unless statistics are kept
-    Count share;               // one share of the cut rows (the forward's; the adjoint's unless they are kept)
-    std::vector<PetscInt> gathered((size_t)Ph, 0); // the tokens form's allgather of the peers' rows
+    const bool tokens = form == CutForm::tokens;
+    const NodeSharing ns(M, N, P, Ph, net.node_ranks);
+    const PetscInt S = ns.ranks(ns.node(r / Ph)); // the ranks of its node that share rows (NodeSharing)
+    CutRowsCount share, back; // one share of the cut rows (the forward's; the adjoint's unless kept); their gradients
+    share.gathered.assign((size_t)Ph, 0), share.node_gathered.assign((size_t)S, 0);
     for (PetscInt seq = s.begin; seq < s.end; ++seq) {
       const PetscInt q0 = std::max(g.begin - seq * N, (PetscInt)0), q1 = std::min(g.end - seq * N, N);
       const double q = (double)(q1 - q0);
       const bool cut = q1 - q0 < N;
       if (cut) {
         ++cuts;
-        share.add(ShareCutRows(M, N, Pt, Ph, r, seq, q1 - q0, row, form == CutForm::tokens, &gathered, nodes));
-        layer.add(ShareCutRows(M, N, Pt, Ph, r, seq, q1 - q0, row, form == CutForm::tokens, nullptr, nodes,
-                               true)); // gradients back
+        ShareCutRows(ns, r, seq, q1 - q0, row, tokens, nodes, false, &share);
+        ShareCutRows(ns, r, seq, q1 - q0, row, tokens, nodes, true, &back);
       }
       const double keys = m.causal ? 0.5 * (double)(q1 * (q1 + 1) - q0 * (q0 + 1)) : q * (double)N; // sum of nk
       const double projected = cut && form == CutForm::projections ? q : (double)N;
@@ -182,10 +196,21 @@ StepCost PredictStep(const ModelSettings &m, PetscInt M, PetscInt N, PetscInt P,
       // qkvo heads' reverse makes the weighted sums of the others too (dO needs Y).
       if (m.head_kind == HeadKind::qkvo) ops += 2.0 * (keys - tiled) * dv;
     }
-    if (Ph > 1 && form == CutForm::tokens && cuts > 0) { // the peers' rows within the group: gathered, summed back
-      share.add(Exchange(ExchangeKind::allgather, Ph, r % Ph, gathered, group, nodes));
-      layer.add(Exchange(ExchangeKind::reduce_scatter, Ph, r % Ph, gathered, group, nodes));
+    // The peers' rows within the group and the node: gathered, summed back.
+    auto any = [](const std::vector<PetscInt> &v) {
+      return std::any_of(v.begin(), v.end(), [](PetscInt e) { return e > 0; });
+    };
+    if (Ph > 1 && any(share.gathered)) {
+      share.sent.add(Exchange(ExchangeKind::allgather, Ph, r % Ph, share.gathered, group, nodes));
+      back.sent.add(Exchange(ExchangeKind::reduce_scatter, Ph, r % Ph, share.gathered, group, nodes));
     }
+    if (any(share.node_gathered)) {
+      const Members node{ns.groups(ns.node(r / Ph)).begin * Ph, 1};
+      const PetscInt u = ns.place(r / Ph, r % Ph);
+      share.sent.add(Exchange(ExchangeKind::allgather, S, u, share.node_gathered, node, nodes));
+      back.sent.add(Exchange(ExchangeKind::reduce_scatter, S, u, share.node_gathered, node, nodes));
+    }
+    layer.add(back.sent);
     c.cuts = c.cuts || cuts > 0;
     // Memory (velocity.hpp): L gathered states kept (and the tiled queries'
     // statistics), and each cut's rows and their gradients.
@@ -201,7 +226,7 @@ StepCost PredictStep(const ModelSettings &m, PetscInt M, PetscInt N, PetscInt P,
     const KeptForAdjoint kept = KeptForTheAdjoint(m.L, (double)cuts * N * row, Hl, g.size(),
                                                   head_shape(m.head_kind, d, k), N,
                                                   memory > 0 ? std::max(0.0, memory - others) : -1.0);
-    layer.add(share, kept.rows > 0 ? 1.0 : 2.0);
+    layer.add(share.sent, kept.rows > 0 ? 1.0 : 2.0);
     if (kept.statistics == 0) ops += sweep;
     c.memory = std::max(c.memory, others + kept.rows + kept.statistics);
     // Per step: the gradient and the heads over the token groups, in buckets

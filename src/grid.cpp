@@ -1,6 +1,8 @@
 // The 2-D process grid and its communicators.
 #include "mft/grid.hpp"
 
+#include "mft/tokens.hpp"
+
 namespace mft {
 
 Range split(PetscInt n, PetscInt parts, PetscInt p) {
@@ -16,7 +18,7 @@ PetscInt split_part(PetscInt n, PetscInt parts, PetscInt i) {
   return i < r * (q + 1) ? i / (q + 1) : r + (i - r * (q + 1)) / q;
 }
 
-PetscErrorCode GridCreate(MPI_Comm comm, PetscInt head_groups, PetscInt H, Grid *g) {
+PetscErrorCode GridCreate(MPI_Comm comm, PetscInt head_groups, PetscInt H, PetscInt node_ranks, Grid *g) {
   PetscFunctionBeginUser;
   g->comm = comm;
   PetscCallMPI(MPI_Comm_rank(comm, &g->rank));
@@ -31,6 +33,34 @@ PetscErrorCode GridCreate(MPI_Comm comm, PetscInt head_groups, PetscInt H, Grid 
   PetscCallMPI(MPI_Comm_split(comm, (int)g->b, (int)g->a, &g->head_comm));
   PetscCallMPI(MPI_Comm_split(comm, (int)g->a, (int)g->b, &g->token_comm));
   PetscCallMPI(MPI_Comm_dup(comm, &g->peer_comm));
+  g->node_ranks = node_ranks;
+  // The node's ranks exchange the rows that come from other nodes only when
+  // it holds several token groups: every rank takes part in the split.
+  const bool nodes = NodeSharing(1, 1, g->size, Ph, node_ranks).C > 1;
+  PetscCallMPI(MPI_Comm_split(comm, nodes ? (int)(g->rank / node_ranks) : MPI_UNDEFINED, g->rank, &g->node_comm));
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode NodeRanks(MPI_Comm comm, PetscInt given, PetscInt *node_ranks) {
+  MPI_Comm node;
+  PetscMPIInt rank, size, first, last, n, most;
+  PetscFunctionBeginUser;
+  if (given > 0) {
+    *node_ranks = given;
+    PetscFunctionReturn(0);
+  }
+  PetscCallMPI(MPI_Comm_rank(comm, &rank));
+  PetscCallMPI(MPI_Comm_size(comm, &size));
+  PetscCallMPI(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node));
+  PetscCallMPI(MPI_Comm_size(node, &n));
+  PetscCallMPI(MPI_Allreduce(&rank, &first, 1, MPI_INT, MPI_MIN, node));
+  PetscCallMPI(MPI_Allreduce(&rank, &last, 1, MPI_INT, MPI_MAX, node));
+  PetscCallMPI(MPI_Comm_free(&node));
+  PetscCallMPI(MPI_Allreduce(&n, &most, 1, MPI_INT, MPI_MAX, comm));
+  // In rank order: consecutive ranks from a multiple of the most, and only the last node holds fewer.
+  int regular = last - first + 1 == n && first % most == 0 && (n == most || last + 1 == size), all;
+  PetscCallMPI(MPI_Allreduce(&regular, &all, 1, MPI_INT, MPI_LAND, comm));
+  *node_ranks = all ? most : 0;
   PetscFunctionReturn(0);
 }
 
@@ -39,6 +69,7 @@ PetscErrorCode GridDestroy(Grid *g) {
   if (g->head_comm != MPI_COMM_NULL) PetscCallMPI(MPI_Comm_free(&g->head_comm));
   if (g->token_comm != MPI_COMM_NULL) PetscCallMPI(MPI_Comm_free(&g->token_comm));
   if (g->peer_comm != MPI_COMM_NULL) PetscCallMPI(MPI_Comm_free(&g->peer_comm));
+  if (g->node_comm != MPI_COMM_NULL) PetscCallMPI(MPI_Comm_free(&g->node_comm));
   PetscFunctionReturn(0);
 }
 

@@ -128,13 +128,15 @@ PetscErrorCode ProblemCreate(MPI_Comm comm, const Settings &settings, Problem *p
   PetscCallMPI(MPI_Comm_size(comm, &size));
   // The grid's exchange buffers (cost.hpp) must fit in a rank's share of its
   // node's available memory: the least share of any rank, so that every rank
-  // chooses the same grid; likewise the network's ranks a node, the most.
+  // chooses the same grid. The nodes in rank order (grid.hpp) are the
+  // network's and the cut rows' node sharing's.
   double available, share;
-  PetscMPIInt node_ranks;
-  PetscCall(NodeMemory(comm, &available, &node_ranks));
-  share = available / (double)node_ranks;
+  PetscMPIInt sharing_memory;
+  PetscInt node_ranks;
+  PetscCall(NodeMemory(comm, &available, &sharing_memory));
+  share = available / (double)sharing_memory;
   PetscCallMPI(MPI_Allreduce(MPI_IN_PLACE, &share, 1, MPI_DOUBLE, MPI_MIN, comm));
-  PetscCallMPI(MPI_Allreduce(MPI_IN_PLACE, &node_ranks, 1, MPI_INT, MPI_MAX, comm));
+  PetscCall(NodeRanks(comm, s.parallel.node_ranks, &node_ranks));
   const Network net = NetworkOf(s.parallel, node_ranks);
   p->predicted = ChooseGrid(s.model, s.data.M, s.data.N, size, s.parallel.rate, net, s.parallel.head_groups,
                             CutFormSetting(s.parallel), share);
@@ -146,7 +148,7 @@ PetscErrorCode ProblemCreate(MPI_Comm comm, const Settings &settings, Problem *p
              "sequences cut across token groups), more than the %.3g GiB a rank has: use more ranks%s",
              p->predicted.memory / 1073741824.0, share / 1073741824.0,
              s.parallel.cut_sequences == "projections" ? " or parallel.cut_sequences = tokens" : "");
-  PetscCall(GridCreate(comm, p->predicted.Ph, s.model.H, &p->grid));
+  PetscCall(GridCreate(comm, p->predicted.Ph, s.model.H, node_ranks, &p->grid));
   PetscCall(TokenLayoutCreate(p->grid, s.data.M, s.data.N, s.model.d, &p->tokens));
   ModelSettings layers = s.model;
   if (s.scheme.shared) layers.L = 1; // one ensemble of heads for every depth

@@ -356,6 +356,9 @@ std::vector<Option> declare(Settings &s) {
            "cost model: bytes a second a node's network card carries for all its ranks (200 Gb/s: 25e9)"),
       integer("parallel.node_cores", &s.parallel.node_cores, 0,
               "mft bench --bench.ranks: cores a node; the model then also chooses threads per rank (0: one node)"),
+      integer("parallel.node_ranks", &s.parallel.node_ranks, 0,
+              "ranks a node, in rank order: a node's token groups take a cut sequence's rows from other nodes "
+              "once, and the cost model's network (0: the ranks that share memory, when consecutive)"),
       real("parallel.rate", &s.parallel.rate, 0.0, true,
            "cost model: attention operations a second on one rank (grid choice; mft bench measures it)"),
   };

@@ -67,11 +67,26 @@ PetscInt TokenLayout::cut(PetscInt m) const {
   return -1;
 }
 
+NodeSharing::NodeSharing(PetscInt M_, PetscInt N_, PetscInt P, PetscInt Ph_, PetscInt node_ranks)
+    : M(M_), N(N_), Pt(P / Ph_), Ph(Ph_) {
+  if (node_ranks > 0 && node_ranks < P && node_ranks % Ph == 0) C = node_ranks / Ph;
+}
+
+bool NodeSharing::shared(PetscInt m, PetscInt to, PetscInt from) const {
+  if (C == 1 || node(to) == node(from)) return false;
+  const Range gs = groups(node(to));
+  return gs.size() > 1 && split_part(M * N, Pt, m * N) <= gs.begin &&
+         split_part(M * N, Pt, (m + 1) * N - 1) >= gs.end - 1;
+}
+
 PetscErrorCode TokenLayoutCreate(const Grid &g, PetscInt M, PetscInt N, PetscInt d, TokenLayout *t) {
   PetscFunctionBeginUser;
   t->M = M;
   t->N = N;
   t->d = d;
+  t->a = g.a, t->b = g.b;
+  t->nodes = NodeSharing(M, N, g.size, g.Ph, g.node_ranks);
+  t->node_comm = g.node_comm;
   t->peer_comm = g.peer_comm;
   t->head_comm = g.head_comm;
   t->group = GroupTokens(g.size, g.Ph, M, N, g.rank);
@@ -141,54 +156,95 @@ double *KeyRow(const TokenLayout &t, double *keys, PetscInt width, size_t c, Pet
   return keys + ((std::ptrdiff_t)c * t.N + j - t.cuts[c].m * t.N) * (std::ptrdiff_t)width;
 }
 
-// This rank's place among the Ph ranks of its group that hold the same rows
-// (with `identical`; otherwise alone, Ph = 1), and its share of a part's
-// rows split over them: all of them, or its Ph-th.
+// A rank's place among the ranks that split a part's rows into shares
+// (parts of them; alone: one part), and its share of a part.
 struct Place {
-  PetscMPIInt Ph = 1, a = 0;
+  PetscInt parts = 1, at = 0;
   Range share(Range part) const {
-    const Range s = split(part.size(), Ph, a);
+    const Range s = split(part.size(), parts, at);
     return Range{part.begin + s.begin, part.begin + s.end};
   }
 };
 
-PetscErrorCode PlaceOf(const TokenLayout &t, bool identical, Place *at) {
-  PetscFunctionBeginUser;
-  *at = Place{};
-  if (identical) {
-    PetscCallMPI(MPI_Comm_size(t.head_comm, &at->Ph));
-    PetscCallMPI(MPI_Comm_rank(t.head_comm, &at->a));
+// Rank (a, b)'s places for cut c's peer p: `in`, where it receives (and
+// returns the gradients of) share of p's part; `out`, the share of its own
+// part p's rank receives from it. Without `identical` it sends all its rows
+// and receives all of theirs; with it, the Ph ranks of a group split them,
+// or the S ranks of a node where the rows cross between nodes in node shares
+// (NodeSharing).
+struct Places {
+  const TokenLayout &t;
+  bool identical;
+  bool node(size_t c, const TokenPiece &p) const {
+    return identical && t.nodes.shared(t.cuts[c].m, t.b, p.peer / t.nodes.Ph);
   }
-  PetscFunctionReturn(0);
-}
+  Place group() const { return identical ? Place{t.nodes.Ph, t.a} : Place{}; }
+  Place in(size_t c, const TokenPiece &p) const {
+    return node(c, p) ? Place{t.nodes.ranks(t.nodes.node(t.b)), t.nodes.place(t.b, t.a)} : group();
+  }
+  Place out(size_t c, const TokenPiece &p) const {
+    const PetscInt pb = p.peer / t.nodes.Ph;
+    return identical && t.nodes.shared(t.cuts[c].m, pb, t.b)
+               ? Place{t.nodes.ranks(t.nodes.node(pb)), t.nodes.place(pb, t.a)}
+               : group();
+  }
+};
 
-// The peers' parts of the cut rows in Ph shares (share x of a part:
-// split(part, Ph, x) of its rows), laid out for one exchange over the group:
-// segment x of the buffer is share x of every peer part, in cut and peer
-// order. each(x, move) calls move(rows in keys, entries, offset in the buffer)
-// for share x of each peer part.
+// The peers' parts of the cut rows that `node` selects (those shared over
+// the node, or over the group) in `parts` shares (share x of a part: split(part,
+// parts, x) of its rows), laid out for one exchange over the node or the
+// group: segment x of the buffer is share x of every selected part, in cut
+// and peer order. each(x, move) calls move(rows in keys, entries, offset in
+// the buffer) for share x of each selected part.
 struct PeerShares {
   const TokenLayout &t;
+  const Places &places;
   double *keys;
-  PetscInt width;
-  PetscMPIInt Ph;
+  PetscInt width, parts;
+  bool node;
   std::vector<PetscInt> counts, begin;
-  PeerShares(const TokenLayout &t_, double *keys_, PetscInt width_, PetscMPIInt Ph_)
-      : t(t_), keys(keys_), width(width_), Ph(Ph_), counts((size_t)Ph_, 0), begin((size_t)Ph_ + 1, 0) {
-    for (PetscMPIInt x = 0; x < Ph; ++x) {
-      for (const CutSequence &cs : t.cuts)
-        for (const TokenPiece &p : cs.peers) counts[x] += split(p.end - p.begin, Ph, x).size() * width;
+  PeerShares(const Places &places_, double *keys_, PetscInt width_, bool node_)
+      : t(places_.t), places(places_), keys(keys_), width(width_),
+        parts(node_ ? t.nodes.ranks(t.nodes.node(t.b)) : places_.group().parts), node(node_),
+        counts((size_t)parts, 0), begin((size_t)parts + 1, 0) {
+    for (PetscInt x = 0; x < parts; ++x) {
+      each(x, [&](double *, PetscInt n, PetscInt) { counts[x] += n; });
       begin[x + 1] = begin[x] + counts[x];
     }
   }
-  template <class Move> void each(PetscMPIInt x, Move move) const {
+  PetscInt total() const { return begin[parts]; }
+  template <class Move> void each(PetscInt x, Move move) const {
     PetscInt at = begin[x];
     for (size_t c = 0; c < t.cuts.size(); ++c)
       for (const TokenPiece &p : t.cuts[c].peers) {
-        const Range sx = split(p.end - p.begin, Ph, x);
+        if (places.node(c, p) != node) continue;
+        const Range sx = split(p.end - p.begin, parts, x);
         move(KeyRow(t, keys, width, c, p.begin + sx.begin), sx.size() * width, at);
         at += sx.size() * width;
       }
+  }
+  // The shares gathered by every rank of comm: this rank's (at) from keys, then all into keys.
+  PetscErrorCode Allgather(MPI_Comm comm, PetscInt at) const {
+    PetscFunctionBeginUser;
+    if (total() == 0) PetscFunctionReturn(0);
+    t.incoming.resize((size_t)total());
+    double *buf = t.incoming.data();
+    each(at, [&](double *rows, PetscInt n, PetscInt o) { std::copy(rows, rows + n, buf + o); });
+    PetscCall(AllgatherSegments(comm, buf, counts));
+    for (PetscInt x = 0; x < parts; ++x)
+      if (x != at) each(x, [&](double *rows, PetscInt n, PetscInt o) { std::copy(buf + o, buf + o + n, rows); });
+    PetscFunctionReturn(0);
+  }
+  // summed <- share `at` of the sum over comm's ranks of the selected parts' rows in keys.
+  PetscErrorCode ReduceScatter(MPI_Comm comm, PetscInt at, std::vector<double> *summed) const {
+    PetscFunctionBeginUser;
+    summed->assign((size_t)counts[at], 0.0);
+    if (total() == 0) PetscFunctionReturn(0);
+    std::vector<double> buf((size_t)total());
+    for (PetscInt x = 0; x < parts; ++x)
+      each(x, [&](double *rows, PetscInt n, PetscInt o) { std::copy(rows, rows + n, buf.data() + o); });
+    PetscCall(ReduceScatterSum(comm, buf.data(), counts, summed->data()));
+    PetscFunctionReturn(0);
   }
 };
 
@@ -197,17 +253,15 @@ struct PeerShares {
 PetscErrorCode TokensShareCutRowsBegin(const TokenLayout &t, double *keys, PetscInt width, bool identical,
                                        CutRowsInFlight *x) {
   InsideExchange inside;
-  Place at;
   PetscFunctionBeginUser;
   PetscCheck(!x->active, PETSC_COMM_SELF, PETSC_ERR_ORDER, "the cut rows are already being shared");
   *x = CutRowsInFlight{};
   x->keys = keys, x->width = width, x->identical = identical, x->active = true, x->posted = MPI_Wtime();
-  PetscCall(PlaceOf(t, identical, &at));
+  const Places places{t, identical};
   for (size_t c = 0; c < t.cuts.size(); ++c) {
     const CutSequence &cs = t.cuts[c];
-    const Range out = at.share(cs.mine);
     for (const TokenPiece &p : cs.peers) {
-      const Range in = at.share({p.begin, p.end});
+      const Range in = places.in(c, p).share({p.begin, p.end}), out = places.out(c, p).share(cs.mine);
       if (in.size() > 0)
         PetscCall(Post(t, false, {p.peer, in.begin, in.end}, KeyRow(t, keys, width, c, in.begin), width, x->req));
       if (out.size() > 0)
@@ -240,65 +294,63 @@ PetscErrorCode TokensShareCutRowsEnd(const TokenLayout &t, CutRowsInFlight *x) {
   }
   traffic().in_flight += x->done - x->posted;
   x->active = false;
-  PetscCall(PlaceOf(t, x->identical, &at));
-  if (at.Ph > 1) { // the peers' rows, received in shares, completed within the group by one allgather
-    const PeerShares shares(t, keys, width, at.Ph);
-    t.incoming.resize((size_t)shares.begin[at.Ph]);
-    double *buf = t.incoming.data();
-    shares.each(at.a, [&](double *rows, PetscInt n, PetscInt o) { std::copy(rows, rows + n, buf + o); });
-    PetscCall(AllgatherSegments(t.head_comm, buf, shares.counts));
-    for (PetscMPIInt g = 0; g < at.Ph; ++g)
-      if (g != at.a)
-        shares.each(g, [&](double *rows, PetscInt n, PetscInt o) { std::copy(buf + o, buf + o + n, rows); });
-  }
+  if (!x->identical) PetscFunctionReturn(0);
+  // The peers' rows, received in shares, completed within the group and the node by one allgather each.
+  const Places places{t, true};
+  if (t.nodes.Ph > 1) PetscCall(PeerShares(places, keys, width, false).Allgather(t.head_comm, t.a));
+  if (t.node_comm != MPI_COMM_NULL)
+    PetscCall(PeerShares(places, keys, width, true).Allgather(t.node_comm, t.nodes.place(t.b, t.a)));
   PetscFunctionReturn(0);
 }
 
 PetscErrorCode TokensReturnCutRows(const TokenLayout &t, double *keys, PetscInt width, bool identical) {
   std::vector<MPI_Request> req;
-  Place at;
   PetscFunctionBeginUser;
-  PetscCall(PlaceOf(t, identical, &at));
-  const PetscMPIInt Ph = at.Ph;
+  const Places places{t, identical};
   // With identical rows, the group first sums its ranks' gradients of the
-  // peers' rows (one reduce-scatter over its Ph ranks, in shares), and each
-  // rank returns its share of the sums: the gradients cross between groups
-  // once, not Ph times. Otherwise each rank returns all of its own.
-  std::vector<double> summed;
-  if (Ph > 1) {
-    const PeerShares shares(t, keys, width, Ph);
-    std::vector<double> buf((size_t)shares.begin[Ph]);
-    for (PetscMPIInt x = 0; x < Ph; ++x)
-      shares.each(x, [&](double *rows, PetscInt n, PetscInt at) { std::copy(rows, rows + n, buf.data() + at); });
-    summed.resize((size_t)shares.counts[at.a]);
-    PetscCall(ReduceScatterSum(t.head_comm, buf.data(), shares.counts, summed.data()));
+  // peers' rows (one reduce-scatter over its Ph ranks, in shares; over the
+  // node's S ranks for the parts shared over the node), and each rank
+  // returns its share of the sums: the gradients cross between groups (and
+  // nodes) once. Otherwise each rank returns all of its own.
+  std::vector<double> group, node;
+  const bool group_sums = identical && t.nodes.Ph > 1;
+  if (group_sums) PetscCall(PeerShares(places, keys, width, false).ReduceScatter(t.head_comm, t.a, &group));
+  if (identical) {
+    if (t.node_comm != MPI_COMM_NULL)
+      PetscCall(PeerShares(places, keys, width, true).ReduceScatter(t.node_comm, t.nodes.place(t.b, t.a), &node));
   }
   size_t incoming = 0;
-  for (const CutSequence &cs : t.cuts) incoming += cs.peers.size() * (size_t)at.share(cs.mine).size() * (size_t)width;
+  for (size_t c = 0; c < t.cuts.size(); ++c)
+    for (const TokenPiece &p : t.cuts[c].peers)
+      incoming += (size_t)places.out(c, p).share(t.cuts[c].mine).size() * (size_t)width;
   t.incoming.resize(incoming);
-  double *in = t.incoming.data(), *out = summed.data();
+  double *in = t.incoming.data(), *from_group = group.data(), *from_node = node.data();
   for (size_t c = 0; c < t.cuts.size(); ++c) {
     const CutSequence &cs = t.cuts[c];
-    const Range mine = at.share(cs.mine);
     for (const TokenPiece &p : cs.peers) {
-      const Range theirs = at.share({p.begin, p.end});
+      const Range mine = places.out(c, p).share(cs.mine), theirs = places.in(c, p).share({p.begin, p.end});
+      const bool node_sums = places.node(c, p);
+      double *&summed = node_sums ? from_node : from_group;
       if (mine.size() > 0) PetscCall(Post(t, false, {p.peer, mine.begin, mine.end}, in, width, req));
       if (theirs.size() > 0)
-        PetscCall(Post(t, true, {p.peer, theirs.begin, theirs.end}, Ph > 1 ? out : KeyRow(t, keys, width, c, p.begin),
-                       width, req));
+        PetscCall(Post(t, true, {p.peer, theirs.begin, theirs.end},
+                       node_sums || group_sums ? summed : KeyRow(t, keys, width, c, theirs.begin), width, req));
       in += (std::ptrdiff_t)mine.size() * width;
-      out += Ph > 1 ? (std::ptrdiff_t)theirs.size() * width : 0;
+      if (node_sums || group_sums) summed += (std::ptrdiff_t)theirs.size() * width;
     }
   }
   PetscCallMPI(MPI_Waitall((int)req.size(), req.data(), MPI_STATUSES_IGNORE));
+  // Each peer's gradients of this rank's rows, added in peer order.
   in = t.incoming.data();
   for (size_t c = 0; c < t.cuts.size(); ++c) {
     const CutSequence &cs = t.cuts[c];
-    const Range mine = at.share(cs.mine);
-    double *rows = KeyRow(t, keys, width, c, mine.begin);
-    const std::ptrdiff_t n = (std::ptrdiff_t)mine.size() * width;
-    for (size_t p = 0; p < cs.peers.size(); ++p, in += n)
+    for (const TokenPiece &p : cs.peers) {
+      const Range mine = places.out(c, p).share(cs.mine);
+      double *rows = KeyRow(t, keys, width, c, mine.begin);
+      const std::ptrdiff_t n = (std::ptrdiff_t)mine.size() * width;
       for (std::ptrdiff_t e = 0; e < n; ++e) rows[e] += in[e];
+      in += n;
+    }
   }
   PetscFunctionReturn(0);
 }

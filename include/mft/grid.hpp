@@ -9,7 +9,10 @@
 //   peer_comm:  a private duplicate of comm for the point-to-point messages
 //               of the cut sequences (tokens.hpp), so that no message of the
 //               program can meet one of the caller's or of PETSc's
-// All three are the grid's own communicators, freed by GridDestroy.
+//   node_comm:  the ranks of this rank's node (node_ranks of them in rank
+//               order), when a node holds several token groups
+//               (NodeSharing, tokens.hpp); MPI_COMM_NULL otherwise
+// All are the grid's own communicators, freed by GridDestroy.
 #pragma once
 
 #include <petscsys.h>
@@ -30,15 +33,23 @@ struct Grid {
   MPI_Comm head_comm = MPI_COMM_NULL;
   MPI_Comm token_comm = MPI_COMM_NULL;
   MPI_Comm peer_comm = MPI_COMM_NULL;
+  MPI_Comm node_comm = MPI_COMM_NULL;
   PetscMPIInt rank = 0, size = 1;
   PetscInt Ph = 1, Pt = 1;  // head groups, token groups
   PetscInt a = 0, b = 0;    // this rank's head group and token group
+  PetscInt node_ranks = 0;  // ranks a node, in rank order (0: all on one node)
 };
 
 // Creates the grid of Ph = head_groups head groups on comm (Ph divides the
 // rank count and is at most H; problem.cpp chooses it with the cost model
-// when the user does not).
-PetscErrorCode GridCreate(MPI_Comm comm, PetscInt head_groups, PetscInt H, Grid *g);
+// when the user does not), its nodes node_ranks ranks each in rank order.
+PetscErrorCode GridCreate(MPI_Comm comm, PetscInt head_groups, PetscInt H, PetscInt node_ranks, Grid *g);
+
+// Ranks a node in rank order: `given` when positive (parallel.node_ranks),
+// else the ranks that share memory (MPI_COMM_TYPE_SHARED) when every node
+// holds the same number of consecutive ranks (the last may hold fewer), else
+// 0 (treated as one node: no node sharing). Collective; the same on every rank.
+PetscErrorCode NodeRanks(MPI_Comm comm, PetscInt given, PetscInt *node_ranks);
 PetscErrorCode GridDestroy(Grid *g);
 
 } // namespace mft

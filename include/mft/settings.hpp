@@ -148,6 +148,7 @@ struct ParallelSettings {
   double remote_bandwidth = 25e9;  // bytes a second a rank sends off its node
   double card_bandwidth = 25e9;    // bytes a second a node's network card carries
   PetscInt node_cores = 0;         // mft bench's predictions: cores a node (0: one node)
+  PetscInt node_ranks = 0;         // ranks a node in rank order (0: those that share memory)
   double rate = 13.6e9;       // attention operations a second on one rank
 };
 

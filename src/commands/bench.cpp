@@ -249,10 +249,9 @@ PetscErrorCode CommandBench(MPI_Comm comm, const std::vector<std::string> &args,
   // elsewhere); `here` places the ranks on their nodes as they are.
   Network measured = NetworkOf(s.parallel, 0);
   NetworkMeasured which;
-  double available;
-  PetscMPIInt node_ranks;
+  PetscInt node_ranks;
   PetscCall(MeasureNetwork(comm, &measured, &which));
-  PetscCall(NodeMemory(comm, &available, &node_ranks));
+  PetscCall(NodeRanks(comm, s.parallel.node_ranks, &node_ranks));
   Network here = measured;
   here.node_ranks = node_ranks;
   auto corename = (char *(*)())dlsym(RTLD_DEFAULT, "openblas_get_corename");

@@ -4,7 +4,8 @@
 #   sends per step do not grow with the layers (L = 4 and L = 16);
 # - on 8 ranks the measured messages and bytes are the cost model's within 10%,
 #   for the S2-like and the long-context shapes, and for the long sequence cut
-#   across token groups, shared as tokens and as projections.
+#   across token groups, shared as tokens and as projections, and as tokens
+#   over nodes of 4 ranks.
 set -euo pipefail
 mft="$1"
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -25,4 +26,9 @@ for form in tokens projections; do
   SHAPES=long EXTRA="--parallel.head_groups 2 --parallel.cut_sequences $form" bash "$counts" --check 0.1 "$mft" 8 |
     tee /dev/stderr | grep -q " $form " || { echo "comm: the cut sequence was not shared as $form"; exit 1; }
 done
+# Nodes of 4 ranks (two token groups of two): the rows from the other node
+# come in node shares and are gathered over the node (NodeSharing); counted
+# by the model likewise.
+SHAPES=long EXTRA="--parallel.head_groups 2 --parallel.cut_sequences tokens --parallel.node_ranks 4" \
+  bash "$counts" --check 0.1 "$mft" 8
 echo "comm: passed"

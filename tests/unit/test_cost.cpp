@@ -140,3 +140,24 @@ TEST(Cost, SlowMessagesChooseThreadsOverRanks) {
   EXPECT_EQ(c.threads, 8);
   EXPECT_EQ(c.P, 4);
 }
+
+// A node's token groups take the rows of a cut sequence from other nodes
+// once (NodeSharing): 16 ranks on two nodes of 8, one sequence of 65536
+// tokens in R^64 (its rows dwarf the heads' exchanges). With two head groups
+// a node holds four token groups, with eight one: either way the node
+// receives each remote row once (and returns its gradient once), so the
+// bytes off a node agree; sharing within the groups alone sent four times as
+// many with two head groups.
+TEST(Cost, ANodeTakesEachRemoteRowOnce) {
+  ModelSettings m;
+  m.L = 2, m.H = 8, m.d = 64, m.k = 8;
+  Network net;
+  net.node_ranks = 8;
+  const StepCost four = PredictStep(m, 1, 65536, 16, 2, CutForm::tokens, 1e9, net);
+  const StepCost one = PredictStep(m, 1, 65536, 16, 8, CutForm::tokens, 1e9, net);
+  ASSERT_GT(one.remote_bytes, 0.0);
+  EXPECT_NEAR(four.remote_bytes / one.remote_bytes, 1.0, 0.05);
+  // The same rows on a flat network (one node): nothing leaves it.
+  net.node_ranks = 0;
+  EXPECT_EQ(PredictStep(m, 1, 65536, 16, 2, CutForm::tokens, 1e9, net).remote_bytes, 0.0);
+}

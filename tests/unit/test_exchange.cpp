@@ -139,7 +139,7 @@ TEST(Exchange, GridCommunicatorsArePrivate) {
   Grid g;
   int P;
   MPI_Comm_size(PETSC_COMM_WORLD, &P);
-  ASSERT_EQ(GridCreate(PETSC_COMM_WORLD, 1, 1, &g), 0);
+  ASSERT_EQ(GridCreate(PETSC_COMM_WORLD, 1, 1, 0, &g), 0);
   int same;
   MPI_Comm_compare(g.peer_comm, PETSC_COMM_WORLD, &same);
   EXPECT_EQ(same, MPI_CONGRUENT) << "the cut rows would share the caller's communicator";
@@ -148,6 +148,35 @@ TEST(Exchange, GridCommunicatorsArePrivate) {
   MPI_Comm_compare(g.token_comm, PETSC_COMM_WORLD, &same);
   EXPECT_NE(same, MPI_IDENT);
   ASSERT_EQ(GridDestroy(&g), 0);
+}
+
+// The nodes in rank order: here every rank shares this machine's memory, so
+// one node of them all; a given count is taken as it is. With nodes of two
+// ranks and one head group (two token groups a node), a node's ranks have
+// their own communicator, in rank order; with one node, none.
+TEST(Exchange, NodesInRankOrder) {
+  int P;
+  MPI_Comm_size(PETSC_COMM_WORLD, &P);
+  PetscInt n = -1;
+  ASSERT_EQ(NodeRanks(PETSC_COMM_WORLD, 0, &n), 0);
+  EXPECT_EQ(n, P);
+  ASSERT_EQ(NodeRanks(PETSC_COMM_WORLD, 3, &n), 0);
+  EXPECT_EQ(n, 3);
+  for (PetscInt per : {(PetscInt)P, (PetscInt)2}) {
+    Grid g;
+    ASSERT_EQ(GridCreate(PETSC_COMM_WORLD, 1, 1, per, &g), 0);
+    if (per < P) {
+      ASSERT_NE(g.node_comm, MPI_COMM_NULL);
+      int rank, size;
+      MPI_Comm_rank(g.node_comm, &rank);
+      MPI_Comm_size(g.node_comm, &size);
+      EXPECT_EQ(rank, g.rank % 2);
+      EXPECT_EQ(size, std::min<int>(2, P - g.rank / 2 * 2));
+    } else {
+      EXPECT_EQ(g.node_comm, MPI_COMM_NULL);
+    }
+    ASSERT_EQ(GridDestroy(&g), 0);
+  }
 }
 
 // The part of a split that holds an item (the cost model's shortcut).

@@ -83,6 +83,47 @@ void check(std::vector<std::string> extra) {
       << "the exchanges behind the kernels change the result";
 }
 
+// A node's token groups take a cut sequence's rows from other nodes once
+// (parallel.node_ranks, NodeSharing): on every grid whose nodes hold two or
+// three token groups (the last node fewer), the tokens form equals the serial
+// run to round-off, its forward equals the group sharing's bitwise (the rows
+// are copies), and threads and the overlap change nothing, bitwise. One long
+// sequence (every node spans it) and three that each span some nodes only.
+void check_nodes(std::vector<std::string> extra) {
+  int size;
+  MPI_Comm_size(PETSC_COMM_WORLD, &size);
+  extra.insert(extra.end(), {"--model.H", "7", "--train.lr", "0.3", "--parallel.cut_sequences", "tokens"});
+  const std::vector<std::string> base = tiny(extra);
+  const Outcome serial = run(PETSC_COMM_SELF, base);
+  int shared = 0;
+  for (int hg = 1; hg <= std::min(size, 7); ++hg) {
+    if (size % hg) continue;
+    std::vector<std::string> args = base;
+    args.insert(args.end(), {"--parallel.head_groups", std::to_string(hg)});
+    const Outcome groups = run(PETSC_COMM_WORLD, args);
+    for (int C = 2; C <= 3 && C * hg < size; ++C) {
+      std::vector<std::string> nodes = args;
+      nodes.insert(nodes.end(), {"--parallel.node_ranks", std::to_string(C * hg), "--parallel.threads", "1"});
+      const std::string what = "head groups " + std::to_string(hg) + ", nodes of " + std::to_string(C * hg);
+      shared += make_problem(PETSC_COMM_WORLD, nodes)->tokens.node_comm != MPI_COMM_NULL;
+      const Outcome o = run(PETSC_COMM_WORLD, nodes);
+      expect_same(o, serial, what);
+      EXPECT_TRUE(o.x1 == groups.x1) << what << ": the forward differs from the group sharing's";
+      nodes.back() = "2";
+      const Outcome threads = run(PETSC_COMM_WORLD, nodes);
+      EXPECT_TRUE(threads.grad == o.grad && threads.trained == o.trained) << what << ": 2 threads differ, bitwise";
+      nodes.insert(nodes.end(), {"--parallel.overlap", "false"});
+      const Outcome waited = run(PETSC_COMM_WORLD, nodes);
+      EXPECT_TRUE(waited.grad == threads.grad && waited.trained == threads.trained)
+          << what << ": waiting at once differs, bitwise";
+    }
+  }
+  if (size >= 3) EXPECT_GT(shared, 0) << "no grid shared rows over a node";
+}
+
+TEST(Ranks, NodesShareOneLongSequence) { check_nodes({"--data.M", "1", "--data.N", "23"}); }
+TEST(Ranks, NodesShareSomeSequences) { check_nodes({"--data.M", "2", "--data.N", "9", "--loss.kind", "pooled"}); }
+
 TEST(Ranks, QkvTokenLoss) { check({}); }
 TEST(Ranks, QkvoPooledCausal) { check({"--model.head_kind", "qkvo", "--loss.kind", "pooled", "--model.causal", "true"}); }
 TEST(Ranks, ManySequencesFewTokens) { check({"--data.M", "5", "--data.N", "2"}); }
