@@ -125,7 +125,9 @@ PetscErrorCode TokensScatterAdd(const TokenLayout &t, Vec local, Vec state);
 // head group holds the same rows) each rank of the group sends only its
 // share of them (split over the Ph ranks) to its peer, and each group then
 // allgathers what its ranks received: the rows cross between groups once,
-// not Ph times. The share goes in two halves, so that the kernels of the
+// not Ph times; and where a node's groups share the sequence (NodeSharing)
+// the rows from other nodes come in the node's S shares, which its ranks
+// allgather: they cross into the node once, not once a group. The share goes in two halves, so that the kernels of the
 // sequences the group holds whole run while the rows travel: Begin posts the
 // rows' messages; Progress asks MPI to move them (from the main thread,
 // between kernels; MPI moves a large message only while it is asked); End
@@ -138,7 +140,8 @@ PetscErrorCode TokensScatterAdd(const TokenLayout &t, Vec local, Vec state);
 // rank returns its share of the sums to its peer: the gradients too cross
 // between groups once, not Ph times; rank a's rows of `mine` then hold the
 // peers' sums in its share only, which the group's own sum over its ranks
-// (TokensScatterAdd) completes.
+// (TokensScatterAdd) completes. The parts shared over a node are summed
+// over the node's S ranks likewise (a reduce-scatter over node_comm).
 struct CutRowsInFlight {
   std::vector<MPI_Request> req;
   double *keys = nullptr;
