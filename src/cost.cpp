@@ -165,7 +165,7 @@ StepCost PredictStep(const ModelSettings &m, PetscInt M, PetscInt N, PetscInt P,
     const PetscInt row = form == CutForm::tokens ? d : Hl * (k + dv); // numbers a token's row
     const double width = 8.0 * (double)row;
     const Range s = GroupSequences(P, Ph, M, N, r);
-    PetscInt cuts = 0;
+    PetscInt cuts = 0, queries = 0; // queries: the most of a sequence
     double ops = 0, sweep = 0; // sweep: the tiled reverse's first sweep, unless statistics are kept
     const bool tokens = form == CutForm::tokens;
     const NodeSharing ns(M, N, P, Ph, net.node_ranks);
@@ -176,6 +176,7 @@ StepCost PredictStep(const ModelSettings &m, PetscInt M, PetscInt N, PetscInt P,
       const PetscInt q0 = std::max(g.begin - seq * N, (PetscInt)0), q1 = std::min(g.end - seq * N, N);
       const double q = (double)(q1 - q0);
       const bool cut = q1 - q0 < N;
+      queries = std::max(queries, q1 - q0);
       if (cut) {
         ++cuts;
         ShareCutRows(ns, r, seq, q1 - q0, row, tokens, nodes, false, &share);
@@ -218,7 +219,12 @@ StepCost PredictStep(const ModelSettings &m, PetscInt M, PetscInt N, PetscInt P,
     // first sums into copies of the group's tokens (and of the cut rows).
     const double copy = 8.0 * ((double)g.size() + (form == CutForm::tokens ? (double)cuts * N : 0.0)) * d;
     const PetscInt J = HeadChunks(s.size(), Hl, copy);
-    const double copies = (double)(J - 1) * copy;
+    // With few units, threads over chunks of a sequence's queries too: the
+    // keys' projections of every sequence and head, and a copy of their
+    // gradients a chunk.
+    const double projected = (double)s.size() * (double)Hl * (double)N * (double)(k + dv);
+    const PetscInt Qc = tokens || cuts == 0 ? QueryChunks(s.size() * J, queries, 8.0 * projected) : 1;
+    const double copies = (double)(J - 1) * copy + (Qc > 1 ? 8.0 * (double)(Qc + 1) * projected : 0.0);
     const double others = 8.0 * (double)m.L * (double)g.size() * (double)d + 2.0 * width * (double)cuts * (double)N +
                           copies;
     // Kept for the adjoint when they fit beside the rest (velocity.hpp): the
@@ -256,8 +262,8 @@ StepCost PredictStep(const ModelSettings &m, PetscInt M, PetscInt N, PetscInt P,
     c.max_bytes = std::max(c.max_bytes, step.bytes);
 
     c.operations = std::max(c.operations, (double)m.L * (double)Hl * ops);
-    // Threads share (sequence, chunk of heads) units of about equal work.
-    const double units = (double)std::max<PetscInt>(1, s.size() * J);
+    // Threads share (sequence, chunk of heads, chunk of queries) units of about equal work.
+    const double units = (double)std::max<PetscInt>(1, s.size() * J * Qc);
     const double busy = units / std::ceil(units / (double)std::max<PetscInt>(1, threads));
     busiest = std::max(busiest, (double)m.L * (double)Hl * ops / busy);
   }

@@ -64,7 +64,26 @@ PetscErrorCode VelocityCreate(const Grid &g, const TokenLayout &t, Heads *h, con
   v->head_chunks = HeadChunks(t.seqs.size(), h->group.size(), copy);
   v->head_partial.assign((size_t)(v->head_chunks - 1) * (size_t)t.group.size() * (size_t)t.d, 0.0);
   if (form == CutForm::tokens) v->dkeys_partial.assign((size_t)(v->head_chunks - 1) * v->dkeys.size(), 0.0);
+  // Query chunks where the keys come as tokens (the projections form's cut
+  // rows are projected by their owners already).
+  PetscInt queries = 0;
+  for (PetscInt m = t.seqs.begin; m < t.seqs.end; ++m) queries = std::max(queries, t.queries(m).size());
+  const double rows = (double)t.seqs.size() * (double)h->group.size() * (double)t.N * (double)(h->shape.k + h->shape.dv);
+  if (form == CutForm::tokens || t.cuts.empty())
+    v->query_chunks = QueryChunks(t.seqs.size() * v->head_chunks, queries, 8.0 * rows);
+  if (v->query_chunks > 1) {
+    v->projected.assign((size_t)rows, 0.0);
+    v->dprojected.assign((size_t)rows * (size_t)v->query_chunks, 0.0);
+    v->query_grad.assign((size_t)(t.seqs.size() * v->query_chunks) * h->layer_grad.size(), 0.0);
+  }
   PetscFunctionReturn(0);
+}
+
+PetscInt QueryChunks(PetscInt units, PetscInt queries, double chunk_bytes) {
+  if (units >= kHeadUnits || units < 1) return 1;
+  const double copies = chunk_bytes > 0 ? std::floor(kQueryCopyBytes / chunk_bytes) : (double)queries;
+  return std::max<PetscInt>(1, std::min({(kHeadUnits + units - 1) / units, queries / kQueryRows,
+                                         (PetscInt)std::min(copies, (double)queries)}));
 }
 
 PetscInt HeadChunks(PetscInt sequences, PetscInt heads, double copy_bytes) {
@@ -133,7 +152,7 @@ PetscErrorCode VelocityKeep(Velocity *v, PetscInt L) {
   v->kept.resize((size_t)L * (size_t)t.group.size() * (size_t)t.d); // 64-bit: L n can pass 2^31
   // What the other buffers take (the cost model's count): the rest is the room of the cut rows and statistics.
   const double others = 8.0 * (double)(v->kept.size() + v->keys.size() + v->dkeys.size() + v->head_partial.size() +
-                                       v->dkeys_partial.size());
+                                       v->dkeys_partial.size() + v->projected.size() + v->dprojected.size());
   const KeptForAdjoint k = KeptForTheAdjoint(L, (double)v->keys.size(), h.group.size(), t.group.size(), h.shape, t.N,
                                              v->memory < 0 ? -1.0 : std::max(0.0, v->memory - others));
   v->kept_keys.resize(k.rows > 0 ? (size_t)L * v->keys.size() : 0);
@@ -253,6 +272,122 @@ PetscErrorCode OverUnits(Velocity *v, PetscInt units, Cut cut, Body body) {
   PetscFunctionReturn(0);
 }
 
+// Threads over query chunks (Velocity::query_chunks): the units' places.
+struct QueryUnits {
+  Velocity &v;
+  const double *xs;                // the group's gathered tokens
+  PetscInt S, Hl, J, Qc, W;
+  QueryUnits(Velocity &v_, const double *xs_)
+      : v(v_), xs(xs_), S(v_.tokens->seqs.size()), Hl(v_.heads->group.size()), J(v_.head_chunks), Qc(v_.query_chunks),
+        W(v_.heads->shape.k + v_.heads->shape.dv) {}
+  // Unit u of S J Qc: local sequence s (m = seqs.begin + s), head chunk j, chunk i.
+  PetscInt sequence(PetscInt u) const { return u / (J * Qc); }
+  PetscInt head_chunk(PetscInt u) const { return u / Qc % J; }
+  PetscInt chunk(PetscInt u) const { return u % Qc; }
+  bool cut(PetscInt u) const { return v.tokens->cut(v.tokens->seqs.begin + sequence(u)) >= 0; }
+  // The sequence's tokens (its keys; its queries at their rows): the group's, or the shared rows.
+  const double *tokens(PetscInt m) const {
+    const PetscInt c = v.tokens->cut(m);
+    return c < 0 ? xs + at(*v.tokens, m, 0) : v.keys.data() + key_block(v, c, 0);
+  }
+  // Query chunk i of sequence m, and key chunk i of its keys.
+  Range queries(PetscInt m, PetscInt i) const {
+    const Range q = v.tokens->queries(m), r = split(q.size(), Qc, i);
+    return Range{q.begin + r.begin, q.begin + r.end};
+  }
+  PetscInt key_count(PetscInt m) const { // the keys the sequence's queries reach
+    const Range q = v.tokens->queries(m);
+    return q.size() == 0 ? 0 : v.options.causal ? q.end : v.tokens->N;
+  }
+  Range keys(PetscInt m, PetscInt i) const { return split(key_count(m), Qc, i); }
+  double *projection(PetscInt s, PetscInt hl) const {
+    return v.projected.data() + ((std::ptrdiff_t)s * Hl + hl) * v.tokens->N * W;
+  }
+  double *gradient(PetscInt s, PetscInt hl, PetscInt i) const { // chunk i's key gradients
+    return v.dprojected.data() + (((std::ptrdiff_t)s * Hl + hl) * Qc + i) * v.tokens->N * W;
+  }
+  double *head_gradient(PetscInt s, PetscInt i, PetscInt hl) const {
+    return v.query_grad.data() + ((size_t)(s * Qc + i) * (size_t)Hl + (size_t)hl) * (size_t)v.heads->shape.size;
+  }
+};
+
+// Each sequence's keys projected once for every head of the rank, in key
+// chunks, into Velocity::projected.
+template <class Skip> PetscErrorCode ProjectKeys(const QueryUnits &qu, PetscInt l, Skip skip) {
+  Velocity &v = qu.v;
+  const TokenLayout &t = *v.tokens;
+  const Heads &h = *v.heads;
+  PetscFunctionBeginUser;
+  auto cut = [&](PetscInt u) { return t.cut(t.seqs.begin + u / (qu.Hl * qu.Qc)) >= 0; };
+  PetscCall(OverUnits(&v, t.seqs.size() * qu.Hl * qu.Qc, cut, [&](PetscInt u, int thread) {
+    const PetscInt s = u / (qu.Hl * qu.Qc), hl = u / qu.Qc % qu.Hl, m = t.seqs.begin + s;
+    if (skip(m)) return;
+    const Range r = qu.keys(m, u % qu.Qc);
+    attention_project(h.shape, h.head(l, hl), qu.tokens(m) + r.begin * t.d, r.size(),
+                      qu.projection(s, hl) + r.begin * qu.W, qu.W, v.works[(size_t)thread]);
+  }));
+  PetscFunctionReturn(0);
+}
+
+// The reverse over (sequence, head chunk, query chunk) units: the keys
+// projected once; each query chunk's reverse, its key gradients into its own
+// copy and its head gradients into its own; then, in key chunks, the copies
+// summed in chunk order and taken back through the keys' projection. Token
+// gradients go where the other path puts them (ds, dkeys, or the head
+// chunks' copies).
+template <class Skip>
+PetscErrorCode ReverseByQueries(Velocity *v, PetscInt l, const double *xs, const double *ls, double *ds, double scale,
+                                Skip skip) {
+  const TokenLayout &t = *v->tokens;
+  const Heads &h = *v->heads;
+  const QueryUnits qu(*v, xs);
+  const size_t n = (size_t)t.group.size() * (size_t)t.d;
+  PetscFunctionBeginUser;
+  PetscCall(ProjectKeys(qu, l, skip));
+  std::fill(v->query_grad.begin(), v->query_grad.end(), 0.0);
+  // Where unit (m, j)'s token gradients go: rows of sequence m from its first token.
+  auto rows = [&](PetscInt m, PetscInt j) {
+    const PetscInt c = t.cut(m);
+    if (c < 0) return (j == 0 ? ds : v->head_partial.data() + (size_t)(j - 1) * n) + at(t, m, 0);
+    return (j == 0 ? v->dkeys.data() : v->dkeys_partial.data() + (size_t)(j - 1) * v->dkeys.size()) +
+           key_block(*v, c, 0);
+  };
+  const PetscInt units = t.seqs.size() * qu.J * qu.Qc;
+  auto cut = [&](PetscInt u) { return qu.cut(u); };
+  PetscCall(OverUnits(v, units, cut, [&](PetscInt u, int thread) {
+    const PetscInt s = qu.sequence(u), j = qu.head_chunk(u), i = qu.chunk(u), m = t.seqs.begin + s;
+    const Range q = qu.queries(m, i), heads = split(h.group.size(), qu.J, j);
+    if (skip(m)) return;
+    AttentionWork &w = v->works[(size_t)thread];
+    double *dx = rows(m, j);
+    for (PetscInt hl = heads.begin; hl < heads.end; ++hl) {
+      double *dkw = qu.gradient(s, hl, i);
+      std::fill(dkw, dkw + (std::ptrdiff_t)qu.key_count(m) * qu.W, 0.0);
+      if (q.size() == 0) continue;
+      w.statistics = v->forwards ? statistics_at(*v, l, hl, m, q.begin) : nullptr; // the forward's
+      attention_reverse_projected(h.shape, h.head(l, hl), v->options, qu.tokens(m) + q.begin * t.d,
+                                  qu.projection(s, hl), qu.W, t.N, q, scale, ls + at(t, m, q.begin),
+                                  dx + q.begin * t.d, dkw, qu.head_gradient(s, i, hl), w);
+    }
+  }));
+  PetscCall(OverUnits(v, units, cut, [&](PetscInt u, int) {
+    const PetscInt s = qu.sequence(u), j = qu.head_chunk(u), i = qu.chunk(u), m = t.seqs.begin + s;
+    const Range r = qu.keys(m, i), heads = split(h.group.size(), qu.J, j);
+    if (skip(m) || r.size() == 0) return;
+    double *dx = rows(m, j);
+    for (PetscInt hl = heads.begin; hl < heads.end; ++hl) {
+      double *sum = qu.gradient(s, hl, 0) + r.begin * qu.W;
+      for (PetscInt c = 1; c < qu.Qc; ++c) {
+        const double *g = qu.gradient(s, hl, c) + r.begin * qu.W;
+        for (std::ptrdiff_t e = 0; e < (std::ptrdiff_t)r.size() * qu.W; ++e) sum[e] += g[e];
+      }
+      attention_project_reverse(h.shape, h.head(l, hl), qu.tokens(m) + r.begin * t.d, r.size(), sum, qu.W,
+                                dx + r.begin * t.d, qu.head_gradient(s, i, hl));
+    }
+  }));
+  PetscFunctionReturn(0);
+}
+
 } // namespace
 
 PetscErrorCode VelocityPrepare(Velocity *v, PetscInt l, Vec x) {
@@ -283,24 +418,42 @@ PetscErrorCode VelocityEvaluate(Velocity *v, PetscInt l, Vec x, Vec f) {
   auto inactive = [&](PetscInt m) { return v->active && !(*v->active)[m]; }; // not needed by the risk
   const bool keeps = l < (PetscInt)v->kept_layer.size();
   auto cut = [&](PetscInt u) { return t.cut(t.seqs.begin + u / J) >= 0; };
-  PetscCall(OverUnits(v, S * J, cut, [&](PetscInt u, int thread) {
-    const PetscInt m = t.seqs.begin + u / J, j = u % J;
-    if (inactive(m)) return;
-    AttentionWork &w = v->works[(size_t)thread];
-    const Range q = t.queries(m), heads = split(h.group.size(), J, j);
-    const PetscInt c = t.cut(m);
-    double *sum = (j == 0 ? out : v->head_partial.data() + (size_t)(j - 1) * n) + at(t, m, q.begin);
-    if (j > 0) std::fill(sum, sum + q.size() * t.d, 0.0);
-    for (PetscInt hl = heads.begin; hl < heads.end; ++hl) {
-      w.statistics = keeps ? statistics_at(*v, l, hl, m, q.begin) : nullptr; // kept for the adjoint
-      if (c < 0 || v->form == CutForm::tokens) // the sequence's tokens: held by the group or shared
-        attention_forward(h.shape, h.head(l, hl), v->options,
-                          c < 0 ? xs + at(t, m, 0) : v->keys.data() + key_block(*v, c, hl), t.N, q, scale, sum, w);
-      else
-        attention_forward_projected(h.shape, h.head(l, hl), v->options, xs + at(t, m, q.begin),
-                                    v->keys.data() + key_block(*v, c, hl), v->key_width, t.N, q, scale, sum, w);
-    }
-  }));
+  if (v->query_chunks > 1) { // the keys projected once, then (sequence, head chunk, query chunk) units
+    const QueryUnits qu(*v, xs);
+    PetscCall(ProjectKeys(qu, l, inactive));
+    PetscCall(OverUnits(v, S * J * qu.Qc, [&](PetscInt u) { return qu.cut(u); }, [&](PetscInt u, int thread) {
+      const PetscInt s = qu.sequence(u), j = qu.head_chunk(u), m = t.seqs.begin + s;
+      const Range q = qu.queries(m, qu.chunk(u)), heads = split(h.group.size(), J, j);
+      if (inactive(m) || q.size() == 0) return;
+      AttentionWork &w = v->works[(size_t)thread];
+      double *sum = (j == 0 ? out : v->head_partial.data() + (size_t)(j - 1) * n) + at(t, m, q.begin);
+      if (j > 0) std::fill(sum, sum + q.size() * t.d, 0.0);
+      for (PetscInt hl = heads.begin; hl < heads.end; ++hl) {
+        w.statistics = keeps ? statistics_at(*v, l, hl, m, q.begin) : nullptr;
+        attention_forward_projected(h.shape, h.head(l, hl), v->options, qu.tokens(m) + q.begin * t.d,
+                                    qu.projection(s, hl), qu.W, t.N, q, scale, sum, w);
+      }
+    }));
+  } else {
+    PetscCall(OverUnits(v, S * J, cut, [&](PetscInt u, int thread) {
+      const PetscInt m = t.seqs.begin + u / J, j = u % J;
+      if (inactive(m)) return;
+      AttentionWork &w = v->works[(size_t)thread];
+      const Range q = t.queries(m), heads = split(h.group.size(), J, j);
+      const PetscInt c = t.cut(m);
+      double *sum = (j == 0 ? out : v->head_partial.data() + (size_t)(j - 1) * n) + at(t, m, q.begin);
+      if (j > 0) std::fill(sum, sum + q.size() * t.d, 0.0);
+      for (PetscInt hl = heads.begin; hl < heads.end; ++hl) {
+        w.statistics = keeps ? statistics_at(*v, l, hl, m, q.begin) : nullptr; // kept for the adjoint
+        if (c < 0 || v->form == CutForm::tokens) // the sequence's tokens: held by the group or shared
+          attention_forward(h.shape, h.head(l, hl), v->options,
+                            c < 0 ? xs + at(t, m, 0) : v->keys.data() + key_block(*v, c, hl), t.N, q, scale, sum, w);
+        else
+          attention_forward_projected(h.shape, h.head(l, hl), v->options, xs + at(t, m, q.begin),
+                                      v->keys.data() + key_block(*v, c, hl), v->key_width, t.N, q, scale, sum, w);
+      }
+    }));
+  }
   for (PetscInt j = 1; j < J; ++j)
     for (PetscInt m = t.seqs.begin; m < t.seqs.end; ++m) {
       if (inactive(m)) continue;
@@ -356,37 +509,41 @@ PetscErrorCode VelocityReverse(Velocity *v, Vec lam, Vec dx) {
     for (PetscInt m = t.seqs.begin + part.begin; m < t.seqs.begin + part.end; ++m) cut_chunk[k] |= t.cut(m) >= 0;
   }
   auto cut = [&](PetscInt u) { return cut_chunk[u / J] != 0; };
-  PetscCall(OverUnits(v, v->chunks * J, cut, [&](PetscInt u, int thread) {
-    const PetscInt k = u / J, j = u % J;
-    AttentionWork &w = v->works[(size_t)thread];
-    const Range heads = split(h.group.size(), J, j);
-    double *grad = v->chunk_grad.data() + (size_t)k * G;
-    std::fill(grad + heads.begin * h.shape.size, grad + heads.end * h.shape.size, 0.0);
-    double *dxs = j == 0 ? ds : v->head_partial.data() + (size_t)(j - 1) * n;
-    double *dks = j == 0 || v->form != CutForm::tokens ? v->dkeys.data()
-                                                       : v->dkeys_partial.data() + (size_t)(j - 1) * v->dkeys.size();
-    const Range part = split(S, v->chunks, k);
-    for (PetscInt m = t.seqs.begin + part.begin; m < t.seqs.begin + part.end; ++m) {
-      const Range q = t.queries(m);
-      const PetscInt c = t.cut(m);
-      if (q.size() == 0 || skip(m)) continue;
-      for (PetscInt hl = heads.begin; hl < heads.end; ++hl) {
-        double *dtheta = grad + hl * h.shape.size;
-        w.statistics = v->forwards ? statistics_at(*v, l, hl, m, q.begin) : nullptr; // the forward's
-        if (c < 0)
-          attention_reverse(h.shape, h.head(l, hl), v->options, xs + at(t, m, 0), t.N, q, scale,
-                            ls + at(t, m, q.begin), dxs + at(t, m, 0), dtheta, w);
-        else if (v->form == CutForm::tokens) // the shared tokens' gradients go back with the rows
-          attention_reverse(h.shape, h.head(l, hl), v->options, v->keys.data() + key_block(*v, c, hl), t.N, q, scale,
-                            ls + at(t, m, q.begin), dks + key_block(*v, c, hl), dtheta, w);
-        else
-          attention_reverse_projected(h.shape, h.head(l, hl), v->options, xs + at(t, m, q.begin),
-                                      v->keys.data() + key_block(*v, c, hl), v->key_width, t.N, q, scale,
-                                      ls + at(t, m, q.begin), dxs + at(t, m, q.begin),
-                                      dks + key_block(*v, c, hl), dtheta, w);
+  if (v->query_chunks > 1) {
+    PetscCall(ReverseByQueries(v, l, xs, ls, ds, scale, skip));
+  } else {
+    PetscCall(OverUnits(v, v->chunks * J, cut, [&](PetscInt u, int thread) {
+      const PetscInt k = u / J, j = u % J;
+      AttentionWork &w = v->works[(size_t)thread];
+      const Range heads = split(h.group.size(), J, j);
+      double *grad = v->chunk_grad.data() + (size_t)k * G;
+      std::fill(grad + heads.begin * h.shape.size, grad + heads.end * h.shape.size, 0.0);
+      double *dxs = j == 0 ? ds : v->head_partial.data() + (size_t)(j - 1) * n;
+      double *dks = j == 0 || v->form != CutForm::tokens ? v->dkeys.data()
+                                                         : v->dkeys_partial.data() + (size_t)(j - 1) * v->dkeys.size();
+      const Range part = split(S, v->chunks, k);
+      for (PetscInt m = t.seqs.begin + part.begin; m < t.seqs.begin + part.end; ++m) {
+        const Range q = t.queries(m);
+        const PetscInt c = t.cut(m);
+        if (q.size() == 0 || skip(m)) continue;
+        for (PetscInt hl = heads.begin; hl < heads.end; ++hl) {
+          double *dtheta = grad + hl * h.shape.size;
+          w.statistics = v->forwards ? statistics_at(*v, l, hl, m, q.begin) : nullptr; // the forward's
+          if (c < 0)
+            attention_reverse(h.shape, h.head(l, hl), v->options, xs + at(t, m, 0), t.N, q, scale,
+                              ls + at(t, m, q.begin), dxs + at(t, m, 0), dtheta, w);
+          else if (v->form == CutForm::tokens) // the shared tokens' gradients go back with the rows
+            attention_reverse(h.shape, h.head(l, hl), v->options, v->keys.data() + key_block(*v, c, hl), t.N, q, scale,
+                              ls + at(t, m, q.begin), dks + key_block(*v, c, hl), dtheta, w);
+          else
+            attention_reverse_projected(h.shape, h.head(l, hl), v->options, xs + at(t, m, q.begin),
+                                        v->keys.data() + key_block(*v, c, hl), v->key_width, t.N, q, scale,
+                                        ls + at(t, m, q.begin), dxs + at(t, m, q.begin),
+                                        dks + key_block(*v, c, hl), dtheta, w);
+        }
       }
-    }
-  }));
+    }));
+  }
   for (PetscInt j = 1; j < J; ++j) {
     const double *dx_j = v->head_partial.data() + (size_t)(j - 1) * n;
     for (size_t e = 0; e < n; ++e) ds[e] += dx_j[e];
@@ -394,8 +551,12 @@ PetscErrorCode VelocityReverse(Velocity *v, Vec lam, Vec dx) {
     const double *dk_j = v->dkeys_partial.data() + (size_t)(j - 1) * v->dkeys.size();
     for (size_t e = 0; e < v->dkeys.size(); ++e) v->dkeys[e] += dk_j[e];
   }
-  for (PetscInt k = 0; k < v->chunks; ++k)
-    for (size_t e = 0; e < G; ++e) h.layer_grad[e] += v->chunk_grad[(size_t)k * G + e];
+  if (v->query_chunks > 1)
+    for (size_t k = 0; k < v->query_grad.size() / G; ++k)
+      for (size_t e = 0; e < G; ++e) h.layer_grad[e] += v->query_grad[k * G + e];
+  else
+    for (PetscInt k = 0; k < v->chunks; ++k)
+      for (size_t e = 0; e < G; ++e) h.layer_grad[e] += v->chunk_grad[(size_t)k * G + e];
   PetscCall(PetscLogEventEnd(MFT_KERNELS, 0, 0, 0, 0));
   if (!t.cuts.empty()) { // the rows' gradients back to their group, then onto its tokens
     PetscCall(PetscLogEventBegin(MFT_EXCHANGE, 0, 0, 0, 0));

@@ -63,6 +63,17 @@ struct Velocity {
   // dkeys_partial), added to chunk 0's after all in chunk order. Neither
   // depends on the thread count.
   PetscInt threads = 1, chunks = 1, head_chunks = 1;
+  // With query_chunks > 1 (QueryChunks: few sequences and heads for the
+  // threads) the units are (sequence, chunk of heads, chunk of queries):
+  // each sequence's keys are projected once for all its query chunks, in
+  // key chunks (`projected`, per sequence and head N rows of k + dv); in the
+  // reverse each query chunk adds its key gradients into its own copy
+  // (`dprojected`), the copies are summed in chunk order and taken back
+  // through the projection in key chunks; the head gradients go into one
+  // copy per (sequence, chunk) (`query_grad`), added in order. The chunks
+  // are the layout's, not the thread count's.
+  PetscInt query_chunks = 1;
+  std::vector<double> projected, dprojected, query_grad;
   std::vector<AttentionWork> works;
   std::vector<double> chunk_grad;    // chunks x (the group's heads' entries)
   std::vector<double> head_partial;  // (head_chunks - 1) x the group's tokens
@@ -108,6 +119,14 @@ constexpr PetscInt kGradientChunks = 16;
 constexpr PetscInt kHeadUnits = 64;
 constexpr double kHeadCopyBytes = 268435456.0; // 256 MiB
 PetscInt HeadChunks(PetscInt sequences, PetscInt heads, double copy_bytes);
+// The chunks each sequence's queries are split into for threads: one when
+// the rank has kHeadUnits (sequence, head chunk) units or more, else enough
+// for kHeadUnits units, each of at least kQueryRows queries (`queries`: the
+// most a sequence of the rank computes), and no more than keep the key
+// gradients' copies (chunk_bytes each) within kQueryCopyBytes.
+constexpr PetscInt kQueryRows = 1024;
+constexpr double kQueryCopyBytes = 1073741824.0; // 1 GiB
+PetscInt QueryChunks(PetscInt units, PetscInt queries, double chunk_bytes);
 
 // The bytes of the tiled queries' statistics a rank keeps over L layers for
 // Hl heads and n tokens of sequences of N: L Hl n (dv + 2) doubles when N

@@ -121,6 +121,38 @@ void check_nodes(std::vector<std::string> extra) {
   if (size >= 3) EXPECT_GT(shared, 0) << "no grid shared rows over a node";
 }
 
+// Threads over a sequence's queries (Velocity::query_chunks): one sequence
+// of 2100 tokens and 3 heads gives 2 query chunks on one rank (and one where
+// a token group holds half of it or less, the cut sequence's rows as tokens).
+// Every grid equals the serial run to round-off; 1, 2 and 3 threads are
+// bitwise the same.
+void check_queries(std::vector<std::string> extra) {
+  int size;
+  MPI_Comm_size(PETSC_COMM_WORLD, &size);
+  extra.insert(extra.end(), {"--model.H", "3", "--model.L", "2", "--data.M", "1", "--data.N", "2100", "--train.lr",
+                             "0.3", "--parallel.cut_sequences", "tokens"});
+  const std::vector<std::string> base = tiny(extra);
+  EXPECT_EQ(make_problem(PETSC_COMM_SELF, base)->velocity.query_chunks, 2);
+  const Outcome serial = run(PETSC_COMM_SELF, base);
+  EXPECT_LT(serial.risks.back(), serial.risks.front());
+  for (int hg = 1; hg <= std::min(size, 3); ++hg) {
+    if (size % hg) continue;
+    std::vector<std::string> args = base;
+    args.insert(args.end(), {"--parallel.head_groups", std::to_string(hg), "--parallel.threads", "1"});
+    const Outcome one = run(PETSC_COMM_WORLD, args);
+    expect_same(one, serial, "query chunks, head groups " + std::to_string(hg));
+    for (const char *n : {"2", "3"}) {
+      args.back() = n;
+      const Outcome o = run(PETSC_COMM_WORLD, args);
+      EXPECT_TRUE(o.x1 == one.x1 && o.grad == one.grad && o.trained == one.trained)
+          << "query chunks, head groups " << hg << ": " << n << " threads differ from 1 (bitwise)";
+    }
+  }
+}
+
+TEST(Ranks, QueryChunks) { check_queries({}); }
+TEST(Ranks, QueryChunksQkvoCausal) { check_queries({"--model.head_kind", "qkvo", "--model.causal", "true"}); }
+
 TEST(Ranks, NodesShareOneLongSequence) { check_nodes({"--data.M", "1", "--data.N", "23"}); }
 TEST(Ranks, NodesShareSomeSequences) { check_nodes({"--data.M", "2", "--data.N", "9", "--loss.kind", "pooled"}); }
 
