@@ -350,14 +350,16 @@ namespace {
 // each column then writes one cache line of Bt whole. (Row by row, the
 // columns' writes are `rows` doubles apart: at rows = 1024, 8 KiB, every
 // column's line falls in the same L1 set and they evict each other.)
-void transpose(const double *B, PetscInt rows, PetscInt cols, double *Bt) {
+// Bt's leading dimension is ld (rows by default).
+void transpose(const double *B, PetscInt rows, PetscInt cols, double *Bt, PetscInt ld = -1) {
   constexpr PetscInt kLine = 8;
+  if (ld < 0) ld = rows;
   PetscInt r0 = 0;
   for (; r0 + kLine <= rows; r0 += kLine)
     for (PetscInt c = 0; c < cols; ++c)
-      for (PetscInt r = 0; r < kLine; ++r) Bt[c * rows + r0 + r] = B[(r0 + r) * cols + c];
+      for (PetscInt r = 0; r < kLine; ++r) Bt[c * ld + r0 + r] = B[(r0 + r) * cols + c];
   for (; r0 < rows; ++r0)
-    for (PetscInt c = 0; c < cols; ++c) Bt[c * rows + r0] = B[r0 * cols + c];
+    for (PetscInt c = 0; c < cols; ++c) Bt[c * ld + r0] = B[r0 * cols + c];
 }
 
 // The head's transposed blocks: Q^T (queries) and K^T, V^T (keys): d x k, d x k, d x dv.
@@ -381,6 +383,7 @@ void project_blas(const HeadShape &s, const double *xq, PetscInt nq, const doubl
   gemm(false, false, nq, s.k, s.d, 1.0, xq, s.d, w.qt.data(), s.k, 0.0, w.q.data(), s.k);
   transpose(w.kappa.data(), nk, s.k, w.kappat.data());
   if (reverse) transpose(w.w.data(), nk, s.dv, w.wt.data());
+  w.keys = {w.kappa.data(), w.kappat.data(), w.w.data(), w.wt.data(), nk, w.dkappa.data(), w.dw.data()};
 }
 
 // kappa and w of nk keys from given projections (row j: kappa_j, then w_j; leading dimension ld).
@@ -407,7 +410,7 @@ struct QueryBlock {
 
 // Scores of the block against the nt keys from t0, unscaled: P = q kappa^T (nb x nt).
 void block_scores(const HeadShape &s, PetscInt nk, const QueryBlock &b, PetscInt t0, PetscInt nt, AttentionWork &w) {
-  gemm(false, false, b.nb, nt, s.k, 1.0, w.q.data() + b.r0 * s.k, s.k, w.kappat.data() + t0, nk, 0.0, w.p.data(), nt);
+  gemm(false, false, b.nb, nt, s.k, 1.0, w.q.data() + b.r0 * s.k, s.k, w.keys.kappat + t0, w.keys.ldt, 0.0, w.p.data(), nt);
 }
 
 // All the block's keys at once (nkb <= keys_at_once; nk keys projected): the
@@ -424,7 +427,7 @@ void block_attention(const HeadShape &s, const AttentionOptions &o, PetscInt nk,
     std::fill(row + nv, row + b.nkb, 0.0);
   }
   if (!with_y) return;
-  gemm(false, false, b.nb, s.dv, b.nkb, 1.0, w.p.data(), b.nkb, w.w.data(), s.dv, 0.0, w.y.data(), s.dv);
+  gemm(false, false, b.nb, s.dv, b.nkb, 1.0, w.p.data(), b.nkb, w.keys.w, s.dv, 0.0, w.y.data(), s.dv);
   for (PetscInt r = 0; r < b.nb; ++r) row_scale(w.y.data() + r * s.dv, s.dv, 1.0 / w.l[r]);
 }
 
@@ -468,7 +471,7 @@ void block_attention_tiled(const HeadShape &s, const AttentionOptions &o, PetscI
     w.l[r] += row_exp(row, nv, o.beta, mx);
   };
   over_key_tiles(s, o, nk, b, w, online, [&](PetscInt t0, PetscInt nt) {
-    gemm(false, false, b.nb, s.dv, nt, 1.0, w.p.data(), nt, w.w.data() + t0 * s.dv, s.dv, 1.0, w.y.data(), s.dv);
+    gemm(false, false, b.nb, s.dv, nt, 1.0, w.p.data(), nt, w.keys.w + t0 * s.dv, s.dv, 1.0, w.y.data(), s.dv);
   });
   for (PetscInt r = 0; r < b.nb; ++r) row_scale(w.y.data() + r * s.dv, s.dv, 1.0 / w.l[r]);
 }
@@ -527,7 +530,7 @@ void softmax_reverse_rows(double *dp, const double *p, PetscInt nb, PetscInt nt,
 // dP = dY w^T (nb x nt) against the nt keys from t0, into w.dp.
 void block_weights_reverse(const HeadShape &s, PetscInt nk, const QueryBlock &b, PetscInt t0, PetscInt nt,
                            AttentionWork &w) {
-  gemm(false, false, b.nb, nt, s.dv, 1.0, w.dy.data(), s.dv, w.wt.data() + t0, nk, 0.0, w.dp.data(), nt);
+  gemm(false, false, b.nb, nt, s.dv, 1.0, w.dy.data(), s.dv, w.keys.wt + t0, w.keys.ldt, 0.0, w.dp.data(), nt);
 }
 
 // The reverse of the block's scores against the nt keys from t0, with P~
@@ -537,11 +540,11 @@ void block_weights_reverse(const HeadShape &s, PetscInt nk, const QueryBlock &b,
 void block_reverse_keys(const HeadShape &s, const AttentionOptions &o, PetscInt nk, const QueryBlock &b, PetscInt t0,
                         PetscInt nt, AttentionWork &w) {
   softmax_reverse_rows(w.dp.data(), w.p.data(), b.nb, nt, o.beta, w.l.data(), w.delta.data());
-  gemm(false, false, b.nb, s.k, nt, 1.0, w.dp.data(), nt, w.kappa.data() + t0 * s.k, s.k, t0 == 0 ? 0.0 : 1.0,
+  gemm(false, false, b.nb, s.k, nt, 1.0, w.dp.data(), nt, w.keys.kappa + t0 * s.k, s.k, t0 == 0 ? 0.0 : 1.0,
        w.dqs.data() + b.r0 * s.k, s.k);
   gemm(true, false, nt, s.k, b.nb, 1.0, w.dp.data(), nt, w.q.data() + b.r0 * s.k, s.k, 1.0,
-       w.dkappa.data() + t0 * s.k, s.k);
-  gemm(true, false, nt, s.dv, b.nb, 1.0, w.p.data(), nt, w.dyl.data(), s.dv, 1.0, w.dw.data() + t0 * s.dv, s.dv);
+       w.keys.dkappa + t0 * s.k, s.k);
+  gemm(true, false, nt, s.dv, b.nb, 1.0, w.p.data(), nt, w.dyl.data(), s.dv, 1.0, w.keys.dw + t0 * s.dv, s.dv);
 }
 
 // The reverse from the projections in w, up to them: w.dkappa, w.dw (nk keys)
@@ -553,8 +556,8 @@ void block_reverse_keys(const HeadShape &s, const AttentionOptions &o, PetscInt 
 void reverse_projected(const HeadShape &s, const double *theta, const AttentionOptions &o, const double *xq, PetscInt N,
                        Range q, double scale, const double *lam, double *dxq, double *dtheta, AttentionWork &w) {
   const PetscInt nk = key_count(o, N, q);
-  std::fill(w.dkappa.begin(), w.dkappa.begin() + nk * s.k, 0.0);
-  std::fill(w.dw.begin(), w.dw.begin() + nk * s.dv, 0.0);
+  std::fill(w.keys.dkappa, w.keys.dkappa + nk * s.k, 0.0);
+  std::fill(w.keys.dw, w.keys.dw + nk * s.dv, 0.0);
   for (PetscInt r0 = 0; r0 < q.size(); r0 += AttentionWork::block) {
     const QueryBlock b(o, N, q, r0);
     const bool tiled = b.tiled(w);
@@ -662,6 +665,64 @@ void attention_project_reverse(const HeadShape &s, const double *theta, const do
                                PetscInt ld, double *dx, double *dtheta) {
   if (n == 0) return;
   reverse_keys(s, theta, x, n, dkw, ld, dkw + s.k, ld, dx, dtheta);
+}
+
+std::ptrdiff_t attention_keys_size(const HeadShape &s, PetscInt nk) { return 2 * (std::ptrdiff_t)nk * (s.k + s.dv); }
+
+namespace {
+// Where a store of nk keys holds kappa (at 0), kappa^T, w and w^T (attention.hpp).
+struct StoreParts {
+  std::ptrdiff_t kappat, w, wt;
+  StoreParts(const HeadShape &s, PetscInt nk)
+      : kappat((std::ptrdiff_t)nk * s.k), w(2 * kappat), wt(w + (std::ptrdiff_t)nk * s.dv) {}
+};
+AttentionWork::Keys keys_of(const HeadShape &s, const double *store, PetscInt nk) {
+  const StoreParts at(s, nk);
+  AttentionWork::Keys k;
+  k.kappa = store, k.kappat = store + at.kappat, k.w = store + at.w, k.wt = store + at.wt;
+  k.ldt = nk;
+  return k;
+}
+} // namespace
+
+void attention_project_keys(const HeadShape &s, const double *theta, const double *x, Range r, PetscInt nk,
+                            double *store, AttentionWork &w) {
+  if (r.size() == 0) return;
+  const StoreParts at(s, nk);
+  double *kappa = store + (std::ptrdiff_t)r.begin * s.k, *values = store + at.w + (std::ptrdiff_t)r.begin * s.dv;
+  const double *xr = x + (std::ptrdiff_t)r.begin * s.d;
+  transpose_head(s, theta, false, true, w);
+  gemm(false, false, r.size(), s.k, s.d, 1.0, xr, s.d, w.kt.data(), s.k, 0.0, kappa, s.k);
+  gemm(false, false, r.size(), s.dv, s.d, 1.0, xr, s.d, w.vt.data(), s.dv, 0.0, values, s.dv);
+  transpose(kappa, r.size(), s.k, store + at.kappat + r.begin, nk);
+  transpose(values, r.size(), s.dv, store + at.wt + r.begin, nk);
+}
+
+void attention_forward_keys(const HeadShape &s, const double *theta, const AttentionOptions &o, const double *xq,
+                            const double *store, PetscInt nk, PetscInt N, Range q, double scale, double *out,
+                            AttentionWork &w) {
+  if (q.size() == 0) return;
+  transpose_head(s, theta, true, false, w);
+  gemm(false, false, q.size(), s.k, s.d, 1.0, xq, s.d, w.qt.data(), s.k, 0.0, w.q.data(), s.k);
+  w.keys = keys_of(s, store, nk);
+  forward_projected(s, theta, o, N, q, scale, out, w);
+}
+
+void attention_reverse_keys(const HeadShape &s, const double *theta, const AttentionOptions &o, const double *xq,
+                            const double *store, PetscInt nk, PetscInt N, Range q, double scale, const double *lam,
+                            double *dxq, double *dkappa, double *dw, double *dtheta, AttentionWork &w) {
+  if (q.size() == 0) return;
+  transpose_head(s, theta, true, false, w);
+  gemm(false, false, q.size(), s.k, s.d, 1.0, xq, s.d, w.qt.data(), s.k, 0.0, w.q.data(), s.k);
+  w.keys = keys_of(s, store, nk);
+  w.keys.dkappa = dkappa, w.keys.dw = dw;
+  reverse_projected(s, theta, o, xq, N, q, scale, lam, dxq, dtheta, w);
+}
+
+void attention_keys_reverse(const HeadShape &s, const double *theta, const double *x, PetscInt n,
+                            const double *dkappa, const double *dw, double *dx, double *dtheta) {
+  if (n == 0) return;
+  reverse_keys(s, theta, x, n, dkappa, s.k, dw, s.dv, dx, dtheta);
 }
 
 } // namespace mft

@@ -224,7 +224,7 @@ StepCost PredictStep(const ModelSettings &m, PetscInt M, PetscInt N, PetscInt P,
     // gradients a chunk.
     const double projected = (double)s.size() * (double)Hl * (double)N * (double)(k + dv);
     const PetscInt Qc = tokens || cuts == 0 ? QueryChunks(s.size() * J, queries, 8.0 * projected) : 1;
-    const double copies = (double)(J - 1) * copy + (Qc > 1 ? 8.0 * (double)(Qc + 1) * projected : 0.0);
+    const double copies = (double)(J - 1) * copy + (Qc > 1 ? 8.0 * (double)(Qc + 2) * projected : 0.0);
     const double others = 8.0 * (double)m.L * (double)g.size() * (double)d + 2.0 * width * (double)cuts * (double)N +
                           copies;
     // Kept for the adjoint when they fit beside the rest (velocity.hpp): the

@@ -72,7 +72,7 @@ PetscErrorCode VelocityCreate(const Grid &g, const TokenLayout &t, Heads *h, con
   if (form == CutForm::tokens || t.cuts.empty())
     v->query_chunks = QueryChunks(t.seqs.size() * v->head_chunks, queries, 8.0 * rows);
   if (v->query_chunks > 1) {
-    v->projected.assign((size_t)rows, 0.0);
+    v->projected.assign((size_t)(2 * rows), 0.0); // kappa, w and their transposes
     v->dprojected.assign((size_t)rows * (size_t)v->query_chunks, 0.0);
     v->query_grad.assign((size_t)(t.seqs.size() * v->query_chunks) * h->layer_grad.size(), 0.0);
   }
@@ -295,16 +295,19 @@ struct QueryUnits {
     const Range q = v.tokens->queries(m), r = split(q.size(), Qc, i);
     return Range{q.begin + r.begin, q.begin + r.end};
   }
-  PetscInt key_count(PetscInt m) const { // the keys the sequence's queries reach
-    const Range q = v.tokens->queries(m);
+  PetscInt reach(Range q) const { // the keys queries q reach
     return q.size() == 0 ? 0 : v.options.causal ? q.end : v.tokens->N;
   }
+  PetscInt key_count(PetscInt m) const { return reach(v.tokens->queries(m)); }
   Range keys(PetscInt m, PetscInt i) const { return split(key_count(m), Qc, i); }
-  double *projection(PetscInt s, PetscInt hl) const {
-    return v.projected.data() + ((std::ptrdiff_t)s * Hl + hl) * v.tokens->N * W;
+  double *store(PetscInt s, PetscInt hl) const { // the keys of sequence s and head hl (attention.hpp)
+    return v.projected.data() + ((std::ptrdiff_t)s * Hl + hl) * attention_keys_size(v.heads->shape, v.tokens->N);
   }
-  double *gradient(PetscInt s, PetscInt hl, PetscInt i) const { // chunk i's key gradients
+  double *dkappa(PetscInt s, PetscInt hl, PetscInt i) const { // chunk i's key gradients: dkappa, then dw
     return v.dprojected.data() + (((std::ptrdiff_t)s * Hl + hl) * Qc + i) * v.tokens->N * W;
+  }
+  double *dw(PetscInt s, PetscInt hl, PetscInt i) const {
+    return dkappa(s, hl, i) + (std::ptrdiff_t)v.tokens->N * v.heads->shape.k;
   }
   double *head_gradient(PetscInt s, PetscInt i, PetscInt hl) const {
     return v.query_grad.data() + ((size_t)(s * Qc + i) * (size_t)Hl + (size_t)hl) * (size_t)v.heads->shape.size;
@@ -322,9 +325,8 @@ template <class Skip> PetscErrorCode ProjectKeys(const QueryUnits &qu, PetscInt 
   PetscCall(OverUnits(&v, t.seqs.size() * qu.Hl * qu.Qc, cut, [&](PetscInt u, int thread) {
     const PetscInt s = u / (qu.Hl * qu.Qc), hl = u / qu.Qc % qu.Hl, m = t.seqs.begin + s;
     if (skip(m)) return;
-    const Range r = qu.keys(m, u % qu.Qc);
-    attention_project(h.shape, h.head(l, hl), qu.tokens(m) + r.begin * t.d, r.size(),
-                      qu.projection(s, hl) + r.begin * qu.W, qu.W, v.works[(size_t)thread]);
+    attention_project_keys(h.shape, h.head(l, hl), qu.tokens(m), qu.keys(m, u % qu.Qc), qu.key_count(m),
+                           qu.store(s, hl), v.works[(size_t)thread]);
   }));
   PetscFunctionReturn(0);
 }
@@ -360,14 +362,11 @@ PetscErrorCode ReverseByQueries(Velocity *v, PetscInt l, const double *xs, const
     if (skip(m)) return;
     AttentionWork &w = v->works[(size_t)thread];
     double *dx = rows(m, j);
-    for (PetscInt hl = heads.begin; hl < heads.end; ++hl) {
-      double *dkw = qu.gradient(s, hl, i);
-      std::fill(dkw, dkw + (std::ptrdiff_t)qu.key_count(m) * qu.W, 0.0);
-      if (q.size() == 0) continue;
+    for (PetscInt hl = heads.begin; hl < heads.end && q.size() > 0; ++hl) {
       w.statistics = v->forwards ? statistics_at(*v, l, hl, m, q.begin) : nullptr; // the forward's
-      attention_reverse_projected(h.shape, h.head(l, hl), v->options, qu.tokens(m) + q.begin * t.d,
-                                  qu.projection(s, hl), qu.W, t.N, q, scale, ls + at(t, m, q.begin),
-                                  dx + q.begin * t.d, dkw, qu.head_gradient(s, i, hl), w);
+      attention_reverse_keys(h.shape, h.head(l, hl), v->options, qu.tokens(m) + q.begin * t.d, qu.store(s, hl),
+                             qu.key_count(m), t.N, q, scale, ls + at(t, m, q.begin), dx + q.begin * t.d,
+                             qu.dkappa(s, hl, i), qu.dw(s, hl, i), qu.head_gradient(s, i, hl), w);
     }
   }));
   PetscCall(OverUnits(v, units, cut, [&](PetscInt u, int) {
@@ -375,14 +374,22 @@ PetscErrorCode ReverseByQueries(Velocity *v, PetscInt l, const double *xs, const
     const Range r = qu.keys(m, i), heads = split(h.group.size(), qu.J, j);
     if (skip(m) || r.size() == 0) return;
     double *dx = rows(m, j);
+    const PetscInt k = h.shape.k, dv = h.shape.dv;
     for (PetscInt hl = heads.begin; hl < heads.end; ++hl) {
-      double *sum = qu.gradient(s, hl, 0) + r.begin * qu.W;
+      // Chunk 0's rows become the sum: zero past the keys it reached, then
+      // each other chunk's rows it reached added in chunk order.
+      double *dk = qu.dkappa(s, hl, 0), *dw = qu.dw(s, hl, 0);
+      const PetscInt z = std::max(r.begin, std::min(r.end, qu.reach(qu.queries(m, 0))));
+      std::fill(dk + (std::ptrdiff_t)z * k, dk + (std::ptrdiff_t)r.end * k, 0.0);
+      std::fill(dw + (std::ptrdiff_t)z * dv, dw + (std::ptrdiff_t)r.end * dv, 0.0);
       for (PetscInt c = 1; c < qu.Qc; ++c) {
-        const double *g = qu.gradient(s, hl, c) + r.begin * qu.W;
-        for (std::ptrdiff_t e = 0; e < (std::ptrdiff_t)r.size() * qu.W; ++e) sum[e] += g[e];
+        const PetscInt e = std::min(r.end, qu.reach(qu.queries(m, c))); // its rows past e stay unset
+        const double *gk = qu.dkappa(s, hl, c), *gw = qu.dw(s, hl, c);
+        for (std::ptrdiff_t x = (std::ptrdiff_t)r.begin * k; x < (std::ptrdiff_t)e * k; ++x) dk[x] += gk[x];
+        for (std::ptrdiff_t x = (std::ptrdiff_t)r.begin * dv; x < (std::ptrdiff_t)e * dv; ++x) dw[x] += gw[x];
       }
-      attention_project_reverse(h.shape, h.head(l, hl), qu.tokens(m) + r.begin * t.d, r.size(), sum, qu.W,
-                                dx + r.begin * t.d, qu.head_gradient(s, i, hl));
+      attention_keys_reverse(h.shape, h.head(l, hl), qu.tokens(m) + r.begin * t.d, r.size(), dk + r.begin * k,
+                             dw + r.begin * dv, dx + r.begin * t.d, qu.head_gradient(s, i, hl));
     }
   }));
   PetscFunctionReturn(0);
@@ -430,8 +437,8 @@ PetscErrorCode VelocityEvaluate(Velocity *v, PetscInt l, Vec x, Vec f) {
       if (j > 0) std::fill(sum, sum + q.size() * t.d, 0.0);
       for (PetscInt hl = heads.begin; hl < heads.end; ++hl) {
         w.statistics = keeps ? statistics_at(*v, l, hl, m, q.begin) : nullptr;
-        attention_forward_projected(h.shape, h.head(l, hl), v->options, qu.tokens(m) + q.begin * t.d,
-                                    qu.projection(s, hl), qu.W, t.N, q, scale, sum, w);
+        attention_forward_keys(h.shape, h.head(l, hl), v->options, qu.tokens(m) + q.begin * t.d, qu.store(s, hl),
+                               qu.key_count(m), t.N, q, scale, sum, w);
       }
     }));
   } else {

@@ -48,6 +48,16 @@ struct AttentionWork {
   // Null (the default): the forward keeps nothing, the reverse sweeps.
   // Set by the caller before each call.
   double *statistics = nullptr;
+  // The keys the blocked kernels read: kappa (nk x k), w (nk x dv) and
+  // their transposes kappa^T, w^T (leading dimension ldt), and where the
+  // reverse leaves their gradients dkappa (nk x k), dw (nk x dv): this
+  // work's own arrays, or a caller's keys projected once for many query
+  // chunks (attention_forward_keys, attention_reverse_keys). Set by each call.
+  struct Keys {
+    const double *kappa = nullptr, *kappat = nullptr, *w = nullptr, *wt = nullptr;
+    PetscInt ldt = 0;
+    double *dkappa = nullptr, *dw = nullptr;
+  } keys;
   void reserve(const HeadShape &s, PetscInt N);
 };
 
@@ -109,5 +119,31 @@ void attention_reverse_projected(const HeadShape &s, const double *theta, const 
                                  double *dxq, double *dkw, double *dtheta, AttentionWork &w);
 void attention_project_reverse(const HeadShape &s, const double *theta, const double *x, PetscInt n, const double *dkw,
                                PetscInt ld, double *dx, double *dtheta);
+
+// The same maps for many chunks of one sequence's queries against keys
+// projected once (threads over a sequence's queries, velocity.hpp). A key
+// store of nk keys holds kappa, kappa^T, w and w^T (attention_keys_size
+// numbers):
+//   attention_project_keys: rows [r.begin, r.end) of the store from those
+//                           tokens x (x points at the sequence's first);
+//   attention_forward_keys: as attention_forward at the queries q (tokens xq,
+//                           q.size() rows) against the store's keys;
+//   attention_reverse_keys: as attention_reverse for the queries (dxq, and
+//                           dtheta's Q and O blocks), the keys' gradients set
+//                           (not added) in dkappa (rows < key count of q, ld
+//                           k) and dw (ld dv);
+//   attention_keys_reverse: through the projections of n keys x: the keys'
+//                           gradients onto dx and dtheta's K and V blocks.
+std::ptrdiff_t attention_keys_size(const HeadShape &s, PetscInt nk);
+void attention_project_keys(const HeadShape &s, const double *theta, const double *x, Range r, PetscInt nk,
+                            double *store, AttentionWork &w);
+void attention_forward_keys(const HeadShape &s, const double *theta, const AttentionOptions &o, const double *xq,
+                            const double *store, PetscInt nk, PetscInt N, Range q, double scale, double *out,
+                            AttentionWork &w);
+void attention_reverse_keys(const HeadShape &s, const double *theta, const AttentionOptions &o, const double *xq,
+                            const double *store, PetscInt nk, PetscInt N, Range q, double scale, const double *lam,
+                            double *dxq, double *dkappa, double *dw, double *dtheta, AttentionWork &w);
+void attention_keys_reverse(const HeadShape &s, const double *theta, const double *x, PetscInt n,
+                            const double *dkappa, const double *dw, double *dx, double *dtheta);
 
 } // namespace mft

@@ -66,9 +66,10 @@ struct Velocity {
   // With query_chunks > 1 (QueryChunks: few sequences and heads for the
   // threads) the units are (sequence, chunk of heads, chunk of queries):
   // each sequence's keys are projected once for all its query chunks, in
-  // key chunks (`projected`, per sequence and head N rows of k + dv); in the
-  // reverse each query chunk adds its key gradients into its own copy
-  // (`dprojected`), the copies are summed in chunk order and taken back
+  // key chunks (`projected`, per sequence and head a key store of N keys,
+  // attention.hpp, read in place by every chunk); in the reverse each query
+  // chunk sets its key gradients in its own copy (`dprojected`: N rows of
+  // dkappa, then of dw), the copies are summed in chunk order and taken back
   // through the projection in key chunks; the head gradients go into one
   // copy per (sequence, chunk) (`query_grad`), added in order. The chunks
   // are the layout's, not the thread count's.

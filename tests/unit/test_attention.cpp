@@ -111,6 +111,50 @@ TEST_P(Kernels, SplitAtTheProjectionsEqualsReference) {
   }
 }
 
+// Query chunks against keys projected once (threads over a sequence's
+// queries): the keys projected into a store in three key chunks, each of
+// three query chunks run against the store, its key gradients set in its
+// own arrays (rows it does not reach left alone), the chunks' sums taken
+// through the projection in key chunks. The result must be the reference
+// kernels' on the whole sequence.
+TEST_P(Kernels, QueryChunksAgainstOneKeyStoreEqualReference) {
+  const PetscInt d = 5, k = 3, N = 150;
+  Inputs in(GetParam(), d, k, N, 97);
+  const HeadShape &s = in.s;
+  const AttentionOptions &o = in.o;
+  const std::vector<double> &theta = in.theta, &x = in.x, &lam = in.lam;
+  const Range chunks[] = {{0, 37}, {37, 140}, {140, N}};
+  for (PetscInt tile : {AttentionWork().key_tile, (PetscInt)13}) {
+    AttentionWork w, wr;
+    w.keys_at_once = std::min(w.keys_at_once, tile), w.key_tile = tile;
+    w.reserve(s, N), wr.reserve(s, N);
+    std::vector<double> store((size_t)attention_keys_size(s, N), 0.0);
+    for (Range r : chunks) attention_project_keys(s, theta.data(), x.data(), r, N, store.data(), w);
+    std::vector<double> out(N * d, 0.1), ref(N * d, 0.1), dx(N * d, 0.2), dxr(N * d, 0.2), dt(s.size, 0.3),
+        dtr(s.size, 0.3), dkappa(N * s.k, 0.0), dw(N * s.dv, 0.0);
+    for (Range q : chunks) {
+      std::vector<double> dk(N * s.k, 7.0), dv(N * s.dv, 7.0); // 7: rows past the chunk's keys stay so
+      attention_forward_keys(s, theta.data(), o, x.data() + q.begin * d, store.data(), N, N, q, 0.7,
+                             out.data() + q.begin * d, w);
+      attention_reverse_keys(s, theta.data(), o, x.data() + q.begin * d, store.data(), N, N, q, 0.7,
+                             lam.data() + q.begin * d, dx.data() + q.begin * d, dk.data(), dv.data(), dt.data(), w);
+      const PetscInt reach = o.causal ? q.end : N;
+      PetscInt untouched = 0; // entries past the keys the chunk reaches, still 7
+      for (PetscInt e = 0; e < N * s.k; ++e) e < reach * s.k ? dkappa[e] += dk[e] : untouched += dk[e] == 7.0;
+      for (PetscInt e = 0; e < N * s.dv; ++e) e < reach * s.dv ? dw[e] += dv[e] : untouched += dv[e] == 7.0;
+      EXPECT_EQ(untouched, (N - reach) * (s.k + s.dv)) << "chunk " << q.begin;
+    }
+    for (Range r : chunks)
+      attention_keys_reverse(s, theta.data(), x.data() + r.begin * d, r.size(), dkappa.data() + r.begin * s.k,
+                             dw.data() + r.begin * s.dv, dx.data() + r.begin * d, dt.data());
+    attention_forward_plain(s, theta.data(), o, x.data(), N, {0, N}, 0.7, ref.data(), wr);
+    attention_reverse_plain(s, theta.data(), o, x.data(), N, {0, N}, 0.7, lam.data(), dxr.data(), dtr.data(), wr);
+    EXPECT_LT(relative_error(out, ref), 1e-13) << "tile " << tile;
+    EXPECT_LT(relative_error(dx, dxr), 1e-12) << "tile " << tile;
+    EXPECT_LT(relative_error(dt, dtr), 1e-12) << "tile " << tile;
+  }
+}
+
 // The forward's statistics of tiled blocks (AttentionWork::statistics) give
 // the reverse exactly what its first sweep makes: the same gradients,
 // bitwise; and the reverse does read them (a changed sum changes them).
