@@ -125,6 +125,17 @@ std::ptrdiff_t key_block(const Velocity &v, PetscInt c, PetscInt hl) {
   return v.form == CutForm::tokens ? first : first + hl * (v.heads->shape.k + v.heads->shape.dv);
 }
 
+// Where head chunk j (velocity.hpp) sums its heads' contributions to the
+// group's tokens: `first` (the result) for chunk 0, else its own copy; and
+// to the cut rows' gradients: dkeys, or in the tokens form its own copy.
+double *ChunkTokens(Velocity &v, double *first, PetscInt j) {
+  return j == 0 ? first
+                : v.head_partial.data() + (size_t)(j - 1) * (size_t)v.tokens->group.size() * (size_t)v.tokens->d;
+}
+double *ChunkKeys(Velocity &v, PetscInt j) {
+  return j == 0 || v.form != CutForm::tokens ? v.dkeys.data() : v.dkeys_partial.data() + (size_t)(j - 1) * v.dkeys.size();
+}
+
 } // namespace
 
 double KeptBytes(double bytes, double room) {
@@ -343,16 +354,13 @@ PetscErrorCode ReverseByQueries(Velocity *v, PetscInt l, const double *xs, const
   const TokenLayout &t = *v->tokens;
   const Heads &h = *v->heads;
   const QueryUnits qu(*v, xs);
-  const size_t n = (size_t)t.group.size() * (size_t)t.d;
   PetscFunctionBeginUser;
   PetscCall(ProjectKeys(qu, l, skip));
   std::fill(v->query_grad.begin(), v->query_grad.end(), 0.0);
   // Where unit (m, j)'s token gradients go: rows of sequence m from its first token.
   auto rows = [&](PetscInt m, PetscInt j) {
     const PetscInt c = t.cut(m);
-    if (c < 0) return (j == 0 ? ds : v->head_partial.data() + (size_t)(j - 1) * n) + at(t, m, 0);
-    return (j == 0 ? v->dkeys.data() : v->dkeys_partial.data() + (size_t)(j - 1) * v->dkeys.size()) +
-           key_block(*v, c, 0);
+    return c < 0 ? ChunkTokens(*v, ds, j) + at(t, m, 0) : ChunkKeys(*v, j) + key_block(*v, c, 0);
   };
   const PetscInt units = t.seqs.size() * qu.J * qu.Qc;
   auto cut = [&](PetscInt u) { return qu.cut(u); };
@@ -421,7 +429,6 @@ PetscErrorCode VelocityEvaluate(Velocity *v, PetscInt l, Vec x, Vec f) {
   // order into its own sum, the chunks' sums added in order: every token's
   // velocity is summed in the same order on any thread count.
   const PetscInt S = t.seqs.size(), J = v->head_chunks;
-  const size_t n = (size_t)t.group.size() * (size_t)t.d;
   auto inactive = [&](PetscInt m) { return v->active && !(*v->active)[m]; }; // not needed by the risk
   const bool keeps = l < (PetscInt)v->kept_layer.size();
   auto cut = [&](PetscInt u) { return t.cut(t.seqs.begin + u / J) >= 0; };
@@ -433,7 +440,7 @@ PetscErrorCode VelocityEvaluate(Velocity *v, PetscInt l, Vec x, Vec f) {
       const Range q = qu.queries(m, qu.chunk(u)), heads = split(h.group.size(), J, j);
       if (inactive(m) || q.size() == 0) return;
       AttentionWork &w = v->works[(size_t)thread];
-      double *sum = (j == 0 ? out : v->head_partial.data() + (size_t)(j - 1) * n) + at(t, m, q.begin);
+      double *sum = ChunkTokens(*v, out, j) + at(t, m, q.begin);
       if (j > 0) std::fill(sum, sum + q.size() * t.d, 0.0);
       for (PetscInt hl = heads.begin; hl < heads.end; ++hl) {
         w.statistics = keeps ? statistics_at(*v, l, hl, m, q.begin) : nullptr;
@@ -448,7 +455,7 @@ PetscErrorCode VelocityEvaluate(Velocity *v, PetscInt l, Vec x, Vec f) {
       AttentionWork &w = v->works[(size_t)thread];
       const Range q = t.queries(m), heads = split(h.group.size(), J, j);
       const PetscInt c = t.cut(m);
-      double *sum = (j == 0 ? out : v->head_partial.data() + (size_t)(j - 1) * n) + at(t, m, q.begin);
+      double *sum = ChunkTokens(*v, out, j) + at(t, m, q.begin);
       if (j > 0) std::fill(sum, sum + q.size() * t.d, 0.0);
       for (PetscInt hl = heads.begin; hl < heads.end; ++hl) {
         w.statistics = keeps ? statistics_at(*v, l, hl, m, q.begin) : nullptr; // kept for the adjoint
@@ -465,7 +472,7 @@ PetscErrorCode VelocityEvaluate(Velocity *v, PetscInt l, Vec x, Vec f) {
     for (PetscInt m = t.seqs.begin; m < t.seqs.end; ++m) {
       if (inactive(m)) continue;
       const Range q = t.queries(m);
-      const double *sum = v->head_partial.data() + (size_t)(j - 1) * n + at(t, m, q.begin);
+      const double *sum = ChunkTokens(*v, out, j) + at(t, m, q.begin);
       double *o = out + at(t, m, q.begin);
       for (PetscInt e = 0; e < q.size() * t.d; ++e) o[e] += sum[e];
     }
@@ -525,9 +532,7 @@ PetscErrorCode VelocityReverse(Velocity *v, Vec lam, Vec dx) {
       const Range heads = split(h.group.size(), J, j);
       double *grad = v->chunk_grad.data() + (size_t)k * G;
       std::fill(grad + heads.begin * h.shape.size, grad + heads.end * h.shape.size, 0.0);
-      double *dxs = j == 0 ? ds : v->head_partial.data() + (size_t)(j - 1) * n;
-      double *dks = j == 0 || v->form != CutForm::tokens ? v->dkeys.data()
-                                                         : v->dkeys_partial.data() + (size_t)(j - 1) * v->dkeys.size();
+      double *dxs = ChunkTokens(*v, ds, j), *dks = ChunkKeys(*v, j);
       const Range part = split(S, v->chunks, k);
       for (PetscInt m = t.seqs.begin + part.begin; m < t.seqs.begin + part.end; ++m) {
         const Range q = t.queries(m);
@@ -552,10 +557,10 @@ PetscErrorCode VelocityReverse(Velocity *v, Vec lam, Vec dx) {
     }));
   }
   for (PetscInt j = 1; j < J; ++j) {
-    const double *dx_j = v->head_partial.data() + (size_t)(j - 1) * n;
+    const double *dx_j = ChunkTokens(*v, ds, j);
     for (size_t e = 0; e < n; ++e) ds[e] += dx_j[e];
     if (v->dkeys_partial.empty()) continue;
-    const double *dk_j = v->dkeys_partial.data() + (size_t)(j - 1) * v->dkeys.size();
+    const double *dk_j = ChunkKeys(*v, j);
     for (size_t e = 0; e < v->dkeys.size(); ++e) v->dkeys[e] += dk_j[e];
   }
   if (v->query_chunks > 1)
