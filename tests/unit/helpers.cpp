@@ -43,6 +43,7 @@ double relative_error(const std::vector<double> &a, const std::vector<double> &b
   EXPECT_EQ(a.size(), b.size());
   double diff = 0, scale = 0;
   for (size_t i = 0; i < a.size() && i < b.size(); ++i) {
+    if (std::isnan(a[i] - b[i])) return INFINITY; // fmax would pass over a NaN
     diff = std::fmax(diff, std::fabs(a[i] - b[i]));
     scale = std::fmax(scale, std::fabs(b[i]));
   }

@@ -28,7 +28,7 @@ std::vector<double> gather(Vec v);
 // Sets entry i of a distributed Vec (collective; every rank passes the same i).
 void set_entry(Vec v, PetscInt i, double value);
 
-// max_i |a_i - b_i| / max_i |b_i|
+// max_i |a_i - b_i| / max_i |b_i| (infinite where an entry is NaN)
 double relative_error(const std::vector<double> &a, const std::vector<double> &b);
 
 // The tiny sizes used by most tests, as option pairs, plus extra options.
