@@ -533,18 +533,29 @@ void block_weights_reverse(const HeadShape &s, PetscInt nk, const QueryBlock &b,
   gemm(false, false, b.nb, nt, s.dv, 1.0, w.dy.data(), s.dv, w.keys.wt + t0, w.keys.ldt, 0.0, w.dp.data(), nt);
 }
 
+// Rows [t0, t0 + nt) of a key gradient C (cols wide) += A^T B, A the
+// block's nb x nt weights: rows no block has reached yet (from `set` on) are
+// set instead, so the gradients need no zeros first.
+void add_to_keys(PetscInt t0, PetscInt nt, PetscInt nb, const double *A, const double *B, PetscInt cols, double *C,
+                 PetscInt set) {
+  const PetscInt e = std::min(std::max(set, t0), t0 + nt);
+  gemm(true, false, e - t0, cols, nb, 1.0, A, nt, B, cols, 1.0, C + t0 * cols, cols);
+  gemm(true, false, t0 + nt - e, cols, nb, 1.0, A + (e - t0), nt, B, cols, 0.0, C + e * cols, cols);
+}
+
 // The reverse of the block's scores against the nt keys from t0, with P~
 // (nb x nt) in w.p and its row sums in w.l, dP in w.dp and dY / l in w.dyl:
 // dS = beta P (dP - delta), then dq (+)= dS kappa (set when t0 = 0),
-// dkappa += dS^T q, dw += P^T dY = P~^T (dY / l).
+// dkappa (+)= dS^T q, dw (+)= P^T dY = P~^T (dY / l) (set on the rows no
+// block reached before).
 void block_reverse_keys(const HeadShape &s, const AttentionOptions &o, PetscInt nk, const QueryBlock &b, PetscInt t0,
                         PetscInt nt, AttentionWork &w) {
   softmax_reverse_rows(w.dp.data(), w.p.data(), b.nb, nt, o.beta, w.l.data(), w.delta.data());
   gemm(false, false, b.nb, s.k, nt, 1.0, w.dp.data(), nt, w.keys.kappa + t0 * s.k, s.k, t0 == 0 ? 0.0 : 1.0,
        w.dqs.data() + b.r0 * s.k, s.k);
-  gemm(true, false, nt, s.k, b.nb, 1.0, w.dp.data(), nt, w.q.data() + b.r0 * s.k, s.k, 1.0,
-       w.keys.dkappa + t0 * s.k, s.k);
-  gemm(true, false, nt, s.dv, b.nb, 1.0, w.p.data(), nt, w.dyl.data(), s.dv, 1.0, w.keys.dw + t0 * s.dv, s.dv);
+  add_to_keys(t0, nt, b.nb, w.dp.data(), w.q.data() + b.r0 * s.k, s.k, w.keys.dkappa, w.keys.set);
+  add_to_keys(t0, nt, b.nb, w.p.data(), w.dyl.data(), s.dv, w.keys.dw, w.keys.set);
+  w.keys.set = std::max(w.keys.set, t0 + nt);
 }
 
 // The reverse from the projections in w, up to them: w.dkappa, w.dw (nk keys)
@@ -556,8 +567,7 @@ void block_reverse_keys(const HeadShape &s, const AttentionOptions &o, PetscInt 
 void reverse_projected(const HeadShape &s, const double *theta, const AttentionOptions &o, const double *xq, PetscInt N,
                        Range q, double scale, const double *lam, double *dxq, double *dtheta, AttentionWork &w) {
   const PetscInt nk = key_count(o, N, q);
-  std::fill(w.keys.dkappa, w.keys.dkappa + nk * s.k, 0.0);
-  std::fill(w.keys.dw, w.keys.dw + nk * s.dv, 0.0);
+  w.keys.set = 0; // the blocks set the keys' gradients as they reach them (add_to_keys)
   for (PetscInt r0 = 0; r0 < q.size(); r0 += AttentionWork::block) {
     const QueryBlock b(o, N, q, r0);
     const bool tiled = b.tiled(w);
@@ -686,7 +696,7 @@ AttentionWork::Keys keys_of(const HeadShape &s, const double *store, PetscInt nk
 } // namespace
 
 void attention_project_keys(const HeadShape &s, const double *theta, const double *x, Range r, PetscInt nk,
-                            double *store, AttentionWork &w) {
+                            bool reverse, double *store, AttentionWork &w) {
   if (r.size() == 0) return;
   const StoreParts at(s, nk);
   double *kappa = store + (std::ptrdiff_t)r.begin * s.k, *values = store + at.w + (std::ptrdiff_t)r.begin * s.dv;
@@ -695,7 +705,7 @@ void attention_project_keys(const HeadShape &s, const double *theta, const doubl
   gemm(false, false, r.size(), s.k, s.d, 1.0, xr, s.d, w.kt.data(), s.k, 0.0, kappa, s.k);
   gemm(false, false, r.size(), s.dv, s.d, 1.0, xr, s.d, w.vt.data(), s.dv, 0.0, values, s.dv);
   transpose(kappa, r.size(), s.k, store + at.kappat + r.begin, nk);
-  transpose(values, r.size(), s.dv, store + at.wt + r.begin, nk);
+  if (reverse) transpose(values, r.size(), s.dv, store + at.wt + r.begin, nk);
 }
 
 void attention_forward_keys(const HeadShape &s, const double *theta, const AttentionOptions &o, const double *xq,

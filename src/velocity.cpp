@@ -327,7 +327,7 @@ struct QueryUnits {
 
 // Each sequence's keys projected once for every head of the rank, in key
 // chunks, into Velocity::projected.
-template <class Skip> PetscErrorCode ProjectKeys(const QueryUnits &qu, PetscInt l, Skip skip) {
+template <class Skip> PetscErrorCode ProjectKeys(const QueryUnits &qu, PetscInt l, bool reverse, Skip skip) {
   Velocity &v = qu.v;
   const TokenLayout &t = *v.tokens;
   const Heads &h = *v.heads;
@@ -337,7 +337,7 @@ template <class Skip> PetscErrorCode ProjectKeys(const QueryUnits &qu, PetscInt 
     const PetscInt s = u / (qu.Hl * qu.Qc), hl = u / qu.Qc % qu.Hl, m = t.seqs.begin + s;
     if (skip(m)) return;
     attention_project_keys(h.shape, h.head(l, hl), qu.tokens(m), qu.keys(m, u % qu.Qc), qu.key_count(m),
-                           qu.store(s, hl), v.works[(size_t)thread]);
+                           reverse, qu.store(s, hl), v.works[(size_t)thread]);
   }));
   PetscFunctionReturn(0);
 }
@@ -355,7 +355,7 @@ PetscErrorCode ReverseByQueries(Velocity *v, PetscInt l, const double *xs, const
   const Heads &h = *v->heads;
   const QueryUnits qu(*v, xs);
   PetscFunctionBeginUser;
-  PetscCall(ProjectKeys(qu, l, skip));
+  PetscCall(ProjectKeys(qu, l, true, skip));
   std::fill(v->query_grad.begin(), v->query_grad.end(), 0.0);
   // Where unit (m, j)'s token gradients go: rows of sequence m from its first token.
   auto rows = [&](PetscInt m, PetscInt j) {
@@ -434,7 +434,7 @@ PetscErrorCode VelocityEvaluate(Velocity *v, PetscInt l, Vec x, Vec f) {
   auto cut = [&](PetscInt u) { return t.cut(t.seqs.begin + u / J) >= 0; };
   if (v->query_chunks > 1) { // the keys projected once, then (sequence, head chunk, query chunk) units
     const QueryUnits qu(*v, xs);
-    PetscCall(ProjectKeys(qu, l, inactive));
+    PetscCall(ProjectKeys(qu, l, false, inactive));
     PetscCall(OverUnits(v, S * J * qu.Qc, [&](PetscInt u) { return qu.cut(u); }, [&](PetscInt u, int thread) {
       const PetscInt s = qu.sequence(u), j = qu.head_chunk(u), m = t.seqs.begin + s;
       const Range q = qu.queries(m, qu.chunk(u)), heads = split(h.group.size(), J, j);

@@ -57,6 +57,7 @@ struct AttentionWork {
     const double *kappa = nullptr, *kappat = nullptr, *w = nullptr, *wt = nullptr;
     PetscInt ldt = 0;
     double *dkappa = nullptr, *dw = nullptr;
+    PetscInt set = 0; // the reverse: rows [0, set) of dkappa and dw hold sums, the rest nothing yet
   } keys;
   void reserve(const HeadShape &s, PetscInt N);
 };
@@ -125,7 +126,8 @@ void attention_project_reverse(const HeadShape &s, const double *theta, const do
 // store of nk keys holds kappa, kappa^T, w and w^T (attention_keys_size
 // numbers):
 //   attention_project_keys: rows [r.begin, r.end) of the store from those
-//                           tokens x (x points at the sequence's first);
+//                           tokens x (x points at the sequence's first); w^T
+//                           only for the reverse (`reverse`: dP = dY w^T);
 //   attention_forward_keys: as attention_forward at the queries q (tokens xq,
 //                           q.size() rows) against the store's keys;
 //   attention_reverse_keys: as attention_reverse for the queries (dxq, and
@@ -136,7 +138,7 @@ void attention_project_reverse(const HeadShape &s, const double *theta, const do
 //                           gradients onto dx and dtheta's K and V blocks.
 std::ptrdiff_t attention_keys_size(const HeadShape &s, PetscInt nk);
 void attention_project_keys(const HeadShape &s, const double *theta, const double *x, Range r, PetscInt nk,
-                            double *store, AttentionWork &w);
+                            bool reverse, double *store, AttentionWork &w);
 void attention_forward_keys(const HeadShape &s, const double *theta, const AttentionOptions &o, const double *xq,
                             const double *store, PetscInt nk, PetscInt N, Range q, double scale, double *out,
                             AttentionWork &w);

@@ -58,6 +58,8 @@ TEST_P(Kernels, FastEqualsReference) {
       attention_forward_plain(s, theta.data(), o, x.data(), N, q, 0.7, orf.data(), wr);
       EXPECT_LT(relative_error(of, orf), 1e-13) << q.begin << " tile " << tile;
       std::vector<double> dxf(N * d, 0.2), dxr(N * d, 0.2), dtf(s.size, 0.3), dtr(s.size, 0.3);
+      // The reverse sets its keys' gradients as its blocks reach them: what they held must not matter.
+      std::fill(wf.dkappa.begin(), wf.dkappa.end(), NAN), std::fill(wf.dw.begin(), wf.dw.end(), NAN);
       attention_reverse(s, theta.data(), o, x.data(), N, q, 0.7, lam.data() + q.begin * d, dxf.data(), dtf.data(), wf);
       attention_reverse_plain(s, theta.data(), o, x.data(), N, q, 0.7, lam.data() + q.begin * d, dxr.data(),
                               dtr.data(), wr);
@@ -112,7 +114,8 @@ TEST_P(Kernels, SplitAtTheProjectionsEqualsReference) {
 }
 
 // Query chunks against keys projected once (threads over a sequence's
-// queries): the keys projected into a store in three key chunks, each of
+// queries): the keys projected into a store in three key chunks (for the
+// forward without w^T, left NaN, then with it for the reverse), each of
 // three query chunks run against the store, its key gradients set in its
 // own arrays (rows it does not reach left alone), the chunks' sums taken
 // through the projection in key chunks. The result must be the reference
@@ -128,14 +131,17 @@ TEST_P(Kernels, QueryChunksAgainstOneKeyStoreEqualReference) {
     AttentionWork w, wr;
     w.keys_at_once = std::min(w.keys_at_once, tile), w.key_tile = tile;
     w.reserve(s, N), wr.reserve(s, N);
-    std::vector<double> store((size_t)attention_keys_size(s, N), 0.0);
-    for (Range r : chunks) attention_project_keys(s, theta.data(), x.data(), r, N, store.data(), w);
+    // The forward's store leaves w^T unset (NaN here): the forward must not read it.
+    std::vector<double> store((size_t)attention_keys_size(s, N), NAN);
+    for (Range r : chunks) attention_project_keys(s, theta.data(), x.data(), r, N, false, store.data(), w);
     std::vector<double> out(N * d, 0.1), ref(N * d, 0.1), dx(N * d, 0.2), dxr(N * d, 0.2), dt(s.size, 0.3),
         dtr(s.size, 0.3), dkappa(N * s.k, 0.0), dw(N * s.dv, 0.0);
-    for (Range q : chunks) {
-      std::vector<double> dk(N * s.k, 7.0), dv(N * s.dv, 7.0); // 7: rows past the chunk's keys stay so
+    for (Range q : chunks)
       attention_forward_keys(s, theta.data(), o, x.data() + q.begin * d, store.data(), N, N, q, 0.7,
                              out.data() + q.begin * d, w);
+    for (Range r : chunks) attention_project_keys(s, theta.data(), x.data(), r, N, true, store.data(), w);
+    for (Range q : chunks) {
+      std::vector<double> dk(N * s.k, 7.0), dv(N * s.dv, 7.0); // 7: rows past the chunk's keys stay so
       attention_reverse_keys(s, theta.data(), o, x.data() + q.begin * d, store.data(), N, N, q, 0.7,
                              lam.data() + q.begin * d, dx.data() + q.begin * d, dk.data(), dv.data(), dt.data(), w);
       const PetscInt reach = o.causal ? q.end : N;
