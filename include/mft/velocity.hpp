@@ -125,7 +125,7 @@ PetscInt HeadChunks(PetscInt sequences, PetscInt heads, double copy_bytes);
 // for kHeadUnits units, each of at least kQueryRows queries (`queries`: the
 // most a sequence of the rank computes), and no more than keep the key
 // gradients' copies (chunk_bytes each) within kQueryCopyBytes.
-constexpr PetscInt kQueryRows = 1024;
+constexpr PetscInt kQueryRows = 256;
 constexpr double kQueryCopyBytes = 1073741824.0; // 1 GiB
 PetscInt QueryChunks(PetscInt units, PetscInt queries, double chunk_bytes);
 
