@@ -14,36 +14,39 @@ namespace mft {
 
 namespace {
 
-// Per layer, head and sequence: the products' flops and the exponentials.
-void per_sequence(const Settings &s, double *products, double *exps) {
+// Per layer, head and sequence, the forward's work: the projections, the
+// scores, the weighted sums and (qkvo) the output's products, in flops, and
+// the exponentials.
+struct Work {
+  double projections, scores, sums, output, exps;
+  double products() const { return projections + scores + sums + output; }
+};
+Work per_sequence(const Settings &s) {
   const double N = s.data.N, d = s.model.d, k = s.model.k;
   const double dv = s.model.head_kind == HeadKind::qkv ? d : k;
   const double nk = s.model.causal ? (N + 1) / 2 : N;
-  *products = 2 * N * d * (2 * k + dv) + 2 * N * nk * k + 2 * N * nk * dv;
-  if (s.model.head_kind == HeadKind::qkvo) *products += 2 * N * dv * d;
-  *exps = N * nk;
+  const bool qkvo = s.model.head_kind == HeadKind::qkvo;
+  return {2 * N * d * (2 * k + dv), 2 * N * nk * k, 2 * N * nk * dv, qkvo ? 2 * N * dv * d : 0.0, N * nk};
 }
 
 double sequences(const Settings &s) { return (double)s.model.L * s.model.H * s.data.M; }
 
 } // namespace
 
-double forward_products(const Settings &s) {
-  double p, e;
-  per_sequence(s, &p, &e);
-  return sequences(s) * p;
-}
+double forward_products(const Settings &s) { return sequences(s) * per_sequence(s).products(); }
 
-double forward_exponentials(const Settings &s) {
-  double p, e;
-  per_sequence(s, &p, &e);
-  return sequences(s) * e;
-}
+double forward_exponentials(const Settings &s) { return sequences(s) * per_sequence(s).exps; }
 
 double forward_operations(const Settings &s) { return forward_products(s) + forward_exponentials(s); }
 
 double step_bound(const Settings &s, double peak_gflops, double gexps) {
-  return 3 * forward_products(s) / (peak_gflops * 1e9) + forward_exponentials(s) / (gexps * 1e9);
+  const Work w = per_sequence(s);
+  // What the reverse makes again (attention.hpp): the projections and the
+  // scores, their exps, and for qkvo heads whose keys fit at once the
+  // weighted sums (dO needs Y; tiled blocks take Y from the forward).
+  const bool at_once = s.data.N <= AttentionWork().keys_at_once;
+  const double again = w.projections + w.scores + (w.output > 0 && at_once ? w.sums : 0.0);
+  return sequences(s) * ((3 * w.products() + again) / (peak_gflops * 1e9) + 2 * w.exps / (gexps * 1e9));
 }
 
 PetscErrorCode MeasureExpRate(MPI_Comm comm, double *gexps) {

@@ -26,9 +26,12 @@ double forward_exponentials(const Settings &s);
 // kernels' vectorised exp at once, on arguments in the softmax's range [-30, 0].
 PetscErrorCode MeasureExpRate(MPI_Comm comm, double *gexps);
 
-// The roofline bound of a training step (seconds): its products (3 times the
-// forward's) at the matmul peak and its exponentials (the forward's) at the
-// exp rate, both measured on all ranks.
+// The roofline bound of a training step (seconds): the products it makes at
+// the matmul peak and its exponentials at the exp rate, both measured on all
+// ranks. A step makes 3 times the forward's products (forward_operations'
+// count) and, as the reverse makes the softmax again, the projections and
+// scores once more and every exponential twice (N <= keys_at_once, or the
+// forward's statistics kept; a tiled reverse without them makes more).
 double step_bound(const Settings &s, double peak_gflops, double gexps);
 
 // Dense matmul rate (GFLOP/s) of all ranks of comm running a dgemm at once.

@@ -1,0 +1,43 @@
+// The benchmark's operation counts and its roofline bound, against counts
+// made by hand from the kernels (attention.cpp) on small shapes.
+#include "mft/attention.hpp"
+#include "mft/bench.hpp"
+
+#include <gtest/gtest.h>
+
+using namespace mft;
+
+namespace {
+
+Settings shape(HeadKind kind, PetscInt N) {
+  Settings s;
+  s.model.L = 1, s.model.H = 1, s.data.M = 1, s.data.N = N, s.model.d = 2, s.model.k = 1;
+  s.model.head_kind = kind;
+  return s;
+}
+
+} // namespace
+
+// qkv, N = 4, d = dv = 2, k = 1: projections 2 N d (2k + dv) = 64, scores
+// 2 N N k = 32, weighted sums 2 N N dv = 64, 16 exps. A step makes the
+// forward's 160 three times, the projections and scores once more (96), and
+// every exp twice: at 1 GFLOP/s and 1 Gexp/s, 576 + 32 ns.
+TEST(Bench, BoundCountsWhatTheReverseMakesAgain) {
+  const Settings qkv = shape(HeadKind::qkv, 4);
+  EXPECT_DOUBLE_EQ(forward_products(qkv), 160.0);
+  EXPECT_DOUBLE_EQ(forward_exponentials(qkv), 16.0);
+  EXPECT_NEAR(step_bound(qkv, 1.0, 1.0), 608e-9, 1e-18);
+  // qkvo (dv = k = 1): projections 2 N d (2k + dv) = 48, scores 32, sums 32,
+  // output 2 N dv d = 16; the reverse makes the sums again too (dO needs Y):
+  // 3 x 128 + 48 + 32 + 32 = 496, and 32 exps.
+  const Settings qkvo = shape(HeadKind::qkvo, 4);
+  EXPECT_DOUBLE_EQ(forward_products(qkvo), 128.0);
+  EXPECT_NEAR(step_bound(qkvo, 1.0, 1.0), 528e-9, 1e-18);
+  // Keys in tiles (N past keys_at_once): the forward's statistics give Y, so
+  // qkvo's sums are not made again.
+  const PetscInt N = AttentionWork().keys_at_once + 4;
+  const Settings tiled = shape(HeadKind::qkvo, N);
+  const double n = (double)N, projections = 2 * n * 2 * 3, scores = 2 * n * n, exps = n * n;
+  const double forward = projections + scores + 2 * n * n + 2 * n * 2;
+  EXPECT_NEAR(step_bound(tiled, 1.0, 1.0), (3 * forward + projections + scores + 2 * exps) * 1e-9, 1e-12);
+}
