@@ -21,6 +21,13 @@
 
 namespace mft {
 
+PetscInt AttentionWork::rows(PetscInt nk) const {
+  const double keys = (double)(nk > keys_at_once ? key_tile : nk);
+  PetscInt b = block;
+  while (b > block / 4 && 8.0 * (double)b * keys > kScoreBytes) b /= 2;
+  return b;
+}
+
 void AttentionWork::reserve(const HeadShape &s, PetscInt N) {
   const PetscInt B = std::min(block, N), T = std::min(std::max(keys_at_once, key_tile), N);
   q.resize(N * s.k);
@@ -413,8 +420,8 @@ void load_keys(const HeadShape &s, const double *kw, PetscInt ld, PetscInt nk, A
 // token is `first`, and its nkb keys (all N, or causal up to its last query).
 struct QueryBlock {
   PetscInt r0, nb, first, nkb;
-  QueryBlock(const AttentionOptions &o, PetscInt N, Range q, PetscInt r0_)
-      : r0(r0_), nb(std::min(AttentionWork::block, q.size() - r0_)), first(q.begin + r0_),
+  QueryBlock(const AttentionOptions &o, PetscInt N, Range q, PetscInt r0_, PetscInt rows)
+      : r0(r0_), nb(std::min(rows, q.size() - r0_)), first(q.begin + r0_),
         nkb(o.causal ? q.begin + r0_ + nb : N) {}
   // Valid keys of row r among the nt keys from t0 (the causal mask cuts them).
   PetscInt valid(const AttentionOptions &o, PetscInt r, PetscInt t0, PetscInt nt) const {
@@ -513,8 +520,9 @@ void take_statistics(const HeadShape &s, const QueryBlock &b, AttentionWork &w) 
 void forward_projected(const HeadShape &s, const double *theta, const AttentionOptions &o, PetscInt N, Range q,
                        double scale, double *out, AttentionWork &w) {
   const PetscInt nk = key_count(o, N, q);
-  for (PetscInt r0 = 0; r0 < q.size(); r0 += AttentionWork::block) {
-    const QueryBlock b(o, N, q, r0);
+  const PetscInt rows = w.rows(nk);
+  for (PetscInt r0 = 0; r0 < q.size(); r0 += rows) {
+    const QueryBlock b(o, N, q, r0, rows);
     if (b.tiled(w)) {
       block_attention_tiled(s, o, nk, b, w);
       if (w.statistics) keep_statistics(s, b, w);
@@ -583,8 +591,9 @@ void reverse_projected(const HeadShape &s, const double *theta, const AttentionO
                        Range q, double scale, const double *lam, double *dxq, double *dtheta, AttentionWork &w) {
   const PetscInt nk = key_count(o, N, q);
   w.keys.set = 0; // the blocks set the keys' gradients as they reach them (add_to_keys)
-  for (PetscInt r0 = 0; r0 < q.size(); r0 += AttentionWork::block) {
-    const QueryBlock b(o, N, q, r0);
+  const PetscInt rows = w.rows(nk);
+  for (PetscInt r0 = 0; r0 < q.size(); r0 += rows) {
+    const QueryBlock b(o, N, q, r0, rows);
     const bool tiled = b.tiled(w);
     // At once, qkv heads need no Y: dY . Y = sum_j P dP (below); qkvo heads need it for dO.
     // Tiled, Y, m and l come from the forward when it kept them.

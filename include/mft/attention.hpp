@@ -29,9 +29,15 @@ namespace mft {
 // d = 32, k = 16) and lost below (0.188 against 0.179 s at N = 4096).
 // Set both before reserve.
 struct AttentionWork {
-  static constexpr PetscInt block = 128; // queries per block of the fast kernel
+  static constexpr PetscInt block = 128; // queries per block of the fast kernel, at most
   PetscInt keys_at_once = 4096;          // a block with more keys takes them in tiles...
   PetscInt key_tile = 256;               // ...of this many
+  // Queries a block of a range whose blocks meet up to nk keys: `block`,
+  // halved (down to block / 4) while a block's scores at once (its keys, or
+  // a tile of them) would pass kScoreBytes, so that they and their reverse's
+  // dP stay in a core's L2.
+  static constexpr double kScoreBytes = 524288.0;
+  PetscInt rows(PetscInt nk) const;
   std::vector<double> q, kappa, w, p, y, dy, dyl, dq, dkappa, dw, dp, dqs;
   // Per query of a block: the (running) maximum score and the sum of the
   // unnormalised softmax row exp(beta (S - m)), and delta = dY . Y.

@@ -68,6 +68,30 @@ TEST_P(Kernels, FastEqualsReference) {
     }
 }
 
+// Many keys at once: blocks of fewer queries (AttentionWork::rows: 64 at 600
+// keys, 32 at 1100), so that a block's scores stay in L2; the same results.
+TEST_P(Kernels, SmallerBlocksForManyKeysEqualReference) {
+  for (PetscInt N : {(PetscInt)600, (PetscInt)1100}) {
+    Inputs in(GetParam(), 5, 3, N, 98);
+    AttentionWork wf, wr;
+    EXPECT_EQ(wf.rows(N), N == 600 ? AttentionWork::block / 2 : AttentionWork::block / 4);
+    wf.reserve(in.s, N), wr.reserve(in.s, N);
+    const Range q{37, N - 5};
+    const std::vector<double> &theta = in.theta, &x = in.x, &lam = in.lam;
+    std::vector<double> of(q.size() * 5, 0.1), orf(q.size() * 5, 0.1);
+    attention_forward(in.s, theta.data(), in.o, x.data(), N, q, 0.7, of.data(), wf);
+    attention_forward_plain(in.s, theta.data(), in.o, x.data(), N, q, 0.7, orf.data(), wr);
+    EXPECT_LT(relative_error(of, orf), 1e-13) << N;
+    std::vector<double> dxf(N * 5, 0.2), dxr(N * 5, 0.2), dtf(in.s.size, 0.3), dtr(in.s.size, 0.3);
+    attention_reverse(in.s, theta.data(), in.o, x.data(), N, q, 0.7, lam.data() + q.begin * 5, dxf.data(), dtf.data(),
+                      wf);
+    attention_reverse_plain(in.s, theta.data(), in.o, x.data(), N, q, 0.7, lam.data() + q.begin * 5, dxr.data(),
+                            dtr.data(), wr);
+    EXPECT_LT(relative_error(dxf, dxr), 1e-12) << N;
+    EXPECT_LT(relative_error(dtf, dtr), 1e-12) << N;
+  }
+}
+
 // A sequence cut into three token groups, as a cut sequence is computed across
 // ranks: each part projects its own keys (attention_project), every part's
 // queries attend to all the projections (attention_*_keys), the keys'
