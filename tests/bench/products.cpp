@@ -1,11 +1,13 @@
 // Where a step's time goes, per call site: the products one (sequence, head)
-// unit of a training step makes (a qkv head, its N keys at once, blocks of
-// AttentionWork::block queries, as attention.cpp calls them), each timed
+// unit of a training step makes (a qkv head, its N keys at once, in blocks
+// of AttentionWork::rows queries, as attention.cpp calls them), each timed
 // alone on one core through mft's gemm (LIBXSMM or the BLAS), and the
-// unit's exps at the kernels' exp rate, against the dgemm peak (n = 1024)
-// measured the same way. A benchmark, not a test.
+// unit's exps at the kernels' exp rate, against the dgemm peak (n = 1024);
+// the two rates measured as mft bench measures them (bench.hpp), on one
+// rank. A benchmark, not a test.
 //   products [N d k]   (default 128 16 8: S2's shape; S1 64 16 8, S3 1024 32 16)
 #include "mft/attention.hpp"
+#include "mft/bench.hpp"
 #include "mft/linalg.hpp"
 
 #include <algorithm>
@@ -48,7 +50,8 @@ int main(int argc, char **argv) {
                  argc > 2 ? argv[2] : "", argc > 3 ? argv[3] : "");
     return 1;
   }
-  const PetscInt b = std::min(N, AttentionWork::block), blocks = (N + b - 1) / b;
+  PetscCall(PetscInitialize(&argc, &argv, nullptr, nullptr));
+  const PetscInt b = std::min(N, AttentionWork().rows(N)), blocks = (N + b - 1) / b; // as attention.cpp blocks them
   // The forward (projections, scores, weighted sums), the reverse making the
   // projections and scores again, then its products, as attention.cpp.
   const Site sites[] = {
@@ -79,25 +82,19 @@ int main(int argc, char **argv) {
     std::printf("  %-38s %5d x %5d x %5d  %8.3f us  %6.1f GFLOP/s  x%d\n", s.what, (int)s.m, (int)s.n, (int)s.k,
                 t * 1e6, f / t / 1e9, (int)s.calls);
   }
-  const PetscInt n = 1 << 14;
-  std::vector<double> x(n);
-  const double exp_each = seconds_per_call([&] {
-    for (PetscInt i = 0; i < n; ++i) x[i] = -30.0 * (double)i / (double)n;
-    exponentials(x.data(), n);
-  }) / (double)n;
-  const PetscInt m = 1024;
-  std::vector<double> P(m * m, 1.0 / m), Q(m * m, 0.5), R(m * m, 0.0);
-  gemm(false, false, m, m, m, 1.0, P.data(), m, Q.data(), m, 0.0, R.data(), m);
-  const auto t0 = std::chrono::steady_clock::now();
-  for (int r = 0; r < 5; ++r) gemm(false, false, m, m, m, 1.0, P.data(), m, Q.data(), m, 0.0, R.data(), m);
-  const double peak = 5 * 2.0 * m * m * m / std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  double peak, gexps;
+  PetscCall(MeasurePeak(PETSC_COMM_SELF, &peak));
+  PetscCall(MeasureExpRate(PETSC_COMM_SELF, &gexps));
+  peak *= 1e9;
+  const double exp_each = 1e-9 / gexps;
   const double exps = 2.0 * (double)N * (double)N; // the forward's and the reverse's softmax
   // mft bench's count of the unit's step: three forwards (products and exps).
   const double counted = 3 * (2.0 * N * d * (2 * k + dv) + 2.0 * N * N * k + 2.0 * N * N * dv + (double)N * N);
-  std::printf("  products %.2f us (%.2f MFLOP, %.1f GFLOP/s); exps %.2f us (%.0f at %.2f Gexp/s, with the time to "
-              "fill their arguments)\n",
-              products * 1e6, flops / 1e6, flops / products / 1e9, exps * exp_each * 1e6, exps, 1e-9 / exp_each);
+  std::printf("  products %.2f us (%.2f MFLOP, %.1f GFLOP/s); exps %.2f us (%.0f at %.2f Gexp/s)\n", products * 1e6,
+              flops / 1e6, flops / products / 1e9, exps * exp_each * 1e6, exps, gexps);
   std::printf("  dgemm peak (n = 1024) %.1f GFLOP/s: the unit's %.2f MFLOP counted by mft bench take %.2f us at it; "
               "products and exps alone reach %.0f%% of it\n",
               peak / 1e9, counted / 1e6, counted / peak * 1e6, 100 * counted / peak / (products + exps * exp_each));
+  PetscCall(PetscFinalize());
+  return 0;
 }

@@ -11,7 +11,9 @@
 #include "mft/attention.hpp"
 #include "mft/random.hpp"
 
+#include <algorithm>
 #include <cmath>
+#include <string>
 #include <utility>
 
 using namespace mft;
@@ -40,31 +42,42 @@ struct Inputs {
   }
 };
 
+// The blocked kernels (wf, set up by the caller) against the plain ones at
+// queries q of N tokens x: the forward to 1e-13, the reverse to 1e-12, both
+// adding to what their outputs held. The reverse finds its keys' gradients
+// NaN: it sets them as its blocks reach them, so what they held must not
+// matter.
+void expect_blocked_equals_plain(const HeadShape &s, const AttentionOptions &o, const std::vector<double> &theta,
+                                 const std::vector<double> &x, const std::vector<double> &lam, PetscInt N, Range q,
+                                 double scale, AttentionWork &wf, const std::string &what) {
+  const PetscInt d = s.d;
+  AttentionWork wr;
+  wr.reserve(s, N);
+  std::vector<double> of(q.size() * d, 0.1), orf(q.size() * d, 0.1);
+  attention_forward(s, theta.data(), o, x.data(), N, q, scale, of.data(), wf);
+  attention_forward_plain(s, theta.data(), o, x.data(), N, q, scale, orf.data(), wr);
+  EXPECT_LT(relative_error(of, orf), 1e-13) << what;
+  std::vector<double> dxf(N * d, 0.2), dxr(N * d, 0.2), dtf(s.size, 0.3), dtr(s.size, 0.3);
+  std::fill(wf.dkappa.begin(), wf.dkappa.end(), NAN), std::fill(wf.dw.begin(), wf.dw.end(), NAN);
+  attention_reverse(s, theta.data(), o, x.data(), N, q, scale, lam.data() + q.begin * d, dxf.data(), dtf.data(), wf);
+  attention_reverse_plain(s, theta.data(), o, x.data(), N, q, scale, lam.data() + q.begin * d, dxr.data(), dtr.data(),
+                          wr);
+  EXPECT_LT(relative_error(dxf, dxr), 1e-12) << what;
+  EXPECT_LT(relative_error(dtf, dtr), 1e-12) << what;
+}
+
 TEST_P(Kernels, FastEqualsReference) {
-  const PetscInt d = 5, k = 3, N = 150; // 150 queries: blocks of 64, 64, 22
-  Inputs in(GetParam(), d, k, N, 99);
-  const HeadShape &s = in.s;
-  const AttentionOptions &o = in.o;
-  const std::vector<double> &theta = in.theta, &x = in.x, &lam = in.lam;
+  const PetscInt N = 150; // 150 queries: blocks of 128 and 22
+  Inputs in(GetParam(), 5, 3, N, 99);
   const AttentionWork defaults;
   for (auto [at_once, tile] : {std::pair{defaults.keys_at_once, defaults.key_tile}, {(PetscInt)40, (PetscInt)40},
                                {(PetscInt)100, (PetscInt)13}})
     for (Range q : {Range{0, N}, Range{37, 140}, Range{64, 65}}) {
-      AttentionWork wf, wr;
+      AttentionWork wf;
       wf.keys_at_once = at_once, wf.key_tile = tile;
-      wf.reserve(s, N), wr.reserve(s, N);
-      std::vector<double> of(q.size() * d, 0.1), orf(q.size() * d, 0.1);
-      attention_forward(s, theta.data(), o, x.data(), N, q, 0.7, of.data(), wf);
-      attention_forward_plain(s, theta.data(), o, x.data(), N, q, 0.7, orf.data(), wr);
-      EXPECT_LT(relative_error(of, orf), 1e-13) << q.begin << " tile " << tile;
-      std::vector<double> dxf(N * d, 0.2), dxr(N * d, 0.2), dtf(s.size, 0.3), dtr(s.size, 0.3);
-      // The reverse sets its keys' gradients as its blocks reach them: what they held must not matter.
-      std::fill(wf.dkappa.begin(), wf.dkappa.end(), NAN), std::fill(wf.dw.begin(), wf.dw.end(), NAN);
-      attention_reverse(s, theta.data(), o, x.data(), N, q, 0.7, lam.data() + q.begin * d, dxf.data(), dtf.data(), wf);
-      attention_reverse_plain(s, theta.data(), o, x.data(), N, q, 0.7, lam.data() + q.begin * d, dxr.data(),
-                              dtr.data(), wr);
-      EXPECT_LT(relative_error(dxf, dxr), 1e-12) << q.begin << " tile " << tile;
-      EXPECT_LT(relative_error(dtf, dtr), 1e-12) << q.begin << " tile " << tile;
+      wf.reserve(in.s, N);
+      expect_blocked_equals_plain(in.s, in.o, in.theta, in.x, in.lam, N, q, 0.7, wf,
+                                  std::to_string(q.begin) + " tile " + std::to_string(tile));
     }
 }
 
@@ -73,22 +86,10 @@ TEST_P(Kernels, FastEqualsReference) {
 TEST_P(Kernels, SmallerBlocksForManyKeysEqualReference) {
   for (PetscInt N : {(PetscInt)600, (PetscInt)1100}) {
     Inputs in(GetParam(), 5, 3, N, 98);
-    AttentionWork wf, wr;
+    AttentionWork wf;
     EXPECT_EQ(wf.rows(N), N == 600 ? AttentionWork::block / 2 : AttentionWork::block / 4);
-    wf.reserve(in.s, N), wr.reserve(in.s, N);
-    const Range q{37, N - 5};
-    const std::vector<double> &theta = in.theta, &x = in.x, &lam = in.lam;
-    std::vector<double> of(q.size() * 5, 0.1), orf(q.size() * 5, 0.1);
-    attention_forward(in.s, theta.data(), in.o, x.data(), N, q, 0.7, of.data(), wf);
-    attention_forward_plain(in.s, theta.data(), in.o, x.data(), N, q, 0.7, orf.data(), wr);
-    EXPECT_LT(relative_error(of, orf), 1e-13) << N;
-    std::vector<double> dxf(N * 5, 0.2), dxr(N * 5, 0.2), dtf(in.s.size, 0.3), dtr(in.s.size, 0.3);
-    attention_reverse(in.s, theta.data(), in.o, x.data(), N, q, 0.7, lam.data() + q.begin * 5, dxf.data(), dtf.data(),
-                      wf);
-    attention_reverse_plain(in.s, theta.data(), in.o, x.data(), N, q, 0.7, lam.data() + q.begin * 5, dxr.data(),
-                            dtr.data(), wr);
-    EXPECT_LT(relative_error(dxf, dxr), 1e-12) << N;
-    EXPECT_LT(relative_error(dtf, dtr), 1e-12) << N;
+    wf.reserve(in.s, N);
+    expect_blocked_equals_plain(in.s, in.o, in.theta, in.x, in.lam, N, Range{37, N - 5}, 0.7, wf, std::to_string(N));
   }
 }
 
@@ -262,20 +263,11 @@ TEST(Kernels, FastEqualsReferenceAtBenchmarkShapes) {
         for (auto &v : lam) v = r.normal();
         const Range q{90, 300};
         for (PetscInt tile : {AttentionWork().key_tile, (PetscInt)64}) {
-          AttentionWork wf, wr;
+          AttentionWork wf;
           wf.keys_at_once = std::min(wf.keys_at_once, tile), wf.key_tile = tile;
-          wf.reserve(s, N), wr.reserve(s, N);
-          std::vector<double> of(q.size() * d, 0.0), orf(q.size() * d, 0.0);
-          attention_forward(s, theta.data(), o, x.data(), N, q, 1.0, of.data(), wf);
-          attention_forward_plain(s, theta.data(), o, x.data(), N, q, 1.0, orf.data(), wr);
-          EXPECT_LT(relative_error(of, orf), 1e-13) << d << " " << causal << " tile " << tile;
-          std::vector<double> dxf(N * d, 0.0), dxr(N * d, 0.0), dtf(s.size, 0.0), dtr(s.size, 0.0);
-          attention_reverse(s, theta.data(), o, x.data(), N, q, 1.0, lam.data() + q.begin * d, dxf.data(), dtf.data(),
-                            wf);
-          attention_reverse_plain(s, theta.data(), o, x.data(), N, q, 1.0, lam.data() + q.begin * d, dxr.data(),
-                                  dtr.data(), wr);
-          EXPECT_LT(relative_error(dxf, dxr), 1e-12) << d << " " << causal << " tile " << tile;
-          EXPECT_LT(relative_error(dtf, dtr), 1e-12) << d << " " << causal << " tile " << tile;
+          wf.reserve(s, N);
+          expect_blocked_equals_plain(s, o, theta, x, lam, N, q, 1.0, wf,
+                                      std::to_string(d) + " " + std::to_string(causal) + " tile " + std::to_string(tile));
         }
       }
 }
