@@ -3,8 +3,10 @@
 
 #include "mft/attention.hpp"
 #include "mft/linalg.hpp"
+#include "mft/random.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <fstream>
 #include <unistd.h>
 #include <string>
@@ -67,6 +69,48 @@ PetscErrorCode MeasureExpRate(MPI_Comm comm, double *gexps) {
   }
   double mine = (double)n * reps / seconds / 1e9;
   PetscCallMPI(MPI_Allreduce(&mine, gexps, 1, MPI_DOUBLE, MPI_SUM, comm));
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode MeasureReverseRate(MPI_Comm comm, const ModelSettings &m, PetscInt N, double *ratio) {
+  const HeadShape s = head_shape(m.head_kind, m.d, m.k);
+  const Range q{N - std::min<PetscInt>(N, N <= 4096 ? 1024 : 256), N}; // at long context: 256 queries
+  std::vector<double> theta((size_t)s.size), x((size_t)(N * m.d)), lam((size_t)(q.size() * m.d));
+  Stream r(1, 0);
+  for (double &t : theta) t = r.normal() / std::sqrt((double)m.d);
+  for (double &v : x) v = r.normal();
+  for (double &v : lam) v = r.normal();
+  std::vector<double> out(lam.size()), dx(x.size()), dtheta(theta.size());
+  AttentionWork w;
+  w.reserve(s, N);
+  const AttentionOptions o{m.beta, m.causal};
+  // Seconds a call: the median of 7 rounds of calls (as many as take a
+  // millisecond, after one to warm up).
+  auto seconds = [](auto call) {
+    double t0 = MPI_Wtime();
+    call();
+    const int calls = (int)std::clamp(1e-3 / std::max(MPI_Wtime() - t0, 1e-9), 1.0, 1000.0);
+    std::vector<double> rounds;
+    for (int k = 0; k < 7; ++k) {
+      t0 = MPI_Wtime();
+      for (int c = 0; c < calls; ++c) call();
+      rounds.push_back((MPI_Wtime() - t0) / calls);
+    }
+    std::nth_element(rounds.begin(), rounds.begin() + 3, rounds.end());
+    return rounds[3];
+  };
+  PetscFunctionBeginUser;
+  PetscCallMPI(MPI_Barrier(comm));
+  const double tf = seconds([&] { attention_forward(s, theta.data(), o, x.data(), N, q, 1.0, out.data(), w); });
+  const double tr = seconds([&] {
+    attention_reverse(s, theta.data(), o, x.data(), N, q, 1.0, lam.data(), dx.data(), dtheta.data(), w);
+  });
+  const UnitOperations u = CountUnit(m, N, q.begin, q.end, (double)N);
+  const double mine = (u.reverse + u.sweep) / tr / (u.forward / tf);
+  PetscMPIInt size;
+  PetscCallMPI(MPI_Comm_size(comm, &size));
+  PetscCallMPI(MPI_Allreduce(&mine, ratio, 1, MPI_DOUBLE, MPI_SUM, comm));
+  *ratio /= size;
   PetscFunctionReturn(0);
 }
 

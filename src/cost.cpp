@@ -128,11 +128,28 @@ void ShareCutRows(const NodeSharing &ns, PetscInt r, PetscInt seq, PetscInt q, P
 
 } // namespace
 
+UnitOperations CountUnit(const ModelSettings &m, PetscInt N, PetscInt q0, PetscInt q1, double projected) {
+  const double d = (double)m.d, k = (double)m.k, dv = m.head_kind == HeadKind::qkv ? d : k, q = (double)(q1 - q0);
+  const PetscInt at_once = AttentionWork().keys_at_once;
+  auto keys_of = [&](PetscInt a, PetscInt b) { // the sum of nk over queries [a, b)
+    return a >= b ? 0.0 : m.causal ? 0.5 * (double)(b * (b + 1) - a * (a + 1)) : (double)(b - a) * (double)N;
+  };
+  const double keys = keys_of(q0, q1);
+  UnitOperations u;
+  u.forward = 2.0 * projected * d * (k + dv) + 2.0 * q * d * k + 2.0 * keys * k + keys + 2.0 * keys * dv;
+  if (m.head_kind == HeadKind::qkvo) u.forward += 2.0 * q * dv * d;
+  // Queries with more keys than a block takes at once: tiled.
+  const double tiled = keys_of(std::max(q0, m.causal ? at_once : (N > at_once ? q0 : q1)), q1);
+  u.reverse = 2.0 * u.forward;
+  if (m.head_kind == HeadKind::qkvo) u.reverse += 2.0 * (keys - tiled) * dv;
+  u.sweep = 2.0 * tiled * k + tiled + 2.0 * tiled * dv;
+  return u;
+}
+
 StepCost PredictStep(const ModelSettings &m, PetscInt M, PetscInt N, PetscInt P, PetscInt Ph, CutForm form,
-                     double rate, const Network &net, PetscInt threads, double memory) {
+                     const Rates &rate, const Network &net, PetscInt threads, double memory) {
   const PetscInt d = m.d, k = m.k, dv = m.head_kind == HeadKind::qkv ? d : k, Pt = P / Ph;
   const PetscInt ph = m.head_kind == HeadKind::qkv ? 2 * k * d + dv * d : 2 * k * d + dv * d + d * k; // head size
-  const PetscInt at_once = AttentionWork().keys_at_once;
   StepCost c;
   c.P = P, c.Ph = Ph, c.Pt = Pt, c.form = form;
   double busiest = 0; // the largest operations a busy thread of a rank does
@@ -158,15 +175,14 @@ StepCost PredictStep(const ModelSettings &m, PetscInt M, PetscInt N, PetscInt P,
     // One pass over the group's sequences. A cut's peers are every other
     // token group holding part of its sequence, as CutSequencesFor makes
     // them (tested), counted here without building the plan. Operations
-    // (bench.hpp's count, a step being three forwards, and the tiled reverse's
-    // second pass over the scores) with the keys' and
-    // values' projections of the whole sequence, or only of the group's own
-    // tokens when a cut sequence is shared as projections.
+    // (CountUnit) with the keys' and values' projections of the whole
+    // sequence, or only of the group's own tokens when a cut sequence is
+    // shared as projections.
     const PetscInt row = form == CutForm::tokens ? d : Hl * (k + dv); // numbers a token's row
     const double width = 8.0 * (double)row;
     const Range s = GroupSequences(P, Ph, M, N, r);
     PetscInt cuts = 0, queries = 0; // queries: the most of a sequence
-    double ops = 0, sweep = 0; // sweep: the tiled reverse's first sweep, unless statistics are kept
+    double forward = 0, reverse = 0, sweep = 0; // sweep: the tiled reverse's first sweep, unless statistics are kept
     const bool tokens = form == CutForm::tokens;
     const NodeSharing ns(M, N, P, Ph, net.node_ranks);
     const PetscInt S = ns.ranks(ns.node(r / Ph)); // the ranks of its node that share rows (NodeSharing)
@@ -182,20 +198,8 @@ StepCost PredictStep(const ModelSettings &m, PetscInt M, PetscInt N, PetscInt P,
         ShareCutRows(ns, r, seq, q1 - q0, row, tokens, nodes, false, &share);
         ShareCutRows(ns, r, seq, q1 - q0, row, tokens, nodes, true, &back);
       }
-      const double keys = m.causal ? 0.5 * (double)(q1 * (q1 + 1) - q0 * (q0 + 1)) : q * (double)N; // sum of nk
-      const double projected = cut && form == CutForm::projections ? q : (double)N;
-      ops += 3.0 * (2.0 * projected * d * (k + dv) + 2.0 * q * d * k + 2.0 * keys * k + keys + 2.0 * keys * dv);
-      if (m.head_kind == HeadKind::qkvo) ops += 3.0 * 2.0 * q * dv * d;
-      // Queries with more keys than a block takes at once: their reverse
-      // makes the scores, exps and weighted sums once more (attention.hpp),
-      // unless the forward kept their statistics.
-      const PetscInt t0 = std::max(q0, m.causal ? at_once : (N > at_once ? q0 : q1));
-      const double tiled = t0 >= q1 ? 0.0
-                           : m.causal ? 0.5 * (double)(q1 * (q1 + 1) - t0 * (t0 + 1))
-                                      : (double)(q1 - t0) * (double)N;
-      sweep += 2.0 * tiled * k + tiled + 2.0 * tiled * dv;
-      // qkvo heads' reverse makes the weighted sums of the others too (dO needs Y).
-      if (m.head_kind == HeadKind::qkvo) ops += 2.0 * (keys - tiled) * dv;
+      const UnitOperations u = CountUnit(m, N, q0, q1, cut && form == CutForm::projections ? q : (double)N);
+      forward += u.forward, reverse += u.reverse, sweep += u.sweep;
     }
     // The peers' rows within the group and the node: gathered, summed back.
     auto any = [](const std::vector<PetscInt> &v) {
@@ -233,7 +237,7 @@ StepCost PredictStep(const ModelSettings &m, PetscInt M, PetscInt N, PetscInt P,
                                                   head_shape(m.head_kind, d, k), N,
                                                   memory > 0 ? std::max(0.0, memory - others) : -1.0);
     layer.add(share.sent, kept.rows > 0 ? 1.0 : 2.0);
-    if (kept.statistics == 0) ops += sweep;
+    if (kept.statistics == 0) reverse += sweep;
     c.memory = std::max(c.memory, others + kept.rows + kept.statistics);
     // Per step: the gradient and the heads over the token groups, in buckets
     // of layers (heads.hpp, exchange.hpp), and the PETSc scatters between the
@@ -261,13 +265,13 @@ StepCost PredictStep(const ModelSettings &m, PetscInt M, PetscInt N, PetscInt P,
     c.max_messages = std::max(c.max_messages, step.messages);
     c.max_bytes = std::max(c.max_bytes, step.bytes);
 
-    c.operations = std::max(c.operations, (double)m.L * (double)Hl * ops);
+    c.operations = std::max(c.operations, (double)m.L * (double)Hl * (forward + reverse));
     // Threads share (sequence, chunk of heads, chunk of queries) units of about equal work.
     const double units = (double)std::max<PetscInt>(1, s.size() * J * Qc);
     const double busy = units / std::ceil(units / (double)std::max<PetscInt>(1, threads));
-    busiest = std::max(busiest, (double)m.L * (double)Hl * ops / busy);
+    busiest = std::max(busiest, (double)m.L * (double)Hl * (forward + reverse / rate.reverse) / busy);
   }
-  c.compute = busiest / rate;
+  c.compute = busiest / rate.forward;
   c.threads = threads;
   // The network: each node's bytes off the node share its card.
   std::vector<double> off_node((size_t)nodes.of(P - 1) + 1, 0.0);
@@ -299,7 +303,7 @@ std::optional<CutForm> CutFormSetting(const ParallelSettings &s) {
   return s.cut_sequences == "tokens" ? CutForm::tokens : CutForm::projections;
 }
 
-StepCost ChooseGrid(const ModelSettings &m, PetscInt M, PetscInt N, PetscInt P, double rate, const Network &net,
+StepCost ChooseGrid(const ModelSettings &m, PetscInt M, PetscInt N, PetscInt P, const Rates &rate, const Network &net,
                     PetscInt Ph, std::optional<CutForm> form, double memory, PetscInt threads) {
   StepCost best;
   best.Ph = 0;
@@ -319,7 +323,7 @@ StepCost ChooseGrid(const ModelSettings &m, PetscInt M, PetscInt N, PetscInt P, 
 }
 
 StepCost ChooseLayout(const ModelSettings &m, PetscInt M, PetscInt N, PetscInt cores, PetscInt node_cores,
-                      double rate, Network net, std::optional<CutForm> form) {
+                      const Rates &rate, Network net, std::optional<CutForm> form) {
   StepCost best;
   best.Ph = 0;
   for (PetscInt T = 1; T <= std::max<PetscInt>(node_cores, 1); ++T) {

@@ -17,9 +17,11 @@
 //              chunks and theta (local when Ph = 1); all buckets but the
 //              first layers' run behind kernels, and are hidden up to
 //              (B - 1) / B of the step's compute.
-// Compute: the attention operations each rank does (bench.hpp's count, with
-// the keys' and values' projections of every sequence it touches, or, for a
-// cut sequence shared as projections, of the group's own tokens), at `rate`.
+// Compute: the attention operations each rank does (CountUnit: bench.hpp's
+// count, with the keys' and values' projections of every sequence it
+// touches, or, for a cut sequence shared as projections, of the group's own
+// tokens), the forward's at rate.forward and the reverse's at
+// rate.forward * rate.reverse.
 // Time: the slowest rank's compute plus the slowest rank's communication
 // less what of it runs hidden behind the kernels.
 // Ranks are placed on nodes in order, node_ranks to a node (0: all on one).
@@ -50,6 +52,28 @@ struct Network {
 // The network of the settings (parallel.latency, ...), node_ranks to a node.
 Network NetworkOf(const ParallelSettings &s, PetscInt node_ranks);
 
+// A rank's compute rates: `forward` operations a second of the forward's
+// count, and the reverse's operations at `reverse` times that rate (the
+// kernels' own ratio on this machine and shape, MeasureReverseRate in
+// bench.hpp; 1 when not measured). From a plain rate: reverse 1.
+struct Rates {
+  double forward = 0, reverse = 1;
+  Rates(double f, double r = 1) : forward(f), reverse(r) {}
+};
+
+// The operations of one (sequence, head) unit at queries [q0, q1) of N
+// tokens with `projected` tokens' keys and values projected:
+//   forward  bench.hpp's count (projections, scores, exps, weighted sums, O);
+//   reverse  twice the forward's (each product's two transposes), qkvo's
+//            weighted sums once more (dO needs Y), and, in `sweep`, what a
+//            tiled reverse makes again (the scores, exps and weighted sums of
+//            queries with more keys than a block takes at once,
+//            attention.hpp), unless the forward kept their statistics.
+struct UnitOperations {
+  double forward = 0, reverse = 0, sweep = 0;
+};
+UnitOperations CountUnit(const ModelSettings &m, PetscInt N, PetscInt q0, PetscInt q1, double projected);
+
 struct StepCost {
   PetscInt P = 1, Ph = 1, Pt = 1;
   CutForm form = CutForm::tokens;
@@ -74,7 +98,7 @@ struct StepCost {
 // first sweep in the reverse) when they fit in `memory` bytes a rank beside
 // the rest (0: any), as a run keeps them (velocity.hpp).
 StepCost PredictStep(const ModelSettings &m, PetscInt M, PetscInt N, PetscInt P, PetscInt Ph, CutForm form,
-                     double rate, const Network &net, PetscInt threads = 1, double memory = 0);
+                     const Rates &rate, const Network &net, PetscInt threads = 1, double memory = 0);
 
 // parallel.cut_sequences as a form (none for auto: the cost model chooses).
 std::optional<CutForm> CutFormSetting(const ParallelSettings &s);
@@ -84,7 +108,7 @@ std::optional<CutForm> CutFormSetting(const ParallelSettings &s);
 // it is given, > 0) and the forms (only `form` when given) whose memory is at
 // most `memory` bytes a rank (0: any). Ph = 0 in the result when there is
 // none; then `memory` is the least any of them needs (-1: no grid at all).
-StepCost ChooseGrid(const ModelSettings &m, PetscInt M, PetscInt N, PetscInt P, double rate, const Network &net,
+StepCost ChooseGrid(const ModelSettings &m, PetscInt M, PetscInt N, PetscInt P, const Rates &rate, const Network &net,
                     PetscInt Ph = 0, std::optional<CutForm> form = std::nullopt, double memory = 0,
                     PetscInt threads = 1);
 
@@ -93,6 +117,6 @@ StepCost ChooseGrid(const ModelSettings &m, PetscInt M, PetscInt N, PetscInt P, 
 // the form of least predicted step time, with cores / T ranks and
 // node_cores / T of them a node. Ph = 0 when no grid fits.
 StepCost ChooseLayout(const ModelSettings &m, PetscInt M, PetscInt N, PetscInt cores, PetscInt node_cores,
-                      double rate, Network net, std::optional<CutForm> form = std::nullopt);
+                      const Rates &rate, Network net, std::optional<CutForm> form = std::nullopt);
 
 } // namespace mft

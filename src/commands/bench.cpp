@@ -70,10 +70,11 @@ PetscErrorCode EventSeconds(double *kernels, double *exchange) {
   PetscFunctionReturn(0);
 }
 
-// Times a training step and the forward pass of one size; *rate <- the
-// operations a second of one rank in the forward (the cost model's rate).
+// Times a training step and the forward pass of one size; rate->forward <-
+// the operations a second of one rank in the forward (the cost model's rate;
+// rate->reverse: the kernels' measured ratio).
 PetscErrorCode BenchSize(MPI_Comm comm, const std::string &name, const Settings &bs, double peak, double gexps,
-                         const Network &net, double *rate) {
+                         const Network &net, Rates *rate) {
   PetscMPIInt size;
   PetscFunctionBeginUser;
   PetscCallMPI(MPI_Comm_size(comm, &size));
@@ -133,11 +134,11 @@ PetscErrorCode BenchSize(MPI_Comm comm, const std::string &name, const Settings 
                         ops / 1e9, ops / st / 1e9, 100 * ops / st / 1e9 / peak, bound, 100 * bound / st, 100 * kf,
                         100 * cf, 100 * (1 - kf - cf), memmax));
   // The cost model against the step (cost.hpp): its rate taken from the
-  // forward alone (a third of a step's operations), the step on this grid
-  // predicted (three forwards' compute and every message) and compared.
-  const double forward_rate = ops / 3 / fw / (double)size;
-  const StepCost model =
-      PredictStep(bs.model, bs.data.M, bs.data.N, size, p.grid.Ph, p.velocity.form, forward_rate, net);
+  // forward alone (a third of a step's operations), the reverse's from the
+  // kernels' ratio, the step on this grid predicted (the forward's and the
+  // reverse's compute and every message) and compared.
+  rate->forward = ops / 3 / fw / (double)size;
+  const StepCost model = PredictStep(bs.model, bs.data.M, bs.data.N, size, p.grid.Ph, p.velocity.form, *rate, net);
   const double predicted = model.seconds(), in_flight = median(flight), in_calls = median(inside);
   const double at_once = median(inside_at_once);
   PetscCall(PetscPrintf(comm,
@@ -149,9 +150,9 @@ PetscErrorCode BenchSize(MPI_Comm comm, const std::string &name, const Settings 
                         bs.parallel.overlap ? "" : " (parallel.overlap false: none)", 1e3 * in_calls,
                         at_once > 0 ? 100 * (1 - in_calls / at_once) : 0.0, st, 1e3 * in_flight, 1e3 * model.hidden));
   PetscCall(PetscPrintf(comm,
-                        "%-6s the cost model, at the forward's rate (%.3g GFLOP/s a rank): a step of %.4g s predicted, "
-                        "%.4g s measured (%+.1f%%)\n",
-                        name.c_str(), forward_rate / 1e9, predicted, st, 100 * (predicted / st - 1)));
+                        "%-6s the cost model, at the forward's rate (%.3g GFLOP/s a rank) and the reverse's at %.3g "
+                        "times it (the kernels'): a step of %.4g s predicted, %.4g s measured (%+.1f%%)\n",
+                        name.c_str(), rate->forward / 1e9, rate->reverse, predicted, st, 100 * (predicted / st - 1)));
   if (!bs.bench.write.empty()) {
     PetscCall(ProblemEvaluate(&p, PETSC_TRUE));
     PetscCall(RunFileWrite(p, History(), nullptr, 0, Content::run_with_gradient,
@@ -169,12 +170,11 @@ PetscErrorCode BenchSize(MPI_Comm comm, const std::string &name, const Settings 
   sum.add("memory_mib", memmax).add("predicted_step_seconds", predicted);
   sum.add("heads_exchange_at_once_seconds", at_once).add("heads_exchange_inside_seconds", in_calls);
   sum.add("heads_exchange_in_flight_seconds", in_flight).add("step_at_once_seconds", median(step_at_once));
-  sum.add("predicted_hidden_seconds", model.hidden);
+  sum.add("predicted_hidden_seconds", model.hidden).add("forward_rate", rate->forward);
+  sum.add("reverse_rate_ratio", rate->reverse);
   PetscCall(sum.print(comm));
   PetscCall(OptimizerDestroy(&opt));
   PetscCall(ProblemDestroy(&p));
-
-  *rate = forward_rate; // as the check above, which holds the model to the step
   PetscFunctionReturn(0);
 }
 
@@ -182,7 +182,7 @@ PetscErrorCode BenchSize(MPI_Comm comm, const std::string &name, const Settings 
 // layout it chooses (ranks x threads, grid, form; nodes of parallel.node_cores),
 // compute and communication, messages and bytes a rank (and off its node),
 // and the efficiency T(1) / (cores T(cores)).
-PetscErrorCode BenchPredict(MPI_Comm comm, const std::string &name, const Settings &bs, double ops, double rate,
+PetscErrorCode BenchPredict(MPI_Comm comm, const std::string &name, const Settings &bs, double ops, const Rates &rate,
                             const Network &net) {
   const ModelSettings &m = bs.model;
   const PetscInt node = bs.parallel.node_cores;
@@ -192,10 +192,11 @@ PetscErrorCode BenchPredict(MPI_Comm comm, const std::string &name, const Settin
   const std::optional<CutForm> form = CutFormSetting(bs.parallel);
   const std::string nodes = node > 0 ? std::to_string(node) + "-core nodes" : std::string("one node");
   PetscCall(PetscPrintf(comm,
-                        "%s predicted (%.4g GFLOP a step at %.3g GFLOP/s a core; %s; in a node %.3g us, %.3g GB/s; "
+                        "%s predicted (%.4g GFLOP a step, the forward's at %.3g GFLOP/s a core, the reverse's at %.3g "
+                        "times it; %s; in a node %.3g us, %.3g GB/s; "
                         "between nodes %.3g us, %.3g GB/s a rank, %.3g GB/s a card):\n"
                         "%8s %9s %9s %12s %11s %11s %10s %9s %11s %11s\n",
-                        name.c_str(), ops / 1e9, rate / 1e9, nodes.c_str(), net.latency * 1e6, net.bandwidth / 1e9,
+                        name.c_str(), ops / 1e9, rate.forward / 1e9, rate.reverse, nodes.c_str(), net.latency * 1e6, net.bandwidth / 1e9,
                         net.remote_latency * 1e6, net.remote_bandwidth / 1e9, net.card_bandwidth / 1e9, "cores",
                         "ranks x T", "grid", "cut seqs", "compute s", "comm s", "msgs/rank", "MB/rank", "MB off node",
                         "efficiency"));
@@ -296,7 +297,9 @@ PetscErrorCode CommandBench(MPI_Comm comm, const std::vector<std::string> &args,
     Settings bs;
     PetscCall(SettingsParse(comm, "bench", a, &bs, &help));
     const double ops = 3 * forward_operations(bs);
-    double rate = bs.parallel.rate; // operations a second on one rank: measured below when timed
+    double reverse;
+    PetscCall(MeasureReverseRate(comm, bs.model, bs.data.N, &reverse));
+    Rates rate(bs.parallel.rate, reverse); // the forward's: measured below when timed
     if (bs.bench.repeats > 0) PetscCall(BenchSize(comm, name, bs, peak, gexps, here, &rate));
     if (!bs.bench.ranks.empty()) PetscCall(BenchPredict(comm, name, bs, ops, rate, measured));
   }

@@ -19,7 +19,7 @@ for kind in qkv qkvo; do
   for causal in false true; do
     for layout in "1x1" "2x1" "1x2"; do
       ranks=${layout%x*} threads=${layout#*x}
-      out=$(mpiexec --bind-to none -n "$ranks" "$mft" bench --bench.repeats 3 --model.head_kind "$kind" \
+      out=$(mpiexec --bind-to none -n "$ranks" "$mft" bench --bench.repeats 5 --model.head_kind "$kind" \
         --model.causal "$causal" --parallel.threads "$threads" 2>&1 | grep "the cost model" || true)
       [ -n "$out" ] || { echo "model_check: mft bench printed no prediction ($kind, causal $causal, $layout)" >&2; exit 1; }
       while read -r size rest; do

@@ -1,6 +1,7 @@
 // The cost model and the memory check at sizes whose products pass 2^31
 // (PetscInt is 32 bits in Debian's PETSc): figures formed in 64 bits.
 #include "helpers.hpp"
+#include "mft/attention.hpp"
 #include "mft/cost.hpp"
 #include "mft/exchange.hpp"
 #include "mft/velocity.hpp"
@@ -53,6 +54,52 @@ TEST(Cost, MessageCountPastTwoToThe31) {
   EXPECT_NE(MessageCount(PETSC_COMM_SELF, 2147483648LL, &n), 0);
   EXPECT_NE(MessageCount(PETSC_COMM_SELF, 3LL * 100000 * 40000, &n), 0);
   PetscPopErrorHandler();
+}
+
+// One unit's operations, counted by hand: a 4-token sequence in R^2, k = 1.
+TEST(Cost, UnitOperationsByHand) {
+  ModelSettings m;
+  m.d = 2, m.k = 1;
+  // qkv (dv = 2): projections 2 N d (k + dv) + 2 N d k = 48 + 16, scores
+  // 2 N N k = 32, exps 16, weighted sums 2 N N dv = 64.
+  UnitOperations u = CountUnit(m, 4, 0, 4, 4.0);
+  EXPECT_EQ(u.forward, 176.0);
+  EXPECT_EQ(u.reverse, 352.0);
+  EXPECT_EQ(u.sweep, 0.0);
+  // Causal: 1 + 2 + 3 + 4 = 10 keys; scores 20, exps 10, weighted sums 40.
+  m.causal = true;
+  EXPECT_EQ(CountUnit(m, 4, 0, 4, 4.0).forward, 134.0);
+  // qkvo (dv = 1): projections 32 + 16, scores 32, exps 16, weighted sums
+  // 32, O 2 N dv d = 16; the reverse makes the weighted sums once more.
+  m.causal = false, m.head_kind = HeadKind::qkvo;
+  u = CountUnit(m, 4, 0, 4, 4.0);
+  EXPECT_EQ(u.forward, 144.0);
+  EXPECT_EQ(u.reverse, 2 * 144.0 + 32.0);
+  // Past keys_at_once keys a query is tiled: its scores, exps and weighted
+  // sums made again in the sweep (and qkvo's weighted sums there, not twice).
+  m.head_kind = HeadKind::qkv;
+  const PetscInt N = AttentionWork().keys_at_once + 904; // 5000
+  u = CountUnit(m, N, 0, 10, 10.0);
+  EXPECT_EQ(u.sweep, 10.0 * N * (2 * 1 + 1 + 2 * 2));
+  m.causal = true; // of queries 4090 ... 4099, those from 4096 on: 4097 + ... + 4100 keys
+  u = CountUnit(m, N, 4090, 4100, 10.0);
+  EXPECT_EQ(u.sweep, 16394.0 * 7);
+  m.head_kind = HeadKind::qkvo; // dv = 1: the untiled queries' weighted sums made again
+  const double keys = 4091.0 + 4092 + 4093 + 4094 + 4095 + 4096;
+  EXPECT_EQ(CountUnit(m, N, 4090, 4100, 10.0).reverse - 2 * CountUnit(m, N, 4090, 4100, 10.0).forward, 2 * keys);
+}
+
+// The reverse's operations at rate.reverse times the forward's rate.
+TEST(Cost, ReverseAtItsOwnRate) {
+  ModelSettings m;
+  m.L = 3, m.H = 2, m.d = 2, m.k = 1;
+  const UnitOperations u = CountUnit(m, 4, 0, 4, 4.0);
+  const double units = 3.0 * 2.0 * 5.0; // layers, heads, sequences
+  for (double reverse : {1.0, 2.0, 0.5}) {
+    const StepCost c = PredictStep(m, 5, 4, 1, 1, CutForm::tokens, Rates(1e9, reverse), Network());
+    EXPECT_NEAR(c.compute, units * (u.forward + u.reverse / reverse) / 1e9, 1e-12) << reverse;
+    EXPECT_EQ(c.operations, units * (u.forward + u.reverse)) << reverse;
+  }
 }
 
 // Threads over (sequence, chunk of heads) units divide a rank's compute: by
