@@ -253,19 +253,32 @@ inline __m256d exp_nonpositive(__m256d x) {
 // AVX2 and FMA (4 wide, exp_nonpositive), or plain. The scores arrive unscaled:
 // beta >= 0 is applied after the maximum is subtracted (max of beta S = beta max S).
 
-// max_j row[j], j < n (-infinity when n = 0).
+// max_j row[j], j < n (-infinity when n = 0). Four running maxima (a
+// maximum's latency, not the loads, bounded one), exact in any order.
 double row_max(const double *row, PetscInt n) {
   double mx = -std::numeric_limits<double>::infinity();
   PetscInt j = 0;
 #if defined(__AVX512F__)
-  __m512d vmax = _mm512_set1_pd(mx);
-  for (; j + 8 <= n; j += 8) vmax = _mm512_max_pd(vmax, _mm512_loadu_pd(row + j));
-  mx = _mm512_reduce_max_pd(vmax);
+  __m512d v0 = _mm512_set1_pd(mx), v1 = v0, v2 = v0, v3 = v0;
+  for (; j + 32 <= n; j += 32) {
+    v0 = _mm512_max_pd(v0, _mm512_loadu_pd(row + j));
+    v1 = _mm512_max_pd(v1, _mm512_loadu_pd(row + j + 8));
+    v2 = _mm512_max_pd(v2, _mm512_loadu_pd(row + j + 16));
+    v3 = _mm512_max_pd(v3, _mm512_loadu_pd(row + j + 24));
+  }
+  for (; j + 8 <= n; j += 8) v0 = _mm512_max_pd(v0, _mm512_loadu_pd(row + j));
+  mx = _mm512_reduce_max_pd(_mm512_max_pd(_mm512_max_pd(v0, v1), _mm512_max_pd(v2, v3)));
 #elif defined(__AVX2__) && defined(__FMA__)
-  __m256d vmax = _mm256_set1_pd(mx);
-  for (; j + 4 <= n; j += 4) vmax = _mm256_max_pd(vmax, _mm256_loadu_pd(row + j));
+  __m256d v0 = _mm256_set1_pd(mx), v1 = v0, v2 = v0, v3 = v0;
+  for (; j + 16 <= n; j += 16) {
+    v0 = _mm256_max_pd(v0, _mm256_loadu_pd(row + j));
+    v1 = _mm256_max_pd(v1, _mm256_loadu_pd(row + j + 4));
+    v2 = _mm256_max_pd(v2, _mm256_loadu_pd(row + j + 8));
+    v3 = _mm256_max_pd(v3, _mm256_loadu_pd(row + j + 12));
+  }
+  for (; j + 4 <= n; j += 4) v0 = _mm256_max_pd(v0, _mm256_loadu_pd(row + j));
   alignas(32) double lanes[4];
-  _mm256_store_pd(lanes, vmax);
+  _mm256_store_pd(lanes, _mm256_max_pd(_mm256_max_pd(v0, v1), _mm256_max_pd(v2, v3)));
   for (double v : lanes) mx = std::max(mx, v);
 #endif
   for (; j < n; ++j) mx = std::max(mx, row[j]);
@@ -273,33 +286,38 @@ double row_max(const double *row, PetscInt n) {
 }
 
 // row[j] <- exp(beta (row[j] - shift)) for j < n (arguments <= 0); returns
-// their sum. `scaled`: beta != 1 (at beta = 1 the product is skipped: the
-// same numbers, one multiplication an entry less).
+// their sum (two running sums of vectors, then the rest in order). `scaled`:
+// beta != 1 (at beta = 1 the product is skipped: the same numbers, one
+// multiplication an entry less).
 template <bool scaled> double row_exp_at(double *row, PetscInt n, double beta, double shift) {
   double Z = 0;
   PetscInt j = 0;
 #if defined(__AVX512F__)
   const __m512d sh = _mm512_set1_pd(shift), sc = _mm512_set1_pd(beta);
-  __m512d vsum = _mm512_setzero_pd();
-  for (; j + 8 <= n; j += 8) {
-    const __m512d a = _mm512_sub_pd(_mm512_loadu_pd(row + j), sh);
+  auto at = [&](PetscInt i) {
+    const __m512d a = _mm512_sub_pd(_mm512_loadu_pd(row + i), sh);
     const __m512d e = exp_nonpositive(scaled ? _mm512_mul_pd(sc, a) : a);
-    _mm512_storeu_pd(row + j, e);
-    vsum = _mm512_add_pd(vsum, e);
-  }
-  Z = _mm512_reduce_add_pd(vsum);
+    _mm512_storeu_pd(row + i, e);
+    return e;
+  };
+  __m512d s0 = _mm512_setzero_pd(), s1 = s0;
+  for (; j + 16 <= n; j += 16) s0 = _mm512_add_pd(s0, at(j)), s1 = _mm512_add_pd(s1, at(j + 8));
+  for (; j + 8 <= n; j += 8) s0 = _mm512_add_pd(s0, at(j));
+  Z = _mm512_reduce_add_pd(_mm512_add_pd(s0, s1));
   for (; j < n; ++j) Z += (row[j] = std::exp(beta * (row[j] - shift)));
 #elif defined(__AVX2__) && defined(__FMA__)
   const __m256d sh = _mm256_set1_pd(shift), sc = _mm256_set1_pd(beta);
-  __m256d vsum = _mm256_setzero_pd();
-  for (; j + 4 <= n; j += 4) {
-    const __m256d a = _mm256_sub_pd(_mm256_loadu_pd(row + j), sh);
+  auto at = [&](PetscInt i) {
+    const __m256d a = _mm256_sub_pd(_mm256_loadu_pd(row + i), sh);
     const __m256d e = exp_nonpositive(scaled ? _mm256_mul_pd(sc, a) : a);
-    _mm256_storeu_pd(row + j, e);
-    vsum = _mm256_add_pd(vsum, e);
-  }
+    _mm256_storeu_pd(row + i, e);
+    return e;
+  };
+  __m256d s0 = _mm256_setzero_pd(), s1 = s0;
+  for (; j + 8 <= n; j += 8) s0 = _mm256_add_pd(s0, at(j)), s1 = _mm256_add_pd(s1, at(j + 4));
+  for (; j + 4 <= n; j += 4) s0 = _mm256_add_pd(s0, at(j));
   alignas(32) double lanes[4];
-  _mm256_store_pd(lanes, vsum);
+  _mm256_store_pd(lanes, _mm256_add_pd(s0, s1));
   Z = (lanes[0] + lanes[1]) + (lanes[2] + lanes[3]);
   for (; j < n; ++j) Z += (row[j] = std::exp(beta * (row[j] - shift)));
 #else
