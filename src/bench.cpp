@@ -84,29 +84,34 @@ PetscErrorCode MeasureReverseRate(MPI_Comm comm, const ModelSettings &m, PetscIn
   AttentionWork w;
   w.reserve(s, N);
   const AttentionOptions o{m.beta, m.causal};
-  // Seconds a call: the median of 7 rounds of calls (as many as take a
-  // millisecond, after one to warm up).
-  auto seconds = [](auto call) {
-    double t0 = MPI_Wtime();
+  auto forward = [&] { attention_forward(s, theta.data(), o, x.data(), N, q, 1.0, out.data(), w); };
+  auto reverse = [&] {
+    attention_reverse(s, theta.data(), o, x.data(), N, q, 1.0, lam.data(), dx.data(), dtheta.data(), w);
+  };
+  // Rounds of calls (as many as take a millisecond, after one to warm up),
+  // a forward round then a reverse round, 9 times: the median of the
+  // rounds' ratios (each pair timed together, as the machine's speed drifts).
+  auto calls_of = [](auto call) {
+    const double t0 = MPI_Wtime();
     call();
-    const int calls = (int)std::clamp(1e-3 / std::max(MPI_Wtime() - t0, 1e-9), 1.0, 1000.0);
-    std::vector<double> rounds;
-    for (int k = 0; k < 7; ++k) {
-      t0 = MPI_Wtime();
-      for (int c = 0; c < calls; ++c) call();
-      rounds.push_back((MPI_Wtime() - t0) / calls);
-    }
-    std::nth_element(rounds.begin(), rounds.begin() + 3, rounds.end());
-    return rounds[3];
+    return (int)std::clamp(1e-3 / std::max(MPI_Wtime() - t0, 1e-9), 1.0, 1000.0);
+  };
+  auto seconds = [](auto call, int calls) {
+    const double t0 = MPI_Wtime();
+    for (int c = 0; c < calls; ++c) call();
+    return (MPI_Wtime() - t0) / calls;
   };
   PetscFunctionBeginUser;
   PetscCallMPI(MPI_Barrier(comm));
-  const double tf = seconds([&] { attention_forward(s, theta.data(), o, x.data(), N, q, 1.0, out.data(), w); });
-  const double tr = seconds([&] {
-    attention_reverse(s, theta.data(), o, x.data(), N, q, 1.0, lam.data(), dx.data(), dtheta.data(), w);
-  });
+  const int nf = calls_of(forward), nr = calls_of(reverse);
+  std::vector<double> ratios; // reverse seconds over forward seconds
+  for (int k = 0; k < 9; ++k) {
+    const double tf = seconds(forward, nf);
+    ratios.push_back(seconds(reverse, nr) / tf);
+  }
+  std::nth_element(ratios.begin(), ratios.begin() + 4, ratios.end());
   const UnitOperations u = CountUnit(m, N, q.begin, q.end, (double)N);
-  const double mine = (u.reverse + u.sweep) / tr / (u.forward / tf);
+  const double mine = (u.reverse + u.sweep) / u.forward / ratios[4];
   PetscMPIInt size;
   PetscCallMPI(MPI_Comm_size(comm, &size));
   PetscCallMPI(MPI_Allreduce(&mine, ratio, 1, MPI_DOUBLE, MPI_SUM, comm));

@@ -36,10 +36,11 @@ double step_bound(const Settings &s, double peak_gflops, double gexps);
 
 // The reverse kernel's rate against the forward's (Rates::reverse in
 // cost.hpp): one (sequence, head) unit of m's head at the last min(N, 1024)
-// of N queries (256 past N = 4096), made by attention_forward and attention_reverse on random
-// tokens on every rank at once, each timed (the median of rounds); the
-// operations CountUnit counts for each, a second, reverse over forward,
-// the mean over the ranks.
+// of N queries (256 past N = 4096), made by attention_forward and
+// attention_reverse on random tokens on every rank at once, timed in
+// alternating rounds (the median of the rounds' ratios); the operations
+// CountUnit counts for each, a second, reverse over forward, the mean over
+// the ranks.
 PetscErrorCode MeasureReverseRate(MPI_Comm comm, const ModelSettings &m, PetscInt N, double *ratio);
 
 // Dense matmul rate (GFLOP/s) of all ranks of comm running a dgemm at once.
