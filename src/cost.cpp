@@ -131,8 +131,9 @@ void ShareCutRows(const NodeSharing &ns, PetscInt r, PetscInt seq, PetscInt q, P
 UnitOperations CountUnit(const ModelSettings &m, PetscInt N, PetscInt q0, PetscInt q1, double projected) {
   const double d = (double)m.d, k = (double)m.k, dv = m.head_kind == HeadKind::qkv ? d : k, q = (double)(q1 - q0);
   const PetscInt at_once = AttentionWork().keys_at_once;
-  auto keys_of = [&](PetscInt a, PetscInt b) { // the sum of nk over queries [a, b)
-    return a >= b ? 0.0 : m.causal ? 0.5 * (double)(b * (b + 1) - a * (a + 1)) : (double)(b - a) * (double)N;
+  auto keys_of = [&](PetscInt a, PetscInt b) { // the sum of nk over queries [a, b), in doubles (b^2 passes 2^31)
+    const double x = (double)a, y = (double)b;
+    return a >= b ? 0.0 : m.causal ? 0.5 * (y * (y + 1) - x * (x + 1)) : (y - x) * (double)N;
   };
   const double keys = keys_of(q0, q1);
   UnitOperations u;

@@ -205,7 +205,8 @@ PetscErrorCode BenchPredict(MPI_Comm comm, const std::string &name, const Settin
                         "times it; %s; in a node %.3g us, %.3g GB/s; "
                         "between nodes %.3g us, %.3g GB/s a rank, %.3g GB/s a card):\n"
                         "%8s %9s %9s %12s %11s %11s %10s %9s %11s %11s\n",
-                        name.c_str(), ops / 1e9, rate.forward / 1e9, rate.reverse, nodes.c_str(), net.latency * 1e6, net.bandwidth / 1e9,
+                        name.c_str(), ops / 1e9, rate.forward / 1e9, rate.reverse, nodes.c_str(), net.latency * 1e6,
+                        net.bandwidth / 1e9,
                         net.remote_latency * 1e6, net.remote_bandwidth / 1e9, net.card_bandwidth / 1e9, "cores",
                         "ranks x T", "grid", "cut seqs", "compute s", "comm s", "msgs/rank", "MB/rank", "MB off node",
                         "efficiency"));

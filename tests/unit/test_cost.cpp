@@ -87,6 +87,13 @@ TEST(Cost, UnitOperationsByHand) {
   m.head_kind = HeadKind::qkvo; // dv = 1: the untiled queries' weighted sums made again
   const double keys = 4091.0 + 4092 + 4093 + 4094 + 4095 + 4096;
   EXPECT_EQ(CountUnit(m, N, 4090, 4100, 10.0).reverse - 2 * CountUnit(m, N, 4090, 4100, 10.0).forward, 2 * keys);
+  // A causal sequence of 65536 tokens: 65536 * 65537 / 2 = 2147516416 keys,
+  // past 2^31 (32-bit PetscInt): scores 2 k, exps 1, weighted sums 2 dv a key.
+  m.head_kind = HeadKind::qkv;
+  const UnitOperations big = CountUnit(m, 65536, 0, 65536, 65536.0);
+  const double all = 65536.0 * 65537.0 / 2, projections = 2.0 * 65536 * 2 * 3 + 2.0 * 65536 * 2 * 1;
+  EXPECT_EQ(big.forward, projections + all * (2 * 1 + 1 + 2 * 2));
+  EXPECT_GT(big.sweep, 0.0);
 }
 
 // The reverse's operations at rate.reverse times the forward's rate.
