@@ -89,7 +89,9 @@ int main(int argc, char **argv) {
   const double exp_each = 1e-9 / gexps;
   const double exps = 2.0 * (double)N * (double)N; // the forward's and the reverse's softmax
   // mft bench's count of the unit's step: three forwards (products and exps).
-  const double counted = 3 * (2.0 * N * d * (2 * k + dv) + 2.0 * N * N * k + 2.0 * N * N * dv + (double)N * N);
+  ModelSettings m;
+  m.d = d, m.k = k;
+  const double counted = 3 * CountUnit(m, N, 0, N, (double)N).forward;
   std::printf("  products %.2f us (%.2f MFLOP, %.1f GFLOP/s); exps %.2f us (%.0f at %.2f Gexp/s)\n", products * 1e6,
               flops / 1e6, flops / products / 1e9, exps * exp_each * 1e6, exps, gexps);
   std::printf("  dgemm peak (n = 1024) %.1f GFLOP/s: the unit's %.2f MFLOP counted by mft bench take %.2f us at it; "

@@ -41,3 +41,18 @@ TEST(Bench, BoundCountsWhatTheReverseMakesAgain) {
   const double forward = projections + scores + 2 * n * n + 2 * n * 2;
   EXPECT_NEAR(step_bound(tiled, 1.0, 1.0), (3 * forward + projections + scores + 2 * exps) * 1e-9, 1e-12);
 }
+
+// The cost model's count of a unit (CountUnit) and the benchmark's count
+// (forward_operations) are one count: the same forward, every head kind and
+// mask, at shapes whose causal key sums pass 2^31.
+TEST(Bench, CostModelCountsWhatTheBenchCounts) {
+  for (HeadKind kind : {HeadKind::qkv, HeadKind::qkvo})
+    for (bool causal : {false, true})
+      for (PetscInt N : {(PetscInt)7, (PetscInt)128, (PetscInt)65536}) {
+        Settings s = shape(kind, N);
+        s.model.causal = causal, s.model.L = 3, s.model.H = 2, s.data.M = 5, s.model.d = 16, s.model.k = 8;
+        const double unit = CountUnit(s.model, N, 0, N, (double)N).forward;
+        EXPECT_NEAR(3.0 * 2.0 * 5.0 * unit, forward_operations(s), 1e-12 * forward_operations(s))
+            << (kind == HeadKind::qkv ? "qkv" : "qkvo") << " causal " << causal << " N " << N;
+      }
+}
