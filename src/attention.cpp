@@ -17,7 +17,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <limits>
+#include <utility>
 
 namespace mft {
 
@@ -30,26 +32,21 @@ PetscInt AttentionWork::rows(PetscInt nk) const {
 
 void AttentionWork::reserve(const HeadShape &s, PetscInt N) {
   const PetscInt B = std::min(block, N), T = std::min(std::max(keys_at_once, key_tile), N);
-  q.resize(N * s.k);
-  kappa.resize(N * s.k);
-  w.resize(N * s.dv);
-  p.resize(B * T);
-  dp.resize(B * T);
-  m.resize(B);
-  l.resize(B);
-  delta.resize(B);
-  y.resize(B * s.dv);
-  dy.resize(B * s.dv);
-  dyl.resize(B * s.dv);
-  dq.resize(s.k);
-  dqs.resize(N * s.k);
-  dkappa.resize(N * s.k);
-  dw.resize(N * s.dv);
-  qt.resize(s.d * s.k);
-  kt.resize(s.d * s.k);
-  vt.resize(s.d * s.dv);
-  kappat.resize(N * s.k);
-  wt.resize(N * s.dv);
+  const std::pair<Scratch *, PetscInt> arrays[] = {
+      {&q, N * s.k},      {&kappa, N * s.k},  {&w, N * s.dv},     {&p, B * T},        {&dp, B * T},
+      {&m, B},            {&l, B},            {&delta, B},        {&y, B * s.dv},     {&dy, B * s.dv},
+      {&dyl, B * s.dv},   {&dq, s.k},         {&dqs, N * s.k},    {&dkappa, N * s.k}, {&dw, N * s.dv},
+      {&qt, s.d * s.k},   {&kt, s.d * s.k},   {&vt, s.d * s.dv},  {&kappat, N * s.k}, {&wt, N * s.dv}};
+  constexpr size_t line = 64 / sizeof(double);
+  const auto lines = [](PetscInt n) { return ((size_t)n + line - 1) / line * line; };
+  size_t total = line; // room to align the first
+  for (const auto &[a, n] : arrays) total += lines(n);
+  space.assign(total, 0.0);
+  double *at = space.data() + (line - reinterpret_cast<std::uintptr_t>(space.data()) / sizeof(double) % line) % line;
+  for (const auto &[a, n] : arrays) {
+    a->ptr = at, a->n = (size_t)n;
+    at += lines(n);
+  }
 }
 
 namespace {

@@ -19,6 +19,17 @@
 
 namespace mft {
 
+// A stretch of AttentionWork's buffer, used like a vector of doubles.
+struct Scratch {
+  double *ptr = nullptr;
+  size_t n = 0;
+  double *data() const { return ptr; }
+  double *begin() const { return ptr; }
+  double *end() const { return ptr + n; }
+  size_t size() const { return n; }
+  double &operator[](PetscInt i) const { return ptr[i]; }
+};
+
 // Scratch space for the kernels, sized once for the largest sequence.
 // A block of queries with more than keys_at_once keys takes them in tiles of
 // key_tile (flash attention's online softmax: a running maximum m and sum l
@@ -38,13 +49,13 @@ struct AttentionWork {
   // dP stay in a core's L2.
   static constexpr double kScoreBytes = 524288.0;
   PetscInt rows(PetscInt nk) const;
-  std::vector<double> q, kappa, w, p, y, dy, dyl, dq, dkappa, dw, dp, dqs;
+  Scratch q, kappa, w, p, y, dy, dyl, dq, dkappa, dw, dp, dqs;
   // Per query of a block: the (running) maximum score and the sum of the
   // unnormalised softmax row exp(beta (S - m)), and delta = dY . Y.
-  std::vector<double> m, l, delta;
+  Scratch m, l, delta;
   // Transposed copies, so that every hot product is op(A) B (the small-product
   // kernels do not take B^T): Q^T, K^T, V^T (d x k, d x k, d x dv), kappa^T, w^T.
-  std::vector<double> qt, kt, vt, kappat, wt;
+  Scratch qt, kt, vt, kappat, wt;
   // Where the forward leaves, and the reverse then takes, each tiled block's
   // softmax statistics: per query of q, in order, m, l and Y (dv + 2
   // numbers, attention_statistics_width; rows of blocks not tiled are left
@@ -66,6 +77,19 @@ struct AttentionWork {
     PetscInt set = 0; // the reverse: rows [0, set) of dkappa and dw hold sums, the rest nothing yet
   } keys;
   void reserve(const HeadShape &s, PetscInt N);
+  AttentionWork() = default;
+  AttentionWork(const AttentionWork &) = delete; // the Scratch members point into space
+  AttentionWork &operator=(const AttentionWork &) = delete;
+  AttentionWork(AttentionWork &&) = default;     // (a vector's move keeps its buffer)
+  AttentionWork &operator=(AttentionWork &&) = default;
+
+private:
+  // Every array above, each from a cache line of its own, in one buffer:
+  // where they lie does not depend on what the heap held before, and no two
+  // threads' works share a line. Left to the allocator one by one, the
+  // 2-thread S2 step took 0.51 s after another size in the same process and
+  // 0.45 s with this buffer (docs/performance.md, fifth session).
+  std::vector<double> space;
 };
 
 // Numbers a query of a tiled block keeps (AttentionWork::statistics).

@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <string>
 #include <utility>
 
@@ -270,6 +271,38 @@ TEST(Kernels, FastEqualsReferenceAtBenchmarkShapes) {
                                       std::to_string(d) + " " + std::to_string(causal) + " tile " + std::to_string(tile));
         }
       }
+}
+
+// The works' arrays (attention.hpp): each as long as the kernels need, each
+// from a cache line of its own, none overlapping another, in this work or in
+// another work of a vector of works (one a thread, velocity.cpp), after the
+// vector has moved them.
+TEST(Kernels, EachWorkArrayOnLinesOfItsOwn) {
+  const HeadShape s = head_shape(HeadKind::qkvo, 16, 8);
+  for (PetscInt N : {(PetscInt)1, (PetscInt)7, (PetscInt)300, (PetscInt)5000}) {
+    std::vector<AttentionWork> works(1);
+    works[0].reserve(s, N);
+    works.resize(3); // moves the first
+    for (size_t t = 1; t < works.size(); ++t) works[t].reserve(s, N);
+    std::vector<std::pair<std::uintptr_t, std::uintptr_t>> lines; // [first, past last) byte of each array
+    for (AttentionWork &w : works) {
+      const PetscInt B = std::min(AttentionWork::block, N), T = std::min(w.keys_at_once, N);
+      const std::pair<const Scratch *, PetscInt> arrays[] = {
+          {&w.q, N * s.k},      {&w.kappa, N * s.k},  {&w.w, N * s.dv},      {&w.p, B * T},       {&w.dp, B * T},
+          {&w.m, B},            {&w.l, B},            {&w.delta, B},         {&w.y, B * s.dv},    {&w.dy, B * s.dv},
+          {&w.dyl, B * s.dv},   {&w.dq, s.k},         {&w.dqs, N * s.k},     {&w.dkappa, N * s.k}, {&w.dw, N * s.dv},
+          {&w.qt, s.d * s.k},   {&w.kt, s.d * s.k},   {&w.vt, s.d * s.dv},   {&w.kappat, N * s.k}, {&w.wt, N * s.dv}};
+      for (const auto &[a, n] : arrays) {
+        EXPECT_EQ(a->size(), (size_t)n) << "N " << N;
+        const auto first = reinterpret_cast<std::uintptr_t>(a->data());
+        EXPECT_EQ(first % 64, 0u) << "N " << N;
+        lines.push_back({first, (first + 8 * (std::uintptr_t)n + 63) / 64 * 64});
+        std::fill(a->begin(), a->end(), 1.0); // each array writable to its end (ASan, valgrind)
+      }
+    }
+    std::sort(lines.begin(), lines.end());
+    for (size_t a = 1; a < lines.size(); ++a) EXPECT_LE(lines[a - 1].second, lines[a].first) << "N " << N;
+  }
 }
 
 } // namespace
