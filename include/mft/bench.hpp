@@ -22,9 +22,10 @@ double forward_operations(const Settings &s);
 double forward_products(const Settings &s);
 double forward_exponentials(const Settings &s);
 
-// Exponentials a second (in units of 1e9) of all ranks of comm running the
-// kernels' vectorised exp at once, on arguments in the softmax's range [-30, 0].
-PetscErrorCode MeasureExpRate(MPI_Comm comm, double *gexps);
+// Exponentials a second (in units of 1e9) of all ranks of comm, each with
+// `threads` threads, running the kernels' vectorised exp at once, on
+// arguments in the softmax's range [-30, 0].
+PetscErrorCode MeasureExpRate(MPI_Comm comm, PetscInt threads, double *gexps);
 
 // The roofline bound of a training step (seconds): the products it makes at
 // the matmul peak and its exponentials at the exp rate, both measured on all
@@ -43,8 +44,10 @@ double step_bound(const Settings &s, double peak_gflops, double gexps);
 // the ranks.
 PetscErrorCode MeasureReverseRate(MPI_Comm comm, const ModelSettings &m, PetscInt N, double *ratio);
 
-// Dense matmul rate (GFLOP/s) of all ranks of comm running a dgemm at once.
-PetscErrorCode MeasurePeak(MPI_Comm comm, double *gflops);
+// Dense matmul rate (GFLOP/s) of all ranks of comm, each with `threads`
+// threads, running a dgemm a thread at once: the peak of the cores a run
+// with that many threads a rank uses.
+PetscErrorCode MeasurePeak(MPI_Comm comm, PetscInt threads, double *gflops);
 
 // The network between ranks, by ping-pong (half the round trip, the median
 // of repeats): an 8-byte message's time is the latency, a 4 MiB message's

@@ -254,8 +254,10 @@ PetscErrorCode CommandBench(MPI_Comm comm, const std::vector<std::string> &args,
   PetscBool logging;
   PetscCall(PetscLogIsActive(&logging));
   if (!logging) PetscCall(PetscLogDefaultBegin()); // the time split reads the kernels' and exchanges' events
-  PetscCall(MeasurePeak(comm, &peak));
-  PetscCall(MeasureExpRate(comm, &gexps));
+  // The peak and the exp rate of the cores the run uses: each rank's threads at once.
+  const PetscInt threads = VelocityThreads(s.parallel.threads);
+  PetscCall(MeasurePeak(comm, threads, &peak));
+  PetscCall(MeasureExpRate(comm, threads, &gexps));
   // The network: measured where this run's ranks can (the settings' figures
   // elsewhere); `here` places the ranks on their nodes as they are.
   Network measured = NetworkOf(s.parallel, 0);
@@ -277,9 +279,9 @@ PetscErrorCode CommandBench(MPI_Comm comm, const std::vector<std::string> &args,
                         CpuModel().c_str(), BlasLibrary().c_str(), corename ? corename() : "(not OpenBLAS)", note.c_str(),
                         SmallProductPath().c_str(), ExponentialPath()));
   PetscCall(PetscPrintf(comm,
-                        "mft bench: %d ranks; on all of them: dense matmul (dgemm 1024) %.1f GFLOP/s, "
-                        "exponentials (the kernels' exp) %.2f Gexp/s\n",
-                        size, peak, gexps));
+                        "mft bench: %d ranks x %" PetscInt_FMT " threads; on all of them: dense matmul (dgemm 1024) "
+                        "%.1f GFLOP/s, exponentials (the kernels' exp) %.2f Gexp/s\n",
+                        size, threads, peak, gexps));
   auto link = [](bool m, double lat, double bw, const char *what) {
     char text[160];
     std::snprintf(text, sizeof text, "%s %.3g us, %.3g GB/s (%s)", what, lat * 1e6, bw / 1e9,

@@ -83,8 +83,8 @@ int main(int argc, char **argv) {
                 t * 1e6, f / t / 1e9, (int)s.calls);
   }
   double peak, gexps;
-  PetscCall(MeasurePeak(PETSC_COMM_SELF, &peak));
-  PetscCall(MeasureExpRate(PETSC_COMM_SELF, &gexps));
+  PetscCall(MeasurePeak(PETSC_COMM_SELF, 1, &peak));
+  PetscCall(MeasureExpRate(PETSC_COMM_SELF, 1, &gexps));
   peak *= 1e9;
   const double exp_each = 1e-9 / gexps;
   const double exps = 2.0 * (double)N * (double)N; // the forward's and the reverse's softmax
