@@ -285,29 +285,36 @@ double row_max(const double *row, PetscInt n) {
 // row[j] <- exp(beta (row[j] - shift)) for j < n (arguments <= 0); returns
 // their sum (two running sums of vectors, then the rest in order). `scaled`:
 // beta != 1 (at beta = 1 the product is skipped: the same numbers, one
-// multiplication an entry less).
-template <bool scaled> double row_exp_at(double *row, PetscInt n, double beta, double shift) {
-  double Z = 0;
+// multiplication an entry less). With `with` given, *dot <- sum_j row[j]
+// with[j] of the new row, summed as row_dot sums (one running sum of
+// vectors in order, then the rest): the reverse's delta in the same pass.
+template <bool scaled, bool dotted>
+double row_exp_at(double *row, PetscInt n, double beta, double shift, const double *with, double *dot) {
+  double Z = 0, D = 0;
   PetscInt j = 0;
 #if defined(__AVX512F__)
   const __m512d sh = _mm512_set1_pd(shift), sc = _mm512_set1_pd(beta);
+  __m512d d = _mm512_setzero_pd();
   auto at = [&](PetscInt i) {
     const __m512d a = _mm512_sub_pd(_mm512_loadu_pd(row + i), sh);
     const __m512d e = exp_nonpositive(scaled ? _mm512_mul_pd(sc, a) : a);
     _mm512_storeu_pd(row + i, e);
+    if constexpr (dotted) d = _mm512_fmadd_pd(e, _mm512_loadu_pd(with + i), d);
     return e;
   };
   __m512d s0 = _mm512_setzero_pd(), s1 = s0;
   for (; j + 16 <= n; j += 16) s0 = _mm512_add_pd(s0, at(j)), s1 = _mm512_add_pd(s1, at(j + 8));
   for (; j + 8 <= n; j += 8) s0 = _mm512_add_pd(s0, at(j));
   Z = _mm512_reduce_add_pd(_mm512_add_pd(s0, s1));
-  for (; j < n; ++j) Z += (row[j] = std::exp(beta * (row[j] - shift)));
+  if constexpr (dotted) D = _mm512_reduce_add_pd(d);
 #elif defined(__AVX2__) && defined(__FMA__)
   const __m256d sh = _mm256_set1_pd(shift), sc = _mm256_set1_pd(beta);
+  __m256d d = _mm256_setzero_pd();
   auto at = [&](PetscInt i) {
     const __m256d a = _mm256_sub_pd(_mm256_loadu_pd(row + i), sh);
     const __m256d e = exp_nonpositive(scaled ? _mm256_mul_pd(sc, a) : a);
     _mm256_storeu_pd(row + i, e);
+    if constexpr (dotted) d = _mm256_fmadd_pd(e, _mm256_loadu_pd(with + i), d);
     return e;
   };
   __m256d s0 = _mm256_setzero_pd(), s1 = s0;
@@ -316,16 +323,34 @@ template <bool scaled> double row_exp_at(double *row, PetscInt n, double beta, d
   alignas(32) double lanes[4];
   _mm256_store_pd(lanes, _mm256_add_pd(s0, s1));
   Z = (lanes[0] + lanes[1]) + (lanes[2] + lanes[3]);
-  for (; j < n; ++j) Z += (row[j] = std::exp(beta * (row[j] - shift)));
+  if constexpr (dotted) {
+    _mm256_store_pd(lanes, d);
+    D = (lanes[0] + lanes[1]) + (lanes[2] + lanes[3]);
+  }
 #else
   for (; j < n; ++j) row[j] = std::exp(beta * (row[j] - shift));
   for (j = 0; j < n; ++j) Z += row[j];
+  j = 0; // the dot below, in order
 #endif
+  for (; j < n; ++j) {
+#if defined(__AVX512F__) || (defined(__AVX2__) && defined(__FMA__))
+    Z += (row[j] = std::exp(beta * (row[j] - shift))); // the rest, after the vectors
+#endif
+    if constexpr (dotted) D += row[j] * with[j];
+  }
+  if constexpr (dotted) *dot = D;
   return Z;
 }
 
 double row_exp(double *row, PetscInt n, double beta, double shift) {
-  return beta == 1.0 ? row_exp_at<false>(row, n, beta, shift) : row_exp_at<true>(row, n, beta, shift);
+  return beta == 1.0 ? row_exp_at<false, false>(row, n, beta, shift, nullptr, nullptr)
+                     : row_exp_at<true, false>(row, n, beta, shift, nullptr, nullptr);
+}
+
+// row_exp, and *dot <- sum_j row[j] with[j] of the new row.
+double row_exp_dot(double *row, PetscInt n, double beta, double shift, const double *with, double *dot) {
+  return beta == 1.0 ? row_exp_at<false, true>(row, n, beta, shift, with, dot)
+                     : row_exp_at<true, true>(row, n, beta, shift, with, dot);
 }
 
 // sum_j a[j] b[j], j < n (8 partial sums with AVX-512, 4 with AVX2: the
@@ -485,13 +510,21 @@ void block_scores(const HeadShape &s, PetscInt nk, const QueryBlock &b, PetscInt
 // softmax of beta q kappa^T over them left unnormalised, P~ = exp(beta (S -
 // max S)) (zero where masked), with its row sums l (P = P~ / l), and (with_y)
 // Y = P w = (P~ w) / l: the sums divide the small Y, not the rows of P.
+// With dP (nb x nkb) given, also the reverse's delta_r = sum_j P~_rj dP_rj / l_r.
 void block_attention(const HeadShape &s, const AttentionOptions &o, PetscInt nk, const QueryBlock &b,
-                     AttentionWork &w, bool with_y = true) {
+                     AttentionWork &w, bool with_y = true, const double *dp = nullptr) {
   block_scores(s, nk, b, 0, b.nkb, w);
   for (PetscInt r = 0; r < b.nb; ++r) {
     double *row = w.p.data() + r * b.nkb;
     const PetscInt nv = b.valid(o, r, 0, b.nkb);
-    w.l[r] = row_exp(row, nv, o.beta, row_max(row, nv));
+    const double shift = row_max(row, nv);
+    if (dp) {
+      double dot;
+      w.l[r] = row_exp_dot(row, nv, o.beta, shift, dp + r * b.nkb, &dot);
+      w.delta[r] = dot / w.l[r];
+    } else {
+      w.l[r] = row_exp(row, nv, o.beta, shift);
+    }
     std::fill(row + nv, row + b.nkb, 0.0);
   }
   if (!with_y) return;
@@ -641,26 +674,27 @@ void reverse_projected(const HeadShape &s, const double *theta, const AttentionO
   for (PetscInt r0 = 0; r0 < q.size(); r0 += rows) {
     const QueryBlock b(o, N, q, r0, rows);
     const bool tiled = b.tiled(w);
-    // At once, qkv heads need no Y: dY . Y = sum_j P dP (below); qkvo heads need it for dO.
-    // Tiled, Y, m and l come from the forward when it kept them.
-    if (tiled && w.statistics) take_statistics(s, b, w);
-    else if (tiled) block_attention_tiled(s, o, nk, b, w);
-    else block_attention(s, o, nk, b, w, s.kind == HeadKind::qkvo);
     const double *l_blk = lam + r0 * s.d;
-    // dY = scale Lambda (qkv) or scale Lambda O (qkvo), and dO += scale Lambda^T Y.
+    // dY = scale Lambda (qkv) or scale Lambda O (qkvo).
     if (s.kind == HeadKind::qkv) {
       for (PetscInt e = 0; e < b.nb * s.d; ++e) w.dy[e] = scale * l_blk[e];
     } else {
       gemm(false, false, b.nb, s.k, s.d, scale, l_blk, s.d, theta + s.offO, s.k, 0.0, w.dy.data(), s.k);
-      gemm(true, false, s.d, s.k, b.nb, scale, l_blk, s.d, w.y.data(), s.k, 1.0, dtheta + s.offO, s.k);
     }
+    // At once: dP = dY w^T first, then P~ and delta_r = dY_r . Y_r = sum_j P_rj
+    // (dY_r . w_j) = sum_j P~_rj dP_rj / l_r in one pass over each row; qkv
+    // heads need no Y, qkvo heads need it for dO. Tiled: Y, m and l from the
+    // forward when it kept them.
+    if (!tiled) block_weights_reverse(s, nk, b, 0, b.nkb, w);
+    if (tiled && w.statistics) take_statistics(s, b, w);
+    else if (tiled) block_attention_tiled(s, o, nk, b, w);
+    else block_attention(s, o, nk, b, w, s.kind == HeadKind::qkvo, w.dp.data());
+    // dO += scale Lambda^T Y.
+    if (s.kind == HeadKind::qkvo)
+      gemm(true, false, s.d, s.k, b.nb, scale, l_blk, s.d, w.y.data(), s.k, 1.0, dtheta + s.offO, s.k);
     for (PetscInt r = 0; r < b.nb; ++r)
       for (PetscInt e = 0; e < s.dv; ++e) w.dyl[r * s.dv + e] = w.dy[r * s.dv + e] / w.l[r];
     if (!tiled) {
-      // delta_r = dY_r . Y_r = sum_j P_rj (dY_r . w_j) = sum_j P~_rj dP_rj / l_r.
-      block_weights_reverse(s, nk, b, 0, b.nkb, w);
-      for (PetscInt r = 0; r < b.nb; ++r)
-        w.delta[r] = row_dot(w.p.data() + r * b.nkb, w.dp.data() + r * b.nkb, b.nkb) / w.l[r];
       block_reverse_keys(s, o, nk, b, 0, b.nkb, w);
       continue;
     }
