@@ -31,21 +31,22 @@ PetscInt AttentionWork::rows(PetscInt nk) const {
 }
 
 void AttentionWork::reserve(const HeadShape &s, PetscInt N) {
-  const PetscInt B = std::min(block, N), T = std::min(std::max(keys_at_once, key_tile), N);
-  const std::pair<Scratch *, PetscInt> arrays[] = {
-      {&q, N * s.k},      {&kappa, N * s.k},  {&w, N * s.dv},     {&p, B * T},        {&dp, B * T},
-      {&m, B},            {&l, B},            {&delta, B},        {&y, B * s.dv},     {&dy, B * s.dv},
-      {&dyl, B * s.dv},   {&dq, s.k},         {&dqs, N * s.k},    {&dkappa, N * s.k}, {&dw, N * s.dv},
-      {&qt, s.d * s.k},   {&kt, s.d * s.k},   {&vt, s.d * s.dv},  {&kappat, N * s.k}, {&wt, N * s.dv}};
+  const size_t B = (size_t)std::min(block, N), T = (size_t)std::min(std::max(keys_at_once, key_tile), N);
+  const size_t n = (size_t)N, d = (size_t)s.d, k = (size_t)s.k, dv = (size_t)s.dv; // 64-bit products
+  const std::pair<Scratch *, size_t> arrays[] = {
+      {&q, n * k},     {&kappa, n * k}, {&w, n * dv},    {&p, B * T},      {&dp, B * T},
+      {&m, B},         {&l, B},         {&delta, B},     {&y, B * dv},     {&dy, B * dv},
+      {&dyl, B * dv},  {&dq, k},        {&dqs, n * k},   {&dkappa, n * k}, {&dw, n * dv},
+      {&qt, d * k},    {&kt, d * k},    {&vt, d * dv},   {&kappat, n * k}, {&wt, n * dv}};
   constexpr size_t line = 64 / sizeof(double);
-  const auto lines = [](PetscInt n) { return ((size_t)n + line - 1) / line * line; };
+  const auto lines = [](size_t count) { return (count + line - 1) / line * line; };
   size_t total = line; // room to align the first
-  for (const auto &[a, n] : arrays) total += lines(n);
+  for (const auto &[a, count] : arrays) total += lines(count);
   space.assign(total, 0.0);
   double *at = space.data() + (line - reinterpret_cast<std::uintptr_t>(space.data()) / sizeof(double) % line) % line;
-  for (const auto &[a, n] : arrays) {
-    a->ptr = at, a->n = (size_t)n;
-    at += lines(n);
+  for (const auto &[a, count] : arrays) {
+    a->ptr = at, a->n = count;
+    at += lines(count);
   }
 }
 
