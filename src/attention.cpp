@@ -328,15 +328,9 @@ double row_exp_at(double *row, PetscInt n, double beta, double shift, const doub
     _mm256_store_pd(lanes, d);
     D = (lanes[0] + lanes[1]) + (lanes[2] + lanes[3]);
   }
-#else
-  for (; j < n; ++j) row[j] = std::exp(beta * (row[j] - shift));
-  for (j = 0; j < n; ++j) Z += row[j];
-  j = 0; // the dot below, in order
 #endif
-  for (; j < n; ++j) {
-#if defined(__AVX512F__) || (defined(__AVX2__) && defined(__FMA__))
-    Z += (row[j] = std::exp(beta * (row[j] - shift))); // the rest, after the vectors
-#endif
+  for (; j < n; ++j) { // the rest after the vectors (all of them, plain)
+    Z += (row[j] = std::exp(beta * (row[j] - shift)));
     if constexpr (dotted) D += row[j] * with[j];
   }
   if constexpr (dotted) *dot = D;
