@@ -286,36 +286,43 @@ double row_max(const double *row, PetscInt n) {
 // row[j] <- exp(beta (row[j] - shift)) for j < n (arguments <= 0); returns
 // their sum (two running sums of vectors, then the rest in order). `scaled`:
 // beta != 1 (at beta = 1 the product is skipped: the same numbers, one
-// multiplication an entry less). With `with` given, *dot <- sum_j row[j]
-// with[j] of the new row, summed as row_dot sums (one running sum of
-// vectors in order, then the rest): the reverse's delta in the same pass.
-template <bool scaled, bool dotted>
-double row_exp_at(double *row, PetscInt n, double beta, double shift, const double *with, double *dot) {
+// multiplication an entry less). What the pass does besides with each new
+// entry e_j (Along): nothing; *dot <- sum_j e_j with[j], summed as row_dot
+// sums (one running sum of vectors in order, then the rest): the reverse's
+// delta in the same pass; or with[j] <- (f e_j) (with[j] - c), the reverse's
+// dS in place of dP, as softmax_reverse_rows makes it (bitwise).
+enum class Along { nothing, dot, softmax_reverse };
+template <bool scaled, Along along>
+double row_exp_at(double *row, PetscInt n, double beta, double shift, double *with, double f, double c, double *dot) {
   double Z = 0, D = 0;
   PetscInt j = 0;
 #if defined(__AVX512F__)
-  const __m512d sh = _mm512_set1_pd(shift), sc = _mm512_set1_pd(beta);
+  const __m512d sh = _mm512_set1_pd(shift), sc = _mm512_set1_pd(beta), vf = _mm512_set1_pd(f), vc = _mm512_set1_pd(c);
   __m512d d = _mm512_setzero_pd();
   auto at = [&](PetscInt i) {
     const __m512d a = _mm512_sub_pd(_mm512_loadu_pd(row + i), sh);
     const __m512d e = exp_nonpositive(scaled ? _mm512_mul_pd(sc, a) : a);
     _mm512_storeu_pd(row + i, e);
-    if constexpr (dotted) d = _mm512_fmadd_pd(e, _mm512_loadu_pd(with + i), d);
+    if constexpr (along == Along::dot) d = _mm512_fmadd_pd(e, _mm512_loadu_pd(with + i), d);
+    if constexpr (along == Along::softmax_reverse)
+      _mm512_storeu_pd(with + i, _mm512_mul_pd(_mm512_mul_pd(vf, e), _mm512_sub_pd(_mm512_loadu_pd(with + i), vc)));
     return e;
   };
   __m512d s0 = _mm512_setzero_pd(), s1 = s0;
   for (; j + 16 <= n; j += 16) s0 = _mm512_add_pd(s0, at(j)), s1 = _mm512_add_pd(s1, at(j + 8));
   for (; j + 8 <= n; j += 8) s0 = _mm512_add_pd(s0, at(j));
   Z = _mm512_reduce_add_pd(_mm512_add_pd(s0, s1));
-  if constexpr (dotted) D = _mm512_reduce_add_pd(d);
+  if constexpr (along == Along::dot) D = _mm512_reduce_add_pd(d);
 #elif defined(__AVX2__) && defined(__FMA__)
-  const __m256d sh = _mm256_set1_pd(shift), sc = _mm256_set1_pd(beta);
+  const __m256d sh = _mm256_set1_pd(shift), sc = _mm256_set1_pd(beta), vf = _mm256_set1_pd(f), vc = _mm256_set1_pd(c);
   __m256d d = _mm256_setzero_pd();
   auto at = [&](PetscInt i) {
     const __m256d a = _mm256_sub_pd(_mm256_loadu_pd(row + i), sh);
     const __m256d e = exp_nonpositive(scaled ? _mm256_mul_pd(sc, a) : a);
     _mm256_storeu_pd(row + i, e);
-    if constexpr (dotted) d = _mm256_fmadd_pd(e, _mm256_loadu_pd(with + i), d);
+    if constexpr (along == Along::dot) d = _mm256_fmadd_pd(e, _mm256_loadu_pd(with + i), d);
+    if constexpr (along == Along::softmax_reverse)
+      _mm256_storeu_pd(with + i, _mm256_mul_pd(_mm256_mul_pd(vf, e), _mm256_sub_pd(_mm256_loadu_pd(with + i), vc)));
     return e;
   };
   __m256d s0 = _mm256_setzero_pd(), s1 = s0;
@@ -324,28 +331,39 @@ double row_exp_at(double *row, PetscInt n, double beta, double shift, const doub
   alignas(32) double lanes[4];
   _mm256_store_pd(lanes, _mm256_add_pd(s0, s1));
   Z = (lanes[0] + lanes[1]) + (lanes[2] + lanes[3]);
-  if constexpr (dotted) {
+  if constexpr (along == Along::dot) {
     _mm256_store_pd(lanes, d);
     D = (lanes[0] + lanes[1]) + (lanes[2] + lanes[3]);
   }
 #endif
   for (; j < n; ++j) { // the rest after the vectors (all of them, plain)
     Z += (row[j] = std::exp(beta * (row[j] - shift)));
-    if constexpr (dotted) D += row[j] * with[j];
+    if constexpr (along == Along::dot) D += row[j] * with[j];
+    if constexpr (along == Along::softmax_reverse) with[j] = f * row[j] * (with[j] - c);
   }
-  if constexpr (dotted) *dot = D;
+  if constexpr (along == Along::dot) *dot = D;
   return Z;
 }
 
+template <Along along>
+double row_exp_along(double *row, PetscInt n, double beta, double shift, double *with, double f, double c, double *dot) {
+  return beta == 1.0 ? row_exp_at<false, along>(row, n, beta, shift, with, f, c, dot)
+                     : row_exp_at<true, along>(row, n, beta, shift, with, f, c, dot);
+}
+
 double row_exp(double *row, PetscInt n, double beta, double shift) {
-  return beta == 1.0 ? row_exp_at<false, false>(row, n, beta, shift, nullptr, nullptr)
-                     : row_exp_at<true, false>(row, n, beta, shift, nullptr, nullptr);
+  return row_exp_along<Along::nothing>(row, n, beta, shift, nullptr, 0, 0, nullptr);
 }
 
 // row_exp, and *dot <- sum_j row[j] with[j] of the new row.
-double row_exp_dot(double *row, PetscInt n, double beta, double shift, const double *with, double *dot) {
-  return beta == 1.0 ? row_exp_at<false, true>(row, n, beta, shift, with, dot)
-                     : row_exp_at<true, true>(row, n, beta, shift, with, dot);
+double row_exp_dot(double *row, PetscInt n, double beta, double shift, double *with, double *dot) {
+  return row_exp_along<Along::dot>(row, n, beta, shift, with, 0, 0, dot);
+}
+
+// row_exp, and dp[j] <- (f row[j]) (dp[j] - c) with the new row: the
+// reverse's dS = beta P (dP - delta) at f = beta / l, c = delta.
+void row_exp_reverse(double *row, PetscInt n, double beta, double shift, double *dp, double f, double c) {
+  row_exp_along<Along::softmax_reverse>(row, n, beta, shift, dp, f, c, nullptr);
 }
 
 // sum_j a[j] b[j], j < n (8 partial sums with AVX-512, 4 with AVX2: the
@@ -503,16 +521,17 @@ void block_scores(const HeadShape &s, PetscInt nk, const QueryBlock &b, PetscInt
 
 // All the block's keys at once (nkb <= keys_at_once; nk keys projected): the
 // softmax of beta q kappa^T over them left unnormalised, P~ = exp(beta (S -
-// max S)) (zero where masked), with its row sums l (P = P~ / l), and (with_y)
-// Y = P w = (P~ w) / l: the sums divide the small Y, not the rows of P.
+// max S)) (zero where masked), with its row maxima m and sums l (P = P~ /
+// l), and (with_y) Y = P w = (P~ w) / l: the sums divide the small Y, not
+// the rows of P.
 // With dP (nb x nkb) given, also the reverse's delta_r = sum_j P~_rj dP_rj / l_r.
 void block_attention(const HeadShape &s, const AttentionOptions &o, PetscInt nk, const QueryBlock &b,
-                     AttentionWork &w, bool with_y = true, const double *dp = nullptr) {
+                     AttentionWork &w, bool with_y = true, double *dp = nullptr) {
   block_scores(s, nk, b, 0, b.nkb, w);
   for (PetscInt r = 0; r < b.nb; ++r) {
     double *row = w.p.data() + r * b.nkb;
     const PetscInt nv = b.valid(o, r, 0, b.nkb);
-    const double shift = row_max(row, nv);
+    const double shift = w.m[r] = row_max(row, nv);
     if (dp) {
       double dot;
       w.l[r] = row_exp_dot(row, nv, o.beta, shift, dp + r * b.nkb, &dot);
@@ -597,12 +616,9 @@ void forward_projected(const HeadShape &s, const double *theta, const AttentionO
   const PetscInt rows = w.rows(nk);
   for (PetscInt r0 = 0; r0 < q.size(); r0 += rows) {
     const QueryBlock b(o, N, q, r0, rows);
-    if (b.tiled(w)) {
-      block_attention_tiled(s, o, nk, b, w);
-      if (w.statistics) keep_statistics(s, b, w);
-    } else {
-      block_attention(s, o, nk, b, w);
-    }
+    if (b.tiled(w)) block_attention_tiled(s, o, nk, b, w);
+    else block_attention(s, o, nk, b, w);
+    if (w.statistics) keep_statistics(s, b, w);
     double *o_blk = out + r0 * s.d;
     if (s.kind == HeadKind::qkv) {
       for (PetscInt e = 0; e < b.nb * s.d; ++e) o_blk[e] += scale * w.y[e];
@@ -641,13 +657,11 @@ void add_to_keys(PetscInt t0, PetscInt nt, PetscInt nb, const double *A, const d
 }
 
 // The reverse of the block's scores against the nt keys from t0, with P~
-// (nb x nt) in w.p and its row sums in w.l, dP in w.dp and dY / l in w.dyl:
-// dS = beta P (dP - delta), then dq (+)= dS kappa (set when t0 = 0),
-// dkappa (+)= dS^T q, dw (+)= P^T dY = P~^T (dY / l) (set on the rows no
-// block reached before).
-void block_reverse_keys(const HeadShape &s, const AttentionOptions &o, PetscInt nk, const QueryBlock &b, PetscInt t0,
-                        PetscInt nt, AttentionWork &w) {
-  softmax_reverse_rows(w.dp.data(), w.p.data(), b.nb, nt, o.beta, w.l.data(), w.delta.data());
+// (nb x nt) in w.p, dS = beta P (dP - delta) in w.dp and dY / l in w.dyl:
+// dq (+)= dS kappa (set when t0 = 0), dkappa (+)= dS^T q, dw (+)= P^T dY =
+// P~^T (dY / l) (set on the rows no block reached before).
+void block_reverse_products(const HeadShape &s, PetscInt nk, const QueryBlock &b, PetscInt t0, PetscInt nt,
+                            AttentionWork &w) {
   gemm(false, false, b.nb, s.k, nt, 1.0, w.dp.data(), nt, w.keys.kappa + t0 * s.k, s.k, t0 == 0 ? 0.0 : 1.0,
        w.dqs.data() + b.r0 * s.k, s.k);
   add_to_keys(t0, nt, b.nb, w.dp.data(), w.q.data() + b.r0 * s.k, s.k, w.keys.dkappa, w.keys.set);
@@ -655,12 +669,40 @@ void block_reverse_keys(const HeadShape &s, const AttentionOptions &o, PetscInt 
   w.keys.set = std::max(w.keys.set, t0 + nt);
 }
 
+// The same from dP in w.dp and the row sums in w.l: dS first.
+void block_reverse_keys(const HeadShape &s, const AttentionOptions &o, PetscInt nk, const QueryBlock &b, PetscInt t0,
+                        PetscInt nt, AttentionWork &w) {
+  softmax_reverse_rows(w.dp.data(), w.p.data(), b.nb, nt, o.beta, w.l.data(), w.delta.data());
+  block_reverse_products(s, nk, b, t0, nt, w);
+}
+
+// The reverse against the nt keys from t0 with each row's m, l and delta_r
+// = dY_r . Y_r known first (the forward's statistics, or a tiled block's
+// first sweep): dP = dY w^T, the scores again, and one pass over each row
+// makes P~ = exp(beta (S - m)) and, in place of dP, dS = (beta / l) P~ (dP -
+// delta) (softmax_reverse_rows's numbers), then the products.
+void block_reverse_tile(const HeadShape &s, const AttentionOptions &o, PetscInt nk, const QueryBlock &b, PetscInt t0,
+                        PetscInt nt, AttentionWork &w) {
+  block_weights_reverse(s, nk, b, t0, nt, w);
+  block_scores(s, nk, b, t0, nt, w);
+  for (PetscInt r = 0; r < b.nb; ++r) {
+    double *row = w.p.data() + r * nt, *dpr = w.dp.data() + r * nt;
+    const PetscInt nv = b.valid(o, r, t0, nt);
+    row_exp_reverse(row, nv, o.beta, w.m[r], dpr, o.beta / w.l[r], w.delta[r]);
+    std::fill(row + nv, row + nt, 0.0);
+    std::fill(dpr + nv, dpr + nt, 0.0);
+  }
+  block_reverse_products(s, nk, b, t0, nt, w);
+}
+
 // The reverse from the projections in w, up to them: w.dkappa, w.dw (nk keys)
 // and w.dqs (the queries) are set, dO is added to dtheta; then through Q.
-// A block with all its keys at once keeps P from its forward; a tiled block
-// takes Y, m and l from the forward's statistics, or makes them in a first
-// sweep over its key tiles, then P again tile by tile from them (with the
-// sweep, one more score product and exp than at once, in cache).
+// A block takes Y, m and l from the forward's statistics when it kept them,
+// and then makes P~ and dS in one pass over each row (block_reverse_tile),
+// tile by tile when tiled. Without them, a tiled block makes them in a first
+// sweep over its key tiles (one more score product and exp than at once, in
+// cache); a block with its keys at once makes P~ and delta in one pass
+// (delta summed over the row, not dY . Y: the same to round-off), then dS.
 void reverse_projected(const HeadShape &s, const double *theta, const AttentionOptions &o, const double *xq, PetscInt N,
                        Range q, double scale, const double *lam, double *dxq, double *dtheta, AttentionWork &w) {
   const PetscInt nk = key_count(o, N, q);
@@ -676,30 +718,30 @@ void reverse_projected(const HeadShape &s, const double *theta, const AttentionO
     } else {
       gemm(false, false, b.nb, s.k, s.d, scale, l_blk, s.d, theta + s.offO, s.k, 0.0, w.dy.data(), s.k);
     }
-    // At once: dP = dY w^T first, then P~ and delta_r = dY_r . Y_r = sum_j P_rj
-    // (dY_r . w_j) = sum_j P~_rj dP_rj / l_r in one pass over each row; qkv
-    // heads need no Y, qkvo heads need it for dO. Tiled: Y, m and l from the
-    // forward when it kept them.
-    if (!tiled) block_weights_reverse(s, nk, b, 0, b.nkb, w);
-    if (tiled && w.statistics) take_statistics(s, b, w);
-    else if (tiled) block_attention_tiled(s, o, nk, b, w);
-    else block_attention(s, o, nk, b, w, s.kind == HeadKind::qkvo, w.dp.data());
+    // At once without statistics: dP = dY w^T first, then P~ and delta_r =
+    // dY_r . Y_r = sum_j P_rj (dY_r . w_j) = sum_j P~_rj dP_rj / l_r in one
+    // pass over each row; qkv heads need no Y, qkvo heads need it for dO.
+    const bool known = w.statistics || tiled; // m, l and Y before the rows' pass
+    if (w.statistics) {
+      take_statistics(s, b, w);
+    } else if (tiled) {
+      block_attention_tiled(s, o, nk, b, w);
+    } else {
+      block_weights_reverse(s, nk, b, 0, b.nkb, w);
+      block_attention(s, o, nk, b, w, s.kind == HeadKind::qkvo, w.dp.data());
+    }
     // dO += scale Lambda^T Y.
     if (s.kind == HeadKind::qkvo)
       gemm(true, false, s.d, s.k, b.nb, scale, l_blk, s.d, w.y.data(), s.k, 1.0, dtheta + s.offO, s.k);
     for (PetscInt r = 0; r < b.nb; ++r)
       for (PetscInt e = 0; e < s.dv; ++e) w.dyl[r * s.dv + e] = w.dy[r * s.dv + e] / w.l[r];
-    if (!tiled) {
+    if (!known) {
       block_reverse_keys(s, o, nk, b, 0, b.nkb, w);
       continue;
     }
     for (PetscInt r = 0; r < b.nb; ++r) w.delta[r] = row_dot(w.dy.data() + r * s.dv, w.y.data() + r * s.dv, s.dv);
-    over_key_tiles( // P~ against the final maximum (its sum is l), then back through it
-        s, o, nk, b, w, [&](PetscInt r, double *row, PetscInt nv) { row_exp(row, nv, o.beta, w.m[r]); },
-        [&](PetscInt t0, PetscInt nt) {
-          block_weights_reverse(s, nk, b, t0, nt, w);
-          block_reverse_keys(s, o, nk, b, t0, nt, w);
-        });
+    const PetscInt tile = tiled ? w.key_tile : b.nkb;
+    for (PetscInt t0 = 0; t0 < b.nkb; t0 += tile) block_reverse_tile(s, o, nk, b, t0, std::min(tile, b.nkb - t0), w);
   }
   // Through the queries' projection.
   gemm(true, false, s.k, s.d, q.size(), 1.0, w.dqs.data(), s.k, xq, s.d, 1.0, dtheta + s.offQ, s.d);
@@ -774,6 +816,10 @@ void attention_project_reverse(const HeadShape &s, const double *theta, const do
                                PetscInt ld, double *dx, double *dtheta) {
   if (n == 0) return;
   reverse_keys(s, theta, x, n, dkw, ld, dkw + s.k, ld, dx, dtheta);
+}
+
+bool attention_statistics_pay(const HeadShape &s, PetscInt N) {
+  return N > AttentionWork().keys_at_once || N >= kKeysPerStatistic * attention_statistics_width(s);
 }
 
 std::ptrdiff_t attention_keys_size(const HeadShape &s, PetscInt nk) { return 2 * (std::ptrdiff_t)nk * (s.k + s.dv); }

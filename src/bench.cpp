@@ -45,10 +45,10 @@ double forward_operations(const Settings &s) { return forward_products(s) + forw
 double step_bound(const Settings &s, double peak_gflops, double gexps) {
   const Work w = per_sequence(s);
   // What the reverse makes again (attention.hpp): the projections and the
-  // scores, their exps, and for qkvo heads whose keys fit at once the
-  // weighted sums (dO needs Y; tiled blocks take Y from the forward).
-  const bool at_once = s.data.N <= AttentionWork().keys_at_once;
-  const double again = w.projections + w.scores + (w.output > 0 && at_once ? w.sums : 0.0);
+  // scores, their exps, and for qkvo heads the weighted sums (dO needs Y)
+  // unless the forward kept its statistics (counted kept where they pay).
+  const bool kept = attention_statistics_pay(head_shape(s.model.head_kind, s.model.d, s.model.k), s.data.N);
+  const double again = w.projections + w.scores + (w.output > 0 && !kept ? w.sums : 0.0);
   return sequences(s) * ((3 * w.products() + again) / (peak_gflops * 1e9) + 2 * w.exps / (gexps * 1e9));
 }
 
@@ -88,6 +88,10 @@ PetscErrorCode MeasureReverseRate(MPI_Comm comm, const ModelSettings &m, PetscIn
   std::vector<double> out(lam.size()), dx(x.size()), dtheta(theta.size());
   AttentionWork w;
   w.reserve(s, N);
+  // The forward's statistics kept for the reverse where a run keeps them.
+  std::vector<double> statistics;
+  if (attention_statistics_pay(s, N)) statistics.resize((size_t)(q.size() * attention_statistics_width(s)));
+  w.statistics = statistics.empty() ? nullptr : statistics.data();
   const AttentionOptions o{m.beta, m.causal};
   auto forward = [&] { attention_forward(s, theta.data(), o, x.data(), N, q, 1.0, out.data(), w); };
   auto reverse = [&] {
@@ -116,7 +120,7 @@ PetscErrorCode MeasureReverseRate(MPI_Comm comm, const ModelSettings &m, PetscIn
   }
   std::nth_element(ratios.begin(), ratios.begin() + 4, ratios.end());
   const UnitOperations u = CountUnit(m, N, q.begin, q.end, (double)N);
-  const double mine = (u.reverse + u.sweep) / u.forward / ratios[4];
+  const double mine = (u.reverse + (statistics.empty() ? u.again : 0.0)) / u.forward / ratios[4];
   PetscMPIInt size;
   PetscCallMPI(MPI_Comm_size(comm, &size));
   PetscCallMPI(MPI_Allreduce(&mine, ratio, 1, MPI_DOUBLE, MPI_SUM, comm));

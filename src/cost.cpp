@@ -142,8 +142,8 @@ UnitOperations CountUnit(const ModelSettings &m, PetscInt N, PetscInt q0, PetscI
   // Queries with more keys than a block takes at once: tiled.
   const double tiled = keys_of(std::max(q0, m.causal ? at_once : (N > at_once ? q0 : q1)), q1);
   u.reverse = 2.0 * u.forward;
-  if (m.head_kind == HeadKind::qkvo) u.reverse += 2.0 * (keys - tiled) * dv;
-  u.sweep = 2.0 * tiled * k + tiled + 2.0 * tiled * dv;
+  u.again = 2.0 * tiled * k + tiled + 2.0 * tiled * dv;
+  if (m.head_kind == HeadKind::qkvo) u.again += 2.0 * (keys - tiled) * dv;
   return u;
 }
 
@@ -183,7 +183,7 @@ StepCost PredictStep(const ModelSettings &m, PetscInt M, PetscInt N, PetscInt P,
     const double width = 8.0 * (double)row;
     const Range s = GroupSequences(P, Ph, M, N, r);
     PetscInt cuts = 0, queries = 0; // queries: the most of a sequence
-    double forward = 0, reverse = 0, sweep = 0; // sweep: the tiled reverse's first sweep, unless statistics are kept
+    double forward = 0, reverse = 0, again = 0; // again: made again in the reverse, unless statistics are kept
     const bool tokens = form == CutForm::tokens;
     const NodeSharing ns(M, N, P, Ph, net.node_ranks);
     const PetscInt S = ns.ranks(ns.node(r / Ph)); // the ranks of its node that share rows (NodeSharing)
@@ -200,7 +200,7 @@ StepCost PredictStep(const ModelSettings &m, PetscInt M, PetscInt N, PetscInt P,
         ShareCutRows(ns, r, seq, q1 - q0, row, tokens, nodes, true, &back);
       }
       const UnitOperations u = CountUnit(m, N, q0, q1, cut && form == CutForm::projections ? q : (double)N);
-      forward += u.forward, reverse += u.reverse, sweep += u.sweep;
+      forward += u.forward, reverse += u.reverse, again += u.again;
     }
     // The peers' rows within the group and the node: gathered, summed back.
     auto any = [](const std::vector<PetscInt> &v) {
@@ -218,7 +218,7 @@ StepCost PredictStep(const ModelSettings &m, PetscInt M, PetscInt N, PetscInt P,
     }
     layer.add(back.sent);
     c.cuts = c.cuts || cuts > 0;
-    // Memory (velocity.hpp): L gathered states kept (and the tiled queries'
+    // Memory (velocity.hpp): L gathered states kept (and the queries'
     // statistics), and each cut's rows and their gradients.
     // With threads over chunks of heads (velocity.hpp), each chunk but the
     // first sums into copies of the group's tokens (and of the cut rows).
@@ -238,7 +238,7 @@ StepCost PredictStep(const ModelSettings &m, PetscInt M, PetscInt N, PetscInt P,
                                                   head_shape(m.head_kind, d, k), N,
                                                   memory > 0 ? std::max(0.0, memory - others) : -1.0);
     layer.add(share.sent, kept.rows > 0 ? 1.0 : 2.0);
-    if (kept.statistics == 0) reverse += sweep;
+    if (kept.statistics == 0) reverse += again;
     c.memory = std::max(c.memory, others + kept.rows + kept.statistics);
     // Per step: the gradient and the heads over the token groups, in buckets
     // of layers (heads.hpp, exchange.hpp), and the PETSc scatters between the

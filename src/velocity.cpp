@@ -143,7 +143,7 @@ double KeptBytes(double bytes, double room) {
 }
 
 double StatisticsBytes(PetscInt L, PetscInt Hl, PetscInt n, const HeadShape &s, PetscInt N, double room) {
-  if (N <= AttentionWork().keys_at_once) return 0;
+  if (!attention_statistics_pay(s, N)) return 0;
   return KeptBytes(8.0 * (double)L * (double)Hl * (double)n * (double)attention_statistics_width(s), room);
 }
 

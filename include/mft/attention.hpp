@@ -56,14 +56,16 @@ struct AttentionWork {
   // Transposed copies, so that every hot product is op(A) B (the small-product
   // kernels do not take B^T): Q^T, K^T, V^T (d x k, d x k, d x dv), kappa^T, w^T.
   Scratch qt, kt, vt, kappat, wt;
-  // Where the forward leaves, and the reverse then takes, each tiled block's
+  // Where the forward leaves, and the reverse then takes, each block's
   // softmax statistics: per query of q, in order, m, l and Y (dv + 2
-  // numbers, attention_statistics_width; rows of blocks not tiled are left
-  // alone). The reverse then skips its first sweep over the key tiles (one
-  // score product and exp less a score); what it reads is what that sweep
-  // would make, bitwise, when the forward ran on the same tokens and head.
-  // Null (the default): the forward keeps nothing, the reverse sweeps.
-  // Set by the caller before each call.
+  // numbers, attention_statistics_width). With them the reverse knows
+  // delta = dY . Y before its pass over a row, which then makes P~ and dS at
+  // once, and a tiled block skips its first sweep over the key tiles (one
+  // score product and exp less a score). What it reads is what a tiled
+  // block's sweep would make, bitwise, when the forward ran on the same
+  // tokens and head; a block with its keys at once gets the same gradients
+  // as without them to round-off (its delta summed another way). Null (the
+  // default): the forward keeps nothing. Set by the caller before each call.
   double *statistics = nullptr;
   // The keys the blocked kernels read: kappa (nk x k), w (nk x dv) and
   // their transposes kappa^T, w^T (leading dimension ldt), and where the
@@ -92,8 +94,19 @@ private:
   std::vector<double> space;
 };
 
-// Numbers a query of a tiled block keeps (AttentionWork::statistics).
+// Numbers a query keeps (AttentionWork::statistics).
 inline PetscInt attention_statistics_width(const HeadShape &s) { return s.dv + 2; }
+
+// Whether keeping the statistics of sequences of N tokens pays: always when
+// their queries' keys take tiles (a sweep saved), else from N >=
+// kKeysPerStatistic (dv + 2) keys a query. They cross memory twice (written
+// by the forward, read by the reverse: about 1.8 us for 128 queries of dv =
+// 16, out of cache); the pass they save is the reverse's row maxima and its
+// separate dS pass. Measured on 2 ranks of a 2-core AMD EPYC
+// (docs/performance.md, sixth session): N = 128, dv = 16 lost 2-3%, N =
+// 256 broke even, N = 1024, dv = 32 gained 6%.
+constexpr PetscInt kKeysPerStatistic = 16;
+bool attention_statistics_pay(const HeadShape &s, PetscInt N);
 
 struct AttentionOptions {
   double beta = 1.0;

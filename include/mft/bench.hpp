@@ -31,14 +31,16 @@ PetscErrorCode MeasureExpRate(MPI_Comm comm, PetscInt threads, double *gexps);
 // the matmul peak and its exponentials at the exp rate, both measured on all
 // ranks. A step makes 3 times the forward's products (forward_operations'
 // count) and, as the reverse makes the softmax again, the projections and
-// scores once more and every exponential twice (N <= keys_at_once, or the
-// forward's statistics kept; a tiled reverse without them makes more).
+// scores once more and every exponential twice, and qkvo's weighted sums
+// once more where the forward's statistics do not pay (attention.hpp; a
+// tiled reverse without them makes more).
 double step_bound(const Settings &s, double peak_gflops, double gexps);
 
 // The reverse kernel's rate against the forward's (Rates::reverse in
 // cost.hpp): one (sequence, head) unit of m's head at the last min(N, 1024)
 // of N queries (256 past N = 4096), made by attention_forward and
-// attention_reverse on random tokens on every rank at once, timed in
+// attention_reverse on random tokens on every rank at once (the forward's
+// statistics kept for the reverse where they pay, as a run keeps them), timed in
 // alternating rounds (the median of the rounds' ratios); the operations
 // CountUnit counts for each, a second, reverse over forward, the mean over
 // the ranks.

@@ -64,13 +64,14 @@ struct Rates {
 // The operations of one (sequence, head) unit at queries [q0, q1) of N
 // tokens with `projected` tokens' keys and values projected:
 //   forward  bench.hpp's count (projections, scores, exps, weighted sums, O);
-//   reverse  twice the forward's (each product's two transposes), qkvo's
-//            weighted sums once more (dO needs Y), and, in `sweep`, what a
-//            tiled reverse makes again (the scores, exps and weighted sums of
-//            queries with more keys than a block takes at once,
-//            attention.hpp), unless the forward kept their statistics.
+//   reverse  twice the forward's (each product's two transposes), and, in
+//            `again`, what the reverse makes again unless the forward kept
+//            its statistics (attention.hpp): a tiled block's first sweep
+//            (the scores, exps and weighted sums of queries with more keys
+//            than a block takes at once), and qkvo's weighted sums at once
+//            (dO needs Y).
 struct UnitOperations {
-  double forward = 0, reverse = 0, sweep = 0;
+  double forward = 0, reverse = 0, again = 0;
 };
 UnitOperations CountUnit(const ModelSettings &m, PetscInt N, PetscInt q0, PetscInt q1, double projected);
 
@@ -94,9 +95,9 @@ struct StepCost {
 // sequences shared in `form`, each rank running `threads` threads over its
 // (sequence, chunk of heads) units (velocity.hpp: a rank's compute divided
 // by the threads its units keep busy).
-// The forward's statistics of tiled queries are counted kept (memory, no
-// first sweep in the reverse) when they fit in `memory` bytes a rank beside
-// the rest (0: any), as a run keeps them (velocity.hpp).
+// The forward's statistics are counted kept (memory, nothing made again in
+// the reverse) where they pay and fit in `memory` bytes a rank beside the
+// rest (0: any), as a run keeps them (velocity.hpp).
 StepCost PredictStep(const ModelSettings &m, PetscInt M, PetscInt N, PetscInt P, PetscInt Ph, CutForm form,
                      const Rates &rate, const Network &net, PetscInt threads = 1, double memory = 0);
 

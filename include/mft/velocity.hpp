@@ -84,11 +84,12 @@ struct Velocity {
   // follows (VelocityKeep): kept_layer[l] once layer l's is in kept.
   std::vector<double> kept;
   std::vector<char> kept_layer;
-  // With them, where the sequences are long enough for key tiles and
-  // StatisticsBytes allows, each layer's tiled queries' softmax statistics
-  // (attention.hpp: the reverse then skips its first sweep over the tiles),
-  // per layer, head of the group and token of the group; `forwards` when the
-  // prepared layer's state is the forward's, so that they hold for it.
+  // With them, where the sequences are long enough for the statistics to
+  // pay and StatisticsBytes allows, each layer's queries' softmax statistics
+  // (attention.hpp: the reverse then makes P~ and dS in one pass, and skips
+  // a tiled block's first sweep), per layer, head of the group and token of
+  // the group; `forwards` when the prepared layer's state is the forward's,
+  // so that they hold for it.
   std::vector<double> statistics;
   // Likewise, when they fit, each layer's cut-sequence rows as the forward
   // had them shared: the adjoint then takes them and shares none again.
@@ -129,11 +130,13 @@ constexpr PetscInt kQueryRows = 256;
 constexpr double kQueryCopyBytes = 1073741824.0; // 1 GiB
 PetscInt QueryChunks(PetscInt units, PetscInt queries, double chunk_bytes);
 
-// The bytes of the tiled queries' statistics a rank keeps over L layers for
-// Hl heads and n tokens of sequences of N: L Hl n (dv + 2) doubles when N
-// takes key tiles and that is at most kStatisticsBytes and half of `room`
-// (the bytes the rank has left beside its other buffers; < 0: no limit), else 0 (the
-// reverse then makes them again). Results are bitwise the same either way.
+// The bytes of the queries' statistics a rank keeps over L layers for Hl
+// heads and n tokens of sequences of N: L Hl n (dv + 2) doubles when they
+// pay at N (attention_statistics_pay) and that is at most kStatisticsBytes
+// and half of `room` (the bytes the rank has left beside its other buffers;
+// < 0: no limit), else 0 (the reverse then makes them again). Results are
+// the same either way: bitwise where the keys take tiles, to round-off at
+// once (attention.hpp).
 constexpr double kStatisticsBytes = 8589934592.0; // 8 GiB
 double StatisticsBytes(PetscInt L, PetscInt Hl, PetscInt n, const HeadShape &s, PetscInt N, double room = -1);
 
@@ -141,7 +144,7 @@ double StatisticsBytes(PetscInt L, PetscInt Hl, PetscInt n, const HeadShape &s, 
 // when it fits (KeptBytes: at most kStatisticsBytes and half of the room
 // left, `room` < 0: no limit), first the cut rows of every layer (L `rows`
 // doubles: the adjoint then shares none again), then in what is left the
-// tiled queries' statistics. Velocity and cost model count it alike.
+// queries' statistics. Velocity and cost model count it alike.
 double KeptBytes(double bytes, double room);
 struct KeptForAdjoint {
   double rows = 0, statistics = 0; // bytes

@@ -219,6 +219,45 @@ TEST_P(Kernels, KeptStatisticsAreTheSweepsBitwise) {
   }
 }
 
+// With its keys at once (the default keys_at_once) and the statistics
+// paying (N >= 16 (dv + 2)), the forward keeps every query's m, l and Y; the
+// reverse then knows delta = dY . Y first and makes P~ and dS in one pass
+// over each row: the gradients of the reverse without them to round-off (not
+// bitwise: delta is summed another way), and the plain kernels' to 1e-12;
+// and the reverse does read them (a changed sum changes them).
+TEST_P(Kernels, KeptStatisticsAtOnceAgreeToRoundOff) {
+  const PetscInt d = 5, k = 3, N = 150;
+  Inputs in(GetParam(), d, k, N, 98);
+  const HeadShape &s = in.s;
+  const double *theta = in.theta.data(), *x = in.x.data();
+  const PetscInt width = attention_statistics_width(s);
+  ASSERT_TRUE(attention_statistics_pay(s, N));
+  EXPECT_FALSE(attention_statistics_pay(s, kKeysPerStatistic * width - 1));
+  for (Range q : {Range{0, N}, Range{37, 140}}) {
+    AttentionWork kept, swept, plain;
+    for (AttentionWork *w : {&kept, &swept, &plain}) w->reserve(s, N);
+    std::vector<double> stats(q.size() * width, NAN), out(q.size() * d, 0.0);
+    kept.statistics = stats.data();
+    attention_forward(s, theta, in.o, x, N, q, 0.7, out.data(), kept);
+    EXPECT_EQ(std::count_if(stats.begin(), stats.end(), [](double v) { return std::isnan(v); }), 0)
+        << q.begin << ": a query kept no statistics";
+    auto reverse = [&](AttentionWork &w, bool fast) {
+      std::pair<std::vector<double>, std::vector<double>> g{std::vector<double>(N * d, 0.2),
+                                                            std::vector<double>(s.size, 0.3)};
+      (fast ? attention_reverse : attention_reverse_plain)(s, theta, in.o, x, N, q, 0.7, in.lam.data() + q.begin * d,
+                                                           g.first.data(), g.second.data(), w);
+      return g;
+    };
+    const auto a = reverse(kept, true), b = reverse(swept, true), c = reverse(plain, false);
+    EXPECT_LT(relative_error(a.first, b.first), 1e-14) << q.begin;
+    EXPECT_LT(relative_error(a.second, b.second), 1e-14) << q.begin;
+    EXPECT_LT(relative_error(a.first, c.first), 1e-12) << q.begin;
+    EXPECT_LT(relative_error(a.second, c.second), 1e-12) << q.begin;
+    for (PetscInt r = 0; r < q.size(); ++r) stats[r * width + 1] *= 1.5; // every kept sum l
+    EXPECT_GT(relative_error(reverse(kept, true).first, b.first), 1e-3) << "the reverse did not read the kept statistics";
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(All, Kernels,
                          ::testing::Values(Case{HeadKind::qkv, false}, Case{HeadKind::qkv, true},
                                            Case{HeadKind::qkvo, false}, Case{HeadKind::qkvo, true}),

@@ -33,13 +33,16 @@ TEST(Bench, BoundCountsWhatTheReverseMakesAgain) {
   const Settings qkvo = shape(HeadKind::qkvo, 4);
   EXPECT_DOUBLE_EQ(forward_products(qkvo), 128.0);
   EXPECT_NEAR(step_bound(qkvo, 1.0, 1.0), 528e-9, 1e-18);
-  // Keys in tiles (N past keys_at_once): the forward's statistics give Y, so
-  // qkvo's sums are not made again.
-  const PetscInt N = AttentionWork().keys_at_once + 4;
-  const Settings tiled = shape(HeadKind::qkvo, N);
-  const double n = (double)N, projections = 2 * n * 2 * 3, scores = 2 * n * n, exps = n * n;
-  const double forward = projections + scores + 2 * n * n + 2 * n * 2;
-  EXPECT_NEAR(step_bound(tiled, 1.0, 1.0), (3 * forward + projections + scores + 2 * exps) * 1e-9, 1e-12);
+  // Keys in tiles (N past keys_at_once), or at once from N = 16 (dv + 2) =
+  // 48 on: the forward's statistics pay and give Y, so qkvo's sums are not
+  // made again; one key fewer, they are.
+  for (PetscInt N : {AttentionWork().keys_at_once + 4, kKeysPerStatistic * 3, kKeysPerStatistic * 3 - 1}) {
+    const Settings kept = shape(HeadKind::qkvo, N);
+    const double n = (double)N, projections = 2 * n * 2 * 3, scores = 2 * n * n, exps = n * n, sums = 2 * n * n;
+    const double forward = projections + scores + sums + 2 * n * 2;
+    const double again = projections + scores + (N < kKeysPerStatistic * 3 ? sums : 0.0);
+    EXPECT_NEAR(step_bound(kept, 1.0, 1.0), (3 * forward + again + 2 * exps) * 1e-9, 1e-12) << N;
+  }
 }
 
 // The cost model's count of a unit (CountUnit) and the benchmark's count

@@ -65,35 +65,39 @@ TEST(Cost, UnitOperationsByHand) {
   UnitOperations u = CountUnit(m, 4, 0, 4, 4.0);
   EXPECT_EQ(u.forward, 176.0);
   EXPECT_EQ(u.reverse, 352.0);
-  EXPECT_EQ(u.sweep, 0.0);
+  EXPECT_EQ(u.again, 0.0);
   // Causal: 1 + 2 + 3 + 4 = 10 keys; scores 20, exps 10, weighted sums 40.
   m.causal = true;
   EXPECT_EQ(CountUnit(m, 4, 0, 4, 4.0).forward, 134.0);
   // qkvo (dv = 1): projections 32 + 16, scores 32, exps 16, weighted sums
-  // 32, O 2 N dv d = 16; the reverse makes the weighted sums once more.
+  // 32, O 2 N dv d = 16; without the forward's statistics the reverse
+  // makes the weighted sums once more.
   m.causal = false, m.head_kind = HeadKind::qkvo;
   u = CountUnit(m, 4, 0, 4, 4.0);
   EXPECT_EQ(u.forward, 144.0);
-  EXPECT_EQ(u.reverse, 2 * 144.0 + 32.0);
+  EXPECT_EQ(u.reverse, 2 * 144.0);
+  EXPECT_EQ(u.again, 32.0);
   // Past keys_at_once keys a query is tiled: its scores, exps and weighted
   // sums made again in the sweep (and qkvo's weighted sums there, not twice).
   m.head_kind = HeadKind::qkv;
   const PetscInt N = AttentionWork().keys_at_once + 904; // 5000
   u = CountUnit(m, N, 0, 10, 10.0);
-  EXPECT_EQ(u.sweep, 10.0 * N * (2 * 1 + 1 + 2 * 2));
+  EXPECT_EQ(u.again, 10.0 * N * (2 * 1 + 1 + 2 * 2));
   m.causal = true; // of queries 4090 ... 4099, those from 4096 on: 4097 + ... + 4100 keys
   u = CountUnit(m, N, 4090, 4100, 10.0);
-  EXPECT_EQ(u.sweep, 16394.0 * 7);
-  m.head_kind = HeadKind::qkvo; // dv = 1: the untiled queries' weighted sums made again
+  EXPECT_EQ(u.again, 16394.0 * 7);
+  m.head_kind = HeadKind::qkvo; // dv = 1: the tiled queries' sweep, and the untiled ones' weighted sums
   const double keys = 4091.0 + 4092 + 4093 + 4094 + 4095 + 4096;
-  EXPECT_EQ(CountUnit(m, N, 4090, 4100, 10.0).reverse - 2 * CountUnit(m, N, 4090, 4100, 10.0).forward, 2 * keys);
+  u = CountUnit(m, N, 4090, 4100, 10.0);
+  EXPECT_EQ(u.reverse, 2 * u.forward);
+  EXPECT_EQ(u.again, 16394.0 * 5 + 2 * keys);
   // A causal sequence of 65536 tokens: 65536 * 65537 / 2 = 2147516416 keys,
   // past 2^31 (32-bit PetscInt): scores 2 k, exps 1, weighted sums 2 dv a key.
   m.head_kind = HeadKind::qkv;
   const UnitOperations big = CountUnit(m, 65536, 0, 65536, 65536.0);
   const double all = 65536.0 * 65537.0 / 2, projections = 2.0 * 65536 * 2 * 3 + 2.0 * 65536 * 2 * 1;
   EXPECT_EQ(big.forward, projections + all * (2 * 1 + 1 + 2 * 2));
-  EXPECT_GT(big.sweep, 0.0);
+  EXPECT_GT(big.again, 0.0);
 }
 
 // The reverse's operations at rate.reverse times the forward's rate.

@@ -131,6 +131,29 @@ TEST(Gradient, KeptStatisticsAreTheSweepsBitwise) {
   EXPECT_TRUE(gather(p->grad) == kept) << "the kept statistics change the gradient";
 }
 
+// Sequences whose keys fit at once but long enough for the statistics to
+// pay (N >= 16 (dv + 2) = 64 here): the forward keeps them for every query,
+// and the gradient is the one without them (dropped after the forward) to
+// round-off, causal or not.
+TEST(Gradient, KeptStatisticsAtOnceAgreeToRoundOff) {
+  for (const char *causal : {"false", "true"}) {
+    auto p = make_problem(PETSC_COMM_WORLD, tiny({"--model.L", "2", "--model.H", "3", "--model.d", "2", "--model.k", "1",
+                                                  "--data.M", "3", "--data.N", "70", "--model.causal", causal}));
+    ASSERT_EQ(ProblemEvaluate(p.get(), PETSC_TRUE), 0);
+    EXPECT_FALSE(p->velocity.statistics.empty()) << "70 tokens of dv = 2: statistics expected";
+    const std::vector<double> kept = gather(p->grad);
+    ASSERT_EQ(VecCopy(p->x0, p->x1), 0);
+    ASSERT_EQ(FlowForward(&p->flow, p->x1), 0);
+    p->velocity.statistics.clear();
+    ASSERT_EQ(RiskEvaluate(p->tokens, p->targets, &p->active, p->x1, p->adjoint, &p->risk), 0);
+    ASSERT_EQ(FlowAdjoint(&p->flow, p->adjoint, p->grad), 0);
+    ASSERT_EQ(VecScale(p->grad, (PetscScalar)(p->heads.L * p->heads.H)), 0);
+    const std::vector<double> swept = gather(p->grad);
+    EXPECT_LT(relative_error(kept, swept), 1e-13) << "causal " << causal;
+    EXPECT_FALSE(kept == swept) << "causal " << causal << ": the reverse did not read the kept statistics";
+  }
+}
+
 // Long sequences on all ranks, cut across token groups (shared as tokens
 // and as projections), with key tiles, kept rows and kept statistics: the
 // output and the gradient of the 1-rank run, to round-off.
