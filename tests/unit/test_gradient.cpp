@@ -113,22 +113,33 @@ TEST(Gradient, OneReverseSweepPerLayer) {
   EXPECT_EQ(p->velocity.sweeps - before, p->settings.model.L);
 }
 
-// Sequences long enough for key tiles: the forward keeps its tiled queries'
-// statistics for the adjoint, which then skips its first sweep; the gradient
-// is bitwise the one that sweeps (statistics dropped after the forward).
-TEST(Gradient, KeptStatisticsAreTheSweepsBitwise) {
-  auto p = make_problem(PETSC_COMM_WORLD, tiny({"--model.L", "2", "--model.H", "3", "--model.d", "2", "--model.k", "1",
-                                                "--data.M", "2", "--data.N", "4200", "--model.head_kind", "qkvo"}));
+// The gradient of settings `args` with the forward's statistics kept (they
+// must be), then again with them dropped after the forward (the reverse
+// makes them again).
+void gradients_with_statistics_and_without(const std::vector<std::string> &args, std::vector<double> *kept,
+                                           std::vector<double> *dropped) {
+  auto p = make_problem(PETSC_COMM_WORLD, tiny(args));
   ASSERT_EQ(ProblemEvaluate(p.get(), PETSC_TRUE), 0);
-  EXPECT_FALSE(p->velocity.statistics.empty()) << "4200 tokens take key tiles: statistics expected";
-  const std::vector<double> kept = gather(p->grad);
+  ASSERT_FALSE(p->velocity.statistics.empty()) << "statistics expected";
+  *kept = gather(p->grad);
   ASSERT_EQ(VecCopy(p->x0, p->x1), 0);
   ASSERT_EQ(FlowForward(&p->flow, p->x1), 0);
   p->velocity.statistics.clear();
   ASSERT_EQ(RiskEvaluate(p->tokens, p->targets, &p->active, p->x1, p->adjoint, &p->risk), 0);
   ASSERT_EQ(FlowAdjoint(&p->flow, p->adjoint, p->grad), 0);
   ASSERT_EQ(VecScale(p->grad, (PetscScalar)(p->heads.L * p->heads.H)), 0);
-  EXPECT_TRUE(gather(p->grad) == kept) << "the kept statistics change the gradient";
+  *dropped = gather(p->grad);
+}
+
+// Sequences long enough for key tiles: the forward keeps its tiled queries'
+// statistics for the adjoint, which then skips its first sweep; the gradient
+// is bitwise the one that sweeps (statistics dropped after the forward).
+TEST(Gradient, KeptStatisticsAreTheSweepsBitwise) {
+  std::vector<double> kept, swept;
+  gradients_with_statistics_and_without({"--model.L", "2", "--model.H", "3", "--model.d", "2", "--model.k", "1",
+                                         "--data.M", "2", "--data.N", "4200", "--model.head_kind", "qkvo"},
+                                        &kept, &swept);
+  EXPECT_TRUE(kept == swept) << "the kept statistics change the gradient";
 }
 
 // Sequences whose keys fit at once but long enough for the statistics to
@@ -137,18 +148,10 @@ TEST(Gradient, KeptStatisticsAreTheSweepsBitwise) {
 // round-off, causal or not.
 TEST(Gradient, KeptStatisticsAtOnceAgreeToRoundOff) {
   for (const char *causal : {"false", "true"}) {
-    auto p = make_problem(PETSC_COMM_WORLD, tiny({"--model.L", "2", "--model.H", "3", "--model.d", "2", "--model.k", "1",
-                                                  "--data.M", "3", "--data.N", "70", "--model.causal", causal}));
-    ASSERT_EQ(ProblemEvaluate(p.get(), PETSC_TRUE), 0);
-    EXPECT_FALSE(p->velocity.statistics.empty()) << "70 tokens of dv = 2: statistics expected";
-    const std::vector<double> kept = gather(p->grad);
-    ASSERT_EQ(VecCopy(p->x0, p->x1), 0);
-    ASSERT_EQ(FlowForward(&p->flow, p->x1), 0);
-    p->velocity.statistics.clear();
-    ASSERT_EQ(RiskEvaluate(p->tokens, p->targets, &p->active, p->x1, p->adjoint, &p->risk), 0);
-    ASSERT_EQ(FlowAdjoint(&p->flow, p->adjoint, p->grad), 0);
-    ASSERT_EQ(VecScale(p->grad, (PetscScalar)(p->heads.L * p->heads.H)), 0);
-    const std::vector<double> swept = gather(p->grad);
+    std::vector<double> kept, swept;
+    gradients_with_statistics_and_without({"--model.L", "2", "--model.H", "3", "--model.d", "2", "--model.k", "1",
+                                           "--data.M", "3", "--data.N", "70", "--model.causal", causal},
+                                          &kept, &swept);
     EXPECT_LT(relative_error(kept, swept), 1e-13) << "causal " << causal;
     EXPECT_FALSE(kept == swept) << "causal " << causal << ": the reverse did not read the kept statistics";
   }
