@@ -346,7 +346,8 @@ double row_exp_at(double *row, PetscInt n, double beta, double shift, double *wi
 }
 
 template <Along along>
-double row_exp_along(double *row, PetscInt n, double beta, double shift, double *with, double f, double c, double *dot) {
+double row_exp_along(double *row, PetscInt n, double beta, double shift, double *with, double f, double c,
+                     double *dot) {
   return beta == 1.0 ? row_exp_at<false, along>(row, n, beta, shift, with, f, c, dot)
                      : row_exp_at<true, along>(row, n, beta, shift, with, f, c, dot);
 }
@@ -698,16 +699,21 @@ void block_reverse_tile(const HeadShape &s, const AttentionOptions &o, PetscInt 
 // The reverse from the projections in w, up to them: w.dkappa, w.dw (nk keys)
 // and w.dqs (the queries) are set, dO is added to dtheta; then through Q.
 // A block takes Y, m and l from the forward's statistics when it kept them,
-// and then makes P~ and dS in one pass over each row (block_reverse_tile),
-// tile by tile when tiled. Without them, a tiled block makes them in a first
-// sweep over its key tiles (one more score product and exp than at once, in
-// cache); a block with its keys at once makes P~ and delta in one pass
-// (delta summed over the row, not dY . Y: the same to round-off), then dS.
+// and then makes P~ and dS in one pass over each row (block_reverse_tile).
+// With them no row is needed whole: every block takes its keys in tiles of
+// key_tile, and the blocks are as many queries as suit a tile
+// (AttentionWork::rows), so that a tile's scores and dP stay in L2 (at S3's
+// shape, 128 queries by 256 keys against 64 by 1024: the reverse of a unit
+// 3.29-3.42 -> 3.02-3.06 ms in a microbenchmark). Without them, a tiled
+// block makes them in a first sweep over its key tiles (one more score
+// product and exp than at once, in cache); a block with its keys at once
+// makes P~ and delta in one pass (delta summed over the row, not dY . Y: the
+// same to round-off), then dS.
 void reverse_projected(const HeadShape &s, const double *theta, const AttentionOptions &o, const double *xq, PetscInt N,
                        Range q, double scale, const double *lam, double *dxq, double *dtheta, AttentionWork &w) {
   const PetscInt nk = key_count(o, N, q);
   w.keys.set = 0; // the blocks set the keys' gradients as they reach them (add_to_keys)
-  const PetscInt rows = w.rows(nk);
+  const PetscInt rows = w.rows(w.statistics ? std::min(nk, w.key_tile) : nk);
   for (PetscInt r0 = 0; r0 < q.size(); r0 += rows) {
     const QueryBlock b(o, N, q, r0, rows);
     const bool tiled = b.tiled(w);
@@ -740,7 +746,7 @@ void reverse_projected(const HeadShape &s, const double *theta, const AttentionO
       continue;
     }
     for (PetscInt r = 0; r < b.nb; ++r) w.delta[r] = row_dot(w.dy.data() + r * s.dv, w.y.data() + r * s.dv, s.dv);
-    const PetscInt tile = tiled ? w.key_tile : b.nkb;
+    const PetscInt tile = w.key_tile; // (the statistics kept, or tiled)
     for (PetscInt t0 = 0; t0 < b.nkb; t0 += tile) block_reverse_tile(s, o, nk, b, t0, std::min(tile, b.nkb - t0), w);
   }
   // Through the queries' projection.

@@ -60,8 +60,9 @@ struct AttentionWork {
   // softmax statistics: per query of q, in order, m, l and Y (dv + 2
   // numbers, attention_statistics_width). With them the reverse knows
   // delta = dY . Y before its pass over a row, which then makes P~ and dS at
-  // once, and a tiled block skips its first sweep over the key tiles (one
-  // score product and exp less a score). What it reads is what a tiled
+  // once, takes every block's keys in tiles of key_tile, and a tiled block
+  // skips its first sweep over the key tiles (one score product and exp less
+  // a score). What it reads is what a tiled
   // block's sweep would make, bitwise, when the forward ran on the same
   // tokens and head; a block with its keys at once gets the same gradients
   // as without them to round-off (its delta summed another way). Null (the

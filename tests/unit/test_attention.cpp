@@ -233,28 +233,34 @@ TEST_P(Kernels, KeptStatisticsAtOnceAgreeToRoundOff) {
   const PetscInt width = attention_statistics_width(s);
   ASSERT_TRUE(attention_statistics_pay(s, N));
   EXPECT_FALSE(attention_statistics_pay(s, kKeysPerStatistic * width - 1));
-  for (Range q : {Range{0, N}, Range{37, 140}}) {
-    AttentionWork kept, swept, plain;
-    for (AttentionWork *w : {&kept, &swept, &plain}) w->reserve(s, N);
-    std::vector<double> stats(q.size() * width, NAN), out(q.size() * d, 0.0);
-    kept.statistics = stats.data();
-    attention_forward(s, theta, in.o, x, N, q, 0.7, out.data(), kept);
-    EXPECT_EQ(std::count_if(stats.begin(), stats.end(), [](double v) { return std::isnan(v); }), 0)
-        << q.begin << ": a query kept no statistics";
-    auto reverse = [&](AttentionWork &w, bool fast) {
-      std::pair<std::vector<double>, std::vector<double>> g{std::vector<double>(N * d, 0.2),
-                                                            std::vector<double>(s.size, 0.3)};
-      (fast ? attention_reverse : attention_reverse_plain)(s, theta, in.o, x, N, q, 0.7, in.lam.data() + q.begin * d,
-                                                           g.first.data(), g.second.data(), w);
-      return g;
-    };
-    const auto a = reverse(kept, true), b = reverse(swept, true), c = reverse(plain, false);
-    EXPECT_LT(relative_error(a.first, b.first), 1e-14) << q.begin;
-    EXPECT_LT(relative_error(a.second, b.second), 1e-14) << q.begin;
-    EXPECT_LT(relative_error(a.first, c.first), 1e-12) << q.begin;
-    EXPECT_LT(relative_error(a.second, c.second), 1e-12) << q.begin;
-    for (PetscInt r = 0; r < q.size(); ++r) stats[r * width + 1] *= 1.5; // every kept sum l
-    EXPECT_GT(relative_error(reverse(kept, true).first, b.first), 1e-3) << "the reverse did not read the kept statistics";
+  // With them the reverse takes the keys in tiles of key_tile (13: many,
+  // some wholly or partly masked), the forward still all at once.
+  for (PetscInt tile : {AttentionWork().key_tile, (PetscInt)13}) {
+    for (Range q : {Range{0, N}, Range{37, 140}}) {
+      AttentionWork kept, swept, plain;
+      kept.key_tile = tile;
+      for (AttentionWork *w : {&kept, &swept, &plain}) w->reserve(s, N);
+      std::vector<double> stats(q.size() * width, NAN), out(q.size() * d, 0.0);
+      kept.statistics = stats.data();
+      attention_forward(s, theta, in.o, x, N, q, 0.7, out.data(), kept);
+      EXPECT_EQ(std::count_if(stats.begin(), stats.end(), [](double v) { return std::isnan(v); }), 0)
+          << q.begin << ": a query kept no statistics";
+      auto reverse = [&](AttentionWork &w, bool fast) {
+        std::pair<std::vector<double>, std::vector<double>> g{std::vector<double>(N * d, 0.2),
+                                                              std::vector<double>(s.size, 0.3)};
+        const auto kernel = fast ? attention_reverse : attention_reverse_plain;
+        kernel(s, theta, in.o, x, N, q, 0.7, in.lam.data() + q.begin * d, g.first.data(), g.second.data(), w);
+        return g;
+      };
+      const auto a = reverse(kept, true), b = reverse(swept, true), c = reverse(plain, false);
+      EXPECT_LT(relative_error(a.first, b.first), 1e-14) << q.begin << ", tile " << tile;
+      EXPECT_LT(relative_error(a.second, b.second), 1e-14) << q.begin << ", tile " << tile;
+      EXPECT_LT(relative_error(a.first, c.first), 1e-12) << q.begin << ", tile " << tile;
+      EXPECT_LT(relative_error(a.second, c.second), 1e-12) << q.begin << ", tile " << tile;
+      for (PetscInt r = 0; r < q.size(); ++r) stats[r * width + 1] *= 1.5; // every kept sum l
+      EXPECT_GT(relative_error(reverse(kept, true).first, b.first), 1e-3)
+          << "the reverse did not read the kept statistics";
+    }
   }
 }
 
