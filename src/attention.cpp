@@ -547,25 +547,6 @@ void block_attention(const HeadShape &s, const AttentionOptions &o, PetscInt nk,
   for (PetscInt r = 0; r < b.nb; ++r) row_scale(w.y.data() + r * s.dv, s.dv, 1.0 / w.l[r]);
 }
 
-// For each tile of the block's keys (t0, nt): the scores q kappa^T in w.p
-// (nb x nt), row(r, P_r, nv) on each row's nv valid entries and zeros beyond
-// them, then after(t0, nt).
-template <class Row, class After>
-void over_key_tiles(const HeadShape &s, const AttentionOptions &o, PetscInt nk, const QueryBlock &b, AttentionWork &w,
-                    Row row, After after) {
-  for (PetscInt t0 = 0; t0 < b.nkb; t0 += w.key_tile) {
-    const PetscInt nt = std::min(w.key_tile, b.nkb - t0);
-    block_scores(s, nk, b, t0, nt, w);
-    for (PetscInt r = 0; r < b.nb; ++r) {
-      double *pr = w.p.data() + r * nt;
-      const PetscInt nv = b.valid(o, r, t0, nt);
-      row(r, pr, nv);
-      std::fill(pr + nv, pr + nt, 0.0);
-    }
-    after(t0, nt);
-  }
-}
-
 // The block's keys in tiles of key_tile (flash attention's online softmax):
 // Y = softmax(beta q kappa^T) w, and each row's maximum score m and sum l,
 // such that P = exp(beta (S - m)) / l. A tile raising a row's maximum rescales
@@ -575,20 +556,25 @@ void block_attention_tiled(const HeadShape &s, const AttentionOptions &o, PetscI
   std::fill(w.m.begin(), w.m.begin() + b.nb, -std::numeric_limits<double>::infinity());
   std::fill(w.l.begin(), w.l.begin() + b.nb, 0.0);
   std::fill(w.y.begin(), w.y.begin() + b.nb * s.dv, 0.0);
-  auto online = [&](PetscInt r, double *row, PetscInt nv) {
-    if (nv == 0) return;
-    const double mx = std::max(w.m[r], row_max(row, nv));
-    if (mx > w.m[r] && w.l[r] > 0) { // 0 * -infinity is not 0: the first tile rescales nothing
-      const double a = std::exp(o.beta * (w.m[r] - mx));
-      w.l[r] *= a;
-      for (PetscInt c = 0; c < s.dv; ++c) w.y[r * s.dv + c] *= a;
+  for (PetscInt t0 = 0; t0 < b.nkb; t0 += w.key_tile) {
+    const PetscInt nt = std::min(w.key_tile, b.nkb - t0);
+    block_scores(s, nk, b, t0, nt, w);
+    for (PetscInt r = 0; r < b.nb; ++r) {
+      double *row = w.p.data() + r * nt;
+      const PetscInt nv = b.valid(o, r, t0, nt);
+      std::fill(row + nv, row + nt, 0.0);
+      if (nv == 0) continue;
+      const double mx = std::max(w.m[r], row_max(row, nv));
+      if (mx > w.m[r] && w.l[r] > 0) { // 0 * -infinity is not 0: the first tile rescales nothing
+        const double a = std::exp(o.beta * (w.m[r] - mx));
+        w.l[r] *= a;
+        for (PetscInt c = 0; c < s.dv; ++c) w.y[r * s.dv + c] *= a;
+      }
+      w.m[r] = mx;
+      w.l[r] += row_exp(row, nv, o.beta, mx);
     }
-    w.m[r] = mx;
-    w.l[r] += row_exp(row, nv, o.beta, mx);
-  };
-  over_key_tiles(s, o, nk, b, w, online, [&](PetscInt t0, PetscInt nt) {
     gemm(false, false, b.nb, s.dv, nt, 1.0, w.p.data(), nt, w.keys.w + t0 * s.dv, s.dv, 1.0, w.y.data(), s.dv);
-  });
+  }
   for (PetscInt r = 0; r < b.nb; ++r) row_scale(w.y.data() + r * s.dv, s.dv, 1.0 / w.l[r]);
 }
 
@@ -670,13 +656,6 @@ void block_reverse_products(const HeadShape &s, PetscInt nk, const QueryBlock &b
   w.keys.set = std::max(w.keys.set, t0 + nt);
 }
 
-// The same from dP in w.dp and the row sums in w.l: dS first.
-void block_reverse_keys(const HeadShape &s, const AttentionOptions &o, PetscInt nk, const QueryBlock &b, PetscInt t0,
-                        PetscInt nt, AttentionWork &w) {
-  softmax_reverse_rows(w.dp.data(), w.p.data(), b.nb, nt, o.beta, w.l.data(), w.delta.data());
-  block_reverse_products(s, nk, b, t0, nt, w);
-}
-
 // The reverse against the nt keys from t0 with each row's m, l and delta_r
 // = dY_r . Y_r known first (the forward's statistics, or a tiled block's
 // first sweep): dP = dY w^T, the scores again, and one pass over each row
@@ -741,8 +720,9 @@ void reverse_projected(const HeadShape &s, const double *theta, const AttentionO
       gemm(true, false, s.d, s.k, b.nb, scale, l_blk, s.d, w.y.data(), s.k, 1.0, dtheta + s.offO, s.k);
     for (PetscInt r = 0; r < b.nb; ++r)
       for (PetscInt e = 0; e < s.dv; ++e) w.dyl[r * s.dv + e] = w.dy[r * s.dv + e] / w.l[r];
-    if (!known) {
-      block_reverse_keys(s, o, nk, b, 0, b.nkb, w);
+    if (!known) { // dS from dP, then back through it
+      softmax_reverse_rows(w.dp.data(), w.p.data(), b.nb, b.nkb, o.beta, w.l.data(), w.delta.data());
+      block_reverse_products(s, nk, b, 0, b.nkb, w);
       continue;
     }
     for (PetscInt r = 0; r < b.nb; ++r) w.delta[r] = row_dot(w.dy.data() + r * s.dv, w.y.data() + r * s.dv, s.dv);
