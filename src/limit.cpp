@@ -24,15 +24,7 @@ PetscErrorCode LimitSolve(MPI_Comm comm, const Settings &s, LimitResult *r, cons
   PetscFunctionBeginUser;
   PetscCall(ProblemCreate(comm, s, &p));
   if (heads) {
-    PetscInt lo, hi, n;
-    PetscScalar *t;
-    PetscCall(VecGetSize(p.heads.theta, &n));
-    PetscCheck((size_t)n == heads->size(), comm, PETSC_ERR_ARG_SIZ, "heads of %zu entries for a model of %" PetscInt_FMT,
-               heads->size(), n);
-    PetscCall(VecGetOwnershipRange(p.heads.theta, &lo, &hi));
-    PetscCall(VecGetArray(p.heads.theta, &t));
-    for (PetscInt i = lo; i < hi; ++i) t[i - lo] = (*heads)[i];
-    PetscCall(VecRestoreArray(p.heads.theta, &t));
+    PetscCall(SetFromAll(p.heads.theta, *heads));
     PetscCall(ProblemSetHeads(&p));
   }
   if (trajectory) PetscCall(ProblemRecordTrajectory(&p, trajectory));

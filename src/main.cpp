@@ -27,6 +27,7 @@ const struct {
     {"lse", "the log-sum-exp independence test of the token distributions", mft::CommandLse},
     {"limit", "the mean-field reference: a shared head ensemble, adaptive depth", mft::CommandLimit},
     {"study", "convergence studies: run cases (all or one), or --aggregate a folder", mft::CommandStudy},
+    {"worst", "the input of largest error against references, in a ball", mft::CommandWorst},
     {"bench", "time a training step and the forward pass at the standard sizes", mft::CommandBench},
     {"info", "what an mft HDF5 file is and holds (mft info FILE)", mft::CommandInfo},
 };

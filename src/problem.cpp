@@ -228,6 +228,20 @@ PetscErrorCode GatherAll(Vec v, std::vector<double> *all) {
   PetscFunctionReturn(0);
 }
 
+PetscErrorCode SetFromAll(Vec v, const std::vector<double> &all) {
+  PetscInt lo, hi, n;
+  PetscScalar *a;
+  PetscFunctionBeginUser;
+  PetscCall(VecGetSize(v, &n));
+  PetscCheck((size_t)n == all.size(), PetscObjectComm((PetscObject)v), PETSC_ERR_ARG_SIZ,
+             "%zu entries for a vector of %" PetscInt_FMT, all.size(), n);
+  PetscCall(VecGetOwnershipRange(v, &lo, &hi));
+  PetscCall(VecGetArray(v, &a));
+  for (PetscInt i = lo; i < hi; ++i) a[i - lo] = all[i];
+  PetscCall(VecRestoreArray(v, &a));
+  PetscFunctionReturn(0);
+}
+
 PetscErrorCode ProblemSetHeads(Problem *p) {
   PetscFunctionBeginUser;
   PetscCall(HeadsGather(&p->heads));

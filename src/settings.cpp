@@ -258,7 +258,7 @@ std::vector<Option> declare(Settings &s) {
       real("ntk.max_gb", &s.ntk.max_gb, 0.0, true, "memory per rank the NTK may use (GiB)"),
       integer("ntk.max_matrix", &s.ntk.max_matrix, 0, "write /ntk/matrix up to this many outputs"),
       text("params.file", &s.params_file,
-           "forward, ntk, train: start from the heads of this run or checkpoint file (/params); its model and loss "
+           "forward, ntk, train, worst: start from the heads of this run or checkpoint file (/params); its model and loss "
            "settings are taken from it"),
 
       integer("limit.heads", &s.limit.heads, 1, "H_ref: heads of the ensemble shared by every depth"),
@@ -305,6 +305,19 @@ std::vector<Option> declare(Settings &s) {
                      "drift in L and H"),
       text("study.dir", &s.study.dir, "folder of the case files, tables and plots"),
       integer("study.only", &s.study.only, -1, "run only this case (a Slurm array task); -1: every case"),
+
+      text("worst.references", &s.worst.references,
+           "run files (or checkpoints) of the references, space-separated: same d, head kind and loss as params.file"),
+      real("worst.radius", &s.worst.radius, 0.0, true, "every input token in the ball |x_i| <= radius"),
+      integer("worst.starts", &s.worst.starts, 1,
+              "random starts (each token uniform in the ball), besides study.probe_M sequences of each study.probes "
+              "family"),
+      integer("worst.steps", &s.worst.steps, 0, "projected gradient ascent iterations (0: evaluate the starts only)"),
+      seed("worst.seed", &s.worst.seed, "seed of the random starts"),
+      integer("worst.log_every", &s.worst.log_every, 1, "print progress every this many iterations"),
+      flag("worst.crossfit", &s.worst.crossfit,
+           "search against the first half of the references and score the input found on the other half (false: "
+           "search against all, the raw figure, inflated by its own search)"),
 
       text("bench.sizes", &s.bench.sizes,
            "sizes: S1 S2 S3 (timed here), LC (one sequence of 65536 tokens), REF (a 256 x 256 trained reference), "
@@ -422,13 +435,15 @@ bool SettingsReads(const std::string &command, const std::string &key) {
       {"lse", {"data", "lse", "output"}},
       {"limit", {"model", "data", "init", "limit", "output", "parallel"}},
       {"study", {"model", "data", "init", "loss", "train", "limit", "study", "checkpoint", "parallel"}},
-      {"bench", {"model", "data", "init", "loss", "train", "bench", "parallel"}}};
+      {"bench", {"model", "data", "init", "loss", "train", "bench", "parallel"}},
+      {"worst", {"model", "data", "loss", "params", "worst", "output", "parallel"}}};
   const auto it = sections.find(command);
   if (it == sections.end()) return true;
   if (command == "lse" && key == "model.d") return true;
   if (key == "output.trajectory") return command == "forward" || command == "train" || command == "limit";
   if (key == "data.heldout") return command == "train" || command == "study"; // a study: held-out risk per recorded time
   if (key == "loss.accuracy") return command == "train";
+  if (key == "study.probes" || key == "study.probe_M") return command == "study" || command == "worst"; // worst: starts
   const std::string section = key.substr(0, key.find('.'));
   return std::find(it->second.begin(), it->second.end(), section) != it->second.end();
 }
@@ -468,7 +483,7 @@ static PetscErrorCode CheckOutputs(MPI_Comm comm, const std::string &command, co
   if (rank == 0) {
     std::string w;
     const bool writes = command == "forward" || command == "train" || command == "ntk" || command == "limit" ||
-                        command == "lse";
+                        command == "lse" || command == "worst";
     if (writes && !(w = unwritable(s.output.file)).empty()) w = "output.file cannot be written: " + w;
     else if (command == "train" && !(w = unwritable_folder(s.checkpoint.dir)).empty())
       w = "checkpoint.dir cannot be written: " + w;
@@ -481,9 +496,12 @@ static PetscErrorCode CheckOutputs(MPI_Comm comm, const std::string &command, co
   // print its own lines on a folder, and a study would start its cases).
   if (rank == 0) {
     std::string w;
-    for (const auto &[key, path] : std::vector<std::pair<std::string, std::string>>{
-             {"data.file", s.data.file}, {"data.heldout", s.data.heldout}, {"params.file", s.params_file},
-             {"restart", s.restart == "auto" ? "" : s.restart}})
+    std::vector<std::pair<std::string, std::string>> inputs = {
+        {"data.file", s.data.file}, {"data.heldout", s.data.heldout}, {"params.file", s.params_file},
+        {"restart", s.restart == "auto" ? "" : s.restart}};
+    std::istringstream references(command == "worst" ? s.worst.references : "");
+    for (std::string r; references >> r;) inputs.emplace_back("worst.references", r);
+    for (const auto &[key, path] : inputs)
       if (w.empty() && !path.empty() && !h5::NotReadable(path).empty())
         w = "cannot open '" + path + "': " + h5::NotReadable(path) + " (" + key + ")";
     std::snprintf(why, sizeof why, "%s", w.c_str());
@@ -619,12 +637,19 @@ std::string StoreValues(const std::vector<std::string> &args, std::vector<Option
   for (const std::string &a : args) on_command_line.insert(argument_key(a));
   const std::filesystem::path config_dir =
       vm.count("config") ? std::filesystem::path(vm["config"].as<std::string>()).parent_path() : "";
-  const std::set<std::string> inputs = {"data.file", "data.heldout", "params.file", "study.probe_file"};
+  const std::set<std::string> inputs = {"data.file", "data.heldout", "params.file", "study.probe_file",
+                                        "worst.references"};
+  auto beside_config = [&](const std::string &path) {
+    return std::filesystem::path(path).is_relative() ? (config_dir / path).lexically_normal().string() : path;
+  };
   for (auto &o : options) {
     std::string v = vm[o.key].as<std::string>();
-    if (inputs.count(o.key) && !v.empty() && !vm[o.key].defaulted() && !on_command_line.count(o.key) &&
-        std::filesystem::path(v).is_relative())
-      v = (config_dir / v).lexically_normal().string();
+    if (inputs.count(o.key) && !v.empty() && !vm[o.key].defaulted() && !on_command_line.count(o.key)) {
+      std::istringstream paths(v); // a list of files (worst.references), each beside the config
+      std::string w, all;
+      while (paths >> w) all += (all.empty() ? "" : " ") + beside_config(w);
+      v = o.key == "worst.references" ? all : beside_config(v);
+    }
     if (!vm[o.key].defaulted()) s->explicit_keys.push_back(o.key);
     try {
       o.set(v);
@@ -649,7 +674,7 @@ std::string UnusedOption(const std::string &command, const std::vector<std::stri
     const std::string key = argument_key(a);
     if (key.find('.') == std::string::npos || !vm.count(key) || SettingsReads(command, key)) continue;
     std::string users;
-    for (const char *c : {"forward", "train", "ntk", "lse", "limit", "study", "bench"})
+    for (const char *c : {"forward", "train", "ntk", "lse", "limit", "study", "bench", "worst"})
       if (SettingsReads(c, key)) users += std::string(users.empty() ? "" : ", ") + c;
     return key + " is not used by mft " + command + " (only by " + users + ")";
   }

@@ -32,6 +32,9 @@ PetscErrorCode CommandBench(MPI_Comm comm, const std::vector<std::string> &args,
 // mft info FILE: what an mft file is and holds; exit 2 when it is damaged.
 PetscErrorCode CommandInfo(MPI_Comm comm, const std::vector<std::string> &args, int *status);
 
+// mft worst: the input of largest error of a model against references.
+PetscErrorCode CommandWorst(MPI_Comm comm, const std::vector<std::string> &args, int *status);
+
 // mft lse: the log-sum-exp independence test of the token distributions.
 PetscErrorCode CommandLse(MPI_Comm comm, const std::vector<std::string> &args, int *status);
 

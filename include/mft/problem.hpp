@@ -49,6 +49,10 @@ PetscErrorCode ProblemRecordTrajectory(Problem *p, Trajectory *t);
 // The whole of a distributed vector, on every rank.
 PetscErrorCode GatherAll(Vec v, std::vector<double> *all);
 
+// The inverse of GatherAll: the owned entries of v from the whole of it
+// (all of v, in its global order, on every rank).
+PetscErrorCode SetFromAll(Vec v, const std::vector<double> &all);
+
 // After a change of p->heads.theta: refresh the head replicas.
 PetscErrorCode ProblemSetHeads(Problem *p);
 

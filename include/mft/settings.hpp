@@ -112,6 +112,17 @@ struct StudySettings {
   PetscInt only = -1;                 // run only this case (a Slurm array task); -1: all
 };
 
+// mft worst: the input of largest error against references (worst.hpp).
+struct WorstSettings {
+  std::string references;      // run files of the references (space-separated)
+  double radius = 1.0;         // every token in the ball |x_i| <= radius
+  PetscInt starts = 8;         // random starts (each token uniform in the ball), besides the probe families
+  PetscInt steps = 100;        // ascent iterations (0: the starts only)
+  std::uint64_t seed = 8;      // the random starts
+  PetscInt log_every = 10;     // progress every this many iterations
+  bool crossfit = true;        // search against half the references, score on the other half
+};
+
 struct BenchSettings {
   std::string sizes = "S1 S2 S3"; // standard sizes (S1, S2, S3), or "custom": the [model] and [data] settings
   PetscInt repeats = 5;              // 0: no timing (predictions only, at parallel.rate)
@@ -177,6 +188,7 @@ struct Settings {
   LimitSettings limit;
   StudySettings study;
   BenchSettings bench;
+  WorstSettings worst;
   std::string aggregate;      // study: aggregate this directory instead of running cases
   bool list_cases = false;    // study: print the cases and exit
   std::string params_file;    // forward, ntk, train: the heads (and model settings) of this run or checkpoint file

@@ -1,0 +1,112 @@
+// mft worst: the input of largest error of a model (--params.file) against
+// references (--worst.references), every token in the ball |x_i| <=
+// worst.radius (worst.hpp). Writes /worst/tokens, /worst/output,
+// /worst/reference_output (and /worst/heldout_output) in the run-file layout,
+// the objective along the search, and one summary line with "worst_err": a
+// lower bound on the supremum, since the search may miss the maximum.
+#include "mft/commands.hpp"
+#include "mft/error.hpp"
+#include "mft/report.hpp"
+#include "mft/runfile.hpp"
+#include "mft/study_cases.hpp"
+#include "mft/worst.hpp"
+
+namespace mft {
+
+namespace {
+
+// A reference's settings: the command's, with the model and loss recorded in
+// its file (as --params.file); another d, head kind or loss is refused.
+PetscErrorCode ReferenceSettings(MPI_Comm comm, const std::vector<std::string> &args, const Settings &model,
+                                 const std::string &path, Settings *rs) {
+  std::vector<std::string> with = args;
+  with.insert(with.end(), {"--params.file", path});
+  PetscBool help;
+  PetscFunctionBeginUser;
+  PetscCall(SettingsParse(comm, "worst", with, rs, &help));
+  PetscCall(PetscPushErrorHandler(ErrorCapture, nullptr));
+  const PetscErrorCode err = SettingsFromFiles(comm, "worst", with, rs);
+  PetscCall(PetscPopErrorHandler());
+  PetscCheck(!err, comm, PETSC_ERR_FILE_UNEXPECTED, "worst.references: %s", captured_error());
+  const ModelSettings &a = model.model, &b = rs->model;
+  PetscCheck(a.d == b.d && a.head_kind == b.head_kind && model.loss.kind == rs->loss.kind, comm, PETSC_ERR_USER_INPUT,
+             "worst.references: %s is a %s model of d = %" PetscInt_FMT " with the %s loss, params.file %s a %s model "
+             "of d = %" PetscInt_FMT " with the %s loss: a reference must share d, head kind and loss",
+             path.c_str(), to_string(b.head_kind), b.d, to_string(rs->loss.kind), model.params_file.c_str(),
+             to_string(a.head_kind), a.d, to_string(model.loss.kind));
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode WorstFileWrite(MPI_Comm comm, const Settings &s, const WorstResult &r) {
+  const unsigned long long N = r.N, d = r.d, S = r.starts;
+  std::vector<ResultArray> arrays = {{"/worst/tokens", {1, N, d}, r.tokens.data()},
+                                     {"/worst/output", {1, N, d}, r.output.data()},
+                                     {"/worst/reference_output", {1, N, d}, r.reference_output.data()},
+                                     {"/worst/objective", {r.objective.size()}, r.objective.data()},
+                                     {"/worst/start_err", {S}, r.start_err.data()}};
+  if (!r.heldout_output.empty()) arrays.push_back({"/worst/heldout_output", {1, N, d}, r.heldout_output.data()});
+  auto text = [](double v) { return study::num(v); };
+  PetscFunctionBeginUser;
+  PetscCall(ResultFileWrite(comm, s, arrays,
+                            {{"worst.err", text(r.err)},
+                             {"worst.err_raw", text(r.raw)},
+                             {"worst.err_heldout_raw", text(r.heldout_raw)},
+                             {"worst.floor", text(r.floor)},
+                             {"worst.estimator", r.estimator},
+                             {"worst.best_start", r.start_names[r.best]},
+                             {"worst.search_references", std::to_string(r.search_references)},
+                             {"worst.bound", "a lower bound on the supremum over the ball (the search may miss it)"}},
+                            s.output.file));
+  PetscFunctionReturn(0);
+}
+
+} // namespace
+
+PetscErrorCode CommandWorst(MPI_Comm comm, const std::vector<std::string> &args, int *status) {
+  Settings s;
+  PetscBool help;
+  WorstResult r;
+  PetscFunctionBeginUser;
+  PetscCall(SettingsParse(comm, "worst", args, &s, &help));
+  if (help) PetscFunctionReturn(0);
+  PetscCheck(!s.params_file.empty(), comm, PETSC_ERR_USER_INPUT, "mft worst needs the model: give --params.file RUN.h5");
+  const auto paths = study::words(s.worst.references);
+  PetscCheck(!paths.empty(), comm, PETSC_ERR_USER_INPUT,
+             "mft worst needs references: give --worst.references \"R1.h5 R2.h5 ...\"");
+  for (const std::string &f : study::words(s.study.probes)) {
+    PetscBool known = PETSC_FALSE;
+    for (const char *k : {"discrete", "uniform_cube", "laplace", "gauss_mix2", "gaussian"}) known = known || f == k ? PETSC_TRUE : PETSC_FALSE;
+    PetscCheck(known, comm, PETSC_ERR_USER_INPUT, "study.probes: '%s' is not a token family", f.c_str());
+  }
+  PetscCall(SettingsFromFiles(comm, "worst", args, &s));
+  std::vector<WorstSide> references(paths.size());
+  for (size_t i = 0; i < paths.size(); ++i) {
+    PetscCall(ReferenceSettings(comm, args, s, paths[i], &references[i].settings));
+    references[i].file = paths[i];
+  }
+  PetscCall(PetscPrintf(comm,
+                        "mft worst: %s model %" PetscInt_FMT " x %" PetscInt_FMT " (%s) against %zu references, "
+                        "N = %" PetscInt_FMT " tokens in the ball of radius %s in R^%" PetscInt_FMT
+                        ", %" PetscInt_FMT " random starts and the probe families, %" PetscInt_FMT " iterations\n",
+                        to_string(s.model.head_kind), s.model.L, s.model.H, s.params_file.c_str(), paths.size(),
+                        s.data.N, study::num(s.worst.radius).c_str(), s.model.d, s.worst.starts, s.worst.steps));
+  PetscCall(WorstSearch(comm, s, WorstSide{s, s.params_file, nullptr}, references, "worst: ", &r));
+  PetscCall(WorstFileWrite(comm, s, r));
+  PetscCall(PetscPrintf(comm,
+                        "worst input: start %s, err %.6e (%s; against the search references %.6e, best start before "
+                        "the search %.6e), a lower bound on the supremum; %.2f s, wrote %s\n",
+                        r.start_names[r.best].c_str(), r.err, r.estimator.c_str(), r.raw, r.initial, r.seconds,
+                        s.output.file.c_str()));
+  Summary sum;
+  sum.add("command", std::string("worst")).add("worst_err", r.err).add("estimator", r.estimator);
+  sum.add("worst_err_raw", r.raw).add("worst_err_heldout_raw", r.heldout_raw).add("floor", r.floor);
+  sum.add("initial_err", r.initial).add("bound", std::string("lower"));
+  sum.add("starts", (long long)r.starts).add("iterations", (long long)r.iterations);
+  sum.add("evaluations", (long long)r.evaluations).add("search_references", (long long)r.search_references);
+  sum.add("heldout_references", (long long)r.heldout_references).add("seconds", r.seconds);
+  sum.add("ranks", (long long)[&] { PetscMPIInt n; MPI_Comm_size(comm, &n); return n; }()).add("file", s.output.file);
+  PetscCall(sum.print(comm));
+  PetscFunctionReturn(0);
+}
+
+} // namespace mft
