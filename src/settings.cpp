@@ -312,6 +312,8 @@ std::vector<Option> declare(Settings &s) {
       integer("worst.starts", &s.worst.starts, 1,
               "random starts (each token uniform in the ball), besides study.probe_M sequences of each study.probes "
               "family"),
+      integer("worst.keep", &s.worst.keep, 0,
+              "starts ascended after every start is evaluated once: the best this many of them (0: all)"),
       integer("worst.steps", &s.worst.steps, 0, "projected gradient ascent iterations (0: evaluate the starts only)"),
       seed("worst.seed", &s.worst.seed, "seed of the random starts"),
       integer("worst.log_every", &s.worst.log_every, 1, "print progress every this many iterations"),
@@ -434,7 +436,7 @@ bool SettingsReads(const std::string &command, const std::string &key) {
       {"ntk", {"model", "data", "init", "loss", "params", "ntk", "output", "parallel"}},
       {"lse", {"data", "lse", "output"}},
       {"limit", {"model", "data", "init", "limit", "output", "parallel"}},
-      {"study", {"model", "data", "init", "loss", "train", "limit", "study", "checkpoint", "parallel"}},
+      {"study", {"model", "data", "init", "loss", "train", "limit", "study", "worst", "checkpoint", "parallel"}},
       {"bench", {"model", "data", "init", "loss", "train", "bench", "parallel"}},
       {"worst", {"model", "data", "loss", "params", "worst", "output", "parallel"}}};
   const auto it = sections.find(command);

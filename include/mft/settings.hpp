@@ -117,6 +117,7 @@ struct WorstSettings {
   std::string references;      // run files of the references (space-separated)
   double radius = 1.0;         // every token in the ball |x_i| <= radius
   PetscInt starts = 8;         // random starts (each token uniform in the ball), besides the probe families
+  PetscInt keep = 0;           // starts ascended after the first evaluation, the best of them (0: all)
   PetscInt steps = 100;        // ascent iterations (0: the starts only)
   std::uint64_t seed = 8;      // the random starts
   PetscInt log_every = 10;     // progress every this many iterations

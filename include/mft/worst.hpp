@@ -45,7 +45,10 @@ struct WorstResult {
   std::vector<double> reference_output;          // the mean of the search references' x(1) there, (N, d)
   std::vector<double> heldout_output;            // the mean of the held-out references' x(1) (empty: none)
   std::vector<double> objective;                 // the best raw err before the search and after each iteration
-  std::vector<double> start_err;                 // each start's raw err at its end
+  std::vector<double> start_err;                 // each start's raw err at its end (NaN: not ascended)
+  // At the input found, per held-out reference b: (1/N)|x - x^b|^2; per
+  // pair a < b of them: 1/2 (1/N)|x^a - x^b|^2 (for the studies' jackknife).
+  std::vector<double> heldout_e2, heldout_pairs;
   double initial = 0;        // the best raw err of the starts before the search
   double raw = 0;            // err against the search references at the input found (what was maximised)
   double heldout_raw = NAN;  // err against the mean of the held-out references
@@ -53,8 +56,8 @@ struct WorstResult {
   double err = 0;            // the figure: cross-fitted and corrected (|B| >= 2), cross-fitted raw (|B| = 1), or raw
   std::string estimator;     // "cross-fit corrected", "cross-fit raw" or "raw (search references only)"
   PetscInt search_references = 0, heldout_references = 0;
-  PetscInt iterations = 0, evaluations = 0; // objective evaluations with their gradient, per start
-  double seconds = 0;
+  PetscInt iterations = 0, evaluations = 0; // objective evaluations with their gradient
+  double seconds = 0;        // of the whole search (every model searched with it)
 };
 
 // The starts: study.probe_M sequences of each study.probes family (the
@@ -63,14 +66,24 @@ struct WorstResult {
 // brought to its surface. (S, N, d) row-major, the same on every rank.
 std::vector<double> WorstStarts(const Settings &s, PetscInt N, PetscInt d, std::vector<std::string> *names);
 
-// Searches for the worst input of `model` against `references` (worst.* of s:
-// radius, starts, steps, seed, log_every, crossfit; data.N tokens). With
-// worst.crossfit, the references are split into search (A) and held-out (B)
-// halves as above; without, all of them are searched against and err is the
-// raw figure.
+// Searches for the worst input of each of `models` against the same
+// `references` (worst.* of s: radius, starts, keep, steps, seed, log_every,
+// crossfit; data.N tokens), all in one batch: each reference runs every
+// model's starts at once. Every start is evaluated; the worst.keep best of
+// each model's (all when 0) are ascended. With worst.crossfit, the
+// references are split into search (A) and held-out (B) halves as above;
+// without, all of them are searched against and err is the raw figure.
 // Progress on rank 0 every worst.log_every iterations, with an ETA, when
 // `progress` is not empty (its text leads each line).
-PetscErrorCode WorstSearch(MPI_Comm comm, const Settings &s, const WorstSide &model,
-                           const std::vector<WorstSide> &references, const std::string &progress, WorstResult *r);
+PetscErrorCode WorstSearch(MPI_Comm comm, const Settings &s, const std::vector<WorstSide> &models,
+                           const std::vector<WorstSide> &references, const std::string &progress,
+                           std::vector<WorstResult> *results);
+
+// The search objective err^2 of every start and its gradient dF/dx, at the
+// inputs x (every model's S starts in turn, (models S, N, d)): what the
+// ascent uses, for checks against finite differences.
+PetscErrorCode WorstObjective(MPI_Comm comm, const Settings &s, const std::vector<WorstSide> &models,
+                              const std::vector<WorstSide> &references, const std::vector<double> &x,
+                              std::vector<double> *F, std::vector<double> *G);
 
 } // namespace mft

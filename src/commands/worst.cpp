@@ -43,7 +43,8 @@ PetscErrorCode WorstFileWrite(MPI_Comm comm, const Settings &s, const WorstResul
                                      {"/worst/output", {1, N, d}, r.output.data()},
                                      {"/worst/reference_output", {1, N, d}, r.reference_output.data()},
                                      {"/worst/objective", {r.objective.size()}, r.objective.data()},
-                                     {"/worst/start_err", {S}, r.start_err.data()}};
+                                     {"/worst/start_err", {S}, r.start_err.data()},
+                                     {"/worst/heldout_e2", {r.heldout_e2.size()}, r.heldout_e2.data()}};
   if (!r.heldout_output.empty()) arrays.push_back({"/worst/heldout_output", {1, N, d}, r.heldout_output.data()});
   auto text = [](double v) { return study::num(v); };
   PetscFunctionBeginUser;
@@ -65,7 +66,7 @@ PetscErrorCode WorstFileWrite(MPI_Comm comm, const Settings &s, const WorstResul
 PetscErrorCode CommandWorst(MPI_Comm comm, const std::vector<std::string> &args, int *status) {
   Settings s;
   PetscBool help;
-  WorstResult r;
+  std::vector<WorstResult> found;
   PetscFunctionBeginUser;
   PetscCall(SettingsParse(comm, "worst", args, &s, &help));
   if (help) PetscFunctionReturn(0);
@@ -90,7 +91,8 @@ PetscErrorCode CommandWorst(MPI_Comm comm, const std::vector<std::string> &args,
                         ", %" PetscInt_FMT " random starts and the probe families, %" PetscInt_FMT " iterations\n",
                         to_string(s.model.head_kind), s.model.L, s.model.H, s.params_file.c_str(), paths.size(),
                         s.data.N, study::num(s.worst.radius).c_str(), s.model.d, s.worst.starts, s.worst.steps));
-  PetscCall(WorstSearch(comm, s, WorstSide{s, s.params_file, nullptr}, references, "worst: ", &r));
+  PetscCall(WorstSearch(comm, s, {WorstSide{s, s.params_file, nullptr}}, references, "worst: ", &found));
+  const WorstResult &r = found[0];
   PetscCall(WorstFileWrite(comm, s, r));
   PetscCall(PetscPrintf(comm,
                         "worst input: start %s, err %.6e (%s; against the search references %.6e, best start before "
