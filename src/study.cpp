@@ -121,6 +121,13 @@ PetscErrorCode ReadCase(const std::string &path, const std::vector<std::string> 
       one.end = 1;
       if (!err && dims.size() == 1 && dims[0] == 1) err = h5::ReadRows(f, prefix + name, dims, 1, one, value);
     }
+    const auto theta = h5::Shape(f, prefix + "/params/theta");
+    if (!err && theta.size() == 1) {
+      Range all;
+      all.end = (PetscInt)theta[0];
+      out->heads.resize(theta[0]);
+      err = h5::ReadRows(f, prefix + "/params/theta", theta, 1, all, out->heads.data());
+    }
     const auto curve = h5::Shape(f, "/training/loss");
     if (!err && curve.size() == 1 && curve[0] > 0) {
       Range all;

@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <fstream>
 #include <list>
+#include <filesystem>
 #include <map>
 #include <sstream>
 
@@ -170,6 +171,94 @@ StudyScalar CurvesOf(const VariantCases &vc, const StudyErrors &e, PetscInt time
   return StudyScalarCompute(e.L, e.H, CurveDistances(vc, e, n, -1), 0.95, reference_out);
 }
 
+// Per model case of e found in w, its worst-input figure (squared): the
+// corrected squared error on the held-out references at its input found,
+// clipped at 0 (with one held out, that one's raw squared error; with none,
+// the raw one against the search references); held-out reference `out` left
+// out when out >= 0. search: the raw figure that was maximised instead.
+std::vector<StudyValue> WorstValues(const WorstCases &w, const VariantCases &vc, const StudyErrors &e, long long out,
+                                    bool search = false) {
+  std::map<PetscInt, size_t> at;
+  for (size_t m = 0; m < vc.models.size(); ++m) at[vc.models[m].first.index] = m;
+  std::vector<StudyValue> values;
+  for (size_t i = 0; i < w.index.size(); ++i) {
+    const auto it = at.find(w.index[i]);
+    if (it == at.end()) continue;
+    double v = w.raw[i] * w.raw[i];
+    if (!search && w.heldout > 0) {
+      double e2 = 0, pairs = 0;
+      size_t kept = 0, kept_pairs = 0, k = 0;
+      for (size_t b = 0; b < w.heldout; ++b)
+        if ((long long)b != out) e2 += w.e2[i * w.heldout + b], ++kept;
+      for (size_t a = 0; a < w.heldout; ++a)
+        for (size_t b = a + 1; b < w.heldout; ++b, ++k)
+          if ((long long)a != out && (long long)b != out) pairs += w.pair_terms[i * w.pairs + k], ++kept_pairs;
+      v = e2 / (double)kept - (kept_pairs ? pairs / (double)kept_pairs : 0.0);
+      v = std::fmax(v, 0.0);
+    }
+    values.push_back({e.cases[it->second].cell, e.cases[it->second].seed, v});
+  }
+  return values;
+}
+
+// The worst-input figures of one variant at one time and N: per cell the
+// root of the mean over seeds, with the jackknife over seeds and (three or
+// more held out) over the held-out references; the search's raw figure.
+struct WorstFigure {
+  PetscInt N = 0;
+  StudyScalar err, search;
+  std::vector<StudyValue> values; // per model case, its squared figure
+  double seconds = NAN;
+};
+
+// The N searched (the files there: study.worst_N, or each variant's data.N).
+std::vector<PetscInt> WorstSearched(const std::string &dir, size_t v, PetscInt time) {
+  const std::string lead = std::filesystem::path(worst_path(dir, v, time, 0)).filename().string();
+  const std::string stem = lead.substr(0, lead.size() - 4); // "worst-v<v>-t<t>-N"
+  std::vector<PetscInt> Ns;
+  std::error_code ec;
+  for (const auto &f : std::filesystem::directory_iterator(dir, ec)) {
+    const std::string n = f.path().filename().string();
+    if (n.rfind(stem, 0) == 0 && n.size() > stem.size() + 3 && n.substr(n.size() - 3) == ".h5")
+      try {
+        Ns.push_back((PetscInt)std::stoll(n.substr(stem.size(), n.size() - 3 - stem.size())));
+      } catch (const std::exception &) {
+      }
+  }
+  std::sort(Ns.begin(), Ns.end());
+  return Ns;
+}
+
+PetscErrorCode WorstOf(const Settings &s, const std::string &dir, size_t v, PetscInt time, bool name,
+                       const VariantCases &vc, const StudyErrors &e, std::vector<WorstFigure> *out) {
+  PetscFunctionBeginUser;
+  out->clear();
+  if (!s.study.worst) PetscFunctionReturn(0);
+  const std::vector<PetscInt> Ns = WorstSearched(dir, v, time);
+  if (Ns.empty() && name)
+    PetscCall(PetscPrintf(PETSC_COMM_SELF, "mft study: variant %zu t=%" PetscInt_FMT " has no worst inputs in %s\n", v,
+                          time, dir.c_str()));
+  for (PetscInt N : Ns) {
+    WorstCases w;
+    std::string problem;
+    PetscCall(ReadWorst(worst_path(dir, v, time, N), &w, &problem));
+    if (!problem.empty()) {
+      if (name) PetscCall(PetscPrintf(PETSC_COMM_SELF, "mft study: no worst inputs: %s\n", problem.c_str()));
+      continue;
+    }
+    std::vector<std::vector<StudyValue>> reference_out;
+    if (w.heldout >= 3)
+      for (size_t b = 0; b < w.heldout; ++b) reference_out.push_back(WorstValues(w, vc, e, (long long)b));
+    WorstFigure f;
+    f.N = N, f.seconds = w.seconds;
+    f.values = WorstValues(w, vc, e, -1);
+    f.err = StudyScalarCompute(e.L, e.H, f.values, 0.95, reference_out, true);
+    f.search = StudyScalarCompute(e.L, e.H, WorstValues(w, vc, e, -1, true), 0.95, {}, true);
+    out->push_back(std::move(f));
+  }
+  PetscFunctionReturn(0);
+}
+
 StudyOptions OptionsOf(const Settings &s) {
   StudyOptions o;
   o.resolution = s.study.resolution, o.keep_unresolved = s.study.keep_unresolved;
@@ -266,7 +355,8 @@ void WriteProbeSets(Outputs &out, const Settings &s, const std::string &v, const
 }
 
 void WriteCells(Outputs &out, const std::string &v, const std::string &variant, PetscInt time, const StudyErrors &e,
-                const StudyStatistics st[2], PetscInt d, const Training &t, const StudyScalar &curves) {
+                const StudyStatistics st[2], PetscInt d, const Training &t, const StudyScalar &curves,
+                const WorstFigure *worst) {
   const size_t nH = e.H.size();
   const double rd = std::sqrt((double)d);
   for (size_t k = 0; k < st[0].cells.size(); ++k) {
@@ -280,7 +370,9 @@ void WriteCells(Outputs &out, const std::string &v, const std::string &variant, 
                       num(x.relative_ci.hi), num(x.floor_ratio), num(p.floor_ratio), std::to_string(x.resolved),
                       std::to_string(p.resolved), num(t.change[k]), num(t.reduction[k]),
                       num(curves.mean.empty() ? NAN : curves.mean[k]), num(curves.mean.empty() ? NAN : curves.ci[k].lo),
-                      num(curves.mean.empty() ? NAN : curves.ci[k].hi)});
+                      num(curves.mean.empty() ? NAN : curves.ci[k].hi), num(worst ? worst->err.mean[k] : NAN),
+                      num(worst ? worst->err.ci[k].lo : NAN), num(worst ? worst->err.ci[k].hi : NAN),
+                      num(worst ? worst->search.mean[k] : NAN), num(worst ? worst->err.mean[k] / x.err[1] : NAN)});
   }
 }
 
@@ -318,6 +410,57 @@ PetscErrorCode WriteQuantity(Outputs &out, size_t v, const std::string &variant,
                         with_interval(f.a, f.a_ci, f.flags, "a: ab: joint:").c_str(),
                         with_interval(f.b, f.b_ci, f.flags, "b: ab: joint:").c_str(), bias,
                         f.flags.empty() ? "" : "; flags: ", f.flags.c_str()));
+  PetscFunctionReturn(0);
+}
+
+// The flags of a fit that concern its slope in H (the others are the joint fit's).
+std::string slope_flags(const std::string &flags) {
+  std::string kept;
+  for (const std::string &f : words(flags))
+    if (f.rfind("slope_H", 0) == 0 || f.rfind("dropped", 0) == 0) kept += (kept.empty() ? "" : " ") + f;
+  return kept;
+}
+
+// The worst-input figures of one variant at one time: worst.csv (every N),
+// their fits in fits.csv (quantity tokens_worst, with _N<n> when several N
+// were searched), and with several N the slope of log err_worst in log N
+// per cell (worst_N.csv), its interval from the same jackknife over seeds.
+PetscErrorCode WriteWorst(Outputs &out, std::ofstream &table, std::ofstream &slopes, const std::string &v,
+                          const std::string &variant, PetscInt time, const StudyErrors &e, const StudyStatistics &st,
+                          const Training &training, const std::vector<WorstFigure> &figures) {
+  const size_t nH = e.H.size();
+  PetscFunctionBeginUser;
+  for (const WorstFigure &f : figures) {
+    const std::string quantity = "tokens_worst" + (figures.size() > 1 ? "_N" + std::to_string(f.N) : "");
+    WriteFit(out, v, variant, quantity.c_str(), time, 1, f.err.fit, training);
+    for (size_t k = 0; k < st.cells.size(); ++k)
+      table << csv({v, quoted(variant), std::to_string(e.L[k / nH]), std::to_string(e.H[k % nH]), std::to_string(time),
+                    std::to_string(f.N), std::to_string(st.cells[k].seeds), num(f.err.mean[k]), num(f.err.ci[k].lo),
+                    num(f.err.ci[k].hi), num(f.search.mean[k]), num(st.cells[k].err[1]),
+                    num(f.err.mean[k] / st.cells[k].err[1]), num(f.seconds)});
+    const StudyFit &x = f.err.fit;
+    PetscCall(PetscPrintf(PETSC_COMM_SELF,
+                          "mft study: v%s %s t=%" PetscInt_FMT " (lower bounds on the supremum): slope_L %s, slope_H "
+                          "%s, a %s, b %s%s%s\n",
+                          v.c_str(), quantity.c_str(), time, with_interval(x.slope_L, x.slope_L_ci, x.flags, "slope_L:").c_str(),
+                          with_interval(x.slope_H, x.slope_H_ci, x.flags, "slope_H:").c_str(),
+                          with_interval(x.a, x.a_ci, x.flags, "a: ab: joint:").c_str(),
+                          with_interval(x.b, x.b_ci, x.flags, "b: ab: joint:").c_str(), x.flags.empty() ? "" : "; flags: ",
+                          x.flags.c_str()));
+  }
+  if (figures.size() < 2) PetscFunctionReturn(0);
+  // Per cell, N as the grid's second axis: StudyScalar's slope in H is the slope in N.
+  std::vector<long long> Ns;
+  for (const WorstFigure &f : figures) Ns.push_back(f.N);
+  for (size_t k = 0; k < st.cells.size(); ++k) {
+    std::vector<StudyValue> values;
+    for (size_t n = 0; n < figures.size(); ++n)
+      for (const StudyValue &x : figures[n].values)
+        if (x.cell == k) values.push_back({n, x.seed, x.value});
+    const StudyScalar byN = StudyScalarCompute({1}, Ns, values, 0.95, {}, true);
+    slopes << csv({v, quoted(variant), std::to_string(e.L[k / nH]), std::to_string(e.H[k % nH]), std::to_string(time),
+                   num(byN.fit.slope_H), num(byN.fit.slope_H_ci.lo), num(byN.fit.slope_H_ci.hi), quoted(slope_flags(byN.fit.flags))});
+  }
   PetscFunctionReturn(0);
 }
 
@@ -477,7 +620,15 @@ PetscErrorCode StudyAggregate(MPI_Comm comm, const Settings &s, const std::strin
                  "err_corrected_x,err_corrected_x_lo,err_corrected_x_hi,err_floor_p,err_corrected_p,err_corrected_p_lo,"
                  "err_corrected_p_hi,clipped_x,clipped_p,err_coord_x,err_rel_x,references,err_coord_x_lo,"
                  "err_coord_x_hi,err_rel_x_lo,err_rel_x_hi,floor_ratio_x,floor_ratio_p,resolved_x,resolved_p,head_change,"
-                 "risk_reduction,curve_distance,curve_distance_lo,curve_distance_hi\n";
+                 "risk_reduction,curve_distance,curve_distance_lo,curve_distance_hi,err_worst_x,err_worst_x_lo,"
+                 "err_worst_x_hi,err_worst_search_x,worst_ratio_x\n";
+    std::ofstream worst_table, worst_slopes;
+    if (s.study.worst) {
+      worst_table.open(dir + "/worst.csv"), worst_slopes.open(dir + "/worst_N.csv");
+      worst_table << "variant,overrides,L,H,time,N,seeds,err_worst_x,err_worst_x_lo,err_worst_x_hi,err_worst_search_x,"
+                     "err_corrected_x,worst_ratio_x,search_seconds\n";
+      worst_slopes << "variant,overrides,L,H,time,worst_slope_N,worst_slope_N_lo,worst_slope_N_hi,flags\n";
+    }
     out.fits << "variant,overrides,quantity,slope_L,slope_L_lo,slope_L_hi,slope_H,slope_H_lo,slope_H_hi,a,b,C1,C2,"
                 "joint_rms,time,corrected,a_lo,a_hi,b_lo,b_hi,flags,cells,reference_bias,reference_head_change,"
                 "reference_risk_reduction,reference_spread\n";
@@ -505,7 +656,11 @@ PetscErrorCode StudyAggregate(MPI_Comm comm, const Settings &s, const std::strin
         WriteProbeSets(out, s, vs, variants[v], time, vc, e[0], e[1]);
         const StudyScalar curves = CurvesOf(vc, e[0], time);
         if (!curves.mean.empty()) WriteFit(out, vs, variants[v], "curve", time, 0, curves.fit, training);
-        WriteCells(out, vs, variants[v], time, e[0], st, vc.references[0].d, training, curves);
+        std::vector<WorstFigure> worst;
+        PetscCall(WorstOf(s, dir, v, time, out.last, vc, e[0], &worst));
+        WriteCells(out, vs, variants[v], time, e[0], st, vc.references[0].d, training, curves,
+                   worst.empty() ? nullptr : &worst[0]);
+        PetscCall(WriteWorst(out, worst_table, worst_slopes, vs, variants[v], time, e[0], st[0], training, worst));
         if (s.study.state == "trained")
           PetscCall(PetscPrintf(PETSC_COMM_SELF,
                                 "mft study: v%zu t=%" PetscInt_FMT ": references' heads moved %.1f%%, risk reduced %.3gx\n",

@@ -68,26 +68,6 @@ struct CaseRun {
   std::vector<double> loss;             // a trained case: its risk before every step (the training curve)
 };
 
-// The case's options: the variant's overrides, its size and seed, and in a
-// trained study the teacher's shape. Seeds: models init.seed + 1 .. + seeds;
-// reference r init.seed + 100003 r (reference 0: init.seed itself), far
-// from every model's.
-std::vector<std::string> CaseModel(const Settings &s, const StudyCase &c) {
-  const bool trained = s.study.state == "trained";
-  std::vector<std::string> model = overrides(StudyVariants(s)[c.variant]);
-  const std::string seed = std::to_string(s.init.seed + (c.reference ? 100003 * c.reference_index : c.seed));
-  if (!c.reference || trained)
-    model.insert(model.end(), {"--model.L", std::to_string(c.L), "--model.H", std::to_string(c.H), "--init.seed", seed});
-  else
-    model.insert(model.end(), {"--init.seed", seed}); // the reference ensemble's own draw
-  if (trained) { // one learning problem for every model: the targets of one teacher
-    const auto teacher = StudyTeacher(s);
-    model.insert(model.end(), {"--data.teacher_L", std::to_string(teacher.first), "--data.teacher_H",
-                               std::to_string(teacher.second)});
-  }
-  return model;
-}
-
 std::string checkpoints_of(const CaseRun &r) {
   return r.s.study.dir + "/case-" + std::to_string(r.c.index) + "-checkpoints";
 }
@@ -140,6 +120,7 @@ PetscErrorCode TrainCase(CaseRun &r, int *signal) {
     ProblemSetBatch(&p, -1);
     PetscCall(ProblemEvaluate(&p, PETSC_FALSE));
     const double change = dn / n0, risk = p.risk;
+    if (s.study.worst) at.push_back({"/params/theta", {heads.size()}, heads.data()}); // for the worst input's search
     at.push_back({"/training/head_change", {1}, &change});
     at.push_back({"/training/risk", {1}, &risk});
     if (heldout.file) { // the held-out file's risk at the same heads
@@ -186,6 +167,8 @@ PetscErrorCode WriteTrainedCase(CaseRun &r) {
                                {"risk", &d.risk}, {"risk_reduction", &d.reduction}, {"heldout_risk", &d.heldout_risk}})
       if (std::isfinite(*value) || name != std::string("heldout_risk"))
         arrays.push_back({"/times/" + std::to_string(t) + "/training/" + name, {1}, value});
+    if (!d.heads.empty())
+      arrays.push_back({"/times/" + std::to_string(t) + "/params/theta", {d.heads.size()}, d.heads.data()});
     if (t == times.back()) ProbeArrays("", r.families, d.tokens, d.adjoint, s.study.probe_M, d.d, &arrays);
   }
   if (!r.loss.empty()) arrays.push_back({"/training/loss", {(unsigned long long)r.loss.size()}, r.loss.data()});
@@ -209,6 +192,24 @@ PetscErrorCode WriteTrainedCase(CaseRun &r) {
 }
 
 } // namespace
+
+// Seeds: models init.seed + 1 .. + seeds; reference r init.seed + 100003 r
+// (reference 0: init.seed itself), far from every model's.
+std::vector<std::string> study::CaseModel(const Settings &s, const StudyCase &c) {
+  const bool trained = s.study.state == "trained";
+  std::vector<std::string> model = overrides(StudyVariants(s)[c.variant]);
+  const std::string seed = std::to_string(s.init.seed + (c.reference ? 100003 * c.reference_index : c.seed));
+  if (!c.reference || trained)
+    model.insert(model.end(), {"--model.L", std::to_string(c.L), "--model.H", std::to_string(c.H), "--init.seed", seed});
+  else
+    model.insert(model.end(), {"--init.seed", seed}); // the reference ensemble's own draw
+  if (trained) { // one learning problem for every model: the targets of one teacher
+    const auto teacher = StudyTeacher(s);
+    model.insert(model.end(), {"--data.teacher_L", std::to_string(teacher.first), "--data.teacher_H",
+                               std::to_string(teacher.second)});
+  }
+  return model;
+}
 
 PetscErrorCode StudyRunCase(MPI_Comm comm, const std::vector<std::string> &args, const Settings &s,
                             const StudyCase &c, int *signal) {

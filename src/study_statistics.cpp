@@ -313,13 +313,13 @@ StudyStatistics StudyStatisticsCompute(const StudyErrors &e, const StudyOptions 
 
 StudyScalar StudyScalarCompute(const std::vector<long long> &L, const std::vector<long long> &H,
                                const std::vector<StudyValue> &values, double level,
-                               const std::vector<std::vector<StudyValue>> &reference_out) {
+                               const std::vector<std::vector<StudyValue>> &reference_out, bool root) {
   const size_t cells = L.size() * H.size();
   auto means_of = [&](const std::vector<StudyValue> &set, long long out) {
     std::vector<double> sum(cells, 0.0), n(cells, 0.0);
     for (const StudyValue &v : set)
       if (v.seed != out && std::isfinite(v.value)) sum[v.cell] += v.value, ++n[v.cell];
-    for (size_t k = 0; k < cells; ++k) sum[k] = n[k] ? sum[k] / n[k] : NAN;
+    for (size_t k = 0; k < cells; ++k) sum[k] = n[k] ? (root ? std::sqrt(sum[k] / n[k]) : sum[k] / n[k]) : NAN;
     return sum;
   };
   auto means = [&](long long out) { return means_of(values, out); };

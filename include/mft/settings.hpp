@@ -110,6 +110,8 @@ struct StudySettings {
   std::string learning_rates;         // a learning-rate study: every variant at each train.lr
   std::string dir = "study";          // one HDF5 file per case, then the tables and plots
   PetscInt only = -1;                 // run only this case (a Slurm array task); -1: all
+  bool worst = false;                 // also the worst-input error of every case at every time (worst.hpp)
+  std::string worst_N;                // tokens of the worst inputs searched (several: one search each); empty: data.N
 };
 
 // mft worst: the input of largest error against references (worst.hpp).

@@ -58,6 +58,15 @@ PetscErrorCode StudyProbeFileCheck(MPI_Comm comm, const std::vector<std::string>
 PetscErrorCode StudyRunCase(MPI_Comm comm, const std::vector<std::string> &args, const Settings &s,
                             const StudyCase &c, int *signal);
 
+// With study.worst: every model's worst input (worst.hpp) at every recorded
+// time and every N of study.worst_N, each variant's models at one time in
+// one batch against that variant's references at that time (trained cases
+// keep their heads at every time for it); the worst.* options set the
+// budget. A search whose file is already there (verified) is not made
+// again. *seconds: the time spent searching.
+PetscErrorCode StudyWorst(MPI_Comm comm, const std::vector<std::string> &args, const Settings &s, const std::string &dir,
+                          double *seconds);
+
 // Aggregates dir into study.csv, fits.csv and study.h5; *missing counts the
 // cases without a result.
 PetscErrorCode StudyAggregate(MPI_Comm comm, const Settings &s, const std::string &dir, PetscInt *missing);

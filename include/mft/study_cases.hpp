@@ -4,6 +4,7 @@
 #pragma once
 
 #include "mft/settings.hpp"
+#include "mft/study.hpp"
 
 #include <cmath>
 #include <cstdint>
@@ -53,12 +54,34 @@ struct CaseData {
   double head_change = NAN, risk = NAN, reduction = NAN; // reduction: risk at step 0 / risk now
   double heldout_risk = NAN; // with data.heldout: the held-out file's risk at these heads
   std::vector<double> loss; // a trained case: its risk before every training step (the whole run)
+  std::vector<double> heads; // with study.worst, a trained case's heads at this time (all of theta, natural order)
 };
 
 // Reads a case file (verified) at `prefix` (a trained case's /times/<step>,
 // or ""); on failure *problem says why.
 PetscErrorCode ReadCase(const std::string &path, const std::vector<std::string> &families, const std::string &prefix,
                         CaseData *out, std::string *problem);
+
+// The case's options: the variant's overrides, its size and seed, and in a
+// trained study the teacher's shape (study_run.cpp).
+std::vector<std::string> CaseModel(const Settings &s, const mft::StudyCase &c);
+
+// With study.worst: the worst inputs of one variant's models at one time
+// and N, searched in one batch (study_worst.cpp), in
+// study.dir/worst-v<v>-t<time>-N<n>.h5; per model case, its raw err against
+// the search references, the best of its starts before the search, and its
+// squared errors against each held-out reference and the held-out pairs'
+// terms 1/2 (1/N)|x^a - x^b|^2 at its input found (worst.hpp).
+std::string worst_path(const std::string &dir, size_t variant, PetscInt time, PetscInt N);
+std::vector<PetscInt> worst_Ns(const Settings &variant); // study.worst_N, or the variant's data.N
+struct WorstCases {
+  std::vector<PetscInt> index;            // the model cases searched
+  std::vector<double> raw, initial;       // per case
+  size_t heldout = 0, pairs = 0;          // held-out references, their pairs
+  std::vector<double> e2, pair_terms;     // (cases, heldout), (cases, pairs)
+  double seconds = NAN;                   // the search's time
+};
+PetscErrorCode ReadWorst(const std::string &path, WorstCases *out, std::string *problem);
 
 // A number as the tables write it (empty when not finite).
 std::string num(double v);

@@ -101,9 +101,11 @@ struct StudyValue {
 // reference_out: the same values recomputed with each reference left out in
 // turn (a figure made against the references' mean); their spread enters
 // the intervals beside the seeds'.
+// With root, the values are squares and a cell's figure is the root of
+// their mean over seeds (as err is of e2).
 StudyScalar StudyScalarCompute(const std::vector<long long> &L, const std::vector<long long> &H,
                                const std::vector<StudyValue> &values, double level = 0.95,
-                               const std::vector<std::vector<StudyValue>> &reference_out = {});
+                               const std::vector<std::vector<StudyValue>> &reference_out = {}, bool root = false);
 
 // Per sequence, the corrected squared error of one case against every reference.
 std::vector<double> StudyCorrected(const StudyErrors &e, const StudyErrors::Case &c);

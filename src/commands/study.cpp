@@ -92,12 +92,15 @@ PetscErrorCode CommandStudy(MPI_Comm comm, const std::vector<std::string> &args,
       PetscFunctionReturn(0);
     }
   }
+  double searched = 0;
+  if (s.study.worst) PetscCall(StudyWorst(comm, args, s, dir, &searched));
   PetscCall(StudyAggregate(comm, s, dir, &missing));
   PetscCall(PetscPrintf(comm, "mft study: aggregated %s: %zu cases, %" PetscInt_FMT " missing or failed; wrote %s/study.csv, fits.csv, study.h5\n",
                         dir.c_str(), cases.size(), missing, dir.c_str()));
   Summary sum;
   sum.add("command", std::string("study")).add("dir", dir).add("cases", (long long)cases.size());
   sum.add("missing", (long long)missing).add("seconds", seconds() - t0);
+  if (s.study.worst) sum.add("worst_seconds", searched);
   PetscCall(sum.print(comm));
   PetscFunctionReturn(0);
 }

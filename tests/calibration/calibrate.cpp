@@ -20,7 +20,7 @@
 // and exits 1 when one falls outside [--min, --max].
 //
 //   study_calibration [--replicates 1000] [--seeds 8] [--references 4] [--floor 0.5] [--spread 0.5]
-//                     [--design width|depth|both] [--min 0.90] [--max 0.98]
+//                     [--design width|depth|both] [--figure random|worst] [--min 0.90] [--max 0.98]
 #include "mft/random.hpp"
 #include "mft/study_statistics.hpp"
 
@@ -40,6 +40,7 @@ struct Options {
   int replicates = 1000, seeds = 8, references = 4;
   double floor = 0.5, spread = 0.5, min = 0.90, max = 0.98;
   std::string design = "both";
+  std::string figure = "random"; // random: the probes' corrected err; worst: the cross-fitted worst-input figure
 };
 
 struct Design {
@@ -112,6 +113,46 @@ StudyErrors synthetic(const Design &g, const Options &o, std::uint64_t replicate
   return e;
 }
 
+// The worst-input figure as study.worst makes it (study_aggregate.cpp), on
+// the synthetic cases: each case's input is the probe sequence of largest
+// squared distance to the mean of the first half of the references (the
+// search set), scored on the other half with the corrected estimator
+// (clipped at 0); the cell's figure is the root of the mean over seeds, its
+// interval the jackknife over seeds (and over the held-out references when
+// three or more are held out).
+StudyFit WorstFit(const StudyErrors &e) {
+  const size_t R = e.references, A = R >= 2 ? R / 2 : R;
+  auto pair_index = [&](size_t a, size_t b) { return a * R - a * (a + 1) / 2 + (b - a - 1); };
+  auto value = [&](const StudyErrors::Case &c, long long out) {
+    size_t best = 0;
+    double top = -INFINITY;
+    for (size_t q = 0; q < e.sequences; ++q) { // |x - mean_A|^2 = mean_A e2 - mean over A's pairs (1 - 1/|A|)
+      double m = 0, p = 0, n = 0;
+      for (size_t r = 0; r < A; ++r) m += c.e2[r][q] / (double)A;
+      for (size_t a = 0; a < A; ++a)
+        for (size_t b = a + 1; b < A; ++b) p += e.pairs[pair_index(a, b)][q], ++n;
+      const double d = m - (n ? p / n * (1.0 - 1.0 / (double)A) : 0.0);
+      if (d > top) top = d, best = q;
+    }
+    double m = 0, p = 0, k = 0, n = 0;
+    for (size_t b = A; b < R; ++b)
+      if ((long long)b != out) m += c.e2[b][best], ++k;
+    for (size_t a = A; a < R; ++a)
+      for (size_t b = a + 1; b < R; ++b)
+        if ((long long)a != out && (long long)b != out) p += e.pairs[pair_index(a, b)][best], ++n;
+    return std::fmax(0.0, m / k - (n ? p / n : 0.0));
+  };
+  auto values = [&](long long out) {
+    std::vector<StudyValue> v;
+    for (const auto &c : e.cases) v.push_back({c.cell, c.seed, value(c, out)});
+    return v;
+  };
+  std::vector<std::vector<StudyValue>> reference_out;
+  if (R - A >= 3)
+    for (size_t b = A; b < R; ++b) reference_out.push_back(values((long long)b));
+  return StudyScalarCompute(e.L, e.H, values(-1), 0.95, reference_out, true).fit;
+}
+
 bool covers(StudyInterval ci, double truth) { return ci.lo <= truth && truth <= ci.hi; }
 
 // Runs one design; returns false when a coverage is out of bounds.
@@ -142,7 +183,7 @@ bool calibrate(const Design &g, const Options &o) {
         cv.push_back(std::sqrt(q) / m);
       }
     }
-    const StudyFit &f = st.fit[1];
+    const StudyFit f = o.figure == "worst" ? WorstFit(e) : st.fit[1];
     const StudyInterval ci[4] = {f.slope_L_ci, f.slope_H_ci, f.a_ci, f.b_ci};
     for (int k = 0; k < 4; ++k) {
       covered[k] += covers(ci[k], truths[k]);
@@ -156,8 +197,8 @@ bool calibrate(const Design &g, const Options &o) {
   for (long long L : g.L) std::printf(" %lld", L);
   std::printf(" }, H = {");
   for (long long H : g.H) std::printf(" %lld", H);
-  std::printf(" }; %d seeds, %d references, floor %.2f err_min, spread %.2f, %d replicates\n", o.seeds,
-              o.references, o.floor, o.spread, o.replicates);
+  std::printf(" }; %s figure; %d seeds, %d references, floor %.2f err_min, spread %.2f, %d replicates\n",
+              o.figure.c_str(), o.seeds, o.references, o.floor, o.spread, o.replicates);
   for (int k = 0; k < 4; ++k) {
     const double c = (double)covered[k] / o.replicates;
     const bool in = c >= o.min && c <= o.max;
@@ -185,13 +226,15 @@ int main(int argc, char **argv) {
     else if (k == "--min") o.min = std::atof(v.c_str());
     else if (k == "--max") o.max = std::atof(v.c_str());
     else if (k == "--design") o.design = v;
+    else if (k == "--figure") o.figure = v;
     else {
       std::fprintf(stderr, "study_calibration: unknown option %s\n", k.c_str());
       return 2;
     }
   }
-  if (o.replicates < 1 || o.seeds < 2 || o.references < 1 || (o.design != "width" && o.design != "depth" && o.design != "both")) {
-    std::fprintf(stderr, "study_calibration: need --replicates >= 1, --seeds >= 2, --references >= 1, --design width|depth|both\n");
+  if (o.replicates < 1 || o.seeds < 2 || o.references < 1 || (o.design != "width" && o.design != "depth" && o.design != "both") ||
+      (o.figure != "random" && o.figure != "worst")) {
+    std::fprintf(stderr, "study_calibration: need --replicates >= 1, --seeds >= 2, --references >= 1, --design width|depth|both, --figure random|worst\n");
     return 2;
   }
   const Design width{"width", {4, 8, 16}, {1, 2, 4, 8, 16}}, depth{"depth", {1, 2, 4, 8, 16}, {4, 8, 16}};
