@@ -2,7 +2,7 @@
 # A trained study with study.worst end to end:
 # - worst.csv, worst_N.csv, the err_worst columns of study.csv and the
 #   tokens_worst fits are written, with finite figures;
-# - 1 and 2 ranks give the same figures (1e-9);
+# - 1 and 2 ranks give the same inputs and figures (1e-9);
 # - a rerun keeps the searches already made (no search time);
 # - as under Slurm: every case alone (--study.only), then --aggregate makes
 #   the searches, with the same figures.
@@ -78,6 +78,18 @@ grep -q 'lower bounds on the supremum' two.txt && ok || bad "the fits are not pr
 
 run 1 "$MFT" study --config base.cfg --study.dir one >one.txt 2>&1 || bad "the study on 1 rank failed"
 same_table one/worst.csv two/worst.csv && ok || bad "1 and 2 ranks differ"
+/usr/bin/python3 - <<'PY' && ok || bad "the worst inputs on 1 and 2 ranks differ"
+import glob, os, sys, h5py, numpy as np
+worst, files = 0.0, sorted(os.path.basename(f) for f in glob.glob("one/worst-*.h5"))
+assert len(files) == 9, files
+for f in files:
+    with h5py.File("one/" + f) as a, h5py.File("two/" + f) as b:
+        for n in ("raw", "initial", "heldout_e2", "heldout_pairs", "tokens"):
+            x, y = a[n][...], b[n][...]
+            worst = max(worst, np.abs(x - y).max() / max(np.abs(y).max(), 1e-300))
+print("worst inputs and figures, 1 against 2 ranks: largest relative difference %.2e" % worst)
+sys.exit(0 if worst < 1e-9 else 1)
+PY
 
 run 2 "$MFT" study --config base.cfg --study.dir two >again.txt 2>&1 || bad "the rerun failed"
 grep -q '"worst_seconds": 0[,}]' again.txt && ok || bad "the rerun searched again: $(grep mft-summary again.txt)"
