@@ -8,6 +8,7 @@
 #include "mft/runfile.hpp"
 
 #include <cmath>
+#include <cstdlib>
 #include <sched.h>
 
 namespace mft {
@@ -115,6 +116,12 @@ static PetscErrorCode ThreadsCheck(MPI_Comm comm, PetscInt threads) {
                           "--map-by slot:PE=%" PetscInt_FMT ")\n",
                           threads, fewest, threads));
   said = said || short_of_cpus;
+  const char *env = std::getenv("OMP_NUM_THREADS");
+  static bool capped = false;
+  if (!capped && threads == kMaxThreads && env && std::atoi(env) > kMaxThreads)
+    PetscCall(PetscPrintf(comm, "mft: warning: OMP_NUM_THREADS = %s is more than %d threads a rank: %d are run\n", env,
+                          (int)kMaxThreads, (int)kMaxThreads));
+  capped = capped || (threads == kMaxThreads && env && std::atoi(env) > kMaxThreads);
   PetscFunctionReturn(0);
 }
 

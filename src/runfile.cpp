@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <map>
+#include <numeric>
 #include <cmath>
 #include <cstdio>
 #include <fcntl.h>
@@ -231,6 +232,15 @@ PetscErrorCode DataFileRead(MPI_Comm comm, const std::string &path, const TokenL
   // A NaN in the data would poison every result: refuse it here.
   PetscCall(VecNorm(x0, NORM_INFINITY, &nx));
   PetscCheck(std::isfinite(nx), comm, PETSC_ERR_FILE_UNEXPECTED, "data file %s: /data/tokens holds NaN or Inf",
+             path.c_str());
+  if (!y) PetscFunctionReturn(0);
+  // The targets too: a NaN there would read as a diverged training run.
+  if (y->kind == LossKind::token) PetscCall(VecNorm(y->y, NORM_INFINITY, &nx));
+  else nx = std::accumulate(y->z.begin(), y->z.end(), 0.0, [](double a, double b) { return a + std::fabs(b); });
+  PetscCheck(std::isfinite(nx), comm, PETSC_ERR_FILE_UNEXPECTED, "data file %s: /data/targets holds NaN or Inf",
+             path.c_str());
+  const double w = std::accumulate(y->W.begin(), y->W.end(), 0.0, [](double a, double b) { return a + std::fabs(b); });
+  PetscCheck(std::isfinite(w), comm, PETSC_ERR_FILE_UNEXPECTED, "data file %s: /data/readout holds NaN or Inf",
              path.c_str());
   PetscFunctionReturn(0);
 }

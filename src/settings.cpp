@@ -531,6 +531,10 @@ static PetscErrorCode StudyCheck(MPI_Comm comm, const Settings &s) {
   const bool varies_L = *std::min_element(L.begin(), L.end()) < Lmax, varies_H = *std::min_element(H.begin(), H.end()) < Hmax;
   PetscCheck(!s.study.probes.empty() || !s.study.probe_file.empty(), comm, PETSC_ERR_USER_INPUT,
              "the study has no probes: give study.probes or study.probe_file");
+  for (const auto &[key, grid] : {std::pair<const char *, const std::vector<PetscInt> *>{"study.L", &L}, {"study.H", &H}})
+    for (size_t i = 0; i < grid->size(); ++i)
+      PetscCheck(std::count(grid->begin(), grid->end(), (*grid)[i]) == 1, comm, PETSC_ERR_USER_INPUT,
+                 "%s holds %" PetscInt_FMT " twice: every cell would run twice", key, (*grid)[i]);
   const bool rates = !s.study.learning_rates.empty();
   PetscCheck(s.study.references > 0 || rates, comm, PETSC_ERR_USER_INPUT,
              "study.references = 0: a convergence study needs references (0 only with study.learning_rates)");
@@ -617,7 +621,10 @@ std::string ReadValues(const std::vector<std::string> &args, const std::vector<O
       std::ifstream in(path);
       if (!in) throw BadValue("cannot open config file '" + path + "'");
       if (!std::filesystem::is_regular_file(path)) throw BadValue("config file '" + path + "' is not a file");
-      po::store(po::parse_config_file(in, d.keyed, false), *vm);
+      std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+      if (text.rfind("\xEF\xBB\xBF", 0) == 0) text.erase(0, 3); // a UTF-8 byte-order mark (a Windows editor's)
+      std::istringstream config(text);
+      po::store(po::parse_config_file(config, d.keyed, false), *vm);
     }
     po::notify(*vm);
   } catch (const BadValue &e) {
@@ -698,6 +705,8 @@ PetscErrorCode ConsistencyCheck(MPI_Comm comm, const Settings &s) {
              "train.beta1 and train.beta2 must be below 1 (got %g and %g)", s.train.beta1, s.train.beta2);
   PetscCheck(s.train.lr_min <= s.train.lr, comm, PETSC_ERR_USER_INPUT, "train.lr_min (%g) exceeds train.lr (%g)",
              s.train.lr_min, s.train.lr);
+  PetscCheck(s.parallel.threads <= kMaxThreads, comm, PETSC_ERR_USER_INPUT,
+             "parallel.threads = %" PetscInt_FMT " is more than %d threads a rank", s.parallel.threads, (int)kMaxThreads);
   if (s.command == "study") {
     std::istringstream times(s.study.times);
     for (PetscInt t; times >> t;)

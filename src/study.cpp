@@ -183,7 +183,17 @@ PetscErrorCode StudyProbeFileCheck(MPI_Comm comm, const std::vector<std::string>
   PetscFunctionBeginUser;
   for (const ProbeSet &p : probe_sets(s)) {
     Settings ps;
-    if (!p.file.empty()) PetscCall(CaseSettings(comm, args, probe_overrides(s, p), &ps, true));
+    if (p.file.empty()) continue;
+    // The file is read as a data file: its errors are said in the study's terms.
+    PetscCall(PetscPushErrorHandler(ErrorCapture, nullptr));
+    const PetscErrorCode err = CaseSettings(comm, args, probe_overrides(s, p), &ps, true);
+    PetscCall(PetscPopErrorHandler());
+    std::string why = err ? captured_error() : "";
+    for (const auto &[from, to] : {std::pair<std::string, std::string>{"data.M", "study.probe_M"}, {"data file", "file"},
+                                   {"(data.file)", "(study.probe_file)"}})
+      for (size_t at = why.find(from); at != std::string::npos; at = why.find(from, at + to.size()))
+        why.replace(at, from.size(), to);
+    PetscCheck(!err, comm, err, "study.probe_file: %s", why.c_str());
   }
   PetscFunctionReturn(0);
 }

@@ -34,7 +34,7 @@ static PetscErrorCode RegisterEvents() {
 PetscInt VelocityThreads(PetscInt setting) {
   if (setting > 0) return setting;
   const char *env = std::getenv("OMP_NUM_THREADS");
-  return env && std::atoi(env) > 0 ? std::atoi(env) : 1;
+  return env && std::atoi(env) > 0 ? std::min<PetscInt>(std::atoi(env), kMaxThreads) : 1; // problem.cpp warns of a cap
 }
 
 PetscErrorCode VelocityCreate(const Grid &g, const TokenLayout &t, Heads *h, const ModelSettings &m, CutForm form,

@@ -151,6 +151,10 @@ struct OutputSettings {
   PetscInt trajectory = 0;    // forward, train, limit: tokens (and adjoint) at S + 1 depths (0: off)
 };
 
+// The most threads a rank runs (parallel.threads above it is refused;
+// OMP_NUM_THREADS above it is capped, with a warning).
+constexpr PetscInt kMaxThreads = 1024;
+
 struct ParallelSettings {
   PetscInt head_groups = 0;   // 0: chosen by the cost model (cost.hpp)
   PetscInt threads = 0;       // threads per rank over its sequences and heads; 0: OMP_NUM_THREADS, else 1

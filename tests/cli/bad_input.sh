@@ -72,6 +72,23 @@ expect 2 "cannot open 'text.h5' as an HDF5 file" -- "$MFT" forward --data.file t
 # A learning rate far too large: the risk becomes NaN; exit 3 names the step.
 expect 3 "training diverged at step [0-9]+" -- $run train "${small[@]}" --train.steps 200 --train.lr 1e6 --init.v_mean 0.5
 [ ! -e run.h5 ] && [ ! -e run.h5.tmp ] && ok || bad "a diverged run wrote a run file"
+# Rough edges found by hand (issue 34): each one line, exit 2, before any work.
+expect 2 "parallel.threads = 100000 is more than 1024 threads a rank" -- "$MFT" forward --parallel.threads 100000
+/usr/bin/python3 -c "
+import h5py, numpy as np
+with h5py.File('nan_targets.h5', 'w') as f:
+    f['/data/tokens'] = np.ones((2, 3, 2))
+    y = np.zeros((2, 3, 2)); y[1, 2, 0] = np.nan
+    f['/data/targets'] = y
+"
+expect 2 "nan_targets.h5: /data/targets holds NaN or Inf" -- "$MFT" train --data.file nan_targets.h5 --train.steps 2
+[ ! -e run.h5 ] && ok || bad "a refused run wrote run.h5"
+expect 2 "study.L holds 2 twice" -- "$MFT" study --study.L "2 2" --study.dir twice
+[ ! -e twice ] && ok || bad "a refused study made its folder"
+# A config saved with a UTF-8 byte-order mark (as Windows editors do) reads as without it.
+printf '\xef\xbb\xbf[model]\r\nL = 2\r\n' > bom.cfg
+expect 0 "" -- "$MFT" forward --config bom.cfg --output.file bom.h5
+grep -q "L=2 " out.txt && ok || { bad "the BOM config's L = 2 was not read"; cat out.txt; }
 # Help lists every option with its default, exit 0.
 expect 0 "" -- "$MFT" train --help
 grep -q -- "--model.L arg (=8)" out.txt && ok || bad "--help does not list model.L with its default"

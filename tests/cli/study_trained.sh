@@ -201,7 +201,7 @@ PY
 expect 2 "study.references = 0: a convergence study needs references" -- "$MFT" study --config digits.cfg --study.references 0 --study.dir bad
 expect 2 "study.learning_rates = '0.01': a learning-rate study needs two rates or more" -- \
   "$MFT" study --config digits.cfg --study.learning_rates 0.01 --study.dir bad
-expect 2 "data.M = 400 but data file .*digits_heldout.h5 has only 359 sequences" -- \
+expect 2 "study.probe_file: study.probe_M = 400 but file .*digits_heldout.h5 has only 359 sequences" -- \
   "$MFT" study --config digits.cfg --study.probe_M 400 --study.dir digits_many
 
 # Bad study settings: exit 2, one line, before any work.
