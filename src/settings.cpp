@@ -306,7 +306,7 @@ std::vector<Option> declare(Settings &s) {
       text("study.dir", &s.study.dir, "folder of the case files, tables and plots"),
       integer("study.only", &s.study.only, -1, "run only this case (a Slurm array task); -1: every case"),
       flag("study.worst", &s.study.worst,
-           "also search every model's worst input at every recorded time (the [worst] budget) against its "
+           "also search every model's worst input at every recorded time (the worst.* budget) against its "
            "references, after the cases: err_worst columns in study.csv, worst.csv, fits"),
       integers("study.worst_N", &s.study.worst_N, 1,
                "tokens of the worst inputs searched, one search each (empty: data.N)", true),

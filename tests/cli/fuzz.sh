@@ -30,7 +30,7 @@ try:
 except OSError:
     seen = set()
 text = " ".join(open(helpfile).read().split())
-parts = re.split(r" --([a-z_]+\.[A-Za-z_0-9]+) arg \(=[^)]*\)", text)
+parts = re.split(r" --([a-z_]+\.[A-Za-z_0-9]+) arg(?: \(=[^)]*\))?", text)  # no (=...): an empty default
 for key, body in zip(parts[1::2], parts[2::2]):
     m = re.search(r"\[(integers|integer|number) (>=|>) (-?[0-9.e+]+)\]", body)
     if not m or key in seen:
