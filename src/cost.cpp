@@ -147,6 +147,133 @@ UnitOperations CountUnit(const ModelSettings &m, PetscInt N, PetscInt q0, PetscI
   return u;
 }
 
+namespace {
+
+// One pass over rank r's sequences (of its token group g): its units'
+// operations (CountUnit, with the keys' and values' projections of the whole
+// sequence, or only of the group's own tokens when a cut sequence is shared
+// as projections), its cut sequences and the rows they share: a cut's peers
+// are every other token group holding part of its sequence, as
+// CutSequencesFor makes them (tested), counted here without building the
+// plan; then the peers' rows within the group and the node, gathered and
+// summed back.
+struct GroupPass {
+  PetscInt cuts = 0, queries = 0;             // queries: the most of a sequence
+  double forward = 0, reverse = 0, again = 0; // again: made again in the reverse, unless statistics are kept
+  CutRowsCount share, back; // one share of the cut rows (the forward's; the adjoint's unless kept); their gradients
+};
+GroupPass PassOverSequences(const ModelSettings &m, PetscInt M, PetscInt N, PetscInt P, PetscInt Ph, PetscInt r,
+                            CutForm form, PetscInt row, const Network &net, Nodes nodes) {
+  const Range g = GroupTokens(P, Ph, M, N, r), s = GroupSequences(P, Ph, M, N, r);
+  const Members group{r - r % Ph, 1};
+  const bool tokens = form == CutForm::tokens;
+  const NodeSharing ns(M, N, P, Ph, net.node_ranks);
+  const PetscInt S = ns.ranks(ns.node(r / Ph)); // the ranks of its node that share rows (NodeSharing)
+  GroupPass p;
+  p.share.gathered.assign((size_t)Ph, 0), p.share.node_gathered.assign((size_t)S, 0);
+  for (PetscInt seq = s.begin; seq < s.end; ++seq) {
+    const PetscInt q0 = std::max(g.begin - seq * N, (PetscInt)0), q1 = std::min(g.end - seq * N, N);
+    const double q = (double)(q1 - q0);
+    const bool cut = q1 - q0 < N;
+    p.queries = std::max(p.queries, q1 - q0);
+    if (cut) {
+      ++p.cuts;
+      ShareCutRows(ns, r, seq, q1 - q0, row, tokens, nodes, false, &p.share);
+      ShareCutRows(ns, r, seq, q1 - q0, row, tokens, nodes, true, &p.back);
+    }
+    const UnitOperations u = CountUnit(m, N, q0, q1, cut && form == CutForm::projections ? q : (double)N);
+    p.forward += u.forward, p.reverse += u.reverse, p.again += u.again;
+  }
+  auto any = [](const std::vector<PetscInt> &v) {
+    return std::any_of(v.begin(), v.end(), [](PetscInt e) { return e > 0; });
+  };
+  if (Ph > 1 && any(p.share.gathered)) {
+    p.share.sent.add(Exchange(ExchangeKind::allgather, Ph, r % Ph, p.share.gathered, group, nodes));
+    p.back.sent.add(Exchange(ExchangeKind::reduce_scatter, Ph, r % Ph, p.share.gathered, group, nodes));
+  }
+  if (any(p.share.node_gathered)) {
+    const Members node{ns.groups(ns.node(r / Ph)).begin * Ph, 1};
+    const PetscInt u = ns.place(r / Ph, r % Ph);
+    p.share.sent.add(Exchange(ExchangeKind::allgather, S, u, p.share.node_gathered, node, nodes));
+    p.back.sent.add(Exchange(ExchangeKind::reduce_scatter, S, u, p.share.node_gathered, node, nodes));
+  }
+  return p;
+}
+
+// Memory (velocity.hpp): L gathered states kept (and the queries'
+// statistics), and each cut's rows and their gradients. With threads over
+// chunks of heads (velocity.hpp), each chunk but the first sums into copies
+// of the group's tokens (and of the cut rows); with few units, threads over
+// chunks of a sequence's queries too: the keys' projections of every
+// sequence and head, and a copy of their gradients a chunk. What is kept for
+// the adjoint is kept when it fits beside the rest (velocity.hpp): the cut
+// rows (then shared once a layer, not twice), the statistics.
+struct RankMemory {
+  PetscInt J = 1, Qc = 1; // head chunks, query chunks
+  double others = 0;      // all but what is kept for the adjoint
+  KeptForAdjoint kept;
+};
+RankMemory MemoryOfRank(const ModelSettings &m, PetscInt N, PetscInt tokens_in_group, PetscInt sequences, PetscInt Hl,
+                        CutForm form, PetscInt row, const GroupPass &pass, double memory) {
+  const PetscInt d = m.d, k = m.k, dv = m.head_kind == HeadKind::qkv ? d : k;
+  const bool tokens = form == CutForm::tokens;
+  const double width = 8.0 * (double)row;
+  RankMemory r;
+  const double copy = 8.0 * ((double)tokens_in_group + (tokens ? (double)pass.cuts * N : 0.0)) * d;
+  r.J = HeadChunks(sequences, Hl, copy);
+  const double projected = (double)sequences * (double)Hl * (double)N * (double)(k + dv);
+  r.Qc = tokens || pass.cuts == 0 ? QueryChunks(sequences * r.J, pass.queries, 8.0 * projected) : 1;
+  const double copies = (double)(r.J - 1) * copy + (r.Qc > 1 ? 8.0 * (double)(r.Qc + 2) * projected : 0.0);
+  r.others = 8.0 * (double)m.L * (double)tokens_in_group * (double)d + 2.0 * width * (double)pass.cuts * (double)N +
+             copies;
+  r.kept = KeptForTheAdjoint(m.L, (double)pass.cuts * N * row, Hl, tokens_in_group, head_shape(m.head_kind, d, k), N,
+                             memory > 0 ? std::max(0.0, memory - r.others) : -1.0);
+  return r;
+}
+
+// Per step: the gradient and the heads over the token groups, in buckets of
+// layers (heads.hpp, exchange.hpp). All buckets but the first layers' run
+// behind kernels.
+void HeadBucketExchanges(const ModelSettings &m, PetscInt Pt, PetscInt Ph, PetscInt r, PetscInt Hl, PetscInt ph,
+                         Nodes nodes, Count *step, Count *behind) {
+  const Members peers{r % Ph, Ph}; // its token groups' ranks of its place
+  std::vector<PetscInt> counts((size_t)Pt);
+  for (PetscInt b = 0; b < Pt; ++b) counts[b] = split(m.L * Hl, Pt, b).size() * ph;
+  const PetscInt B = HeadBuckets(m.L, Pt);
+  for (PetscInt bk = 0; bk < B; ++bk) {
+    const Range layers = split(m.L, B, bk);
+    const std::vector<PetscInt> within = SegmentsWithin(counts, layers.begin * Hl * ph, layers.end * Hl * ph);
+    Count &to = bk == 0 ? *step : *behind;
+    to.add(Exchange(ExchangeKind::reduce_scatter, Pt, r / Ph, within, peers, nodes));
+    to.add(Exchange(ExchangeKind::allgather, Pt, r / Ph, within, peers, nodes));
+  }
+}
+
+// The network's time of the busiest rank: each node's bytes off the node
+// share its card; the heads' later buckets go behind the kernels of the
+// layers before them (forward: the gathers, a third of the compute;
+// reverse: the sums, two thirds): hidden up to (B - 1) / B of that compute.
+void NetworkTime(const ModelSettings &m, const std::vector<Count> &steps, const std::vector<Count> &behind,
+                 const Network &net, Nodes nodes, StepCost *c) {
+  const PetscInt P = (PetscInt)steps.size();
+  std::vector<double> off_node((size_t)nodes.of(P - 1) + 1, 0.0);
+  for (PetscInt r = 0; r < P; ++r) off_node[nodes.of(r)] += steps[r].remote_bytes;
+  auto seconds = [&](const Count &t, double card) {
+    return (t.messages - t.remote_messages) * net.latency + (t.bytes - t.remote_bytes) / net.bandwidth +
+           t.remote_messages * net.remote_latency + std::max(t.remote_bytes / net.remote_bandwidth, card);
+  };
+  const double window = c->compute * (double)(HeadBuckets(m.L, c->Pt) - 1) / (double)HeadBuckets(m.L, c->Pt);
+  for (PetscInt r = 0; r < P; ++r) {
+    const Count &t = steps[r];
+    const double card = t.remote_bytes > 0 ? off_node[nodes.of(r)] / net.card_bandwidth : 0;
+    const double hidden = std::min(seconds(behind[r], 0.0), window);
+    c->hidden = std::max(c->hidden, hidden);
+    c->communication = std::max(c->communication, seconds(t, card) - hidden);
+  }
+}
+
+} // namespace
+
 StepCost PredictStep(const ModelSettings &m, PetscInt M, PetscInt N, PetscInt P, PetscInt Ph, CutForm form,
                      const Rates &rate, const Network &net, PetscInt threads, double memory) {
   const PetscInt d = m.d, k = m.k, dv = m.head_kind == HeadKind::qkv ? d : k, Pt = P / Ph;
@@ -158,101 +285,31 @@ StepCost PredictStep(const ModelSettings &m, PetscInt M, PetscInt N, PetscInt P,
   const std::vector<Count> scatter = HeadScatters(m, P, Ph, ph, nodes);
   std::vector<Count> steps((size_t)P), behind((size_t)P); // behind: of the step's, what runs behind kernels
   for (PetscInt r = 0; r < P; ++r) {
-    const Members group{r - r % Ph, 1}, peers{r % Ph, Ph}; // its head group; its token groups' ranks of its place
+    const Members group{r - r % Ph, 1}; // its head group
     Count layer, step;
     // Per layer: the group's tokens gathered twice (the forward's state, kept
     // for the adjoint; the adjoint) and the contributions reduce-scattered
     // once, over the Ph ranks of the group; with Ph > 1 the forward's velocity
     // too. The cut sequences' rows (d or Hl (k + dv) numbers a token) are
-    // shared twice (forward, adjoint; once when kept for the adjoint, below)
-    // and their gradients returned once, one message to each peer each time
+    // shared twice (forward, adjoint; once when kept for the adjoint) and
+    // their gradients returned once, one message to each peer each time
     // (tokens.hpp).
-    const Range g = GroupTokens(P, Ph, M, N, r);
+    const Range g = GroupTokens(P, Ph, M, N, r), s = GroupSequences(P, Ph, M, N, r);
     const PetscInt Hl = split(m.H, Ph, r % Ph).size();
     std::vector<PetscInt> entries((size_t)Ph);
     for (PetscInt a = 0; a < Ph; ++a) entries[a] = split(g.size(), Ph, a).size() * d;
     layer.add(Exchange(ExchangeKind::allgather, Ph, r % Ph, entries, group, nodes), 2.0);
     layer.add(Exchange(ExchangeKind::reduce_scatter, Ph, r % Ph, entries, group, nodes), Ph > 1 ? 2.0 : 1.0);
-    // One pass over the group's sequences. A cut's peers are every other
-    // token group holding part of its sequence, as CutSequencesFor makes
-    // them (tested), counted here without building the plan. Operations
-    // (CountUnit) with the keys' and values' projections of the whole
-    // sequence, or only of the group's own tokens when a cut sequence is
-    // shared as projections.
     const PetscInt row = form == CutForm::tokens ? d : Hl * (k + dv); // numbers a token's row
-    const double width = 8.0 * (double)row;
-    const Range s = GroupSequences(P, Ph, M, N, r);
-    PetscInt cuts = 0, queries = 0; // queries: the most of a sequence
-    double forward = 0, reverse = 0, again = 0; // again: made again in the reverse, unless statistics are kept
-    const bool tokens = form == CutForm::tokens;
-    const NodeSharing ns(M, N, P, Ph, net.node_ranks);
-    const PetscInt S = ns.ranks(ns.node(r / Ph)); // the ranks of its node that share rows (NodeSharing)
-    CutRowsCount share, back; // one share of the cut rows (the forward's; the adjoint's unless kept); their gradients
-    share.gathered.assign((size_t)Ph, 0), share.node_gathered.assign((size_t)S, 0);
-    for (PetscInt seq = s.begin; seq < s.end; ++seq) {
-      const PetscInt q0 = std::max(g.begin - seq * N, (PetscInt)0), q1 = std::min(g.end - seq * N, N);
-      const double q = (double)(q1 - q0);
-      const bool cut = q1 - q0 < N;
-      queries = std::max(queries, q1 - q0);
-      if (cut) {
-        ++cuts;
-        ShareCutRows(ns, r, seq, q1 - q0, row, tokens, nodes, false, &share);
-        ShareCutRows(ns, r, seq, q1 - q0, row, tokens, nodes, true, &back);
-      }
-      const UnitOperations u = CountUnit(m, N, q0, q1, cut && form == CutForm::projections ? q : (double)N);
-      forward += u.forward, reverse += u.reverse, again += u.again;
-    }
-    // The peers' rows within the group and the node: gathered, summed back.
-    auto any = [](const std::vector<PetscInt> &v) {
-      return std::any_of(v.begin(), v.end(), [](PetscInt e) { return e > 0; });
-    };
-    if (Ph > 1 && any(share.gathered)) {
-      share.sent.add(Exchange(ExchangeKind::allgather, Ph, r % Ph, share.gathered, group, nodes));
-      back.sent.add(Exchange(ExchangeKind::reduce_scatter, Ph, r % Ph, share.gathered, group, nodes));
-    }
-    if (any(share.node_gathered)) {
-      const Members node{ns.groups(ns.node(r / Ph)).begin * Ph, 1};
-      const PetscInt u = ns.place(r / Ph, r % Ph);
-      share.sent.add(Exchange(ExchangeKind::allgather, S, u, share.node_gathered, node, nodes));
-      back.sent.add(Exchange(ExchangeKind::reduce_scatter, S, u, share.node_gathered, node, nodes));
-    }
-    layer.add(back.sent);
-    c.cuts = c.cuts || cuts > 0;
-    // Memory (velocity.hpp): L gathered states kept (and the queries'
-    // statistics), and each cut's rows and their gradients.
-    // With threads over chunks of heads (velocity.hpp), each chunk but the
-    // first sums into copies of the group's tokens (and of the cut rows).
-    const double copy = 8.0 * ((double)g.size() + (form == CutForm::tokens ? (double)cuts * N : 0.0)) * d;
-    const PetscInt J = HeadChunks(s.size(), Hl, copy);
-    // With few units, threads over chunks of a sequence's queries too: the
-    // keys' projections of every sequence and head, and a copy of their
-    // gradients a chunk.
-    const double projected = (double)s.size() * (double)Hl * (double)N * (double)(k + dv);
-    const PetscInt Qc = tokens || cuts == 0 ? QueryChunks(s.size() * J, queries, 8.0 * projected) : 1;
-    const double copies = (double)(J - 1) * copy + (Qc > 1 ? 8.0 * (double)(Qc + 2) * projected : 0.0);
-    const double others = 8.0 * (double)m.L * (double)g.size() * (double)d + 2.0 * width * (double)cuts * (double)N +
-                          copies;
-    // Kept for the adjoint when they fit beside the rest (velocity.hpp): the
-    // cut rows (then shared once a layer, not twice), the statistics.
-    const KeptForAdjoint kept = KeptForTheAdjoint(m.L, (double)cuts * N * row, Hl, g.size(),
-                                                  head_shape(m.head_kind, d, k), N,
-                                                  memory > 0 ? std::max(0.0, memory - others) : -1.0);
-    layer.add(share.sent, kept.rows > 0 ? 1.0 : 2.0);
-    if (kept.statistics == 0) reverse += again;
-    c.memory = std::max(c.memory, others + kept.rows + kept.statistics);
-    // Per step: the gradient and the heads over the token groups, in buckets
-    // of layers (heads.hpp, exchange.hpp), and the PETSc scatters between the
-    // chunk and theta. All buckets but the first layers' run behind kernels.
-    std::vector<PetscInt> counts((size_t)Pt);
-    for (PetscInt b = 0; b < Pt; ++b) counts[b] = split(m.L * Hl, Pt, b).size() * ph;
-    const PetscInt B = HeadBuckets(m.L, Pt);
-    for (PetscInt bk = 0; bk < B; ++bk) {
-      const Range layers = split(m.L, B, bk);
-      const std::vector<PetscInt> within = SegmentsWithin(counts, layers.begin * Hl * ph, layers.end * Hl * ph);
-      Count &to = bk == 0 ? step : behind[r];
-      to.add(Exchange(ExchangeKind::reduce_scatter, Pt, r / Ph, within, peers, nodes));
-      to.add(Exchange(ExchangeKind::allgather, Pt, r / Ph, within, peers, nodes));
-    }
+    GroupPass pass = PassOverSequences(m, M, N, P, Ph, r, form, row, net, nodes);
+    layer.add(pass.back.sent);
+    c.cuts = c.cuts || pass.cuts > 0;
+    const RankMemory mem = MemoryOfRank(m, N, g.size(), s.size(), Hl, form, row, pass, memory);
+    layer.add(pass.share.sent, mem.kept.rows > 0 ? 1.0 : 2.0);
+    if (mem.kept.statistics == 0) pass.reverse += pass.again;
+    c.memory = std::max(c.memory, mem.others + mem.kept.rows + mem.kept.statistics);
+    // Per step: the heads' buckets, and the PETSc scatters between the chunk and theta.
+    HeadBucketExchanges(m, Pt, Ph, r, Hl, ph, nodes, &step, &behind[r]);
     step.add(scatter[r], 2.0);
     step.add(layer, (double)m.L);
     step.add(behind[r]);
@@ -265,33 +322,15 @@ StepCost PredictStep(const ModelSettings &m, PetscInt M, PetscInt N, PetscInt P,
     c.scatter_bytes += 2.0 * scatter[r].bytes / (double)P;
     c.max_messages = std::max(c.max_messages, step.messages);
     c.max_bytes = std::max(c.max_bytes, step.bytes);
-
-    c.operations = std::max(c.operations, (double)m.L * (double)Hl * (forward + reverse));
+    c.operations = std::max(c.operations, (double)m.L * (double)Hl * (pass.forward + pass.reverse));
     // Threads share (sequence, chunk of heads, chunk of queries) units of about equal work.
-    const double units = (double)std::max<PetscInt>(1, s.size() * J * Qc);
+    const double units = (double)std::max<PetscInt>(1, s.size() * mem.J * mem.Qc);
     const double busy = units / std::ceil(units / (double)std::max<PetscInt>(1, threads));
-    busiest = std::max(busiest, (double)m.L * (double)Hl * (forward + reverse / rate.reverse) / busy);
+    busiest = std::max(busiest, (double)m.L * (double)Hl * (pass.forward + pass.reverse / rate.reverse) / busy);
   }
   c.compute = busiest / rate.forward;
   c.threads = threads;
-  // The network: each node's bytes off the node share its card.
-  std::vector<double> off_node((size_t)nodes.of(P - 1) + 1, 0.0);
-  for (PetscInt r = 0; r < P; ++r) off_node[nodes.of(r)] += steps[r].remote_bytes;
-  auto seconds = [&](const Count &t, double card) {
-    return (t.messages - t.remote_messages) * net.latency + (t.bytes - t.remote_bytes) / net.bandwidth +
-           t.remote_messages * net.remote_latency + std::max(t.remote_bytes / net.remote_bandwidth, card);
-  };
-  // The heads' later buckets go behind the kernels of the layers before them
-  // (forward: the gathers, a third of the compute; reverse: the sums, two
-  // thirds): hidden up to (B - 1) / B of that compute.
-  const double window = c.compute * (double)(HeadBuckets(m.L, Pt) - 1) / (double)HeadBuckets(m.L, Pt);
-  for (PetscInt r = 0; r < P; ++r) {
-    const Count &t = steps[r];
-    const double card = t.remote_bytes > 0 ? off_node[nodes.of(r)] / net.card_bandwidth : 0;
-    const double hidden = std::min(seconds(behind[r], 0.0), window);
-    c.hidden = std::max(c.hidden, hidden);
-    c.communication = std::max(c.communication, seconds(t, card) - hidden);
-  }
+  NetworkTime(m, steps, behind, net, nodes, &c);
   return c;
 }
 

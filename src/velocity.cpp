@@ -403,6 +403,107 @@ PetscErrorCode ReverseByQueries(Velocity *v, PetscInt l, const double *xs, const
   PetscFunctionReturn(0);
 }
 
+// The reverse over (chunk of sequences, chunk of heads) units: a token's
+// gradient comes from its own sequence only, each chunk of heads in order
+// into its own sum (chunk 0 into ds and dkeys), the chunks' sums added in
+// order (SumReverseChunks); a head's from every sequence, summed within each
+// chunk of sequences in order, then over those chunks in order.
+template <class Skip>
+PetscErrorCode ReverseByChunks(Velocity *v, PetscInt l, const double *xs, const double *ls, double *ds, double scale,
+                               Skip skip) {
+  const TokenLayout &t = *v->tokens;
+  const Heads &h = *v->heads;
+  const size_t G = h.layer_grad.size();
+  const PetscInt S = t.seqs.size(), J = v->head_chunks;
+  PetscFunctionBeginUser;
+  std::vector<char> cut_chunk((size_t)v->chunks, 0); // chunks holding a cut sequence
+  for (PetscInt k = 0; k < v->chunks; ++k) {
+    const Range part = split(S, v->chunks, k);
+    for (PetscInt m = t.seqs.begin + part.begin; m < t.seqs.begin + part.end; ++m) cut_chunk[k] |= t.cut(m) >= 0;
+  }
+  auto cut = [&](PetscInt u) { return cut_chunk[u / J] != 0; };
+  PetscCall(OverUnits(v, v->chunks * J, cut, [&](PetscInt u, int thread) {
+    const PetscInt k = u / J, j = u % J;
+    AttentionWork &w = v->works[(size_t)thread];
+    const Range heads = split(h.group.size(), J, j);
+    double *grad = v->chunk_grad.data() + (size_t)k * G;
+    std::fill(grad + heads.begin * h.shape.size, grad + heads.end * h.shape.size, 0.0);
+    double *dxs = ChunkTokens(*v, ds, j), *dks = ChunkKeys(*v, j);
+    const Range part = split(S, v->chunks, k);
+    for (PetscInt m = t.seqs.begin + part.begin; m < t.seqs.begin + part.end; ++m) {
+      const Range q = t.queries(m);
+      const PetscInt c = t.cut(m);
+      if (q.size() == 0 || skip(m)) continue;
+      for (PetscInt hl = heads.begin; hl < heads.end; ++hl) {
+        double *dtheta = grad + hl * h.shape.size;
+        w.statistics = v->forwards ? statistics_at(*v, l, hl, m, q.begin) : nullptr; // the forward's
+        if (c < 0)
+          attention_reverse(h.shape, h.head(l, hl), v->options, xs + at(t, m, 0), t.N, q, scale,
+                            ls + at(t, m, q.begin), dxs + at(t, m, 0), dtheta, w);
+        else if (v->form == CutForm::tokens) // the shared tokens' gradients go back with the rows
+          attention_reverse(h.shape, h.head(l, hl), v->options, v->keys.data() + key_block(*v, c, hl), t.N, q, scale,
+                            ls + at(t, m, q.begin), dks + key_block(*v, c, hl), dtheta, w);
+        else
+          attention_reverse_projected(h.shape, h.head(l, hl), v->options, xs + at(t, m, q.begin),
+                                      v->keys.data() + key_block(*v, c, hl), v->key_width, t.N, q, scale,
+                                      ls + at(t, m, q.begin), dxs + at(t, m, q.begin),
+                                      dks + key_block(*v, c, hl), dtheta, w);
+      }
+    }
+  }));
+  PetscFunctionReturn(0);
+}
+
+// The head chunks' token and key gradients added into chunk 0's, in chunk
+// order; the (sequence or query) chunks' head gradients into the layer's.
+void SumReverseChunks(Velocity *v, double *ds) {
+  const TokenLayout &t = *v->tokens;
+  Heads &h = *v->heads;
+  const size_t G = h.layer_grad.size(), n = (size_t)t.group.size() * (size_t)t.d;
+  for (PetscInt j = 1; j < v->head_chunks; ++j) {
+    const double *dx_j = ChunkTokens(*v, ds, j);
+    for (size_t e = 0; e < n; ++e) ds[e] += dx_j[e];
+    if (v->dkeys_partial.empty()) continue;
+    const double *dk_j = ChunkKeys(*v, j);
+    for (size_t e = 0; e < v->dkeys.size(); ++e) v->dkeys[e] += dk_j[e];
+  }
+  if (v->query_chunks > 1)
+    for (size_t k = 0; k < v->query_grad.size() / G; ++k)
+      for (size_t e = 0; e < G; ++e) h.layer_grad[e] += v->query_grad[k * G + e];
+  else
+    for (PetscInt k = 0; k < v->chunks; ++k)
+      for (size_t e = 0; e < G; ++e) h.layer_grad[e] += v->chunk_grad[(size_t)k * G + e];
+}
+
+// The cut sequences' rows: their gradients back to their group, then onto
+// its tokens (shared as tokens), or through the keys' projection (shared as
+// projections), which also adds to the heads' gradients.
+template <class Skip> PetscErrorCode ReverseCutRows(Velocity *v, PetscInt l, const double *xs, double *ds, Skip skip) {
+  const TokenLayout &t = *v->tokens;
+  Heads &h = *v->heads;
+  PetscFunctionBeginUser;
+  PetscCall(PetscLogEventBegin(MFT_EXCHANGE, 0, 0, 0, 0));
+  PetscCall(TokensReturnCutRows(t, v->dkeys.data(), v->key_width, v->form == CutForm::tokens));
+  PetscCall(PetscLogEventEnd(MFT_EXCHANGE, 0, 0, 0, 0));
+  PetscCall(PetscLogEventBegin(MFT_KERNELS, 0, 0, 0, 0));
+  for (PetscInt c = 0; c < (PetscInt)t.cuts.size(); ++c) {
+    const CutSequence &cs = t.cuts[c];
+    const PetscInt row = cs.mine.begin - cs.m * t.N;
+    if (skip(cs.m)) continue;
+    if (v->form == CutForm::tokens) {
+      const double *g = v->dkeys.data() + key_block(*v, c, 0) + row * t.d;
+      for (PetscInt e = 0; e < cs.mine.size() * t.d; ++e) ds[at(t, cs.m, row) + e] += g[e];
+      continue;
+    }
+    for (PetscInt hl = 0; hl < h.group.size(); ++hl)
+      attention_project_reverse(h.shape, h.head(l, hl), xs + at(t, cs.m, row), cs.mine.size(),
+                                v->dkeys.data() + key_block(*v, c, hl) + (std::ptrdiff_t)row * v->key_width, v->key_width,
+                                ds + at(t, cs.m, row), h.layer_grad.data() + hl * h.shape.size);
+  }
+  PetscCall(PetscLogEventEnd(MFT_KERNELS, 0, 0, 0, 0));
+  PetscFunctionReturn(0);
+}
+
 } // namespace
 
 PetscErrorCode VelocityPrepare(Velocity *v, PetscInt l, Vec x) {
@@ -508,89 +609,13 @@ PetscErrorCode VelocityReverse(Velocity *v, Vec lam, Vec dx) {
   PetscCall(VecGetArrayRead(v->lam_local, &ls));
   PetscCall(VecGetArray(v->dx_local, &ds));
   auto skip = [&](PetscInt m) { return v->active && !(*v->active)[m]; }; // zero adjoint outside the batch
-  // Threads over (chunk of sequences, chunk of heads) pairs: a token's
-  // gradient comes from its own sequence only, each chunk of heads in order
-  // into its own sum (chunk 0 into ds and dkeys), the chunks' sums added in
-  // order; a head's from every sequence, summed within each chunk of
-  // sequences in order, then over those chunks in order.
-  const size_t G = h.layer_grad.size(), n = (size_t)t.group.size() * (size_t)t.d;
-  const PetscInt S = t.seqs.size(), J = v->head_chunks;
   std::fill(v->head_partial.begin(), v->head_partial.end(), 0.0);
   std::fill(v->dkeys_partial.begin(), v->dkeys_partial.end(), 0.0);
-  std::vector<char> cut_chunk((size_t)v->chunks, 0); // chunks holding a cut sequence
-  for (PetscInt k = 0; k < v->chunks; ++k) {
-    const Range part = split(S, v->chunks, k);
-    for (PetscInt m = t.seqs.begin + part.begin; m < t.seqs.begin + part.end; ++m) cut_chunk[k] |= t.cut(m) >= 0;
-  }
-  auto cut = [&](PetscInt u) { return cut_chunk[u / J] != 0; };
-  if (v->query_chunks > 1) {
-    PetscCall(ReverseByQueries(v, l, xs, ls, ds, scale, skip));
-  } else {
-    PetscCall(OverUnits(v, v->chunks * J, cut, [&](PetscInt u, int thread) {
-      const PetscInt k = u / J, j = u % J;
-      AttentionWork &w = v->works[(size_t)thread];
-      const Range heads = split(h.group.size(), J, j);
-      double *grad = v->chunk_grad.data() + (size_t)k * G;
-      std::fill(grad + heads.begin * h.shape.size, grad + heads.end * h.shape.size, 0.0);
-      double *dxs = ChunkTokens(*v, ds, j), *dks = ChunkKeys(*v, j);
-      const Range part = split(S, v->chunks, k);
-      for (PetscInt m = t.seqs.begin + part.begin; m < t.seqs.begin + part.end; ++m) {
-        const Range q = t.queries(m);
-        const PetscInt c = t.cut(m);
-        if (q.size() == 0 || skip(m)) continue;
-        for (PetscInt hl = heads.begin; hl < heads.end; ++hl) {
-          double *dtheta = grad + hl * h.shape.size;
-          w.statistics = v->forwards ? statistics_at(*v, l, hl, m, q.begin) : nullptr; // the forward's
-          if (c < 0)
-            attention_reverse(h.shape, h.head(l, hl), v->options, xs + at(t, m, 0), t.N, q, scale,
-                              ls + at(t, m, q.begin), dxs + at(t, m, 0), dtheta, w);
-          else if (v->form == CutForm::tokens) // the shared tokens' gradients go back with the rows
-            attention_reverse(h.shape, h.head(l, hl), v->options, v->keys.data() + key_block(*v, c, hl), t.N, q, scale,
-                              ls + at(t, m, q.begin), dks + key_block(*v, c, hl), dtheta, w);
-          else
-            attention_reverse_projected(h.shape, h.head(l, hl), v->options, xs + at(t, m, q.begin),
-                                        v->keys.data() + key_block(*v, c, hl), v->key_width, t.N, q, scale,
-                                        ls + at(t, m, q.begin), dxs + at(t, m, q.begin),
-                                        dks + key_block(*v, c, hl), dtheta, w);
-        }
-      }
-    }));
-  }
-  for (PetscInt j = 1; j < J; ++j) {
-    const double *dx_j = ChunkTokens(*v, ds, j);
-    for (size_t e = 0; e < n; ++e) ds[e] += dx_j[e];
-    if (v->dkeys_partial.empty()) continue;
-    const double *dk_j = ChunkKeys(*v, j);
-    for (size_t e = 0; e < v->dkeys.size(); ++e) v->dkeys[e] += dk_j[e];
-  }
-  if (v->query_chunks > 1)
-    for (size_t k = 0; k < v->query_grad.size() / G; ++k)
-      for (size_t e = 0; e < G; ++e) h.layer_grad[e] += v->query_grad[k * G + e];
-  else
-    for (PetscInt k = 0; k < v->chunks; ++k)
-      for (size_t e = 0; e < G; ++e) h.layer_grad[e] += v->chunk_grad[(size_t)k * G + e];
+  if (v->query_chunks > 1) PetscCall(ReverseByQueries(v, l, xs, ls, ds, scale, skip));
+  else PetscCall(ReverseByChunks(v, l, xs, ls, ds, scale, skip));
+  SumReverseChunks(v, ds);
   PetscCall(PetscLogEventEnd(MFT_KERNELS, 0, 0, 0, 0));
-  if (!t.cuts.empty()) { // the rows' gradients back to their group, then onto its tokens
-    PetscCall(PetscLogEventBegin(MFT_EXCHANGE, 0, 0, 0, 0));
-    PetscCall(TokensReturnCutRows(t, v->dkeys.data(), v->key_width, v->form == CutForm::tokens));
-    PetscCall(PetscLogEventEnd(MFT_EXCHANGE, 0, 0, 0, 0));
-    PetscCall(PetscLogEventBegin(MFT_KERNELS, 0, 0, 0, 0));
-    for (PetscInt c = 0; c < (PetscInt)t.cuts.size(); ++c) {
-      const CutSequence &cs = t.cuts[c];
-      const PetscInt row = cs.mine.begin - cs.m * t.N;
-      if (skip(cs.m)) continue;
-      if (v->form == CutForm::tokens) {
-        const double *g = v->dkeys.data() + key_block(*v, c, 0) + row * t.d;
-        for (PetscInt e = 0; e < cs.mine.size() * t.d; ++e) ds[at(t, cs.m, row) + e] += g[e];
-        continue;
-      }
-      for (PetscInt hl = 0; hl < h.group.size(); ++hl)
-        attention_project_reverse(h.shape, h.head(l, hl), xs + at(t, cs.m, row), cs.mine.size(),
-                                  v->dkeys.data() + key_block(*v, c, hl) + (std::ptrdiff_t)row * v->key_width, v->key_width,
-                                  ds + at(t, cs.m, row), h.layer_grad.data() + hl * h.shape.size);
-    }
-    PetscCall(PetscLogEventEnd(MFT_KERNELS, 0, 0, 0, 0));
-  }
+  if (!t.cuts.empty()) PetscCall(ReverseCutRows(v, l, xs, ds, skip));
   PetscCall(VecRestoreArray(v->dx_local, &ds));
   PetscCall(VecRestoreArrayRead(v->lam_local, &ls));
   PetscCall(VecRestoreArrayRead(v->x_local, &xs));

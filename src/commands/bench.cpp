@@ -70,69 +70,134 @@ PetscErrorCode EventSeconds(double *kernels, double *exchange) {
   PetscFunctionReturn(0);
 }
 
+// One training step; *t its time, and per rank averaged over the ranks:
+// kc[0], kc[1] its kernel and communication fractions (disjoint parts of the
+// step, adding up to at most 1); kc[2], kc[3] the seconds its exchanges
+// behind the kernels (the heads' buckets, the cut rows) were in flight, and
+// spent in their calls.
+PetscErrorCode TrainStep(MPI_Comm comm, Problem *p, Optimizer *opt, double *t, double kc[4]) {
+  double k0, c0, k1, c1, mine[4];
+  PetscMPIInt size;
+  PetscFunctionBeginUser;
+  PetscCallMPI(MPI_Comm_size(comm, &size));
+  PetscCall(EventSeconds(&k0, &c0));
+  const Traffic x0 = traffic();
+  PetscCall(Timed(comm, [&]() -> PetscErrorCode {
+    PetscCall(ProblemEvaluate(p, PETSC_TRUE));
+    PetscCall(OptimizerStep(opt, p->heads.theta, p->grad));
+    PetscCall(ProblemSetHeads(p));
+    return 0;
+  }, t));
+  PetscCall(EventSeconds(&k1, &c1));
+  mine[0] = (k1 - k0) / *t, mine[1] = (c1 - c0) / *t;
+  mine[2] = traffic().in_flight - x0.in_flight, mine[3] = traffic().inside - x0.inside;
+  PetscCallMPI(MPI_Allreduce(mine, kc, 4, MPI_DOUBLE, MPI_SUM, comm));
+  for (int i = 0; i < 4; ++i) kc[i] /= size;
+  PetscFunctionReturn(0);
+}
+
+// Every repeat's times: the forward, a step and its parts (TrainStep), and
+// the same step with the exchanges behind the kernels waited for at once.
+struct BenchTimes {
+  std::vector<double> forward, step, kernel, comm, flight, inside, step_at_once, inside_at_once;
+};
+PetscErrorCode TimeRepeats(MPI_Comm comm, const Settings &bs, Problem *p, Optimizer *opt, BenchTimes *x) {
+  PetscFunctionBeginUser;
+  for (PetscInt r = 0; r < bs.bench.repeats; ++r) {
+    double t, kc[4];
+    PetscCall(Timed(comm, [&] { return ProblemEvaluate(p, PETSC_FALSE); }, &t));
+    x->forward.push_back(t);
+    PetscCall(TrainStep(comm, p, opt, &t, kc));
+    x->step.push_back(t);
+    x->kernel.push_back(kc[0]), x->comm.push_back(kc[1]), x->flight.push_back(kc[2]), x->inside.push_back(kc[3]);
+    // The same step with those exchanges waited for at once (their whole cost).
+    p->heads.overlap = false;
+    PetscCall(TrainStep(comm, p, opt, &t, kc));
+    p->heads.overlap = bs.parallel.overlap;
+    x->step_at_once.push_back(t), x->inside_at_once.push_back(kc[3]);
+  }
+  PetscFunctionReturn(0);
+}
+
+// A size's figures, as printed and summed up.
+struct BenchFigures {
+  double ops, step, forward, kernels, comm, bound, memory, predicted, error, hidden;
+  double at_once, in_calls, in_flight, step_at_once;
+};
+
+// How much of the exchanges the kernels hid, and the cost model against the step.
+PetscErrorCode PrintModel(MPI_Comm comm, const std::string &name, const Settings &bs, const Problem &p,
+                          const BenchFigures &f, const Rates &rate) {
+  PetscFunctionBeginUser;
+  PetscCall(PetscPrintf(comm,
+                        "%-6s exchanges behind the kernels (the heads' %zu buckets of layers%s): %.3g ms a step waited "
+                        "for at once (step %.4g s); behind the kernels%s %.3g ms in their calls, %.0f%% hidden (step "
+                        "%.4g s), %.3g ms in flight; the model hides %.3g ms\n",
+                        name.c_str(), p.heads.buckets.size(), p.tokens.cuts.empty() ? "" : ", the cut sequences' rows",
+                        1e3 * f.at_once, f.step_at_once, bs.parallel.overlap ? "" : " (parallel.overlap false: none)",
+                        1e3 * f.in_calls, f.at_once > 0 ? 100 * (1 - f.in_calls / f.at_once) : 0.0, f.step,
+                        1e3 * f.in_flight, 1e3 * f.hidden));
+  PetscCall(PetscPrintf(comm,
+                        "%-6s the cost model, at the forward's rate (%.3g GFLOP/s a rank) and the reverse's at %.3g "
+                        "times it (the kernels'): a step of %.4g s predicted, %.4g s measured (%+.1f%%): the median "
+                        "of the repeats' errors, each repeat's forward against its own step\n",
+                        name.c_str(), rate.forward / 1e9, rate.reverse, f.predicted, f.step, 100 * f.error));
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode PrintSummary(MPI_Comm comm, const std::string &name, const Settings &bs, const BenchTimes &x,
+                            const BenchFigures &f, double peak, double gexps, const Rates &rate) {
+  PetscMPIInt size;
+  PetscFunctionBeginUser;
+  PetscCallMPI(MPI_Comm_size(comm, &size));
+  Summary sum;
+  sum.add("command", std::string("bench")).add("size", name).add("ranks", (long long)size);
+  sum.add("L", (long long)bs.model.L).add("H", (long long)bs.model.H).add("M", (long long)bs.data.M);
+  sum.add("N", (long long)bs.data.N).add("d", (long long)bs.model.d).add("k", (long long)bs.model.k);
+  sum.add("step_seconds", f.step).add("step_min", *std::min_element(x.step.begin(), x.step.end()));
+  sum.add("step_max", *std::max_element(x.step.begin(), x.step.end())).add("forward_seconds", f.forward);
+  sum.add("gflop_step", f.ops / 1e9).add("gflops", f.ops / f.step / 1e9).add("peak_gflops", peak);
+  sum.add("fraction_of_peak", f.ops / f.step / 1e9 / peak).add("kernel_fraction", f.kernels).add("comm_fraction", f.comm);
+  sum.add("exp_rate", gexps * 1e9).add("roofline_seconds", f.bound).add("fraction_of_roofline", f.bound / f.step);
+  sum.add("memory_mib", f.memory).add("predicted_step_seconds", f.predicted);
+  sum.add("heads_exchange_at_once_seconds", f.at_once).add("heads_exchange_inside_seconds", f.in_calls);
+  sum.add("heads_exchange_in_flight_seconds", f.in_flight).add("step_at_once_seconds", f.step_at_once);
+  sum.add("predicted_hidden_seconds", f.hidden).add("forward_rate", rate.forward);
+  sum.add("reverse_rate_ratio", rate.reverse).add("predicted_step_error", f.error);
+  PetscCall(sum.print(comm));
+  PetscFunctionReturn(0);
+}
+
 // Times a training step and the forward pass of one size; rate->forward <-
 // the operations a second of one rank in the forward (the cost model's rate;
 // rate->reverse: the kernels' measured ratio).
 PetscErrorCode BenchSize(MPI_Comm comm, const std::string &name, const Settings &bs, double peak, double gexps,
                          const Network &net, Rates *rate) {
   PetscMPIInt size;
-  PetscFunctionBeginUser;
-  PetscCallMPI(MPI_Comm_size(comm, &size));
   Problem p;
   Optimizer opt;
+  BenchTimes x;
+  BenchFigures f;
+  PetscFunctionBeginUser;
+  PetscCallMPI(MPI_Comm_size(comm, &size));
   PetscCall(ProblemCreate(comm, bs, &p));
   PetscCall(OptimizerCreate(bs.train, p.heads, &opt));
   PetscCall(ProblemEvaluate(&p, PETSC_TRUE)); // warm-up
-  std::vector<double> forward, step, kernel, comm_s, flight, inside, step_at_once, inside_at_once;
-  // One training step; *t its time, and per rank averaged over the ranks:
-  // kc[0], kc[1] its kernel and communication fractions (disjoint parts of
-  // the step, adding up to at most 1); kc[2], kc[3] the seconds its exchanges
-  // behind the kernels (the heads' buckets, the cut rows) were in flight, and spent in their calls.
-  auto train_step = [&](double *t, double kc[4]) -> PetscErrorCode {
-    double k0, c0, k1, c1, mine[4];
-    PetscFunctionBeginUser;
-    PetscCall(EventSeconds(&k0, &c0));
-    const Traffic x0 = traffic();
-    PetscCall(Timed(comm, [&]() -> PetscErrorCode {
-      PetscCall(ProblemEvaluate(&p, PETSC_TRUE));
-      PetscCall(OptimizerStep(&opt, p.heads.theta, p.grad));
-      PetscCall(ProblemSetHeads(&p));
-      return 0;
-    }, t));
-    PetscCall(EventSeconds(&k1, &c1));
-    mine[0] = (k1 - k0) / *t, mine[1] = (c1 - c0) / *t;
-    mine[2] = traffic().in_flight - x0.in_flight, mine[3] = traffic().inside - x0.inside;
-    PetscCallMPI(MPI_Allreduce(mine, kc, 4, MPI_DOUBLE, MPI_SUM, comm));
-    for (int i = 0; i < 4; ++i) kc[i] /= size;
-    PetscFunctionReturn(0);
-  };
-  for (PetscInt r = 0; r < bs.bench.repeats; ++r) {
-    double t, kc[4];
-    PetscCall(Timed(comm, [&] { return ProblemEvaluate(&p, PETSC_FALSE); }, &t));
-    forward.push_back(t);
-    PetscCall(train_step(&t, kc));
-    step.push_back(t);
-    kernel.push_back(kc[0]), comm_s.push_back(kc[1]), flight.push_back(kc[2]), inside.push_back(kc[3]);
-    // The same step with those exchanges waited for at once (their whole cost).
-    p.heads.overlap = false;
-    PetscCall(train_step(&t, kc));
-    p.heads.overlap = bs.parallel.overlap;
-    step_at_once.push_back(t), inside_at_once.push_back(kc[3]);
-  }
-  const double ops = 3 * forward_operations(bs), st = median(step), fw = median(forward);
-  double mem = peak_memory_mib(), memmax;
-  PetscCallMPI(MPI_Allreduce(&mem, &memmax, 1, MPI_DOUBLE, MPI_MAX, comm));
-  const double kf = median(kernel), cf = median(comm_s), bound = step_bound(bs, peak, gexps);
+  PetscCall(TimeRepeats(comm, bs, &p, &opt, &x));
+  f.ops = 3 * forward_operations(bs), f.step = median(x.step), f.forward = median(x.forward);
+  double mem = peak_memory_mib();
+  PetscCallMPI(MPI_Allreduce(&mem, &f.memory, 1, MPI_DOUBLE, MPI_MAX, comm));
+  f.kernels = median(x.kernel), f.comm = median(x.comm), f.bound = step_bound(bs, peak, gexps);
   PetscCall(PetscPrintf(comm,
                         "%-6s L=%" PetscInt_FMT " H=%" PetscInt_FMT " M=%" PetscInt_FMT " N=%" PetscInt_FMT
                         " d=%" PetscInt_FMT " k=%" PetscInt_FMT ": step %.4g s (min %.4g, max %.4g), forward %.4g s; "
                         "%.2f GFLOP a step, %.1f GFLOP/s = %.0f%% of the matmul peak; roofline bound %.4g s = %.0f%% "
                         "of the step; kernels %.0f%%, communication %.0f%%, PETSc and the rest %.0f%%; %.0f MiB per "
                         "rank\n",
-                        name.c_str(), bs.model.L, bs.model.H, bs.data.M, bs.data.N, bs.model.d, bs.model.k, st,
-                        *std::min_element(step.begin(), step.end()), *std::max_element(step.begin(), step.end()), fw,
-                        ops / 1e9, ops / st / 1e9, 100 * ops / st / 1e9 / peak, bound, 100 * bound / st, 100 * kf,
-                        100 * cf, 100 * (1 - kf - cf), memmax));
+                        name.c_str(), bs.model.L, bs.model.H, bs.data.M, bs.data.N, bs.model.d, bs.model.k, f.step,
+                        *std::min_element(x.step.begin(), x.step.end()), *std::max_element(x.step.begin(), x.step.end()),
+                        f.forward, f.ops / 1e9, f.ops / f.step / 1e9, 100 * f.ops / f.step / 1e9 / peak, f.bound,
+                        100 * f.bound / f.step, 100 * f.kernels, 100 * f.comm, 100 * (1 - f.kernels - f.comm), f.memory));
   // The cost model against the step (cost.hpp): its rate taken from the
   // forward alone (a third of a step's operations), the reverse's from the
   // kernels' ratio, the step on this grid predicted (the forward's and the
@@ -140,48 +205,23 @@ PetscErrorCode BenchSize(MPI_Comm comm, const std::string &name, const Settings 
   // prediction from its own forward against its own step, timed right
   // after it (a machine's speed drifts), the median of those errors.
   auto predict = [&](double forward_seconds) {
-    const Rates r(ops / 3 / forward_seconds / (double)size, rate->reverse);
+    const Rates r(f.ops / 3 / forward_seconds / (double)size, rate->reverse);
     return PredictStep(bs.model, bs.data.M, bs.data.N, size, p.grid.Ph, p.velocity.form, r, net);
   };
-  rate->forward = ops / 3 / fw / (double)size;
-  const StepCost model = predict(fw);
+  rate->forward = f.ops / 3 / f.forward / (double)size;
+  const StepCost model = predict(f.forward);
   std::vector<double> errors;
-  for (size_t r = 0; r < step.size(); ++r) errors.push_back(predict(forward[r]).seconds() / step[r] - 1);
-  const double predicted = model.seconds(), in_flight = median(flight), in_calls = median(inside);
-  const double at_once = median(inside_at_once);
-  PetscCall(PetscPrintf(comm,
-                        "%-6s exchanges behind the kernels (the heads' %zu buckets of layers%s): %.3g ms a step waited "
-                        "for at once (step %.4g s); behind the kernels%s %.3g ms in their calls, %.0f%% hidden (step "
-                        "%.4g s), %.3g ms in flight; the model hides %.3g ms\n",
-                        name.c_str(), p.heads.buckets.size(), p.tokens.cuts.empty() ? "" : ", the cut sequences' rows",
-                        1e3 * at_once, median(step_at_once),
-                        bs.parallel.overlap ? "" : " (parallel.overlap false: none)", 1e3 * in_calls,
-                        at_once > 0 ? 100 * (1 - in_calls / at_once) : 0.0, st, 1e3 * in_flight, 1e3 * model.hidden));
-  PetscCall(PetscPrintf(comm,
-                        "%-6s the cost model, at the forward's rate (%.3g GFLOP/s a rank) and the reverse's at %.3g "
-                        "times it (the kernels'): a step of %.4g s predicted, %.4g s measured (%+.1f%%): the median "
-                        "of the repeats' errors, each repeat's forward against its own step\n",
-                        name.c_str(), rate->forward / 1e9, rate->reverse, predicted, st, 100 * median(errors)));
+  for (size_t r = 0; r < x.step.size(); ++r) errors.push_back(predict(x.forward[r]).seconds() / x.step[r] - 1);
+  f.predicted = model.seconds(), f.error = median(errors), f.hidden = model.hidden;
+  f.in_flight = median(x.flight), f.in_calls = median(x.inside), f.at_once = median(x.inside_at_once);
+  f.step_at_once = median(x.step_at_once);
+  PetscCall(PrintModel(comm, name, bs, p, f, *rate));
   if (!bs.bench.write.empty()) {
     PetscCall(ProblemEvaluate(&p, PETSC_TRUE));
     PetscCall(RunFileWrite(p, History(), nullptr, 0, Content::run_with_gradient,
                            bs.bench.write + "/bench_" + name + ".h5"));
   }
-  Summary sum;
-  sum.add("command", std::string("bench")).add("size", name).add("ranks", (long long)size);
-  sum.add("L", (long long)bs.model.L).add("H", (long long)bs.model.H).add("M", (long long)bs.data.M);
-  sum.add("N", (long long)bs.data.N).add("d", (long long)bs.model.d).add("k", (long long)bs.model.k);
-  sum.add("step_seconds", st).add("step_min", *std::min_element(step.begin(), step.end()));
-  sum.add("step_max", *std::max_element(step.begin(), step.end())).add("forward_seconds", fw);
-  sum.add("gflop_step", ops / 1e9).add("gflops", ops / st / 1e9).add("peak_gflops", peak);
-  sum.add("fraction_of_peak", ops / st / 1e9 / peak).add("kernel_fraction", kf).add("comm_fraction", cf);
-  sum.add("exp_rate", gexps * 1e9).add("roofline_seconds", bound).add("fraction_of_roofline", bound / st);
-  sum.add("memory_mib", memmax).add("predicted_step_seconds", predicted);
-  sum.add("heads_exchange_at_once_seconds", at_once).add("heads_exchange_inside_seconds", in_calls);
-  sum.add("heads_exchange_in_flight_seconds", in_flight).add("step_at_once_seconds", median(step_at_once));
-  sum.add("predicted_hidden_seconds", model.hidden).add("forward_rate", rate->forward);
-  sum.add("reverse_rate_ratio", rate->reverse).add("predicted_step_error", median(errors));
-  PetscCall(sum.print(comm));
+  PetscCall(PrintSummary(comm, name, bs, x, f, peak, gexps, *rate));
   PetscCall(OptimizerDestroy(&opt));
   PetscCall(ProblemDestroy(&p));
   PetscFunctionReturn(0);
