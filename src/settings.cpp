@@ -188,7 +188,7 @@ std::vector<Option> declare(Settings &s) {
 
       integer("data.M", &d.M, 1, "sequences in the data set (with data.file: its first data.M; default all)"),
       integer("data.N", &d.N, 1, "tokens per sequence"),
-      choice("data.family", d.family, {"discrete", "uniform_cube", "laplace", "gauss_mix2", "gaussian"},
+      choice("data.family", d.family, kFamilies,
              [&d](const std::string &v) { d.family = v; }, "token distribution family"),
       real("data.param_min", &d.param_min, 0.0, true,
            "smallest per-sequence parameter p: atom std (discrete), radius (uniform_cube), std (laplace: S = p^2 I; "

@@ -125,36 +125,45 @@ PetscErrorCode WriteSearch(MPI_Comm comm, const Settings &ws, const VariantSides
   PetscFunctionReturn(0);
 }
 
-// One search: variant v's models at `time` with N tokens.
+// Variant v's searches at `time`, one for each N of Ns not searched before
+// (a rerun keeps a file that verifies); its sides are read once for all.
 PetscErrorCode SearchVariant(MPI_Comm comm, const std::vector<std::string> &args, const Settings &s,
-                             const std::string &dir, size_t v, PetscInt time, PetscInt N, double *spent_all) {
-  const std::string path = worst_path(dir, v, time, N);
-  WorstCases done;
-  std::string problem;
+                             const std::string &dir, size_t v, PetscInt time, const std::vector<PetscInt> &Ns,
+                             double *spent_all) {
+  std::vector<PetscInt> missing;
   VariantSides sides;
   Settings ws;
-  std::vector<WorstResult> r;
   PetscFunctionBeginUser;
-  PetscCall(ReadWorst(path, &done, &problem));
-  if (problem.empty()) PetscFunctionReturn(0); // searched before: a rerun keeps it
-  PetscCall(SidesOf(comm, args, s, dir, v, time, &sides));
-  const std::string at = "v" + std::to_string(v) + " t=" + std::to_string(time) + " N=" + std::to_string(N);
-  if (sides.models.empty() || sides.references.empty()) {
-    PetscCall(PetscPrintf(comm, "mft study: worst %s: %zu models, %zu references: not searched\n", at.c_str(),
-                          sides.models.size(), sides.references.size()));
-    PetscFunctionReturn(0);
+  for (PetscInt N : Ns) {
+    WorstCases done;
+    std::string problem;
+    PetscCall(ReadWorst(worst_path(dir, v, time, N), &done, &problem));
+    if (!problem.empty()) missing.push_back(N);
   }
+  if (missing.empty()) PetscFunctionReturn(0);
+  PetscCall(SidesOf(comm, args, s, dir, v, time, &sides));
   PetscCall(CaseSettings(comm, args, overrides(StudyVariants(s)[v]), &ws));
-  ws.data.N = N;
-  const double t0 = seconds();
-  PetscCall(WorstSearch(comm, ws, sides.models, sides.references, "mft study: worst " + at + ": ", &r));
-  const double spent = seconds() - t0;
-  *spent_all += spent;
-  double largest = 0;
-  for (const WorstResult &x : r) largest = std::max(largest, x.err);
-  PetscCall(PetscPrintf(comm, "mft study: worst %s: %zu models against %zu references in %.2f s; largest %s %.4g (a lower bound)\n",
-                        at.c_str(), r.size(), sides.references.size(), spent, r[0].estimator.c_str(), largest));
-  PetscCall(WriteSearch(comm, ws, sides, r, spent, path));
+  for (PetscInt N : missing) {
+    const std::string at = "v" + std::to_string(v) + " t=" + std::to_string(time) + " N=" + std::to_string(N);
+    if (sides.models.empty() || sides.references.empty()) {
+      PetscCall(PetscPrintf(comm, "mft study: worst %s: %zu models, %zu references: not searched\n", at.c_str(),
+                            sides.models.size(), sides.references.size()));
+      continue;
+    }
+    std::vector<WorstResult> r;
+    ws.data.N = N;
+    const double t0 = seconds();
+    PetscCall(WorstSearch(comm, ws, sides.models, sides.references, "mft study: worst " + at + ": ", &r));
+    const double spent = seconds() - t0;
+    *spent_all += spent;
+    double largest = 0;
+    for (const WorstResult &x : r) largest = std::max(largest, x.err);
+    PetscCall(PetscPrintf(comm,
+                          "mft study: worst %s: %zu models against %zu references in %.2f s; largest %s %.4g (a lower "
+                          "bound)\n",
+                          at.c_str(), r.size(), sides.references.size(), spent, r[0].estimator.c_str(), largest));
+    PetscCall(WriteSearch(comm, ws, sides, r, spent, worst_path(dir, v, time, N)));
+  }
   PetscFunctionReturn(0);
 }
 
@@ -168,8 +177,7 @@ PetscErrorCode StudyWorst(MPI_Comm comm, const std::vector<std::string> &args, c
   for (size_t v = 0; v < variants.size(); ++v) {
     Settings vs;
     PetscCall(CaseSettings(comm, args, overrides(variants[v]), &vs));
-    for (PetscInt time : StudyTimes(s))
-      for (PetscInt N : worst_Ns(vs)) PetscCall(SearchVariant(comm, args, s, dir, v, time, N, spent));
+    for (PetscInt time : StudyTimes(s)) PetscCall(SearchVariant(comm, args, s, dir, v, time, worst_Ns(vs), spent));
   }
   PetscFunctionReturn(0);
 }

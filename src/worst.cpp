@@ -294,10 +294,10 @@ PetscErrorCode Score(Sides &w, const std::vector<double> &X, const std::vector<d
   const std::vector<double> mean = Mean(Y, w.models, w.searched);
   for (size_t j = 0; j < w.models; ++j) {
     WorstResult &r = (*rs)[j];
-    size_t b = j * (size_t)w.S;
-    for (size_t m = b; m < (j + 1) * (size_t)w.S; ++m) {
+    size_t b = w.active.size(); // the active start of largest objective (the first of equals)
+    for (size_t m = j * (size_t)w.S; m < (j + 1) * (size_t)w.S; ++m) {
       r.start_err.push_back(w.active[m] ? std::sqrt(std::max(0.0, F[m])) : NAN);
-      if (w.active[m] && F[m] > F[b]) b = m;
+      if (w.active[m] && (b == w.active.size() || F[m] > F[b])) b = m;
     }
     r.best = (PetscInt)(b - j * (size_t)w.S);
     r.raw = std::sqrt(std::max(0.0, F[b]));
@@ -317,16 +317,16 @@ PetscErrorCode Score(Sides &w, const std::vector<double> &X, const std::vector<d
 std::vector<double> WorstStarts(const Settings &s, PetscInt N, PetscInt d, std::vector<std::string> *names) {
   std::vector<double> x;
   names->clear();
-  const auto families = study::words(s.study.probes);
+  Settings ps = s; // the studies' probe sequences of the families, at this N
+  ps.data.N = N, ps.study.probe_N.clear(), ps.study.probe_file.clear();
   std::vector<double> seq((size_t)(N * d));
-  for (size_t f = 0; f < families.size(); ++f) { // the studies' probe sequences (study::probe_sets)
+  for (const study::ProbeSet &p : study::probe_sets(ps)) {
     DataSettings ds = s.data;
-    ds.family = families[f];
-    ds.seed = s.data.seed + 7919 * (f + 1);
+    ds.family = p.family, ds.seed = p.seed;
     for (PetscInt m = 0; m < s.study.probe_M; ++m) {
       family_sample(ds, d, m, N, seq.data());
       x.insert(x.end(), seq.begin(), seq.end());
-      names->push_back(families[f] + "/" + std::to_string(m));
+      names->push_back(p.name + "/" + std::to_string(m));
     }
   }
   for (PetscInt m = 0; m < s.worst.starts; ++m) {

@@ -29,6 +29,9 @@ struct ModelSettings {
   bool causal = false;        // decoder mask j <= i
 };
 
+// The token distribution families of data.family (families.hpp samples them).
+inline const std::vector<std::string> kFamilies = {"discrete", "uniform_cube", "laplace", "gauss_mix2", "gaussian"};
+
 struct DataSettings {
   PetscInt M = 4;             // sequences
   PetscInt N = 8;             // tokens per sequence

@@ -11,6 +11,8 @@
 #include "mft/study_cases.hpp"
 #include "mft/worst.hpp"
 
+#include <algorithm>
+
 namespace mft {
 
 namespace {
@@ -67,18 +69,18 @@ PetscErrorCode CommandWorst(MPI_Comm comm, const std::vector<std::string> &args,
   Settings s;
   PetscBool help;
   std::vector<WorstResult> found;
+  PetscMPIInt ranks;
   PetscFunctionBeginUser;
+  PetscCallMPI(MPI_Comm_size(comm, &ranks));
   PetscCall(SettingsParse(comm, "worst", args, &s, &help));
   if (help) PetscFunctionReturn(0);
   PetscCheck(!s.params_file.empty(), comm, PETSC_ERR_USER_INPUT, "mft worst needs the model: give --params.file RUN.h5");
   const auto paths = study::words(s.worst.references);
   PetscCheck(!paths.empty(), comm, PETSC_ERR_USER_INPUT,
              "mft worst needs references: give --worst.references \"R1.h5 R2.h5 ...\"");
-  for (const std::string &f : study::words(s.study.probes)) {
-    PetscBool known = PETSC_FALSE;
-    for (const char *k : {"discrete", "uniform_cube", "laplace", "gauss_mix2", "gaussian"}) known = known || f == k ? PETSC_TRUE : PETSC_FALSE;
-    PetscCheck(known, comm, PETSC_ERR_USER_INPUT, "study.probes: '%s' is not a token family", f.c_str());
-  }
+  for (const std::string &f : study::words(s.study.probes))
+    PetscCheck(std::find(kFamilies.begin(), kFamilies.end(), f) != kFamilies.end(), comm, PETSC_ERR_USER_INPUT,
+               "study.probes: '%s' is not a token family", f.c_str());
   PetscCall(SettingsFromFiles(comm, "worst", args, &s));
   std::vector<WorstSide> references(paths.size());
   for (size_t i = 0; i < paths.size(); ++i) {
@@ -106,7 +108,7 @@ PetscErrorCode CommandWorst(MPI_Comm comm, const std::vector<std::string> &args,
   sum.add("starts", (long long)r.starts).add("iterations", (long long)r.iterations);
   sum.add("evaluations", (long long)r.evaluations).add("search_references", (long long)r.search_references);
   sum.add("heldout_references", (long long)r.heldout_references).add("seconds", r.seconds);
-  sum.add("ranks", (long long)[&] { PetscMPIInt n; MPI_Comm_size(comm, &n); return n; }()).add("file", s.output.file);
+  sum.add("ranks", (long long)ranks).add("file", s.output.file);
   PetscCall(sum.print(comm));
   PetscFunctionReturn(0);
 }
