@@ -3,9 +3,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <sstream>
+
+#include <sys/statvfs.h>
 
 namespace mft::h5 {
 
@@ -15,6 +18,32 @@ namespace mft::h5 {
   } while (0)
 
 namespace {
+
+// The innermost message of HDF5's error stack (where a failed write names
+// the system's reason), or, when it has none, a full disk seen directly.
+herr_t innermost(unsigned n, const H5E_error2_t *e, void *out) {
+  if (e->desc && *e->desc) *static_cast<std::string *>(out) = e->desc;
+  return 0;
+}
+
+std::string Cause(const std::string &path) {
+  std::string desc;
+  H5Ewalk2(H5E_DEFAULT, H5E_WALK_UPWARD, innermost, &desc);
+  const size_t slash = path.rfind('/');
+  struct statvfs fs;
+  if (statvfs(slash == std::string::npos ? "." : path.substr(0, slash + 1).c_str(), &fs) == 0 && fs.f_bavail == 0)
+    return "no space left on the device";
+  return desc.empty() ? "HDF5 gives no reason" : desc;
+}
+
+// A collective call's outcome as every rank of comm sees it: failed if it
+// failed on any rank (a full disk may fail one rank's part of a collective
+// write alone, and a rank that went on alone would wait forever).
+herr_t Agreed(MPI_Comm comm, herr_t err) {
+  int mine = err < 0 ? 1 : 0, any = 0;
+  MPI_Allreduce(&mine, &any, 1, MPI_INT, MPI_MAX, comm);
+  return any ? -1 : 0;
+}
 
 std::uint64_t mix(std::uint64_t z) {
   z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
@@ -103,6 +132,7 @@ PetscErrorCode Open(MPI_Comm comm, const std::string &path, bool create, File *f
   PetscFunctionBeginUser;
   H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr); // errors are reported as one line by the caller
   f->comm = comm;
+  f->path = path;
   f->sum = 0;
   f->datasets.clear();
   hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
@@ -127,9 +157,20 @@ PetscErrorCode Open(MPI_Comm comm, const std::string &path, bool create, File *f
 PetscErrorCode Close(File *f) {
   PetscFunctionBeginUser;
   if (f->dxpl >= 0) H5Pclose(f->dxpl);
-  if (f->id >= 0) H5Check(H5Fclose(f->id), f->comm);
+  const herr_t err = f->id >= 0 ? Agreed(f->comm, H5Fclose(f->id)) : 0;
   f->id = f->dxpl = -1;
+  PetscCheck(err >= 0, f->comm, PETSC_ERR_FILE_WRITE, "cannot close '%s': %s", f->path.c_str(),
+             Cause(f->path).c_str());
   PetscFunctionReturn(0);
+}
+
+void Discard(File *f) {
+  if (f->dxpl >= 0) H5Pclose(f->dxpl);
+  if (f->id >= 0) H5Fclose(f->id);
+  f->id = f->dxpl = -1;
+  int rank = 0;
+  MPI_Comm_rank(f->comm, &rank);
+  if (rank == 0 && !f->path.empty()) std::remove(f->path.c_str());
 }
 
 // A new dataset of shape dims, or with `sliced`, (slices.size(), dims...):
@@ -145,19 +186,26 @@ static PetscErrorCode WriteDataset(File &f, const std::string &name, const std::
   hid_t fspace = H5Screate_simple((int)all.size(), all.data(), nullptr);
   hid_t dset = H5Dcreate2(f.id, name.c_str(), H5T_IEEE_F64LE, fspace, lcpl, H5P_DEFAULT, H5P_DEFAULT);
   H5Pclose(lcpl);
-  PetscCheck(dset >= 0, f.comm, PETSC_ERR_FILE_WRITE, "cannot create dataset %s", name.c_str());
+  if (Agreed(f.comm, dset >= 0 ? 0 : -1) < 0) {
+    if (dset >= 0) H5Dclose(dset);
+    H5Sclose(fspace);
+    dset = -1;
+  }
+  PetscCheck(dset >= 0, f.comm, PETSC_ERR_FILE_WRITE, "cannot create dataset %s in '%s': %s", name.c_str(),
+             f.path.c_str(), Cause(f.path).c_str());
   f.datasets.push_back(name);
   const hsize_t row = RowSize(dims, lead), slice_size = RowSize(dims, 0);
   herr_t err = 0;
   // An empty history is the dataset alone.
   for (size_t k = 0; k < slices.size() && err >= 0 && slice_size > 0; ++k) {
     f.sum += entries_sum(name, k * slice_size + (std::uint64_t)r.begin * row, slices[k], (std::uint64_t)r.size() * row);
-    err = TransferRows(f, dset, fspace, dims, lead, r, const_cast<double *>(slices[k]), true,
-                       sliced ? (hssize_t)k : -1);
+    err = Agreed(f.comm, TransferRows(f, dset, fspace, dims, lead, r, const_cast<double *>(slices[k]), true,
+                                      sliced ? (hssize_t)k : -1));
   }
   H5Sclose(fspace);
-  H5Dclose(dset);
-  H5Check(err, f.comm);
+  const herr_t closed = Agreed(f.comm, H5Dclose(dset));
+  PetscCheck(err >= 0 && closed >= 0, f.comm, PETSC_ERR_FILE_WRITE, "cannot write dataset %s to '%s': %s",
+             name.c_str(), f.path.c_str(), Cause(f.path).c_str());
   PetscFunctionReturn(0);
 }
 

@@ -245,15 +245,22 @@ PetscErrorCode DataFileRead(MPI_Comm comm, const std::string &path, const TokenL
   PetscFunctionReturn(0);
 }
 
-PetscErrorCode RunFileWrite(const Problem &p, const History &h, const Optimizer *opt, PetscInt step, Content what,
-                            const std::string &path) {
-  MPI_Comm comm = p.grid.comm;
+namespace {
+
+// Ends the writing of path through its tmp file: Finish when everything was
+// written; otherwise, or when Finish fails, the partial tmp file is removed
+// (a file already at path is never touched). Returns the first error.
+PetscErrorCode Settle(PetscErrorCode err, File &f, const std::string &path) {
+  if (!err) err = Finish(f, path + ".tmp", path);
+  if (err) h5::Discard(&f);
+  return err;
+}
+
+PetscErrorCode WriteRun(File &f, const Problem &p, const History &h, const Optimizer *opt, PetscInt step,
+                        Content what) {
   const Settings &s = p.settings;
   const TokenLayout &t = p.tokens;
-  const std::string tmp = path + ".tmp";
-  File f;
   PetscFunctionBeginUser;
-  PetscCall(h5::Open(comm, tmp, true, &f));
   PetscCall(WriteTokens(f, "/data/tokens", t, p.x0));
   if (p.targets.kind == LossKind::token) {
     PetscCall(WriteTokens(f, "/data/targets", t, p.targets.y));
@@ -289,16 +296,13 @@ PetscErrorCode RunFileWrite(const Problem &p, const History &h, const Optimizer 
   h5::WriteAttribute(f, "content", what == Content::checkpoint ? "checkpoint" : "run");
   h5::WriteAttribute(f, "ranks", std::to_string(p.grid.size));
   h5::WriteAttribute(f, "grid", std::to_string(p.grid.Ph) + "x" + std::to_string(p.grid.Pt));
-  PetscCall(Finish(f, tmp, path));
   PetscFunctionReturn(0);
 }
 
-PetscErrorCode ResultFileWrite(MPI_Comm comm, const Settings &s, const std::vector<ResultArray> &arrays,
-                               const std::vector<std::pair<std::string, std::string>> &attributes,
-                               const std::string &path, const Trajectory *trajectory) {
-  File f;
+PetscErrorCode WriteResult(File &f, const Settings &s, const std::vector<ResultArray> &arrays,
+                           const std::vector<std::pair<std::string, std::string>> &attributes,
+                           const Trajectory *trajectory) {
   PetscFunctionBeginUser;
-  PetscCall(h5::Open(comm, path + ".tmp", true, &f));
   for (auto &a : arrays) {
     std::vector<hsize_t> dims(a.dims.begin(), a.dims.end());
     PetscCall(WriteReplicated(f, a.name, dims, a.data));
@@ -307,7 +311,29 @@ PetscErrorCode ResultFileWrite(MPI_Comm comm, const Settings &s, const std::vect
   for (auto &kv : s.record) h5::WriteAttribute(f, kv.first, kv.second);
   for (auto &kv : attributes) h5::WriteAttribute(f, kv.first, kv.second);
   h5::WriteAttribute(f, "command", s.command);
-  PetscCall(Finish(f, path + ".tmp", path));
+  PetscFunctionReturn(0);
+}
+
+} // namespace
+
+PetscErrorCode RunFileWrite(const Problem &p, const History &h, const Optimizer *opt, PetscInt step, Content what,
+                            const std::string &path) {
+  File f;
+  PetscFunctionBeginUser;
+  PetscErrorCode err = h5::Open(p.grid.comm, path + ".tmp", true, &f);
+  if (!err) err = WriteRun(f, p, h, opt, step, what);
+  PetscCall(Settle(err, f, path));
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode ResultFileWrite(MPI_Comm comm, const Settings &s, const std::vector<ResultArray> &arrays,
+                               const std::vector<std::pair<std::string, std::string>> &attributes,
+                               const std::string &path, const Trajectory *trajectory) {
+  File f;
+  PetscFunctionBeginUser;
+  PetscErrorCode err = h5::Open(comm, path + ".tmp", true, &f);
+  if (!err) err = WriteResult(f, s, arrays, attributes, trajectory);
+  PetscCall(Settle(err, f, path));
   PetscFunctionReturn(0);
 }
 

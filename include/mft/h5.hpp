@@ -20,6 +20,7 @@ namespace mft::h5 {
 
 struct File {
   MPI_Comm comm = MPI_COMM_NULL;
+  std::string path;
   hid_t id = -1, dxpl = -1;
   std::uint64_t sum = 0;             // this rank's part of the checksum of what was written or read
   std::vector<std::string> datasets; // names written, in order
@@ -31,6 +32,8 @@ PetscErrorCode Open(MPI_Comm comm, const std::string &path, bool create, File *f
 // "not a file"), or empty: MPI-IO prints lines of its own on a folder.
 std::string NotReadable(const std::string &path);
 PetscErrorCode Close(File *f);
+// Closes a file whose writing failed, ignoring further errors, and removes it.
+void Discard(File *f);
 
 // Writes rows r of a new dataset `name` of shape dims (buf holds them contiguously).
 PetscErrorCode WriteRows(File &f, const std::string &name, const std::vector<hsize_t> &dims, int lead, Range r,
