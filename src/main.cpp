@@ -7,6 +7,7 @@
 #include "mft/settings.hpp"
 
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 
@@ -64,6 +65,12 @@ int main(int argc, char **argv) {
 
   // Threads (parallel.threads) run kernels only; MPI is called from the main
   // thread alone: MPI_THREAD_FUNNELED, asked for before PETSc starts.
+  // MPI-IO through ROMIO, not OMPIO: OMPIO's shared-file-pointer component
+  // opens a named semaphore per file name (/dev/shm/sem.OMPIO_<name>) that a
+  // rank killed inside the open leaves locked, and every later open of that
+  // name (the same checkpoint step) then waits forever. A user's own choice
+  // (OMPI_MCA_io) stands.
+  setenv("OMPI_MCA_io", "romio321", 0);
   int provided;
   MPI_Init_thread(&pargc, &pargvp, MPI_THREAD_FUNNELED, &provided);
   PetscCall(PetscInitialize(&pargc, &pargvp, nullptr, help));

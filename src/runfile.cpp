@@ -318,9 +318,12 @@ PetscErrorCode WriteResult(File &f, const Settings &s, const std::vector<ResultA
 
 PetscErrorCode RunFileWrite(const Problem &p, const History &h, const Optimizer *opt, PetscInt step, Content what,
                             const std::string &path) {
-  File f;
+  File f, room;
   PetscFunctionBeginUser;
+  room.comm = p.grid.comm, room.counting = true;
+  PetscCall(WriteRun(room, p, h, opt, step, what));
   PetscErrorCode err = h5::Open(p.grid.comm, path + ".tmp", true, &f);
+  if (!err) err = h5::Reserve(f, room.bytes);
   if (!err) err = WriteRun(f, p, h, opt, step, what);
   PetscCall(Settle(err, f, path));
   PetscFunctionReturn(0);
@@ -329,9 +332,12 @@ PetscErrorCode RunFileWrite(const Problem &p, const History &h, const Optimizer 
 PetscErrorCode ResultFileWrite(MPI_Comm comm, const Settings &s, const std::vector<ResultArray> &arrays,
                                const std::vector<std::pair<std::string, std::string>> &attributes,
                                const std::string &path, const Trajectory *trajectory) {
-  File f;
+  File f, room;
   PetscFunctionBeginUser;
+  room.comm = comm, room.counting = true;
+  PetscCall(WriteResult(room, s, arrays, attributes, trajectory));
   PetscErrorCode err = h5::Open(comm, path + ".tmp", true, &f);
+  if (!err) err = h5::Reserve(f, room.bytes);
   if (!err) err = WriteResult(f, s, arrays, attributes, trajectory);
   PetscCall(Settle(err, f, path));
   PetscFunctionReturn(0);

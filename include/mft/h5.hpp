@@ -24,6 +24,10 @@ struct File {
   hid_t id = -1, dxpl = -1;
   std::uint64_t sum = 0;             // this rank's part of the checksum of what was written or read
   std::vector<std::string> datasets; // names written, in order
+  // A counting file writes nothing: it adds up the bytes its writes would
+  // take (with HDF5's overhead), so that a file's room can be reserved first.
+  bool counting = false;
+  mutable std::uint64_t bytes = 0;
 };
 
 PetscErrorCode Open(MPI_Comm comm, const std::string &path, bool create, File *f);
@@ -32,6 +36,11 @@ PetscErrorCode Open(MPI_Comm comm, const std::string &path, bool create, File *f
 // "not a file"), or empty: MPI-IO prints lines of its own on a folder.
 std::string NotReadable(const std::string &path);
 PetscErrorCode Close(File *f);
+// Reserves `bytes` (a counting file's figure) for a file being written, so
+// that a full disk is found before the first write and not inside a
+// collective one, where HDF5 may fail on some ranks only and leave the others
+// waiting. Fails, on every rank, naming the file, the size and the cause.
+PetscErrorCode Reserve(File &f, std::uint64_t bytes);
 // Closes a file whose writing failed, ignoring further errors, and removes it.
 void Discard(File *f);
 
