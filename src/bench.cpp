@@ -2,6 +2,7 @@
 #include "mft/bench.hpp"
 
 #include "mft/attention.hpp"
+#include "mft/softmax.hpp"
 #include "mft/linalg.hpp"
 #include "mft/random.hpp"
 
@@ -93,7 +94,7 @@ PetscErrorCode MeasureReverseRate(MPI_Comm comm, const ModelSettings &m, PetscIn
   if (attention_statistics_pay(s, N)) statistics.resize((size_t)(q.size() * attention_statistics_width(s)));
   w.statistics = statistics.empty() ? nullptr : statistics.data();
   const AttentionOptions o{m.beta, m.causal};
-  auto forward = [&] { attention_forward(s, theta.data(), o, x.data(), N, q, 1.0, out.data(), w); };
+  auto forward = [&] { attention(s, theta.data(), o, x.data(), N, q, 1.0, out.data(), w); };
   auto reverse = [&] {
     attention_reverse(s, theta.data(), o, x.data(), N, q, 1.0, lam.data(), dx.data(), dtheta.data(), w);
   };

@@ -1,4 +1,4 @@
-// Reference forward pass: full attention matrices, a loop over layers.
+// The plain forward pass: full attention matrices, a loop over layers.
 #include "mft/plain.hpp"
 
 #include <cmath>

@@ -372,7 +372,7 @@ PetscErrorCode ReverseByQueries(Velocity *v, PetscInt l, const double *xs, const
     double *dx = rows(m, j);
     for (PetscInt hl = heads.begin; hl < heads.end && q.size() > 0; ++hl) {
       w.statistics = v->forwards ? statistics_at(*v, l, hl, m, q.begin) : nullptr; // the forward's
-      attention_reverse_keys(h.shape, h.head(l, hl), v->options, qu.tokens(m) + q.begin * t.d, qu.store(s, hl),
+      attention_on_keys_reverse(h.shape, h.head(l, hl), v->options, qu.tokens(m) + q.begin * t.d, qu.store(s, hl),
                              qu.key_count(m), t.N, q, scale, ls + at(t, m, q.begin), dx + q.begin * t.d,
                              qu.dkappa(s, hl, i), qu.dw(s, hl, i), qu.head_gradient(s, i, hl), w);
     }
@@ -396,7 +396,7 @@ PetscErrorCode ReverseByQueries(Velocity *v, PetscInt l, const double *xs, const
         for (std::ptrdiff_t x = (std::ptrdiff_t)r.begin * k; x < (std::ptrdiff_t)e * k; ++x) dk[x] += gk[x];
         for (std::ptrdiff_t x = (std::ptrdiff_t)r.begin * dv; x < (std::ptrdiff_t)e * dv; ++x) dw[x] += gw[x];
       }
-      attention_keys_reverse(h.shape, h.head(l, hl), qu.tokens(m) + r.begin * t.d, r.size(), dk + r.begin * k,
+      attention_project_keys_reverse(h.shape, h.head(l, hl), qu.tokens(m) + r.begin * t.d, r.size(), dk + r.begin * k,
                              dw + r.begin * dv, dx + r.begin * t.d, qu.head_gradient(s, i, hl));
     }
   }));
@@ -444,7 +444,7 @@ PetscErrorCode ReverseByChunks(Velocity *v, PetscInt l, const double *xs, const 
           attention_reverse(h.shape, h.head(l, hl), v->options, v->keys.data() + key_block(*v, c, hl), t.N, q, scale,
                             ls + at(t, m, q.begin), dks + key_block(*v, c, hl), dtheta, w);
         else
-          attention_reverse_projected(h.shape, h.head(l, hl), v->options, xs + at(t, m, q.begin),
+          attention_projected_reverse(h.shape, h.head(l, hl), v->options, xs + at(t, m, q.begin),
                                       v->keys.data() + key_block(*v, c, hl), v->key_width, t.N, q, scale,
                                       ls + at(t, m, q.begin), dxs + at(t, m, q.begin),
                                       dks + key_block(*v, c, hl), dtheta, w);
@@ -545,7 +545,7 @@ PetscErrorCode VelocityEvaluate(Velocity *v, PetscInt l, Vec x, Vec f) {
       if (j > 0) std::fill(sum, sum + q.size() * t.d, 0.0);
       for (PetscInt hl = heads.begin; hl < heads.end; ++hl) {
         w.statistics = keeps ? statistics_at(*v, l, hl, m, q.begin) : nullptr;
-        attention_forward_keys(h.shape, h.head(l, hl), v->options, qu.tokens(m) + q.begin * t.d, qu.store(s, hl),
+        attention_on_keys(h.shape, h.head(l, hl), v->options, qu.tokens(m) + q.begin * t.d, qu.store(s, hl),
                                qu.key_count(m), t.N, q, scale, sum, w);
       }
     }));
@@ -561,10 +561,10 @@ PetscErrorCode VelocityEvaluate(Velocity *v, PetscInt l, Vec x, Vec f) {
       for (PetscInt hl = heads.begin; hl < heads.end; ++hl) {
         w.statistics = keeps ? statistics_at(*v, l, hl, m, q.begin) : nullptr; // kept for the adjoint
         if (c < 0 || v->form == CutForm::tokens) // the sequence's tokens: held by the group or shared
-          attention_forward(h.shape, h.head(l, hl), v->options,
+          attention(h.shape, h.head(l, hl), v->options,
                             c < 0 ? xs + at(t, m, 0) : v->keys.data() + key_block(*v, c, hl), t.N, q, scale, sum, w);
         else
-          attention_forward_projected(h.shape, h.head(l, hl), v->options, xs + at(t, m, q.begin),
+          attention_projected(h.shape, h.head(l, hl), v->options, xs + at(t, m, q.begin),
                                       v->keys.data() + key_block(*v, c, hl), v->key_width, t.N, q, scale, sum, w);
       }
     }));

@@ -72,7 +72,7 @@ struct AttentionWork {
   // their transposes kappa^T, w^T (leading dimension ldt), and where the
   // reverse leaves their gradients dkappa (nk x k), dw (nk x dv): this
   // work's own arrays, or a caller's keys projected once for many query
-  // chunks (attention_forward_keys, attention_reverse_keys). Set by each call.
+  // chunks (attention_on_keys, attention_on_keys_reverse). Set by each call.
   struct Keys {
     const double *kappa = nullptr, *kappat = nullptr, *w = nullptr, *wt = nullptr;
     PetscInt ldt = 0;
@@ -114,27 +114,23 @@ struct AttentionOptions {
   bool causal = false;
 };
 
+// The keys a query range attends to: all N, or with the causal mask those up to its last query.
+inline PetscInt key_count(const AttentionOptions &o, PetscInt N, Range q) { return o.causal ? q.end : N; }
+
 // out[(i - q.begin) * d + c] += scale * Attn_theta(x_i)_c for i in q.
-void attention_forward_plain(const HeadShape &s, const double *theta, const AttentionOptions &o, const double *x,
+void attention_plain(const HeadShape &s, const double *theta, const AttentionOptions &o, const double *x,
                              PetscInt N, Range q, double scale, double *out, AttentionWork &w);
 
 // The transpose of the forward map's Jacobian applied to lam (one row of d
 // entries per query i in q, weighted by scale): adds to dx (N x d: every
 // token, as query and as key) and to dtheta (the head's entries).
-void attention_reverse_plain(const HeadShape &s, const double *theta, const AttentionOptions &o, const double *x,
+void attention_plain_reverse(const HeadShape &s, const double *theta, const AttentionOptions &o, const double *x,
                              PetscInt N, Range q, double scale, const double *lam, double *dx, double *dtheta,
                              AttentionWork &w);
 
-// x <- exp(x), n entries x <= 0, with the fast kernels' vectorised
-// exponential (for the benchmark's measured rate and its test).
-void exponentials(double *x, PetscInt n);
-
-// Which exp the kernels use on this build: "own AVX-512 (1 ulp)", "own AVX2
-// (1 ulp)" (with FMA) or "libm".
-const char *ExponentialPath();
 
 // The fast kernels: the same maps, blocked, on BLAS.
-void attention_forward(const HeadShape &s, const double *theta, const AttentionOptions &o, const double *x,
+void attention(const HeadShape &s, const double *theta, const AttentionOptions &o, const double *x,
                        PetscInt N, Range q, double scale, double *out, AttentionWork &w);
 void attention_reverse(const HeadShape &s, const double *theta, const AttentionOptions &o, const double *x,
                        PetscInt N, Range q, double scale, const double *lam, double *dx, double *dtheta,
@@ -146,9 +142,9 @@ void attention_reverse(const HeadShape &s, const double *theta, const AttentionO
 // and the gradients with respect to them come back to the tokens' group.
 //   attention_project:           kw[j * ld + c] = (K x_j)_c (c < k),
 //                                kw[j * ld + k + c] = (V x_j)_c, for n tokens x;
-//   attention_forward_projected: as attention_forward, with the queries' tokens
+//   attention_projected: as attention, with the queries' tokens
 //                                xq (q.size() rows) and every key's projections kw;
-//   attention_reverse_projected: as attention_reverse for the queries (dxq),
+//   attention_projected_reverse: as attention_reverse for the queries (dxq),
 //                                the projections' gradients added to dkw (rows
 //                                as kw), dtheta's Q (and O) blocks;
 //   attention_project_reverse:   the rest of the reverse, through the
@@ -156,10 +152,10 @@ void attention_reverse(const HeadShape &s, const double *theta, const AttentionO
 //                                dtheta's K and V blocks.
 void attention_project(const HeadShape &s, const double *theta, const double *x, PetscInt n, double *kw, PetscInt ld,
                        AttentionWork &w);
-void attention_forward_projected(const HeadShape &s, const double *theta, const AttentionOptions &o, const double *xq,
+void attention_projected(const HeadShape &s, const double *theta, const AttentionOptions &o, const double *xq,
                                  const double *kw, PetscInt ld, PetscInt N, Range q, double scale, double *out,
                                  AttentionWork &w);
-void attention_reverse_projected(const HeadShape &s, const double *theta, const AttentionOptions &o, const double *xq,
+void attention_projected_reverse(const HeadShape &s, const double *theta, const AttentionOptions &o, const double *xq,
                                  const double *kw, PetscInt ld, PetscInt N, Range q, double scale, const double *lam,
                                  double *dxq, double *dkw, double *dtheta, AttentionWork &w);
 void attention_project_reverse(const HeadShape &s, const double *theta, const double *x, PetscInt n, const double *dkw,
@@ -172,24 +168,24 @@ void attention_project_reverse(const HeadShape &s, const double *theta, const do
 //   attention_project_keys: rows [r.begin, r.end) of the store from those
 //                           tokens x (x points at the sequence's first); w^T
 //                           only for the reverse (`reverse`: dP = dY w^T);
-//   attention_forward_keys: as attention_forward at the queries q (tokens xq,
+//   attention_on_keys: as attention at the queries q (tokens xq,
 //                           q.size() rows) against the store's keys;
-//   attention_reverse_keys: as attention_reverse for the queries (dxq, and
+//   attention_on_keys_reverse: as attention_reverse for the queries (dxq, and
 //                           dtheta's Q and O blocks), the keys' gradients set
 //                           (not added) in dkappa (rows < key count of q, ld
 //                           k) and dw (ld dv);
-//   attention_keys_reverse: through the projections of n keys x: the keys'
+//   attention_project_keys_reverse: through the projections of n keys x: the keys'
 //                           gradients onto dx and dtheta's K and V blocks.
 std::ptrdiff_t attention_keys_size(const HeadShape &s, PetscInt nk);
 void attention_project_keys(const HeadShape &s, const double *theta, const double *x, Range r, PetscInt nk,
                             bool reverse, double *store, AttentionWork &w);
-void attention_forward_keys(const HeadShape &s, const double *theta, const AttentionOptions &o, const double *xq,
+void attention_on_keys(const HeadShape &s, const double *theta, const AttentionOptions &o, const double *xq,
                             const double *store, PetscInt nk, PetscInt N, Range q, double scale, double *out,
                             AttentionWork &w);
-void attention_reverse_keys(const HeadShape &s, const double *theta, const AttentionOptions &o, const double *xq,
+void attention_on_keys_reverse(const HeadShape &s, const double *theta, const AttentionOptions &o, const double *xq,
                             const double *store, PetscInt nk, PetscInt N, Range q, double scale, const double *lam,
                             double *dxq, double *dkappa, double *dw, double *dtheta, AttentionWork &w);
-void attention_keys_reverse(const HeadShape &s, const double *theta, const double *x, PetscInt n,
+void attention_project_keys_reverse(const HeadShape &s, const double *theta, const double *x, PetscInt n,
                             const double *dkappa, const double *dw, double *dx, double *dtheta);
 
 } // namespace mft

@@ -38,7 +38,7 @@ double step_bound(const Settings &s, double peak_gflops, double gexps);
 
 // The reverse kernel's rate against the forward's (Rates::reverse in
 // cost.hpp): one (sequence, head) unit of m's head at the last min(N, 1024)
-// of N queries (256 past N = 4096), made by attention_forward and
+// of N queries (256 past N = 4096), made by attention and
 // attention_reverse on random tokens on every rank at once (the forward's
 // statistics kept for the reverse where they pay, as a run keeps them), timed in
 // alternating rounds (the median of the rounds' ratios); the operations

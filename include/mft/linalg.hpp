@@ -36,6 +36,9 @@ std::string BlasLibrary();
 void gemm(bool ta, bool tb, PetscInt m, PetscInt n, PetscInt k, double alpha, const double *A, PetscInt lda,
           const double *B, PetscInt ldb, double beta, double *C, PetscInt ldc);
 
+// B (rows x cols, row-major) -> Bt (cols x rows, leading dimension ld, rows by default).
+void transpose(const double *B, PetscInt rows, PetscInt cols, double *Bt, PetscInt ld = -1);
+
 // Eigenvalues (ascending) of the symmetric n x n matrix A (row-major; only
 // its upper triangle is read).
 PetscErrorCode SymmetricEigenvalues(std::vector<double> A, PetscInt n, std::vector<double> *eigenvalues);

@@ -1,6 +1,7 @@
 // mft bench: one training step and the forward pass alone, timed at the
 // standard sizes (or the settings given), with rates, memory and a time split.
 #include "mft/attention.hpp"
+#include "mft/softmax.hpp"
 #include "mft/bench.hpp"
 #include "mft/commands.hpp"
 #include "mft/cost.hpp"
@@ -158,7 +159,7 @@ PetscErrorCode PrintSummary(MPI_Comm comm, const std::string &name, const Settin
   sum.add("step_max", *std::max_element(x.step.begin(), x.step.end())).add("forward_seconds", f.forward);
   sum.add("gflop_step", f.ops / 1e9).add("gflops", f.ops / f.step / 1e9).add("peak_gflops", peak);
   sum.add("fraction_of_peak", f.ops / f.step / 1e9 / peak).add("kernel_fraction", f.kernels).add("comm_fraction", f.comm);
-  sum.add("exp_rate", gexps * 1e9).add("roofline_seconds", f.bound).add("fraction_of_roofline", f.bound / f.step);
+  sum.add("exp_rate", gexps * 1e9).add("bound_seconds", f.bound).add("fraction_of_bound", f.bound / f.step);
   sum.add("memory_mib", f.memory).add("predicted_step_seconds", f.predicted);
   sum.add("heads_exchange_at_once_seconds", f.at_once).add("heads_exchange_inside_seconds", f.in_calls);
   sum.add("heads_exchange_in_flight_seconds", f.in_flight).add("step_at_once_seconds", f.step_at_once);

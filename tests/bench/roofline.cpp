@@ -8,6 +8,7 @@
 // Prints one line per measurement: what, rate, error. tests/bench/roofline.sh
 // runs it for every BLAS and OpenBLAS kernel set here.
 #include "mft/attention.hpp"
+#include "mft/softmax.hpp"
 
 #include <dlfcn.h>
 #include <immintrin.h>

@@ -9,6 +9,7 @@
 // MFT_NO_LIBXSMM=1 too (ctest unit_blas): every product through the BLAS.
 #include "helpers.hpp"
 #include "mft/attention.hpp"
+#include "mft/softmax.hpp"
 #include "mft/random.hpp"
 
 #include <algorithm>
@@ -55,19 +56,19 @@ void expect_blocked_equals_plain(const HeadShape &s, const AttentionOptions &o, 
   AttentionWork wr;
   wr.reserve(s, N);
   std::vector<double> of(q.size() * d, 0.1), orf(q.size() * d, 0.1);
-  attention_forward(s, theta.data(), o, x.data(), N, q, scale, of.data(), wf);
-  attention_forward_plain(s, theta.data(), o, x.data(), N, q, scale, orf.data(), wr);
+  attention(s, theta.data(), o, x.data(), N, q, scale, of.data(), wf);
+  attention_plain(s, theta.data(), o, x.data(), N, q, scale, orf.data(), wr);
   EXPECT_LT(relative_error(of, orf), 1e-13) << what;
   std::vector<double> dxf(N * d, 0.2), dxr(N * d, 0.2), dtf(s.size, 0.3), dtr(s.size, 0.3);
   std::fill(wf.dkappa.begin(), wf.dkappa.end(), NAN), std::fill(wf.dw.begin(), wf.dw.end(), NAN);
   attention_reverse(s, theta.data(), o, x.data(), N, q, scale, lam.data() + q.begin * d, dxf.data(), dtf.data(), wf);
-  attention_reverse_plain(s, theta.data(), o, x.data(), N, q, scale, lam.data() + q.begin * d, dxr.data(), dtr.data(),
+  attention_plain_reverse(s, theta.data(), o, x.data(), N, q, scale, lam.data() + q.begin * d, dxr.data(), dtr.data(),
                           wr);
   EXPECT_LT(relative_error(dxf, dxr), 1e-12) << what;
   EXPECT_LT(relative_error(dtf, dtr), 1e-12) << what;
 }
 
-TEST_P(Kernels, FastEqualsReference) {
+TEST_P(Kernels, FastEqualsPlain) {
   const PetscInt N = 150; // 150 queries: blocks of 128 and 22
   Inputs in(GetParam(), 5, 3, N, 99);
   const AttentionWork defaults;
@@ -84,7 +85,7 @@ TEST_P(Kernels, FastEqualsReference) {
 
 // Many keys at once: blocks of fewer queries (AttentionWork::rows: 64 at 600
 // keys, 32 at 1100), so that a block's scores stay in L2; the same results.
-TEST_P(Kernels, SmallerBlocksForManyKeysEqualReference) {
+TEST_P(Kernels, SmallerBlocksForManyKeysEqualPlain) {
   for (PetscInt N : {(PetscInt)600, (PetscInt)1100}) {
     Inputs in(GetParam(), 5, 3, N, 98);
     AttentionWork wf;
@@ -96,11 +97,11 @@ TEST_P(Kernels, SmallerBlocksForManyKeysEqualReference) {
 
 // A sequence cut into three token groups, as a cut sequence is computed across
 // ranks: each part projects its own keys (attention_project), every part's
-// queries attend to all the projections (attention_*_keys), the keys'
-// gradients of all parts are summed and taken through each part's own
-// projections (attention_project_reverse). The result must be the reference
-// kernels' on the whole sequence.
-TEST_P(Kernels, SplitAtTheProjectionsEqualsReference) {
+// queries attend to all the projections (attention_projected and its
+// reverse), the keys' gradients of all parts are summed and taken through
+// each part's own projections (attention_project_reverse). The result must
+// be the plain kernels' on the whole sequence.
+TEST_P(Kernels, SplitAtTheProjectionsEqualsPlain) {
   const PetscInt d = 5, k = 3, N = 150;
   Inputs in(GetParam(), d, k, N, 98);
   const HeadShape &s = in.s;
@@ -118,16 +119,16 @@ TEST_P(Kernels, SplitAtTheProjectionsEqualsReference) {
     std::vector<double> out(N * d, 0.1), ref(N * d, 0.1), dx(N * d, 0.2), dxr(N * d, 0.2), dt(s.size, 0.3),
         dtr(s.size, 0.3);
     for (Range p : parts) {
-      attention_forward_projected(s, theta.data(), o, x.data() + p.begin * d, kw.data() + off, ld, N, p, 0.7,
+      attention_projected(s, theta.data(), o, x.data() + p.begin * d, kw.data() + off, ld, N, p, 0.7,
                                   out.data() + p.begin * d, w);
-      attention_reverse_projected(s, theta.data(), o, x.data() + p.begin * d, kw.data() + off, ld, N, p, 0.7,
+      attention_projected_reverse(s, theta.data(), o, x.data() + p.begin * d, kw.data() + off, ld, N, p, 0.7,
                                   lam.data() + p.begin * d, dx.data() + p.begin * d, dkw.data() + off, dt.data(), w);
     }
     for (Range p : parts)
       attention_project_reverse(s, theta.data(), x.data() + p.begin * d, p.size(), dkw.data() + p.begin * ld + off, ld,
                                 dx.data() + p.begin * d, dt.data());
-    attention_forward_plain(s, theta.data(), o, x.data(), N, {0, N}, 0.7, ref.data(), wr);
-    attention_reverse_plain(s, theta.data(), o, x.data(), N, {0, N}, 0.7, lam.data(), dxr.data(), dtr.data(), wr);
+    attention_plain(s, theta.data(), o, x.data(), N, {0, N}, 0.7, ref.data(), wr);
+    attention_plain_reverse(s, theta.data(), o, x.data(), N, {0, N}, 0.7, lam.data(), dxr.data(), dtr.data(), wr);
     EXPECT_LT(relative_error(out, ref), 1e-13);
     EXPECT_LT(relative_error(dx, dxr), 1e-12);
     EXPECT_LT(relative_error(dt, dtr), 1e-12);
@@ -144,9 +145,9 @@ TEST_P(Kernels, SplitAtTheProjectionsEqualsReference) {
 // forward without w^T, left NaN, then with it for the reverse), each of
 // three query chunks run against the store, its key gradients set in its
 // own arrays (rows it does not reach left alone), the chunks' sums taken
-// through the projection in key chunks. The result must be the reference
+// through the projection in key chunks. The result must be the plain
 // kernels' on the whole sequence.
-TEST_P(Kernels, QueryChunksAgainstOneKeyStoreEqualReference) {
+TEST_P(Kernels, QueryChunksAgainstOneKeyStoreEqualPlain) {
   const PetscInt d = 5, k = 3, N = 150;
   Inputs in(GetParam(), d, k, N, 97);
   const HeadShape &s = in.s;
@@ -163,12 +164,12 @@ TEST_P(Kernels, QueryChunksAgainstOneKeyStoreEqualReference) {
     std::vector<double> out(N * d, 0.1), ref(N * d, 0.1), dx(N * d, 0.2), dxr(N * d, 0.2), dt(s.size, 0.3),
         dtr(s.size, 0.3), dkappa(N * s.k, 0.0), dw(N * s.dv, 0.0);
     for (Range q : chunks)
-      attention_forward_keys(s, theta.data(), o, x.data() + q.begin * d, store.data(), N, N, q, 0.7,
+      attention_on_keys(s, theta.data(), o, x.data() + q.begin * d, store.data(), N, N, q, 0.7,
                              out.data() + q.begin * d, w);
     for (Range r : chunks) attention_project_keys(s, theta.data(), x.data(), r, N, true, store.data(), w);
     for (Range q : chunks) {
       std::vector<double> dk(N * s.k, 7.0), dv(N * s.dv, 7.0); // 7: rows past the chunk's keys stay so
-      attention_reverse_keys(s, theta.data(), o, x.data() + q.begin * d, store.data(), N, N, q, 0.7,
+      attention_on_keys_reverse(s, theta.data(), o, x.data() + q.begin * d, store.data(), N, N, q, 0.7,
                              lam.data() + q.begin * d, dx.data() + q.begin * d, dk.data(), dv.data(), dt.data(), w);
       const PetscInt reach = o.causal ? q.end : N;
       PetscInt untouched = 0; // entries past the keys the chunk reaches, still 7
@@ -177,10 +178,10 @@ TEST_P(Kernels, QueryChunksAgainstOneKeyStoreEqualReference) {
       EXPECT_EQ(untouched, (N - reach) * (s.k + s.dv)) << "chunk " << q.begin;
     }
     for (Range r : chunks)
-      attention_keys_reverse(s, theta.data(), x.data() + r.begin * d, r.size(), dkappa.data() + r.begin * s.k,
+      attention_project_keys_reverse(s, theta.data(), x.data() + r.begin * d, r.size(), dkappa.data() + r.begin * s.k,
                              dw.data() + r.begin * s.dv, dx.data() + r.begin * d, dt.data());
-    attention_forward_plain(s, theta.data(), o, x.data(), N, {0, N}, 0.7, ref.data(), wr);
-    attention_reverse_plain(s, theta.data(), o, x.data(), N, {0, N}, 0.7, lam.data(), dxr.data(), dtr.data(), wr);
+    attention_plain(s, theta.data(), o, x.data(), N, {0, N}, 0.7, ref.data(), wr);
+    attention_plain_reverse(s, theta.data(), o, x.data(), N, {0, N}, 0.7, lam.data(), dxr.data(), dtr.data(), wr);
     EXPECT_LT(relative_error(out, ref), 1e-13) << "tile " << tile;
     EXPECT_LT(relative_error(dx, dxr), 1e-12) << "tile " << tile;
     EXPECT_LT(relative_error(dt, dtr), 1e-12) << "tile " << tile;
@@ -201,7 +202,7 @@ TEST_P(Kernels, KeptStatisticsAreTheSweepsBitwise) {
     for (AttentionWork *w : {&kept, &swept}) w->keys_at_once = 100, w->key_tile = 13, w->reserve(s, N);
     std::vector<double> stats(q.size() * width, NAN), out(q.size() * d, 0.0);
     kept.statistics = stats.data();
-    attention_forward(s, theta, in.o, x, N, q, 0.7, out.data(), kept);
+    attention(s, theta, in.o, x, N, q, 0.7, out.data(), kept);
     PetscInt written = 0;
     for (double v : stats) written += !std::isnan(v);
     EXPECT_GT(written, 0) << "no tiled block kept its statistics";
@@ -242,13 +243,13 @@ TEST_P(Kernels, KeptStatisticsAtOnceAgreeToRoundOff) {
       for (AttentionWork *w : {&kept, &swept, &plain}) w->reserve(s, N);
       std::vector<double> stats(q.size() * width, NAN), out(q.size() * d, 0.0);
       kept.statistics = stats.data();
-      attention_forward(s, theta, in.o, x, N, q, 0.7, out.data(), kept);
+      attention(s, theta, in.o, x, N, q, 0.7, out.data(), kept);
       EXPECT_EQ(std::count_if(stats.begin(), stats.end(), [](double v) { return std::isnan(v); }), 0)
           << q.begin << ": a query kept no statistics";
       auto reverse = [&](AttentionWork &w, bool fast) {
         std::pair<std::vector<double>, std::vector<double>> g{std::vector<double>(N * d, 0.2),
                                                               std::vector<double>(s.size, 0.3)};
-        const auto kernel = fast ? attention_reverse : attention_reverse_plain;
+        const auto kernel = fast ? attention_reverse : attention_plain_reverse;
         kernel(s, theta, in.o, x, N, q, 0.7, in.lam.data() + q.begin * d, g.first.data(), g.second.data(), w);
         return g;
       };
@@ -294,7 +295,7 @@ TEST(Exponentials, WithinOneAndAHalfUlpOfTheLibrary) {
 // The shapes of the standard benchmark sizes (k = 8 and 16, blocks of 128
 // queries cut at 300 keys), where the small-product kernels take over; the
 // keys at once and in tiles of 64.
-TEST(Kernels, FastEqualsReferenceAtBenchmarkShapes) {
+TEST(Kernels, FastEqualsPlainAtBenchmarkShapes) {
   for (auto [d, k] : {std::pair<PetscInt, PetscInt>{16, 8}, {32, 16}})
     for (HeadKind kind : {HeadKind::qkv, HeadKind::qkvo})
       for (bool causal : {false, true}) {

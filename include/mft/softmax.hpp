@@ -1,0 +1,40 @@
+// The softmax's row passes and the kernels' exponential: what the blocked
+// attention kernels do along one row of scores. With AVX-512 8 wide, with
+// AVX2 and FMA 4 wide, otherwise plain; the exp is the kernels' own (within
+// 1.5 ulp of the C library's), not libm's, wherever a vector unit has it.
+// The scores arrive unscaled: beta >= 0 is applied after the maximum is
+// subtracted (max of beta S = beta max S).
+#pragma once
+
+#include <petscsys.h>
+
+namespace mft {
+
+// max_j row[j], j < n (-infinity when n = 0).
+double row_max(const double *row, PetscInt n);
+
+// row[j] <- exp(beta (row[j] - shift)) for j < n (arguments <= 0); returns their sum.
+double row_exp(double *row, PetscInt n, double beta, double shift);
+
+// row_exp, and *dot <- sum_j row[j] with[j] of the new row (the reverse's delta in the same pass).
+double row_exp_dot(double *row, PetscInt n, double beta, double shift, double *with, double *dot);
+
+// row_exp, and dp[j] <- (f row[j]) (dp[j] - c) with the new row: the
+// reverse's dS = beta P (dP - delta) at f = beta / l, c = delta.
+void row_exp_reverse(double *row, PetscInt n, double beta, double shift, double *dp, double f, double c);
+
+// sum_j a[j] b[j], j < n, in partial sums of the vector width.
+double row_dot(const double *a, const double *b, PetscInt n);
+
+// row[j] *= f for j < n.
+void row_scale(double *row, PetscInt n, double f);
+
+// x <- exp(x), n entries x <= 0, with the kernels' exponential (for the
+// benchmark's measured rate and its test).
+void exponentials(double *x, PetscInt n);
+
+// Which exp the kernels use on this build: "own AVX-512 (1.1 ulp)", "own AVX2
+// (1.1 ulp)" (with FMA) or "libm".
+const char *ExponentialPath();
+
+} // namespace mft
