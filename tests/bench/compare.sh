@@ -3,16 +3,21 @@
 # number of threads (MFT: one rank per core, one BLAS thread each; torch: as
 # many threads), the same data and heads (checked: outputs and gradients agree
 # to 1e-10). Prints a table and the ratio torch time / MFT time per size.
-# The peer runs four ways and counts at its fastest: as it comes, with
-# OMP_WAIT_POLICY=passive, with OPENBLAS_NUM_THREADS=1, and with both (torch's
-# spinning OpenMP threads and OpenBLAS's own threads share the cores: at S3
-# on a 2-core AMD EPYC, 1.19 s a step as it comes, 0.76-0.86 s otherwise).
+# The peer runs six ways and counts at its fastest: one process on all the
+# threads as it comes, with OMP_WAIT_POLICY=passive, with
+# OPENBLAS_NUM_THREADS=1, and with both (torch's spinning OpenMP threads and
+# OpenBLAS's own threads share the cores); and as data-parallel streams, one
+# single-threaded process per core on its share of the sequences with the
+# gradients summed every step (as DDP on one node), as it comes and with
+# OPENBLAS_NUM_THREADS=1. OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE of the
+# caller's are unset: both sides run the kernels OpenBLAS or mft picks.
 #   bash tests/bench/compare.sh [MFT] [sizes]      (needs python3-torch, python3-h5py, libtcmalloc-minimal4)
 set -euo pipefail
 top="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 MFT="${1:-$top/build/mft}"
 sizes="${2:-S1 S2 S3}"
 threads="$(nproc)"
+unset OPENBLAS_CORETYPE OPENBLAS_L2_SIZE
 if [ "$(id -u)" -eq 0 ]; then export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1; fi
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
@@ -28,13 +33,17 @@ echo "|---|---|---|---|---|---|---|"
 for size in $sizes; do
   m=$(mpiexec --oversubscribe -n "$threads" "$MFT" bench --bench.sizes "$size" --bench.write "$work" | grep '^mft-summary')
   t="" ts=""
-  for setting in "" "OMP_WAIT_POLICY=passive" "OPENBLAS_NUM_THREADS=1" "OMP_WAIT_POLICY=passive OPENBLAS_NUM_THREADS=1"; do
+  for way in "|" "OMP_WAIT_POLICY=passive|" "OPENBLAS_NUM_THREADS=1|" "OMP_WAIT_POLICY=passive OPENBLAS_NUM_THREADS=1|" \
+    "|streams" "OPENBLAS_NUM_THREADS=1|streams"; do
+    setting="${way%|*}"
+    args="--threads $threads" name="${setting:-as it comes}"
+    if [ "${way#*|}" = streams ]; then args="--streams $threads --threads 1" name="$threads streams, $name"; fi
     # (env -u: a setting of the caller's does not stand in for "as it comes")
     r=$(env -u OMP_WAIT_POLICY -u OPENBLAS_NUM_THREADS $setting LD_PRELOAD="$tcmalloc" /usr/bin/python3 \
-      "$top/tests/bench/torch_peer.py" "$work/bench_$size.h5" --threads "$threads" | grep '^torch-summary')
+      "$top/tests/bench/torch_peer.py" "$work/bench_$size.h5" $args | grep '^torch-summary')
     rs=$(field step_seconds <<<"$r")
-    if [ -z "$ts" ] || awk -v a="$rs" -v b="$ts" 'BEGIN { exit !(a < b) }'; then t="$r" ts="$rs" best="${setting:-as it comes}"; fi
-    peer_settings="$peer_settings $size: ${setting:-as it comes} $rs s;"
+    if [ -z "$ts" ] || awk -v a="$rs" -v b="$ts" 'BEGIN { exit !(a < b) }'; then t="$r" ts="$rs" best="$name"; fi
+    peer_settings="$peer_settings $size: $name $rs s;"
   done
   peer_best="$peer_best $size: $best;"
   ms=$(field step_seconds <<<"$m")
@@ -45,4 +54,4 @@ done
 echo
 echo "the peer's fastest setting per size:$peer_best"
 echo "the peer's steps:$peer_settings"
-echo "machine: $threads cores, dgemm peak $(field peak_gflops <<<"$m") GFLOP/s on all of them (measured by mft bench); OpenBLAS kernels: ${OPENBLAS_CORETYPE:-as detected}"
+echo "machine: $(lscpu | sed -n 's/^Model name: *//p'), $(date -u +%F), $threads cores, dgemm peak $(field peak_gflops <<<"$m") GFLOP/s on all of them (measured by mft bench); OpenBLAS kernels: ${OPENBLAS_CORETYPE:-as detected}"
