@@ -92,24 +92,35 @@ def plot(f, v, quantity, out):
 
 
 def plot_time(f, v, quantity, times, out):
-    """err against the training step, one line per (L, H): the trained state."""
+    """err along training, drawn as the L and H plots are: err against L at the
+    largest H and against H at the largest L, one line per recorded step in the
+    colours of one sequential map (early light, late dark), with intervals."""
     L = f[f"/v{v}/L"][()]
     H = f[f"/v{v}/H"][()]
     corrected = attr(f, f"v{v}.references") >= 2
     tag = "_corrected" if corrected else ""
-    err = np.array([f[f"/t{t}/v{v}/{quantity}/err{tag}"][()] for t in times])  # (T, nL, nH)
-    fig, ax = plt.subplots(figsize=(7, 4.5))
-    for i, l in enumerate(L):
-        for j, h in enumerate(H):
-            ax.plot(times, err[:, i, j], marker="o", label=f"L = {int(l)}, H = {int(h)}")
-    ax.set_xticks(times)
-    ax.set_yscale("log")
-    ax.set_xlabel("training step t")
-    ax.set_ylabel(f"err ({quantity}{', corrected' if corrected else ''})")
-    ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=6, ncol=2)
-    ax.set_title(f"err along training: {quantity}")
-    fig.tight_layout()
+
+    def get(t, suffix):
+        return f[f"/t{t}/v{v}/{quantity}/err{tag}{suffix}"][()]
+
+    colours = plt.cm.viridis(np.linspace(0.85, 0.0, len(times)))
+    fig, (ax_l, ax_h) = plt.subplots(1, 2, figsize=(11, 4.8))
+    for t, colour in zip(times, colours):
+        err, lo, hi = get(t, ""), get(t, "_lo"), get(t, "_hi")
+        for ax, x, y, y_lo, y_hi in ((ax_l, L, err[:, -1], lo[:, -1], hi[:, -1]),
+                                     (ax_h, H, err[-1, :], lo[-1, :], hi[-1, :])):
+            ax.errorbar(x, y, yerr=[y - y_lo, y_hi - y], color=colour, marker="o", capsize=3, label=f"t = {t}")
+    for ax, name, where in ((ax_l, "L", f"H = {int(H[-1])}"), (ax_h, "H", f"L = {int(L[-1])}")):
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.set_xlabel(name)
+        ax.set_ylabel(f"err ({quantity}{', corrected' if corrected else ''})")
+        ax.grid(True, which="both", alpha=0.3)
+        ax.set_title(f"against {name} at {where}")
+    handles, labels = ax_l.get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=min(len(times), 8), fontsize=8, title="training step")
+    fig.suptitle(f"err along training: {quantity}")
+    fig.tight_layout(rect=(0, 0.14, 1, 1))
     fig.savefig(out, dpi=110)
     plt.close(fig)
 
