@@ -1,27 +1,13 @@
-// Options of the mft program: declaration, parsing (INI + command line) and checks.
-#include "mft/settings.hpp"
-#include "mft/trajectory.hpp"
-
-#include "mft/h5.hpp"
-
-#include <boost/program_options.hpp>
+// The option table: every option's key, default, meaning, range and field.
+#include "mft/options.hpp"
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <filesystem>
-#include <fstream>
-#include <functional>
-#include <map>
-#include <iostream>
 #include <limits>
+#include <map>
 #include <set>
-#include <iterator>
 #include <sstream>
-#include <stdexcept>
-#include <unistd.h>
-
-namespace po = boost::program_options;
 
 namespace mft {
 
@@ -38,18 +24,29 @@ void Settings::update(const std::string &key, const std::string &value) {
     if (kv.first == key) kv.second = value;
 }
 
+double parse_real(const std::string &v) {
+  size_t pos = 0;
+  double x = 0;
+  try {
+    x = std::stod(v, &pos);
+  } catch (const std::exception &) {
+    throw BadValue("'" + v + "' is not a number");
+  }
+  if (pos != v.size() || !std::isfinite(x)) throw BadValue("'" + v + "' is not a finite number");
+  return x;
+}
+
+// The shortest text that reads back as x (0.1, not 0.10000000000000001).
+std::string format_real(double x) {
+  for (int digits = 1;; ++digits) {
+    std::ostringstream os;
+    os.precision(digits);
+    os << x;
+    if (digits >= 17 || std::stod(os.str()) == x) return os.str();
+  }
+}
+
 namespace {
-
-// A bad value: the message names the key and what is wrong.
-struct BadValue : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
-
-// One option: its key, its default as text, its meaning, and how it is stored.
-struct Option {
-  std::string key, def, help;
-  std::function<void(const std::string &)> set;
-};
 
 long long parse_integer(const std::string &v) {
   size_t pos = 0;
@@ -63,17 +60,6 @@ long long parse_integer(const std::string &v) {
   return x;
 }
 
-double parse_real(const std::string &v) {
-  size_t pos = 0;
-  double x = 0;
-  try {
-    x = std::stod(v, &pos);
-  } catch (const std::exception &) {
-    throw BadValue("'" + v + "' is not a number");
-  }
-  if (pos != v.size() || !std::isfinite(x)) throw BadValue("'" + v + "' is not a finite number");
-  return x;
-}
 
 bool parse_bool(const std::string &v) {
   std::string s = v;
@@ -81,16 +67,6 @@ bool parse_bool(const std::string &v) {
   if (s == "1" || s == "true" || s == "yes" || s == "on") return true;
   if (s == "0" || s == "false" || s == "no" || s == "off") return false;
   throw BadValue("'" + v + "' is not true or false");
-}
-
-// The shortest text that reads back as x (0.1, not 0.10000000000000001).
-std::string format_real(double x) {
-  for (int digits = 1;; ++digits) {
-    std::ostringstream os;
-    os.precision(digits);
-    os << x;
-    if (digits >= 17 || std::stod(os.str()) == x) return os.str();
-  }
 }
 
 // Integer option with a lower bound.
@@ -168,6 +144,8 @@ Option choice(const std::string &key, const std::string &def, const std::vector<
             store(v);
           }};
 }
+
+} // namespace
 
 std::vector<Option> declare(Settings &s) {
   ModelSettings &m = s.model;
@@ -382,430 +360,6 @@ std::vector<Option> declare(Settings &s) {
       real("parallel.rate", &s.parallel.rate, 0.0, true,
            "cost model: attention operations a second on one rank (grid choice; mft bench measures it)"),
   };
-}
-
-// The key of a command-line argument "--key" or "--key=value" ("" otherwise).
-std::string argument_key(const std::string &a) {
-  if (a.rfind("--", 0) != 0) return "";
-  return a.substr(2, a.find('=') == std::string::npos ? std::string::npos : a.find('=') - 2);
-}
-
-// A key given twice on the command line: the last one wins (job scripts
-// append overrides to a base list), so earlier occurrences are dropped.
-std::vector<std::string> last_wins(const std::vector<std::string> &args, const std::vector<Option> &options) {
-  auto key_of = [&](const std::string &a) -> std::string {
-    const std::string k = argument_key(a);
-    for (auto &o : options)
-      if (o.key == k) return k;
-    return "";
-  };
-  std::vector<bool> keep(args.size(), true);
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string k = key_of(args[i]);
-    if (k.empty()) continue;
-    const bool inline_value = args[i].find('=') != std::string::npos;
-    for (size_t j = i + 1; j < args.size(); ++j)
-      if (key_of(args[j]) == k) {
-        keep[i] = false;
-        if (!inline_value && i + 1 < args.size()) keep[i + 1] = false;
-        break;
-      }
-  }
-  std::vector<std::string> out;
-  for (size_t i = 0; i < args.size(); ++i)
-    if (keep[i]) out.push_back(args[i]);
-  return out;
-}
-
-} // namespace
-
-std::vector<std::string> split_arguments(int argc, char **argv, std::vector<std::string> &petsc_args) {
-  std::vector<std::string> mine;
-  petsc_args.assign(1, argc > 0 ? argv[0] : "mft");
-  bool in_petsc = false;
-  for (int a = 1; a < argc; ++a) {
-    std::string s = argv[a];
-    bool single_dash = s.size() > 1 && s[0] == '-' && s[1] != '-' && !std::isdigit((unsigned char)s[1]) && s[1] != '.';
-    bool double_dash = s.rfind("--", 0) == 0;
-    if (single_dash) in_petsc = true;
-    else if (double_dash) in_petsc = false;
-    (in_petsc ? petsc_args : mine).push_back(s);
-  }
-  return mine;
-}
-
-bool SettingsReads(const std::string &command, const std::string &key) {
-  static const std::map<std::string, std::vector<std::string>> sections = {
-      {"forward", {"model", "data", "init", "loss", "params", "output", "parallel"}},
-      {"train", {"model", "data", "init", "loss", "params", "train", "ntk", "checkpoint", "output", "parallel"}},
-      {"ntk", {"model", "data", "init", "loss", "params", "ntk", "output", "parallel"}},
-      {"lse", {"data", "lse", "output"}},
-      {"limit", {"model", "data", "init", "limit", "output", "parallel"}},
-      {"study", {"model", "data", "init", "loss", "train", "limit", "study", "worst", "checkpoint", "parallel"}},
-      {"bench", {"model", "data", "init", "loss", "train", "bench", "parallel"}},
-      {"worst", {"model", "data", "loss", "params", "worst", "output", "parallel"}}};
-  const auto it = sections.find(command);
-  if (it == sections.end()) return true;
-  if (command == "lse" && key == "model.d") return true;
-  if (key == "output.trajectory") return command == "forward" || command == "train" || command == "limit";
-  if (key == "data.heldout") return command == "train" || command == "study"; // a study: held-out risk per recorded time
-  if (key == "loss.accuracy") return command == "train";
-  if (key == "study.probes" || key == "study.probe_M") return command == "study" || command == "worst"; // worst: starts
-  const std::string section = key.substr(0, key.find('.'));
-  return std::find(it->second.begin(), it->second.end(), section) != it->second.end();
-}
-
-// Why a file could not be written at path (empty when it can): a new file
-// beside it is created and removed, by one rank, before any work starts.
-static std::string unwritable(const std::string &path) {
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  if (fs::is_directory(path, ec)) return "'" + path + "' is a folder";
-  const fs::path parent = fs::path(path).parent_path().empty() ? fs::path(".") : fs::path(path).parent_path();
-  if (!fs::is_directory(parent, ec)) return "no such folder '" + parent.string() + "'";
-  const fs::path probe = parent / (".mft-write-check-" + std::to_string(::getpid()));
-  { std::ofstream out(probe); if (!out) return "folder '" + parent.string() + "' is not writable"; }
-  fs::remove(probe, ec);
-  return "";
-}
-
-// The same for a folder that a run creates if needed.
-static std::string unwritable_folder(const std::string &dir) {
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  if (fs::exists(dir, ec) && !fs::is_directory(dir, ec)) return "'" + dir + "' is not a folder";
-  if (fs::is_directory(dir, ec)) return unwritable((fs::path(dir) / "x").string());
-  fs::path up = fs::path(dir).parent_path();
-  while (!up.empty() && !fs::exists(up, ec)) up = up.parent_path();
-  return unwritable(((up.empty() ? fs::path(".") : up) / "x").string());
-}
-
-// Outputs and input files are checked on rank 0 before any work starts: a
-// day of training must not end in a write that was bound to fail.
-static PetscErrorCode CheckOutputs(MPI_Comm comm, const std::string &command, const Settings &s) {
-  PetscMPIInt rank;
-  char why[1024] = "";
-  PetscFunctionBeginUser;
-  PetscCallMPI(MPI_Comm_rank(comm, &rank));
-  if (rank == 0) {
-    std::string w;
-    const bool writes = command == "forward" || command == "train" || command == "ntk" || command == "limit" ||
-                        command == "lse" || command == "worst";
-    if (writes && !(w = unwritable(s.output.file)).empty()) w = "output.file cannot be written: " + w;
-    else if (command == "train" && !(w = unwritable_folder(s.checkpoint.dir)).empty())
-      w = "checkpoint.dir cannot be written: " + w;
-    else if (command == "study" && !(w = unwritable_folder(s.study.dir)).empty()) w = "study.dir cannot be written: " + w;
-    std::snprintf(why, sizeof why, "%s", w.c_str());
-  }
-  PetscCallMPI(MPI_Bcast(why, sizeof why, MPI_CHAR, 0, comm));
-  PetscCheck(!why[0], comm, PETSC_ERR_USER_INPUT, "%s", why);
-  // Input files named in the options are there and are files (MPI-IO would
-  // print its own lines on a folder, and a study would start its cases).
-  if (rank == 0) {
-    std::string w;
-    std::vector<std::pair<std::string, std::string>> inputs = {
-        {"data.file", s.data.file}, {"data.heldout", s.data.heldout}, {"params.file", s.params_file},
-        {"restart", s.restart == "auto" ? "" : s.restart}};
-    std::istringstream references(command == "worst" ? s.worst.references : "");
-    for (std::string r; references >> r;) inputs.emplace_back("worst.references", r);
-    for (const auto &[key, path] : inputs)
-      if (w.empty() && !path.empty() && !h5::NotReadable(path).empty())
-        w = "cannot open '" + path + "': " + h5::NotReadable(path) + " (" + key + ")";
-    std::snprintf(why, sizeof why, "%s", w.c_str());
-  }
-  PetscCallMPI(MPI_Bcast(why, sizeof why, MPI_CHAR, 0, comm));
-  PetscCheck(!why[0], comm, PETSC_ERR_FILE_OPEN, "%s", why);
-  PetscFunctionReturn(0);
-}
-
-// A study's design, checked before any case runs: references that dominate
-// the models, and a teacher that is no model's or reference's own draw.
-static PetscErrorCode StudyCheck(MPI_Comm comm, const Settings &s) {
-  const bool trained = s.study.state == "trained";
-  std::vector<PetscInt> L, H;
-  std::istringstream l(s.study.L), h(s.study.H);
-  for (PetscInt x; l >> x;) L.push_back(x);
-  for (PetscInt x; h >> x;) H.push_back(x);
-  PetscFunctionBeginUser;
-  const PetscInt Lmax = *std::max_element(L.begin(), L.end()), Hmax = *std::max_element(H.begin(), H.end());
-  const bool varies_L = *std::min_element(L.begin(), L.end()) < Lmax, varies_H = *std::min_element(H.begin(), H.end()) < Hmax;
-  PetscCheck(!s.study.probes.empty() || !s.study.probe_file.empty(), comm, PETSC_ERR_USER_INPUT,
-             "the study has no probes: give study.probes or study.probe_file");
-  for (const auto &[key, grid] : {std::pair<const char *, const std::vector<PetscInt> *>{"study.L", &L}, {"study.H", &H}})
-    for (size_t i = 0; i < grid->size(); ++i)
-      PetscCheck(std::count(grid->begin(), grid->end(), (*grid)[i]) == 1, comm, PETSC_ERR_USER_INPUT,
-                 "%s holds %" PetscInt_FMT " twice: every cell would run twice", key, (*grid)[i]);
-  const bool rates = !s.study.learning_rates.empty();
-  PetscCheck(s.study.references > 0 || rates, comm, PETSC_ERR_USER_INPUT,
-             "study.references = 0: a convergence study needs references (0 only with study.learning_rates)");
-  PetscCheck(!rates || trained, comm, PETSC_ERR_USER_INPUT,
-             "study.learning_rates needs study.state = trained (nothing is trained at initialisation)");
-  std::istringstream lr(s.study.learning_rates);
-  const auto nrates = std::distance(std::istream_iterator<std::string>(lr), std::istream_iterator<std::string>());
-  PetscCheck(!rates || nrates >= 2, comm,
-             PETSC_ERR_USER_INPUT, "study.learning_rates = '%s': a learning-rate study needs two rates or more",
-             s.study.learning_rates.c_str());
-  const double m = s.study.reference_margin;
-  const PetscInt refH = trained ? s.study.reference_H : s.limit.heads;
-  PetscCheck(!varies_H || refH >= m * Hmax, comm, PETSC_ERR_USER_INPUT,
-             "the reference's %" PetscInt_FMT " heads (%s) are fewer than study.reference_margin = %s times the "
-             "largest H = %" PetscInt_FMT " of the grid: its own error would stay in the models' (lower "
-             "study.reference_margin to run anyway)",
-             refH, trained ? "study.reference_H" : "limit.heads", format_real(m).c_str(), Hmax);
-  PetscCheck(!trained || !varies_L || s.study.reference_L >= m * Lmax, comm, PETSC_ERR_USER_INPUT,
-             "the reference's %" PetscInt_FMT " layers (study.reference_L) are fewer than study.reference_margin = %s "
-             "times the largest L = %" PetscInt_FMT " of the grid: its own error would stay in the models' (lower "
-             "study.reference_margin to run anyway)",
-             s.study.reference_L, format_real(m).c_str(), Lmax);
-  if (trained) {
-    PetscCheck(s.data.teacher_perturbation == 0, comm, PETSC_ERR_USER_INPUT,
-               "data.teacher_perturbation = %s in a trained study: its teacher is one model of the reference's shape "
-               "for every case (use data.teacher_init for a teacher of another law)",
-               format_real(s.data.teacher_perturbation).c_str());
-    for (PetscInt k = 1; k <= s.study.seeds; ++k)
-      PetscCheck(s.init.seed + (std::uint64_t)k != s.data.teacher_seed, comm, PETSC_ERR_USER_INPUT,
-                 "init.seed + %" PetscInt_FMT " = %llu is data.teacher_seed: seed %" PetscInt_FMT
-                 "'s models would start from the teacher's own draw (choose another init.seed or data.teacher_seed)",
-                 k, (unsigned long long)s.data.teacher_seed, k);
-    for (PetscInt r = 0; r < s.study.references; ++r)
-      PetscCheck(s.init.seed + 100003 * (std::uint64_t)r != s.data.teacher_seed, comm, PETSC_ERR_USER_INPUT,
-                 "reference %" PetscInt_FMT "'s seed init.seed + %llu = %llu is data.teacher_seed: it would start from "
-                 "the teacher's own draw (choose another init.seed or data.teacher_seed)",
-                 r, 100003ull * (unsigned long long)r, (unsigned long long)s.data.teacher_seed);
-  }
-  PetscFunctionReturn(0);
-}
-
-namespace {
-
-// The option descriptions of a command: the general flags, every keyed
-// option (what a config may hold), and the sections --help lists (what the
-// command reads).
-struct Descriptions {
-  po::options_description general{"General"}, keyed;
-  std::vector<std::pair<std::string, po::options_description>> sections;
-};
-
-void Describe(const std::string &command, const std::vector<Option> &options, Descriptions *d) {
-  d->general.add_options()("help,h", "print the options and exit")("config", po::value<std::string>(),
-                                                                    "INI file with [model], [data], ... sections");
-  if (command == "forward") d->general.add_options()("gradient", "also compute g = L H dR/dtheta and write /grad");
-  if (command == "study")
-    d->general.add_options()("aggregate", po::value<std::string>(), "aggregate the case files of this study folder")(
-        "list", "print the cases of the study and exit");
-  if (command == "train")
-    d->general.add_options()("restart", po::value<std::string>(),
-                             "continue from a checkpoint FILE, or 'auto': the newest valid one in checkpoint.dir "
-                             "(a fresh start when there is none)");
-  for (auto &o : options) {
-    std::string section = o.key.substr(0, o.key.find('.'));
-    if (SettingsReads(command, o.key)) {
-      if (d->sections.empty() || d->sections.back().first != section)
-        d->sections.emplace_back(section, po::options_description("[" + section + "]"));
-      d->sections.back().second.add_options()(o.key.c_str(), po::value<std::string>()->default_value(o.def),
-                                              o.help.c_str());
-    }
-    d->keyed.add_options()(o.key.c_str(), po::value<std::string>()->default_value(o.def), o.help.c_str());
-  }
-}
-
-// The command line, then the config file, into vm; the problem, or "".
-std::string ReadValues(const std::vector<std::string> &args, const std::vector<Option> &options,
-                       const Descriptions &d, po::variables_map *vm) {
-  try {
-    po::options_description all;
-    all.add(d.general).add(d.keyed);
-    po::store(po::command_line_parser(last_wins(args, options)).options(all).run(), *vm);
-    if (vm->count("config")) {
-      std::string path = (*vm)["config"].as<std::string>();
-      std::ifstream in(path);
-      if (!in) throw BadValue("cannot open config file '" + path + "'");
-      if (!std::filesystem::is_regular_file(path)) throw BadValue("config file '" + path + "' is not a file");
-      std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-      if (text.rfind("\xEF\xBB\xBF", 0) == 0) text.erase(0, 3); // a UTF-8 byte-order mark (a Windows editor's)
-      std::istringstream config(text);
-      po::store(po::parse_config_file(config, d.keyed, false), *vm);
-    }
-    po::notify(*vm);
-  } catch (const BadValue &e) {
-    return e.what();
-  } catch (const po::error &e) {
-    std::string problem = e.what();
-    if (problem.find("unrecognised option") != std::string::npos && vm->count("config"))
-      problem += " (on the command line or in " + (*vm)["config"].as<std::string>() + ")";
-    return problem;
-  }
-  return "";
-}
-
-// Every option's value into s (and its record). Input files named in a
-// config file are found beside it (a config and its data travel together);
-// on the command line, from the working folder. The problem, or "".
-std::string StoreValues(const std::vector<std::string> &args, std::vector<Option> &options,
-                        const po::variables_map &vm, Settings *s) {
-  s->gradient = vm.count("gradient") > 0;
-  if (vm.count("restart")) s->restart = vm["restart"].as<std::string>();
-  if (vm.count("aggregate")) s->aggregate = vm["aggregate"].as<std::string>();
-  s->list_cases = vm.count("list") > 0;
-  std::set<std::string> on_command_line;
-  for (const std::string &a : args) on_command_line.insert(argument_key(a));
-  const std::filesystem::path config_dir =
-      vm.count("config") ? std::filesystem::path(vm["config"].as<std::string>()).parent_path() : "";
-  const std::set<std::string> inputs = {"data.file", "data.heldout", "params.file", "study.probe_file",
-                                        "worst.references"};
-  auto beside_config = [&](const std::string &path) {
-    return std::filesystem::path(path).is_relative() ? (config_dir / path).lexically_normal().string() : path;
-  };
-  for (auto &o : options) {
-    std::string v = vm[o.key].as<std::string>();
-    if (inputs.count(o.key) && !v.empty() && !vm[o.key].defaulted() && !on_command_line.count(o.key)) {
-      std::istringstream paths(v); // a list of files (worst.references), each beside the config
-      std::string w, all;
-      while (paths >> w) all += (all.empty() ? "" : " ") + beside_config(w);
-      v = o.key == "worst.references" ? all : beside_config(v);
-    }
-    if (!vm[o.key].defaulted()) s->explicit_keys.push_back(o.key);
-    try {
-      o.set(v);
-    } catch (const BadValue &e) {
-      return o.key + " " + e.what();
-    }
-    s->record.emplace_back(o.key, v);
-  }
-  try {
-    (void)TeacherInit(*s);
-  } catch (const std::invalid_argument &e) {
-    return std::string("data.teacher_init ") + e.what();
-  }
-  return "";
-}
-
-// An option on the command line that the command does not read is a
-// mistake: the problem naming the commands that read it, or "".
-std::string UnusedOption(const std::string &command, const std::vector<std::string> &args,
-                         const po::variables_map &vm) {
-  for (const std::string &a : args) {
-    const std::string key = argument_key(a);
-    if (key.find('.') == std::string::npos || !vm.count(key) || SettingsReads(command, key)) continue;
-    std::string users;
-    for (const char *c : {"forward", "train", "ntk", "lse", "limit", "study", "bench", "worst"})
-      if (SettingsReads(c, key)) users += std::string(users.empty() ? "" : ", ") + c;
-    return key + " is not used by mft " + command + " (only by " + users + ")";
-  }
-  return "";
-}
-
-// Settings that are valid one by one but not together.
-PetscErrorCode ConsistencyCheck(MPI_Comm comm, const Settings &s) {
-  PetscFunctionBeginUser;
-  PetscCheck(s.data.param_max >= s.data.param_min, comm, PETSC_ERR_USER_INPUT,
-             "data.param_max (%g) is smaller than data.param_min (%g)", s.data.param_max, s.data.param_min);
-  PetscCheck(!s.output.file.empty(), comm, PETSC_ERR_USER_INPUT, "output.file is empty");
-  PetscCheck(s.train.beta1 < 1 && s.train.beta2 < 1, comm, PETSC_ERR_USER_INPUT,
-             "train.beta1 and train.beta2 must be below 1 (got %g and %g)", s.train.beta1, s.train.beta2);
-  PetscCheck(s.train.lr_min <= s.train.lr, comm, PETSC_ERR_USER_INPUT, "train.lr_min (%g) exceeds train.lr (%g)",
-             s.train.lr_min, s.train.lr);
-  PetscCheck(s.parallel.threads <= kMaxThreads, comm, PETSC_ERR_USER_INPUT,
-             "parallel.threads = %" PetscInt_FMT " is more than %d threads a rank", s.parallel.threads, (int)kMaxThreads);
-  if (s.command == "study") {
-    std::istringstream times(s.study.times);
-    for (PetscInt t; times >> t;)
-      PetscCheck(t <= s.study.steps, comm, PETSC_ERR_USER_INPUT,
-                 "study.times entry %" PetscInt_FMT " is beyond study.steps = %" PetscInt_FMT, t, s.study.steps);
-    PetscCall(StudyCheck(comm, s));
-  }
-  PetscFunctionReturn(0);
-}
-
-} // namespace
-
-PetscErrorCode SettingsParse(MPI_Comm comm, const std::string &command, const std::vector<std::string> &args,
-                             Settings *s, PetscBool *help) {
-  PetscFunctionBeginUser;
-  *s = Settings();
-  s->command = command;
-  *help = PETSC_FALSE;
-  std::vector<Option> options = declare(*s);
-  Descriptions d;
-  Describe(command, options, &d);
-  po::variables_map vm;
-  std::string problem = ReadValues(args, options, d, &vm);
-  PetscCheck(problem.empty(), comm, PETSC_ERR_USER_INPUT, "%s", problem.c_str());
-  if (vm.count("help")) {
-    *help = PETSC_TRUE;
-    std::ostringstream os;
-    os << "usage: mft " << command << " [--config FILE] [--section.key VALUE ...] [PETSc options]\n"
-       << "Options on the command line override the config file; a key given twice: the last one wins.\n\n"
-       << d.general;
-    for (auto &sec : d.sections) os << "\n" << sec.second;
-    PetscCall(PetscPrintf(comm, "%s", os.str().c_str()));
-    PetscFunctionReturn(0);
-  }
-  problem = StoreValues(args, options, vm, s);
-  if (problem.empty()) problem = UnusedOption(command, args, vm);
-  PetscCheck(problem.empty(), comm, PETSC_ERR_USER_INPUT, "%s", problem.c_str());
-  PetscCall(ConsistencyCheck(comm, *s));
-  PetscCall(CheckOutputs(comm, command, *s));
-  PetscFunctionReturn(0);
-}
-
-InitSettings TeacherInit(const Settings &s) {
-  InitSettings t = s.init;
-  const std::map<std::string, double *> reals = {{"q_gain", &t.q_gain}, {"k_gain", &t.k_gain}, {"v_gain", &t.v_gain},
-                                                 {"o_gain", &t.o_gain}, {"q_mean", &t.q_mean}, {"k_mean", &t.k_mean},
-                                                 {"v_mean", &t.v_mean}, {"o_mean", &t.o_mean}};
-  std::istringstream in(s.data.teacher_init);
-  for (std::string kv; in >> kv;) {
-    const size_t eq = kv.find('=');
-    const std::string key = kv.substr(0, eq), value = eq == std::string::npos ? "" : kv.substr(eq + 1);
-    if (eq == std::string::npos) throw std::invalid_argument("'" + kv + "' is not key=value (keys: law, q_gain .. o_mean)");
-    if (key == "law") {
-      if (value != "gaussian" && value != "uniform") throw std::invalid_argument("law '" + value + "' is not gaussian or uniform");
-      t.law = value == "gaussian" ? InitLaw::gaussian : InitLaw::uniform;
-    } else if (reals.count(key)) {
-      try {
-        *reals.at(key) = parse_real(value);
-      } catch (const BadValue &e) {
-        throw std::invalid_argument(key + ": " + e.what());
-      }
-      if (key.find("gain") != std::string::npos && *reals.at(key) < 0)
-        throw std::invalid_argument(key + " must be at least 0, got " + value);
-    } else {
-      throw std::invalid_argument("'" + kv + "' is not key=value with a key of init (law, q_gain .. o_mean)");
-    }
-  }
-  return t;
-}
-
-PetscErrorCode SettingsCheck(MPI_Comm comm, const Settings &s) {
-  const ModelSettings &m = s.model;
-  const DataSettings &d = s.data;
-  PetscMPIInt size;
-  PetscFunctionBeginUser;
-  PetscCallMPI(MPI_Comm_size(comm, &size));
-  PetscCheck(m.k <= m.d, comm, PETSC_ERR_USER_INPUT,
-             "model.k = %" PetscInt_FMT " exceeds model.d = %" PetscInt_FMT ": a head's key dimension is at most d",
-             m.k, m.d);
-  const double limit = (double)std::numeric_limits<PetscInt>::max();
-  const double tokens = (double)d.M * d.N * m.d;
-  PetscCheck(tokens <= limit, comm, PETSC_ERR_USER_INPUT,
-             "data.M * data.N * model.d = %.0f exceeds the largest vector this PETSc can index (%.0f)", tokens, limit);
-  const double head = m.head_kind == HeadKind::qkv ? 2.0 * m.k * m.d + (double)m.d * m.d : 4.0 * m.k * m.d;
-  PetscCheck(head * m.L * m.H <= limit, comm, PETSC_ERR_USER_INPUT,
-             "model.L * model.H * (parameters per head) = %.0f exceeds the largest vector this PETSc can index (%.0f)",
-             head * m.L * m.H, limit);
-  PetscCheck(s.train.batch <= d.M, comm, PETSC_ERR_USER_INPUT,
-             "train.batch = %" PetscInt_FMT " exceeds data.M = %" PetscInt_FMT, s.train.batch, d.M);
-  const PetscInt hg = s.parallel.head_groups;
-  if (hg > 0) {
-    PetscCheck(size % hg == 0, comm, PETSC_ERR_USER_INPUT,
-               "parallel.head_groups = %" PetscInt_FMT " does not divide the %d ranks", hg, size);
-    PetscCheck(hg <= m.H, comm, PETSC_ERR_USER_INPUT,
-               "parallel.head_groups = %" PetscInt_FMT " exceeds model.H = %" PetscInt_FMT, hg, m.H);
-  }
-  if (SettingsReads(s.command, "output.trajectory")) // elsewhere a config's value is not used
-    PetscCall(TrajectoryCheck(comm, s, s.command == "train" || s.command == "limit" || s.gradient));
-  PetscFunctionReturn(0);
 }
 
 } // namespace mft
