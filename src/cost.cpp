@@ -5,7 +5,7 @@
 #include "mft/exchange.hpp"
 #include "mft/grid.hpp"
 #include "mft/tokens.hpp"
-#include "mft/velocity.hpp"
+#include "mft/chunks.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -200,13 +200,13 @@ GroupPass PassOverSequences(const ModelSettings &m, PetscInt M, PetscInt N, Pets
   return p;
 }
 
-// Memory (velocity.hpp): L gathered states kept (and the queries'
+// Memory (chunks.hpp): L gathered states kept (and the queries'
 // statistics), and each cut's rows and their gradients. With threads over
-// chunks of heads (velocity.hpp), each chunk but the first sums into copies
+// chunks of heads (chunks.hpp), each chunk but the first sums into copies
 // of the group's tokens (and of the cut rows); with few units, threads over
 // chunks of a sequence's queries too: the keys' projections of every
 // sequence and head, and a copy of their gradients a chunk. What is kept for
-// the adjoint is kept when it fits beside the rest (velocity.hpp): the cut
+// the adjoint is kept when it fits beside the rest (chunks.hpp): the cut
 // rows (then shared once a layer, not twice), the statistics.
 struct RankMemory {
   PetscInt J = 1, Qc = 1; // head chunks, query chunks

@@ -163,7 +163,7 @@ PetscErrorCode ProblemCreate(MPI_Comm comm, const Settings &settings, Problem *p
   p->heads.overlap = s.parallel.overlap;
   // The grid is chosen as for one thread, so that the thread count changes no
   // result; the predicted step counts the threads.
-  const PetscInt threads = VelocityThreads(s.parallel.threads);
+  const PetscInt threads = RankThreads(s.parallel.threads);
   PetscCall(ThreadsCheck(comm, threads));
   if (threads > 1)
     p->predicted = PredictStep(s.model, s.data.M, s.data.N, size, p->predicted.Ph, p->predicted.form, s.parallel.rate,

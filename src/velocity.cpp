@@ -14,33 +14,10 @@
 
 namespace mft {
 
-PetscLogEvent MFT_KERNELS = 0, MFT_EXCHANGE = 0;
-PetscLogStage MFT_FORWARD = 0, MFT_ADJOINT = 0;
-
-static PetscErrorCode RegisterEvents() {
-  static PetscBool registered = PETSC_FALSE;
-  PetscClassId id;
-  PetscFunctionBeginUser;
-  if (registered) PetscFunctionReturn(0);
-  PetscCall(PetscClassIdRegister("MFT", &id));
-  PetscCall(PetscLogEventRegister("MftKernels", id, &MFT_KERNELS));
-  PetscCall(PetscLogEventRegister("MftExchange", id, &MFT_EXCHANGE));
-  PetscCall(PetscLogStageRegister("MftForward", &MFT_FORWARD));
-  PetscCall(PetscLogStageRegister("MftAdjoint", &MFT_ADJOINT));
-  registered = PETSC_TRUE;
-  PetscFunctionReturn(0);
-}
-
-PetscInt VelocityThreads(PetscInt setting) {
-  if (setting > 0) return setting;
-  const char *env = std::getenv("OMP_NUM_THREADS");
-  return env && std::atoi(env) > 0 ? std::min<PetscInt>(std::atoi(env), kMaxThreads) : 1; // problem.cpp warns of a cap
-}
-
 PetscErrorCode VelocityCreate(const Grid &g, const TokenLayout &t, Heads *h, const ModelSettings &m, CutForm form,
                               PetscInt threads, Velocity *v) {
   PetscFunctionBeginUser;
-  PetscCall(RegisterEvents());
+  PetscCall(EventsRegister());
   v->grid = &g;
   v->tokens = &t;
   v->heads = h;
@@ -77,20 +54,6 @@ PetscErrorCode VelocityCreate(const Grid &g, const TokenLayout &t, Heads *h, con
     v->query_grad.assign((size_t)(t.seqs.size() * v->query_chunks) * h->layer_grad.size(), 0.0);
   }
   PetscFunctionReturn(0);
-}
-
-PetscInt QueryChunks(PetscInt units, PetscInt queries, double chunk_bytes) {
-  if (units >= kHeadUnits || units < 1) return 1;
-  const double copies = chunk_bytes > 0 ? std::floor(kQueryCopyBytes / chunk_bytes) : (double)queries;
-  return std::max<PetscInt>(1, std::min({(kHeadUnits + units - 1) / units, queries / kQueryRows,
-                                         (PetscInt)std::min(copies, (double)queries)}));
-}
-
-PetscInt HeadChunks(PetscInt sequences, PetscInt heads, double copy_bytes) {
-  if (sequences >= kHeadUnits || sequences < 1) return 1;
-  const double copies = copy_bytes > 0 ? std::floor(kHeadCopyBytes / copy_bytes) : (double)heads;
-  return std::max<PetscInt>(1, std::min({heads, (kHeadUnits + sequences - 1) / sequences,
-                                         (PetscInt)std::min(copies + 1.0, (double)heads)}));
 }
 
 PetscErrorCode VelocityDestroy(Velocity *v) {
@@ -137,23 +100,6 @@ double *ChunkKeys(Velocity &v, PetscInt j) {
 }
 
 } // namespace
-
-double KeptBytes(double bytes, double room) {
-  return bytes <= kStatisticsBytes && (room < 0 || bytes <= 0.5 * room) ? bytes : 0; // half: the rest has a margin
-}
-
-double StatisticsBytes(PetscInt L, PetscInt Hl, PetscInt n, const HeadShape &s, PetscInt N, double room) {
-  if (!attention_statistics_pay(s, N)) return 0;
-  return KeptBytes(8.0 * (double)L * (double)Hl * (double)n * (double)attention_statistics_width(s), room);
-}
-
-KeptForAdjoint KeptForTheAdjoint(PetscInt L, double rows, PetscInt Hl, PetscInt n, const HeadShape &s, PetscInt N,
-                                 double room) {
-  KeptForAdjoint k;
-  k.rows = KeptBytes(8.0 * (double)L * rows, room);
-  k.statistics = StatisticsBytes(L, Hl, n, s, N, room < 0 ? room : std::max(0.0, room - k.rows));
-  return k;
-}
 
 PetscErrorCode VelocityKeep(Velocity *v, PetscInt L) {
   const TokenLayout &t = *v->tokens;
@@ -373,8 +319,8 @@ PetscErrorCode ReverseByQueries(Velocity *v, PetscInt l, const double *xs, const
     for (PetscInt hl = heads.begin; hl < heads.end && q.size() > 0; ++hl) {
       w.statistics = v->forwards ? statistics_at(*v, l, hl, m, q.begin) : nullptr; // the forward's
       attention_on_keys_reverse(h.shape, h.head(l, hl), v->options, qu.tokens(m) + q.begin * t.d, qu.store(s, hl),
-                             qu.key_count(m), t.N, q, scale, ls + at(t, m, q.begin), dx + q.begin * t.d,
-                             qu.dkappa(s, hl, i), qu.dw(s, hl, i), qu.head_gradient(s, i, hl), w);
+                                qu.key_count(m), t.N, q, scale, ls + at(t, m, q.begin), dx + q.begin * t.d,
+                                qu.dkappa(s, hl, i), qu.dw(s, hl, i), qu.head_gradient(s, i, hl), w);
     }
   }));
   PetscCall(OverUnits(v, units, cut, [&](PetscInt u, int) {
@@ -397,7 +343,7 @@ PetscErrorCode ReverseByQueries(Velocity *v, PetscInt l, const double *xs, const
         for (std::ptrdiff_t x = (std::ptrdiff_t)r.begin * dv; x < (std::ptrdiff_t)e * dv; ++x) dw[x] += gw[x];
       }
       attention_project_keys_reverse(h.shape, h.head(l, hl), qu.tokens(m) + r.begin * t.d, r.size(), dk + r.begin * k,
-                             dw + r.begin * dv, dx + r.begin * t.d, qu.head_gradient(s, i, hl));
+                                     dw + r.begin * dv, dx + r.begin * t.d, qu.head_gradient(s, i, hl));
     }
   }));
   PetscFunctionReturn(0);
@@ -546,7 +492,7 @@ PetscErrorCode VelocityEvaluate(Velocity *v, PetscInt l, Vec x, Vec f) {
       for (PetscInt hl = heads.begin; hl < heads.end; ++hl) {
         w.statistics = keeps ? statistics_at(*v, l, hl, m, q.begin) : nullptr;
         attention_on_keys(h.shape, h.head(l, hl), v->options, qu.tokens(m) + q.begin * t.d, qu.store(s, hl),
-                               qu.key_count(m), t.N, q, scale, sum, w);
+                          qu.key_count(m), t.N, q, scale, sum, w);
       }
     }));
   } else {
@@ -562,10 +508,10 @@ PetscErrorCode VelocityEvaluate(Velocity *v, PetscInt l, Vec x, Vec f) {
         w.statistics = keeps ? statistics_at(*v, l, hl, m, q.begin) : nullptr; // kept for the adjoint
         if (c < 0 || v->form == CutForm::tokens) // the sequence's tokens: held by the group or shared
           attention(h.shape, h.head(l, hl), v->options,
-                            c < 0 ? xs + at(t, m, 0) : v->keys.data() + key_block(*v, c, hl), t.N, q, scale, sum, w);
+                    c < 0 ? xs + at(t, m, 0) : v->keys.data() + key_block(*v, c, hl), t.N, q, scale, sum, w);
         else
           attention_projected(h.shape, h.head(l, hl), v->options, xs + at(t, m, q.begin),
-                                      v->keys.data() + key_block(*v, c, hl), v->key_width, t.N, q, scale, sum, w);
+                              v->keys.data() + key_block(*v, c, hl), v->key_width, t.N, q, scale, sum, w);
       }
     }));
   }

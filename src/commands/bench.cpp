@@ -296,7 +296,7 @@ PetscErrorCode CommandBench(MPI_Comm comm, const std::vector<std::string> &args,
   PetscCall(PetscLogIsActive(&logging));
   if (!logging) PetscCall(PetscLogDefaultBegin()); // the time split reads the kernels' and exchanges' events
   // The peak and the exp rate of the cores the run uses: each rank's threads at once.
-  const PetscInt threads = VelocityThreads(s.parallel.threads);
+  const PetscInt threads = RankThreads(s.parallel.threads);
   PetscCall(MeasurePeak(comm, threads, &peak));
   PetscCall(MeasureExpRate(comm, threads, &gexps));
   // The network: measured where this run's ranks can (the settings' figures

@@ -1,0 +1,16 @@
+// The program's PETSc log events and stages: the attention kernels and the
+// exchanges as events, the forward and adjoint solves as stages, so that
+// -log_view (and mft bench, which reads them) splits a step's time.
+#pragma once
+
+#include <petscsys.h>
+
+namespace mft {
+
+extern PetscLogEvent MFT_KERNELS, MFT_EXCHANGE;
+extern PetscLogStage MFT_FORWARD, MFT_ADJOINT;
+
+// Registers them, once (later calls do nothing).
+PetscErrorCode EventsRegister();
+
+} // namespace mft
