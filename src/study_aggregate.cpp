@@ -4,6 +4,7 @@
 #include "mft/study.hpp"
 #include "mft/study_cases.hpp"
 #include "mft/study_statistics.hpp"
+#include "mft/study_tables.hpp"
 
 #include "mft/error.hpp"
 #include "mft/runfile.hpp"
@@ -20,6 +21,50 @@
 namespace mft {
 
 using namespace study;
+
+// A CSV row: the fields joined by commas.
+std::string csv(std::initializer_list<std::string> fields) {
+  std::string row;
+  for (const std::string &f : fields) row += (row.empty() ? "" : ",") + f;
+  return row + "\n";
+}
+
+std::string quoted(const std::string &s) { return "\"" + s + "\""; }
+
+// A figure of the printed summary with its interval; "(not determined)" when
+// one of the flags `undecided` (space-separated) is raised.
+std::string with_interval(double x, StudyInterval ci, const std::string &flags, const std::string &undecided) {
+  char b[96];
+  std::istringstream in(undecided);
+  for (std::string f; in >> f;)
+    if (flags.find(f) != std::string::npos) {
+      std::snprintf(b, sizeof b, "%.3f (not determined)", x);
+      return b;
+    }
+  if (!std::isfinite(x)) return "-";
+  if (!std::isfinite(ci.lo)) std::snprintf(b, sizeof b, "%.3f [no interval]", x);
+  else std::snprintf(b, sizeof b, "%.3f [%.3f, %.3f]", x, ci.lo, ci.hi);
+  return b;
+}
+
+void WriteFit(Outputs &out, const std::string &v, const std::string &variant, const char *quantity, PetscInt time,
+              int corrected, const StudyFit &f, const Training &t) {
+  out.fits << csv({v, quoted(variant), quantity, num(f.slope_L), num(f.slope_L_ci.lo), num(f.slope_L_ci.hi),
+                   num(f.slope_H), num(f.slope_H_ci.lo), num(f.slope_H_ci.hi), num(f.a), num(f.b), num(f.C1), num(f.C2),
+                   num(f.rms), std::to_string(time), std::to_string(corrected), num(f.a_ci.lo), num(f.a_ci.hi),
+                   num(f.b_ci.lo), num(f.b_ci.hi), quoted(f.flags), std::to_string(f.cells),
+                   num(f.reference_bias), num(t.reference_change), num(t.reference_reduction),
+                   num(f.reference_spread)});
+  const std::string key = "v" + v + "." + quantity + (corrected ? ".corrected." : ".");
+  for (auto &[name, x] : std::vector<std::pair<std::string, double>>{
+           {"slope_L", f.slope_L}, {"slope_L_lo", f.slope_L_ci.lo}, {"slope_L_hi", f.slope_L_ci.hi},
+           {"slope_H", f.slope_H}, {"slope_H_lo", f.slope_H_ci.lo}, {"slope_H_hi", f.slope_H_ci.hi},
+           {"a", f.a}, {"b", f.b}, {"a_lo", f.a_ci.lo}, {"a_hi", f.a_ci.hi}, {"b_lo", f.b_ci.lo},
+           {"b_hi", f.b_ci.hi}, {"C1", f.C1}, {"C2", f.C2}, {"reference_bias", f.reference_bias},
+           {"reference_spread", f.reference_spread}})
+    out.attribute(key + name, num(x));
+  out.attribute(key + "flags", f.flags.empty() ? "(none)" : f.flags);
+}
 
 namespace {
 
@@ -42,21 +87,6 @@ std::vector<double> sequence_errors(const std::vector<std::vector<double>> &a, c
   }
   return out;
 }
-
-// A CSV row: the fields joined by commas.
-std::string csv(std::initializer_list<std::string> fields) {
-  std::string row;
-  for (const std::string &f : fields) row += (row.empty() ? "" : ",") + f;
-  return row + "\n";
-}
-
-std::string quoted(const std::string &s) { return "\"" + s + "\""; }
-
-// The case files of one variant at one recorded time: its references and its models.
-struct VariantCases {
-  std::vector<CaseData> references;
-  std::vector<std::pair<StudyCase, CaseData>> models;
-};
 
 bool same_shapes(const CaseData &a, const CaseData &b) {
   return a.N == b.N && a.d == b.d && a.tokens.size() == b.tokens.size();
@@ -115,13 +145,6 @@ StudyErrors ErrorsOf(const Settings &s, const VariantCases &vc, int q) {
   }
   return e;
 }
-
-// What training did, per cell (mean over seeds of the heads' movement,
-// geometric mean of the risk reduction) and for the references; NaN at initialisation.
-struct Training {
-  std::vector<double> change, reduction;
-  double reference_change = NAN, reference_reduction = NAN;
-};
 
 Training TrainingOf(const VariantCases &vc, const StudyErrors &e) {
   Training t;
@@ -266,59 +289,6 @@ StudyOptions OptionsOf(const Settings &s) {
   return o;
 }
 
-// A figure of the printed summary with its interval; "(not determined)" when
-// one of the flags `undecided` (space-separated) is raised.
-std::string with_interval(double x, StudyInterval ci, const std::string &flags, const std::string &undecided) {
-  char b[96];
-  std::istringstream in(undecided);
-  for (std::string f; in >> f;)
-    if (flags.find(f) != std::string::npos) {
-      std::snprintf(b, sizeof b, "%.3f (not determined)", x);
-      return b;
-    }
-  if (!std::isfinite(x)) return "-";
-  if (!std::isfinite(ci.lo)) std::snprintf(b, sizeof b, "%.3f [no interval]", x);
-  else std::snprintf(b, sizeof b, "%.3f [%.3f, %.3f]", x, ci.lo, ci.hi);
-  return b;
-}
-
-// The rows and arrays of one variant at one time.
-struct Outputs {
-  std::ofstream table, fits, sets;
-  std::vector<ResultArray> arrays;
-  std::list<std::vector<double>> keep; // storage behind the arrays
-  std::vector<std::pair<std::string, std::string>> attributes;
-  std::string at, at_key;
-  bool last = false;
-  void store(const std::string &name, std::vector<unsigned long long> dims, std::vector<double> values) {
-    keep.push_back(std::move(values));
-    arrays.push_back({at + name, dims, keep.back().data()});
-    if (last) arrays.push_back({name, dims, keep.back().data()});
-  }
-  void attribute(const std::string &key, const std::string &value) {
-    attributes.emplace_back(at_key + key, value);
-    if (last) attributes.emplace_back(key, value);
-  }
-};
-
-void WriteFit(Outputs &out, const std::string &v, const std::string &variant, const char *quantity, PetscInt time,
-              int corrected, const StudyFit &f, const Training &t) {
-  out.fits << csv({v, quoted(variant), quantity, num(f.slope_L), num(f.slope_L_ci.lo), num(f.slope_L_ci.hi),
-                   num(f.slope_H), num(f.slope_H_ci.lo), num(f.slope_H_ci.hi), num(f.a), num(f.b), num(f.C1), num(f.C2),
-                   num(f.rms), std::to_string(time), std::to_string(corrected), num(f.a_ci.lo), num(f.a_ci.hi),
-                   num(f.b_ci.lo), num(f.b_ci.hi), quoted(f.flags), std::to_string(f.cells),
-                   num(f.reference_bias), num(t.reference_change), num(t.reference_reduction),
-                   num(f.reference_spread)});
-  const std::string key = "v" + v + "." + quantity + (corrected ? ".corrected." : ".");
-  for (auto &[name, x] : std::vector<std::pair<std::string, double>>{
-           {"slope_L", f.slope_L}, {"slope_L_lo", f.slope_L_ci.lo}, {"slope_L_hi", f.slope_L_ci.hi},
-           {"slope_H", f.slope_H}, {"slope_H_lo", f.slope_H_ci.lo}, {"slope_H_hi", f.slope_H_ci.hi},
-           {"a", f.a}, {"b", f.b}, {"a_lo", f.a_ci.lo}, {"a_hi", f.a_ci.hi}, {"b_lo", f.b_ci.lo},
-           {"b_hi", f.b_ci.hi}, {"C1", f.C1}, {"C2", f.C2}, {"reference_bias", f.reference_bias},
-           {"reference_spread", f.reference_spread}})
-    out.attribute(key + name, num(x));
-  out.attribute(key + "flags", f.flags.empty() ? "(none)" : f.flags);
-}
 
 // Per probe set (family and N): the corrected err over its sequences alone,
 // and how often (over seeds) it attains the max over all sets.
@@ -460,142 +430,6 @@ PetscErrorCode WriteWorst(Outputs &out, std::ofstream &table, std::ofstream &slo
     const StudyScalar byN = StudyScalarCompute({1}, Ns, values, 0.95, {}, true);
     slopes << csv({v, quoted(variant), std::to_string(e.L[k / nH]), std::to_string(e.H[k % nH]), std::to_string(time),
                    num(byN.fit.slope_H), num(byN.fit.slope_H_ci.lo), num(byN.fit.slope_H_ci.hi), quoted(slope_flags(byN.fit.flags))});
-  }
-  PetscFunctionReturn(0);
-}
-
-// A learning-rate study (study.learning_rates): every model case's training
-// (and held-out) risk at the last step, per base variant, rate and cell.
-struct RateRisk {
-  size_t base, rate, cell;
-  long long seed;
-  double risk, heldout;
-};
-
-// The rates and grid of a learning-rate study, and its model cases' risks.
-struct RateStudy {
-  std::vector<std::string> words;  // the rates as given
-  std::vector<double> rates;       // their values
-  std::vector<size_t> order;       // indices of the rates in increasing order
-  std::vector<long long> L, H;     // sorted
-  std::vector<std::string> bases;  // the base variants' overrides
-  PetscInt last = 0;               // the step the risks are taken at
-  std::vector<RateRisk> all;
-  size_t cells() const { return L.size() * H.size(); }
-};
-
-// The rates and grid of a learning-rate study (its risks come from the
-// models AddRateRisks is given).
-RateStudy RateStudyOf(const Settings &s) {
-  RateStudy r;
-  r.words = words(s.study.learning_rates);
-  for (const std::string &w : r.words) r.rates.push_back(std::stod(w));
-  for (size_t j = 0; j < r.words.size(); ++j) r.order.push_back(j);
-  std::sort(r.order.begin(), r.order.end(), [&](size_t a, size_t b) { return r.rates[a] < r.rates[b]; });
-  for (PetscInt x : integers(s.study.L)) r.L.push_back(x);
-  for (PetscInt x : integers(s.study.H)) r.H.push_back(x);
-  std::sort(r.L.begin(), r.L.end()), std::sort(r.H.begin(), r.H.end());
-  r.bases = words(s.study.variants, ';');
-  if (r.bases.empty()) r.bases.push_back("");
-  r.last = StudyTimes(s).back();
-  return r;
-}
-
-// The risks of variant v's models at the last step.
-void AddRateRisks(RateStudy *r, size_t v, const VariantCases &vc) {
-  const size_t nr = r->words.size();
-  for (const auto &[c, data] : vc.models) {
-    const size_t i = std::find(r->L.begin(), r->L.end(), c.L) - r->L.begin(),
-                 k = std::find(r->H.begin(), r->H.end(), c.H) - r->H.begin();
-    r->all.push_back({v / nr, v % nr, i * r->H.size() + k, c.seed, data.risk, data.heldout_risk});
-  }
-}
-
-// lr.csv: per base variant, cell and rate, the mean risk over seeds (training,
-// held-out) with its interval.
-void WriteRateTable(std::ofstream &table, const RateStudy &r, size_t b) {
-  const size_t nH = r.H.size();
-  std::vector<StudyScalar> per[2];
-  for (int q = 0; q < 2; ++q)
-    for (size_t j = 0; j < r.rates.size(); ++j) {
-      std::vector<StudyValue> v;
-      for (const RateRisk &x : r.all)
-        if (x.base == b && x.rate == j) v.push_back({x.cell, x.seed, q ? x.heldout : x.risk});
-      per[q].push_back(StudyScalarCompute(r.L, r.H, v));
-    }
-  for (size_t k = 0; k < r.cells(); ++k)
-    for (size_t j : r.order) {
-      size_t seeds = 0;
-      for (const RateRisk &x : r.all) seeds += x.base == b && x.rate == j && x.cell == k;
-      table << csv({std::to_string(b), quoted(r.bases[b]), std::to_string(r.L[k / nH]), std::to_string(r.H[k % nH]),
-                    r.words[j], std::to_string(seeds), num(per[0][j].mean[k]), num(per[0][j].ci[k].lo),
-                    num(per[0][j].ci[k].hi), num(per[1][j].mean[k]), num(per[1][j].ci[k].lo), num(per[1][j].ci[k].hi)});
-    }
-}
-
-// best_lr.csv: per cell the mean best rate over seeds (q = 0: by the training
-// risk, 1: by the held-out risk) with its interval, and how often it sat at
-// an end of the grid; its drift in L and H in fits.csv and printed.
-PetscErrorCode WriteBestRates(Outputs &out, std::ofstream &best, const RateStudy &r, size_t b, int q) {
-  const size_t nH = r.H.size(), nr = r.rates.size();
-  std::map<std::pair<size_t, long long>, std::vector<double>> curves; // (cell, seed): risk at the sorted rates
-  for (const RateRisk &x : r.all) {
-    if (x.base != b) continue;
-    auto &c = curves[{x.cell, x.seed}];
-    c.resize(nr, NAN);
-    c[std::find(r.order.begin(), r.order.end(), x.rate) - r.order.begin()] = q ? x.heldout : x.risk;
-  }
-  std::vector<double> sorted;
-  for (size_t j : r.order) sorted.push_back(r.rates[j]);
-  std::vector<StudyValue> values;
-  std::vector<double> edges(r.cells(), 0.0), n(r.cells(), 0.0);
-  double edge_total = 0, infinite = 0;
-  for (auto &[key, risk] : curves) {
-    // A case that diverged (or is missing) counts as an infinite risk at its rate.
-    if (std::none_of(risk.begin(), risk.end(), [](double x) { return x > 0 && std::isfinite(x); })) continue;
-    for (double &x : risk)
-      if (!(x > 0) || !std::isfinite(x)) x = INFINITY, ++infinite;
-    bool edge;
-    values.push_back({key.first, key.second, StudyBestRate(sorted, risk, &edge)});
-    edges[key.first] += edge, edge_total += edge, ++n[key.first];
-  }
-  PetscFunctionBeginUser;
-  if (values.empty()) PetscFunctionReturn(0); // no held-out risk recorded
-  const StudyScalar lr = StudyScalarCompute(r.L, r.H, values);
-  const char *quantity = q ? "best_lr_heldout" : "best_lr";
-  for (size_t k = 0; k < r.cells(); ++k)
-    best << csv({std::to_string(b), quoted(r.bases[b]), std::to_string(r.L[k / nH]), std::to_string(r.H[k % nH]),
-                 quantity, num(lr.mean[k]), num(lr.ci[k].lo), num(lr.ci[k].hi), num(n[k] ? edges[k] / n[k] : NAN)});
-  WriteFit(out, std::to_string(b), r.bases[b], quantity, r.last, 0, lr.fit, Training());
-  // A slope whose best rates sit at an end of the grid (more than a quarter
-  // of them) only bounds the drift: not determined.
-  const bool edges_decide = edge_total > 0.25 * (double)values.size();
-  auto verdict = [&](const StudyInterval &ci) {
-    if (!std::isfinite(ci.lo) || edges_decide) return "is not determined";
-    return ci.lo <= 0 && ci.hi >= 0 ? "transfers (the interval holds 0)" : "drifts";
-  };
-  std::string edge_note =
-      edge_total > 0 ? "; " + num(edge_total) + " best rates at an end of the grid (widen study.learning_rates)" : "";
-  if (infinite > 0) edge_note += "; " + num(infinite) + " diverged or missing cases taken as infinite risk";
-  PetscCall(PetscPrintf(PETSC_COMM_SELF,
-                        "mft study: learning rates v%zu (%s risk at step %" PetscInt_FMT "): best lr ~ L^%s H^%s; in "
-                        "depth it %s, in width it %s%s\n",
-                        b, q ? "held-out" : "training", r.last,
-                        with_interval(lr.fit.slope_L, lr.fit.slope_L_ci, "", "").c_str(),
-                        with_interval(lr.fit.slope_H, lr.fit.slope_H_ci, "", "").c_str(), verdict(lr.fit.slope_L_ci),
-                        verdict(lr.fit.slope_H_ci), edge_note.c_str()));
-  PetscFunctionReturn(0);
-}
-
-// A learning-rate study's tables: lr.csv, best_lr.csv and the drift fits.
-PetscErrorCode WriteLearningRates(Outputs &out, const RateStudy &r, const std::string &dir) {
-  PetscFunctionBeginUser;
-  std::ofstream table(dir + "/lr.csv"), best(dir + "/best_lr.csv");
-  table << "variant,overrides,L,H,lr,seeds,risk,risk_lo,risk_hi,heldout_risk,heldout_risk_lo,heldout_risk_hi\n";
-  best << "variant,overrides,L,H,quantity,best_lr,best_lr_lo,best_lr_hi,edge_fraction\n";
-  for (size_t b = 0; b < r.bases.size(); ++b) {
-    WriteRateTable(table, r, b);
-    for (int q = 0; q < 2; ++q) PetscCall(WriteBestRates(out, best, r, b, q));
   }
   PetscFunctionReturn(0);
 }
