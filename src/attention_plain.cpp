@@ -12,9 +12,9 @@ namespace mft {
 namespace {
 
 inline double dot(const double *a, const double *b, PetscInt n) {
-  double s = 0;
-  for (PetscInt c = 0; c < n; ++c) s += a[c] * b[c];
-  return s;
+  double shape = 0;
+  for (PetscInt c = 0; c < n; ++c) shape += a[c] * b[c];
+  return shape;
 }
 
 // out (rows) = A (rows x cols) v
@@ -37,96 +37,98 @@ inline void outer_add(double *G, const double *u, const double *v, PetscInt rows
 }
 
 // kappa_j = K x_j, w_j = V x_j for j < nk; q_i = Q x_i for i in q.
-void project(const HeadShape &s, const double *theta, const double *x, PetscInt nk, Range q, AttentionWork &w) {
+void project(const HeadShape &shape, const double *theta, const double *x, PetscInt nk, Range q, AttentionWork &work) {
   for (PetscInt j = 0; j < nk; ++j) {
-    matvec(theta + s.offK, x + j * s.d, s.k, s.d, &w.kappa[j * s.k]);
-    matvec(theta + s.offV, x + j * s.d, s.dv, s.d, &w.w[j * s.dv]);
+    matvec(theta + shape.offK, x + j * shape.d, shape.k, shape.d, &work.kappa[j * shape.k]);
+    matvec(theta + shape.offV, x + j * shape.d, shape.dv, shape.d, &work.w[j * shape.dv]);
   }
-  for (PetscInt i = q.begin; i < q.end; ++i) matvec(theta + s.offQ, x + i * s.d, s.k, s.d, &w.q[(i - q.begin) * s.k]);
+  for (PetscInt i = q.begin; i < q.end; ++i)
+    matvec(theta + shape.offQ, x + i * shape.d, shape.k, shape.d, &work.q[(i - q.begin) * shape.k]);
 }
 
 // The softmax row of query i over keys j < nj (normalised into w.p) and y = sum_j p_j w_j.
-void softmax_row(const HeadShape &s, const AttentionOptions &o, const double *qi, PetscInt nj, AttentionWork &w) {
+void softmax_row(const HeadShape &shape, const AttentionOptions &o, const double *qi, PetscInt nj,
+                 AttentionWork &work) {
   double amax = -std::numeric_limits<double>::infinity();
   for (PetscInt j = 0; j < nj; ++j) {
-    w.p[j] = o.beta * dot(qi, &w.kappa[j * s.k], s.k);
-    amax = std::max(amax, w.p[j]);
+    work.p[j] = o.beta * dot(qi, &work.kappa[j * shape.k], shape.k);
+    amax = std::max(amax, work.p[j]);
   }
   double Z = 0;
-  for (PetscInt j = 0; j < nj; ++j) Z += (w.p[j] = std::exp(w.p[j] - amax));
+  for (PetscInt j = 0; j < nj; ++j) Z += (work.p[j] = std::exp(work.p[j] - amax));
   const double invZ = 1.0 / Z;
-  std::fill(w.y.begin(), w.y.begin() + s.dv, 0.0);
+  std::fill(work.y.begin(), work.y.begin() + shape.dv, 0.0);
   for (PetscInt j = 0; j < nj; ++j) {
-    const double pj = (w.p[j] *= invZ);
-    const double *wj = &w.w[j * s.dv];
-    for (PetscInt c = 0; c < s.dv; ++c) w.y[c] += pj * wj[c];
+    const double pj = (work.p[j] *= invZ);
+    const double *wj = &work.w[j * shape.dv];
+    for (PetscInt c = 0; c < shape.dv; ++c) work.y[c] += pj * wj[c];
   }
 }
 
 } // namespace
 
-
-void attention_plain(const HeadShape &s, const double *theta, const AttentionOptions &o, const double *x,
-                             PetscInt N, Range q, double scale, double *out, AttentionWork &w) {
-  project(s, theta, x, key_count(o, N, q), q, w);
+void attention_plain(const HeadShape &shape, const double *theta, const AttentionOptions &o, const double *x,
+                     PetscInt N, Range q, double scale, double *out, AttentionWork &work) {
+  project(shape, theta, x, key_count(o, N, q), q, work);
   for (PetscInt i = q.begin; i < q.end; ++i) {
-    softmax_row(s, o, &w.q[(i - q.begin) * s.k], o.causal ? i + 1 : N, w);
-    double *oi = out + (i - q.begin) * s.d;
-    if (s.kind == HeadKind::qkv) {
-      for (PetscInt c = 0; c < s.d; ++c) oi[c] += scale * w.y[c];
+    softmax_row(shape, o, &work.q[(i - q.begin) * shape.k], o.causal ? i + 1 : N, work);
+    double *oi = out + (i - q.begin) * shape.d;
+    if (shape.kind == HeadKind::qkv) {
+      for (PetscInt c = 0; c < shape.d; ++c) oi[c] += scale * work.y[c];
     } else {
-      for (PetscInt r = 0; r < s.d; ++r) oi[r] += scale * dot(theta + s.offO + r * s.k, w.y.data(), s.k);
+      for (PetscInt r = 0; r < shape.d; ++r)
+        oi[r] += scale * dot(theta + shape.offO + r * shape.k, work.y.data(), shape.k);
     }
   }
 }
 
-void attention_plain_reverse(const HeadShape &s, const double *theta, const AttentionOptions &o, const double *x,
+void attention_plain_reverse(const HeadShape &shape, const double *theta, const AttentionOptions &o, const double *x,
                              PetscInt N, Range q, double scale, const double *lam, double *dx, double *dtheta,
-                             AttentionWork &w) {
+                             AttentionWork &work) {
   const PetscInt nk = key_count(o, N, q);
-  project(s, theta, x, nk, q, w);
-  std::fill(w.dkappa.begin(), w.dkappa.begin() + nk * s.k, 0.0);
-  std::fill(w.dw.begin(), w.dw.begin() + nk * s.dv, 0.0);
+  project(shape, theta, x, nk, q, work);
+  std::fill(work.dkappa.begin(), work.dkappa.begin() + nk * shape.k, 0.0);
+  std::fill(work.dw.begin(), work.dw.begin() + nk * shape.dv, 0.0);
   for (PetscInt i = q.begin; i < q.end; ++i) {
-    const double *qi = &w.q[(i - q.begin) * s.k];
-    const double *li = lam + (i - q.begin) * s.d;
+    const double *qi = &work.q[(i - q.begin) * shape.k];
+    const double *li = lam + (i - q.begin) * shape.d;
     const PetscInt nj = o.causal ? i + 1 : N;
-    softmax_row(s, o, qi, nj, w);
+    softmax_row(shape, o, qi, nj, work);
     // dy = A_out^T (scale * lam_i), and for qkvo dO += (scale * lam_i) y^T.
-    if (s.kind == HeadKind::qkv) {
-      for (PetscInt c = 0; c < s.d; ++c) w.dy[c] = scale * li[c];
+    if (shape.kind == HeadKind::qkv) {
+      for (PetscInt c = 0; c < shape.d; ++c) work.dy[c] = scale * li[c];
     } else {
-      std::fill(w.dy.begin(), w.dy.begin() + s.dv, 0.0);
-      matvec_t_add(theta + s.offO, li, s.d, s.k, scale, w.dy.data());
-      for (PetscInt r = 0; r < s.d; ++r)
-        for (PetscInt c = 0; c < s.k; ++c) dtheta[s.offO + r * s.k + c] += scale * li[r] * w.y[c];
+      std::fill(work.dy.begin(), work.dy.begin() + shape.dv, 0.0);
+      matvec_t_add(theta + shape.offO, li, shape.d, shape.k, scale, work.dy.data());
+      for (PetscInt r = 0; r < shape.d; ++r)
+        for (PetscInt c = 0; c < shape.k; ++c) dtheta[shape.offO + r * shape.k + c] += scale * li[r] * work.y[c];
     }
     // Softmax reverse: da_j = p_j (dy.w_j - dy.y); a_j = beta q_i.kappa_j.
-    const double dyy = dot(w.dy.data(), w.y.data(), s.dv);
-    std::fill(w.dq.begin(), w.dq.end(), 0.0);
+    const double dyy = dot(work.dy.data(), work.y.data(), shape.dv);
+    std::fill(work.dq.begin(), work.dq.end(), 0.0);
     for (PetscInt j = 0; j < nj; ++j) {
-      const double pj = w.p[j];
-      const double *wj = &w.w[j * s.dv];
-      const double da = o.beta * pj * (dot(w.dy.data(), wj, s.dv) - dyy);
-      const double *kj = &w.kappa[j * s.k];
-      double *dkj = &w.dkappa[j * s.k];
-      for (PetscInt c = 0; c < s.k; ++c) {
-        w.dq[c] += da * kj[c];
+      const double pj = work.p[j];
+      const double *wj = &work.w[j * shape.dv];
+      const double da = o.beta * pj * (dot(work.dy.data(), wj, shape.dv) - dyy);
+      const double *kj = &work.kappa[j * shape.k];
+      double *dkj = &work.dkappa[j * shape.k];
+      for (PetscInt c = 0; c < shape.k; ++c) {
+        work.dq[c] += da * kj[c];
         dkj[c] += da * qi[c];
       }
-      double *dwj = &w.dw[j * s.dv];
-      for (PetscInt c = 0; c < s.dv; ++c) dwj[c] += pj * w.dy[c];
+      double *dwj = &work.dw[j * shape.dv];
+      for (PetscInt c = 0; c < shape.dv; ++c) dwj[c] += pj * work.dy[c];
     }
-    outer_add(dtheta + s.offQ, w.dq.data(), x + i * s.d, s.k, s.d);
-    matvec_t_add(theta + s.offQ, w.dq.data(), s.k, s.d, 1.0, dx + i * s.d);
+    outer_add(dtheta + shape.offQ, work.dq.data(), x + i * shape.d, shape.k, shape.d);
+    matvec_t_add(theta + shape.offQ, work.dq.data(), shape.k, shape.d, 1.0, dx + i * shape.d);
   }
   // Keys: the mean-field term, every query's contribution to key j at once.
   for (PetscInt j = 0; j < nk; ++j) {
-    const double *xj = x + j * s.d;
-    outer_add(dtheta + s.offK, &w.dkappa[j * s.k], xj, s.k, s.d);
-    matvec_t_add(theta + s.offK, &w.dkappa[j * s.k], s.k, s.d, 1.0, dx + j * s.d);
-    outer_add(dtheta + s.offV, &w.dw[j * s.dv], xj, s.dv, s.d);
-    matvec_t_add(theta + s.offV, &w.dw[j * s.dv], s.dv, s.d, 1.0, dx + j * s.d);
+    const double *xj = x + j * shape.d;
+    outer_add(dtheta + shape.offK, &work.dkappa[j * shape.k], xj, shape.k, shape.d);
+    matvec_t_add(theta + shape.offK, &work.dkappa[j * shape.k], shape.k, shape.d, 1.0, dx + j * shape.d);
+    outer_add(dtheta + shape.offV, &work.dw[j * shape.dv], xj, shape.dv, shape.d);
+    matvec_t_add(theta + shape.offV, &work.dw[j * shape.dv], shape.dv, shape.d, 1.0, dx + j * shape.d);
   }
 }
 

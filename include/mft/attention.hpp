@@ -35,9 +35,9 @@ struct Scratch {
 // key_tile (flash attention's online softmax: a running maximum m and sum l
 // per query), so that its scores stay in cache: memory O(block key_tile) for
 // them, not O(block N). Tiling costs one more score product and exp in the
-// reverse; on a 2-core AMD EPYC (2026-11-30, L2 1 MiB a core, L3 32 MiB) it
-// paid from N = 8192 on (0.77 s against 0.87 s a step at L = H = 1, M = 2,
-// d = 32, k = 16) and lost below (0.188 against 0.179 s at N = 4096).
+// reverse (none where the forward's statistics are kept), so it pays only
+// once a block's scores no longer fit in the cache at once (the default
+// keys_at_once; docs/performance.md, "Long context").
 // Set both before reserve.
 struct AttentionWork {
   static constexpr PetscInt block = 128; // queries per block of the fast kernel, at most
@@ -79,11 +79,11 @@ struct AttentionWork {
     double *dkappa = nullptr, *dw = nullptr;
     PetscInt set = 0; // the reverse: rows [0, set) of dkappa and dw hold sums, the rest nothing yet
   } keys;
-  void reserve(const HeadShape &s, PetscInt N);
+  void reserve(const HeadShape &shape, PetscInt N);
   AttentionWork() = default;
   AttentionWork(const AttentionWork &) = delete; // the Scratch members point into space
   AttentionWork &operator=(const AttentionWork &) = delete;
-  AttentionWork(AttentionWork &&) = default;     // (a vector's move keeps its buffer)
+  AttentionWork(AttentionWork &&) = default; // (a vector's move keeps its buffer)
   AttentionWork &operator=(AttentionWork &&) = default;
 
 private:
@@ -96,18 +96,16 @@ private:
 };
 
 // Numbers a query keeps (AttentionWork::statistics).
-inline PetscInt attention_statistics_width(const HeadShape &s) { return s.dv + 2; }
+inline PetscInt attention_statistics_width(const HeadShape &shape) { return shape.dv + 2; }
 
 // Whether keeping the statistics of sequences of N tokens pays: always when
 // their queries' keys take tiles (a sweep saved), else from N >=
 // kKeysPerStatistic (dv + 2) keys a query. They cross memory twice (written
-// by the forward, read by the reverse: about 1.8 us for 128 queries of dv =
-// 16, out of cache); the pass they save is the reverse's row maxima and its
-// separate dS pass. Measured on 2 ranks of a 2-core AMD EPYC
-// (docs/performance.md, sixth session): N = 128, dv = 16 lost 2-3%, N =
-// 256 broke even, N = 1024, dv = 32 gained 6%.
+// by the forward, read by the reverse); the pass they save is the reverse's
+// row maxima and its separate dS pass, worth it when a row is long against
+// the dv + 2 numbers kept (the threshold was set by timing both sides of it).
 constexpr PetscInt kKeysPerStatistic = 16;
-bool attention_statistics_pay(const HeadShape &s, PetscInt N);
+bool attention_statistics_pay(const HeadShape &shape, PetscInt N);
 
 struct AttentionOptions {
   double beta = 1.0;
@@ -118,23 +116,22 @@ struct AttentionOptions {
 inline PetscInt key_count(const AttentionOptions &o, PetscInt N, Range q) { return o.causal ? q.end : N; }
 
 // out[(i - q.begin) * d + c] += scale * Attn_theta(x_i)_c for i in q.
-void attention_plain(const HeadShape &s, const double *theta, const AttentionOptions &o, const double *x,
-                             PetscInt N, Range q, double scale, double *out, AttentionWork &w);
+void attention_plain(const HeadShape &shape, const double *theta, const AttentionOptions &o, const double *x,
+                     PetscInt N, Range q, double scale, double *out, AttentionWork &work);
 
 // The transpose of the forward map's Jacobian applied to lam (one row of d
 // entries per query i in q, weighted by scale): adds to dx (N x d: every
 // token, as query and as key) and to dtheta (the head's entries).
-void attention_plain_reverse(const HeadShape &s, const double *theta, const AttentionOptions &o, const double *x,
+void attention_plain_reverse(const HeadShape &shape, const double *theta, const AttentionOptions &o, const double *x,
                              PetscInt N, Range q, double scale, const double *lam, double *dx, double *dtheta,
-                             AttentionWork &w);
-
+                             AttentionWork &work);
 
 // The fast kernels: the same maps, blocked, on BLAS.
-void attention(const HeadShape &s, const double *theta, const AttentionOptions &o, const double *x,
-                       PetscInt N, Range q, double scale, double *out, AttentionWork &w);
-void attention_reverse(const HeadShape &s, const double *theta, const AttentionOptions &o, const double *x,
+void attention(const HeadShape &shape, const double *theta, const AttentionOptions &o, const double *x, PetscInt N,
+               Range q, double scale, double *out, AttentionWork &work);
+void attention_reverse(const HeadShape &shape, const double *theta, const AttentionOptions &o, const double *x,
                        PetscInt N, Range q, double scale, const double *lam, double *dx, double *dtheta,
-                       AttentionWork &w);
+                       AttentionWork &work);
 
 // The same maps split at the keys' and values' projections, for a sequence cut
 // across token groups: each group projects its own tokens, the projections
@@ -150,16 +147,16 @@ void attention_reverse(const HeadShape &s, const double *theta, const AttentionO
 //   attention_project_reverse:   the rest of the reverse, through the
 //                                projections of n keys x: adds to dx and
 //                                dtheta's K and V blocks.
-void attention_project(const HeadShape &s, const double *theta, const double *x, PetscInt n, double *kw, PetscInt ld,
-                       AttentionWork &w);
-void attention_projected(const HeadShape &s, const double *theta, const AttentionOptions &o, const double *xq,
-                                 const double *kw, PetscInt ld, PetscInt N, Range q, double scale, double *out,
-                                 AttentionWork &w);
-void attention_projected_reverse(const HeadShape &s, const double *theta, const AttentionOptions &o, const double *xq,
-                                 const double *kw, PetscInt ld, PetscInt N, Range q, double scale, const double *lam,
-                                 double *dxq, double *dkw, double *dtheta, AttentionWork &w);
-void attention_project_reverse(const HeadShape &s, const double *theta, const double *x, PetscInt n, const double *dkw,
-                               PetscInt ld, double *dx, double *dtheta);
+void attention_project(const HeadShape &shape, const double *theta, const double *x, PetscInt n, double *kw,
+                       PetscInt ld, AttentionWork &work);
+void attention_projected(const HeadShape &shape, const double *theta, const AttentionOptions &o, const double *xq,
+                         const double *kw, PetscInt ld, PetscInt N, Range q, double scale, double *out,
+                         AttentionWork &work);
+void attention_projected_reverse(const HeadShape &shape, const double *theta, const AttentionOptions &o,
+                                 const double *xq, const double *kw, PetscInt ld, PetscInt N, Range q, double scale,
+                                 const double *lam, double *dxq, double *dkw, double *dtheta, AttentionWork &work);
+void attention_project_reverse(const HeadShape &shape, const double *theta, const double *x, PetscInt n,
+                               const double *dkw, PetscInt ld, double *dx, double *dtheta);
 
 // The same maps for many chunks of one sequence's queries against keys
 // projected once (threads over a sequence's queries, velocity.hpp). A key
@@ -176,16 +173,16 @@ void attention_project_reverse(const HeadShape &s, const double *theta, const do
 //                           k) and dw (ld dv);
 //   attention_project_keys_reverse: through the projections of n keys x: the keys'
 //                           gradients onto dx and dtheta's K and V blocks.
-std::ptrdiff_t attention_keys_size(const HeadShape &s, PetscInt nk);
-void attention_project_keys(const HeadShape &s, const double *theta, const double *x, Range r, PetscInt nk,
-                            bool reverse, double *store, AttentionWork &w);
-void attention_on_keys(const HeadShape &s, const double *theta, const AttentionOptions &o, const double *xq,
-                            const double *store, PetscInt nk, PetscInt N, Range q, double scale, double *out,
-                            AttentionWork &w);
-void attention_on_keys_reverse(const HeadShape &s, const double *theta, const AttentionOptions &o, const double *xq,
-                            const double *store, PetscInt nk, PetscInt N, Range q, double scale, const double *lam,
-                            double *dxq, double *dkappa, double *dw, double *dtheta, AttentionWork &w);
-void attention_project_keys_reverse(const HeadShape &s, const double *theta, const double *x, PetscInt n,
-                            const double *dkappa, const double *dw, double *dx, double *dtheta);
+std::ptrdiff_t attention_keys_size(const HeadShape &shape, PetscInt nk);
+void attention_project_keys(const HeadShape &shape, const double *theta, const double *x, Range r, PetscInt nk,
+                            bool reverse, double *store, AttentionWork &work);
+void attention_on_keys(const HeadShape &shape, const double *theta, const AttentionOptions &o, const double *xq,
+                       const double *store, PetscInt nk, PetscInt N, Range q, double scale, double *out,
+                       AttentionWork &work);
+void attention_on_keys_reverse(const HeadShape &shape, const double *theta, const AttentionOptions &o, const double *xq,
+                               const double *store, PetscInt nk, PetscInt N, Range q, double scale, const double *lam,
+                               double *dxq, double *dkappa, double *dw, double *dtheta, AttentionWork &work);
+void attention_project_keys_reverse(const HeadShape &shape, const double *theta, const double *x, PetscInt n,
+                                    const double *dkappa, const double *dw, double *dx, double *dtheta);
 
 } // namespace mft

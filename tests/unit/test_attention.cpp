@@ -73,7 +73,7 @@ TEST_P(Kernels, FastEqualsPlain) {
   Inputs in(GetParam(), 5, 3, N, 99);
   const AttentionWork defaults;
   for (auto [at_once, tile] : {std::pair{defaults.keys_at_once, defaults.key_tile}, {(PetscInt)40, (PetscInt)40},
-                               {(PetscInt)100, (PetscInt)13}})
+       {(PetscInt)100, (PetscInt)13}})
     for (Range q : {Range{0, N}, Range{37, 140}, Range{64, 65}}) {
       AttentionWork wf;
       wf.keys_at_once = at_once, wf.key_tile = tile;
@@ -120,7 +120,7 @@ TEST_P(Kernels, SplitAtTheProjectionsEqualsPlain) {
         dtr(s.size, 0.3);
     for (Range p : parts) {
       attention_projected(s, theta.data(), o, x.data() + p.begin * d, kw.data() + off, ld, N, p, 0.7,
-                                  out.data() + p.begin * d, w);
+                          out.data() + p.begin * d, w);
       attention_projected_reverse(s, theta.data(), o, x.data() + p.begin * d, kw.data() + off, ld, N, p, 0.7,
                                   lam.data() + p.begin * d, dx.data() + p.begin * d, dkw.data() + off, dt.data(), w);
     }
@@ -165,12 +165,12 @@ TEST_P(Kernels, QueryChunksAgainstOneKeyStoreEqualPlain) {
         dtr(s.size, 0.3), dkappa(N * s.k, 0.0), dw(N * s.dv, 0.0);
     for (Range q : chunks)
       attention_on_keys(s, theta.data(), o, x.data() + q.begin * d, store.data(), N, N, q, 0.7,
-                             out.data() + q.begin * d, w);
+                        out.data() + q.begin * d, w);
     for (Range r : chunks) attention_project_keys(s, theta.data(), x.data(), r, N, true, store.data(), w);
     for (Range q : chunks) {
       std::vector<double> dk(N * s.k, 7.0), dv(N * s.dv, 7.0); // 7: rows past the chunk's keys stay so
       attention_on_keys_reverse(s, theta.data(), o, x.data() + q.begin * d, store.data(), N, N, q, 0.7,
-                             lam.data() + q.begin * d, dx.data() + q.begin * d, dk.data(), dv.data(), dt.data(), w);
+                                lam.data() + q.begin * d, dx.data() + q.begin * d, dk.data(), dv.data(), dt.data(), w);
       const PetscInt reach = o.causal ? q.end : N;
       PetscInt untouched = 0; // entries past the keys the chunk reaches, still 7
       for (PetscInt e = 0; e < N * s.k; ++e) e < reach * s.k ? dkappa[e] += dk[e] : untouched += dk[e] == 7.0;
@@ -179,7 +179,7 @@ TEST_P(Kernels, QueryChunksAgainstOneKeyStoreEqualPlain) {
     }
     for (Range r : chunks)
       attention_project_keys_reverse(s, theta.data(), x.data() + r.begin * d, r.size(), dkappa.data() + r.begin * s.k,
-                             dw.data() + r.begin * s.dv, dx.data() + r.begin * d, dt.data());
+                                     dw.data() + r.begin * s.dv, dx.data() + r.begin * d, dt.data());
     attention_plain(s, theta.data(), o, x.data(), N, {0, N}, 0.7, ref.data(), wr);
     attention_plain_reverse(s, theta.data(), o, x.data(), N, {0, N}, 0.7, lam.data(), dxr.data(), dtr.data(), wr);
     EXPECT_LT(relative_error(out, ref), 1e-13) << "tile " << tile;
@@ -267,7 +267,7 @@ TEST_P(Kernels, KeptStatisticsAtOnceAgreeToRoundOff) {
 
 INSTANTIATE_TEST_SUITE_P(All, Kernels,
                          ::testing::Values(Case{HeadKind::qkv, false}, Case{HeadKind::qkv, true},
-                                           Case{HeadKind::qkvo, false}, Case{HeadKind::qkvo, true}),
+                         Case{HeadKind::qkvo, false}, Case{HeadKind::qkvo, true}),
                          [](const auto &info) {
                            return std::string(to_string(info.param.kind)) + (info.param.causal ? "_causal" : "");
                          });
