@@ -8,15 +8,7 @@
 #include <libxsmm.h>
 #endif
 
-#if defined(__AVX512F__)
-#include <immintrin.h>
-#endif
-#if defined(__GNUC__) && !defined(__clang__) && __GNUC__ < 13
-// GCC 12's AVX-512 intrinsics warn of an uninitialized value inside the
-// compiler's own header (GCC bug 105593, fixed in GCC 13): a false positive.
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#endif
+#include "mft/simd.hpp"
 
 #include <algorithm>
 #include <array>
@@ -201,8 +193,7 @@ inline void transpose8x8(const double *B, PetscInt ldb, double *Bt, PetscInt ld)
 // each column then writes one cache line of Bt whole. (Row by row, the
 // columns' writes are `rows` doubles apart: at rows = 1024, 8 KiB, every
 // column's line falls in the same L1 set and they evict each other.) With
-// AVX-512, 8 x 8 blocks in registers (a step's transposes took 2.8% of an
-// S2 step element by element).
+// AVX-512, 8 x 8 blocks in registers.
 // Bt's leading dimension is ld (rows by default).
 void transpose(const double *B, PetscInt rows, PetscInt cols, double *Bt, PetscInt ld) {
   constexpr PetscInt kLine = 8;

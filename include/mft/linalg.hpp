@@ -12,14 +12,14 @@ namespace mft {
 // one thread per rank (ranks are the parallelism; MFT_BLAS_THREADS overrides),
 // and OpenBLAS's SkylakeX kernels (AVX-512) or Haswell kernels (AVX2 and FMA)
 // where it would fall back to Prescott's on a CPU model it does not know
-// (common on virtual machines: 2-3 times slower matmuls; on an AVX-512 CPU
-// the Haswell kernels still reach only 60% of the SkylakeX kernels' dgemm).
+// (common on virtual machines, where Prescott's SSE3 kernels are several
+// times slower).
 // For that the process runs itself again, once, with OPENBLAS_CORETYPE set
 // (and MFT_BLAS_CHOSEN=1); an OPENBLAS_CORETYPE or MFT_KEEP_BLAS already set
 // is left alone. Likewise, when threads are asked for (--parallel.threads T
 // or OMP_NUM_THREADS above 1) and OMP_WAIT_POLICY is not set, it runs again
-// with OMP_WAIT_POLICY=passive: OpenMP's spinning wait cost 15% of a run on
-// 2 cores here, and starves other ranks on shared cores.
+// with OMP_WAIT_POLICY=passive: OpenMP's spinning wait takes cores from the
+// other ranks and threads that share them.
 void BlasSetup(char **argv);
 
 // Which path the small products take: "LIBXSMM (target <arch>)", or "BLAS"
