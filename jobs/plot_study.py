@@ -105,11 +105,12 @@ def plot_time(f, v, quantity, times, out):
 
     colours = plt.cm.viridis(np.linspace(0.85, 0.0, len(times)))
     fig, (ax_l, ax_h) = plt.subplots(1, 2, figsize=(11, 4.8))
-    for t, colour in zip(times, colours):
+    for i, (t, colour) in enumerate(zip(times, colours)):
         err, lo, hi = get(t, ""), get(t, "_lo"), get(t, "_hi")
+        dodge = 2.0 ** (0.04 * (i - (len(times) - 1) / 2))  # the times side by side at each L or H
         for ax, x, y, y_lo, y_hi in ((ax_l, L, err[:, -1], lo[:, -1], hi[:, -1]),
                                      (ax_h, H, err[-1, :], lo[-1, :], hi[-1, :])):
-            ax.errorbar(x, y, yerr=[y - y_lo, y_hi - y], color=colour, marker="o", capsize=3, label=f"t = {t}")
+            ax.errorbar(x * dodge, y, yerr=[y - y_lo, y_hi - y], color=colour, marker="o", capsize=2, label=f"t = {t}")
     for ax, name, where in ((ax_l, "L", f"H = {int(H[-1])}"), (ax_h, "H", f"L = {int(L[-1])}")):
         ax.set_xscale("log", base=2)
         ax.set_yscale("log")
