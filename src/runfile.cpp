@@ -247,14 +247,6 @@ PetscErrorCode DataFileRead(MPI_Comm comm, const std::string &path, const TokenL
 
 namespace {
 
-// Ends the writing of path through its tmp file: Finish when everything was
-// written; otherwise, or when Finish fails, the partial tmp file is removed
-// (a file already at path is never touched). Returns the first error.
-PetscErrorCode Settle(PetscErrorCode err, File &f, const std::string &path) {
-  if (!err) err = Finish(f, path + ".tmp", path);
-  if (err) h5::Discard(&f);
-  return err;
-}
 
 PetscErrorCode WriteRun(File &f, const Problem &p, const History &h, const Optimizer *opt, PetscInt step,
                         Content what) {
@@ -314,32 +306,38 @@ PetscErrorCode WriteResult(File &f, const Settings &s, const std::vector<ResultA
   PetscFunctionReturn(0);
 }
 
+// Writes path through its tmp file: `write` first on a counting file (the
+// room the file needs, reserved before its first write), then on the file;
+// Finish then checks and renames it. On any failure the partial tmp file is
+// removed (a file already at path is never touched) and the error carries on.
+template <class Write> PetscErrorCode WriteThrough(MPI_Comm comm, const std::string &path, Write write) {
+  File f, room;
+  PetscFunctionBeginUser;
+  room.comm = comm, room.counting = true;
+  PetscCall(write(room));
+  PetscErrorCode err = h5::Open(comm, path + ".tmp", true, &f);
+  if (!err) err = h5::Reserve(f, room.bytes);
+  if (!err) err = write(f);
+  if (!err) err = Finish(f, path + ".tmp", path);
+  if (err) h5::Discard(&f);
+  PetscCall(err);
+  PetscFunctionReturn(0);
+}
+
 } // namespace
 
 PetscErrorCode RunFileWrite(const Problem &p, const History &h, const Optimizer *opt, PetscInt step, Content what,
                             const std::string &path) {
-  File f, room;
   PetscFunctionBeginUser;
-  room.comm = p.grid.comm, room.counting = true;
-  PetscCall(WriteRun(room, p, h, opt, step, what));
-  PetscErrorCode err = h5::Open(p.grid.comm, path + ".tmp", true, &f);
-  if (!err) err = h5::Reserve(f, room.bytes);
-  if (!err) err = WriteRun(f, p, h, opt, step, what);
-  PetscCall(Settle(err, f, path));
+  PetscCall(WriteThrough(p.grid.comm, path, [&](File &f) { return WriteRun(f, p, h, opt, step, what); }));
   PetscFunctionReturn(0);
 }
 
 PetscErrorCode ResultFileWrite(MPI_Comm comm, const Settings &s, const std::vector<ResultArray> &arrays,
                                const std::vector<std::pair<std::string, std::string>> &attributes,
                                const std::string &path, const Trajectory *trajectory) {
-  File f, room;
   PetscFunctionBeginUser;
-  room.comm = comm, room.counting = true;
-  PetscCall(WriteResult(room, s, arrays, attributes, trajectory));
-  PetscErrorCode err = h5::Open(comm, path + ".tmp", true, &f);
-  if (!err) err = h5::Reserve(f, room.bytes);
-  if (!err) err = WriteResult(f, s, arrays, attributes, trajectory);
-  PetscCall(Settle(err, f, path));
+  PetscCall(WriteThrough(comm, path, [&](File &f) { return WriteResult(f, s, arrays, attributes, trajectory); }));
   PetscFunctionReturn(0);
 }
 
