@@ -20,7 +20,7 @@ static PetscErrorCode StepLayer(TS ts, const Flow *flow, PetscInt *l) {
   PetscFunctionReturn(0);
 }
 
-static PetscErrorCode RHSFunction(TS ts, PetscReal s, Vec x, Vec f, void *ctx) {
+static PetscErrorCode RHSFunction(TS ts, PetscReal depth, Vec x, Vec f, void *ctx) {
   Flow *flow = (Flow *)ctx;
   PetscInt l;
   PetscFunctionBeginUser;
@@ -29,7 +29,7 @@ static PetscErrorCode RHSFunction(TS ts, PetscReal s, Vec x, Vec f, void *ctx) {
   PetscFunctionReturn(0);
 }
 
-static PetscErrorCode RHSJacobian(TS ts, PetscReal s, Vec x, Mat A, Mat B, void *ctx) {
+static PetscErrorCode RHSJacobian(TS ts, PetscReal depth, Vec x, Mat A, Mat B, void *ctx) {
   Flow *flow = (Flow *)ctx;
   PetscInt l;
   PetscFunctionBeginUser;
@@ -38,7 +38,7 @@ static PetscErrorCode RHSJacobian(TS ts, PetscReal s, Vec x, Mat A, Mat B, void 
   PetscFunctionReturn(0);
 }
 
-static PetscErrorCode RHSJacobianP(TS ts, PetscReal s, Vec x, Mat A, void *ctx) {
+static PetscErrorCode RHSJacobianP(TS ts, PetscReal depth, Vec x, Mat A, void *ctx) {
   Flow *flow = (Flow *)ctx;
   PetscInt l;
   PetscFunctionBeginUser;
@@ -73,34 +73,34 @@ static PetscErrorCode JacobianPMultTranspose(Mat Jp, Vec lam, Vec out) {
 }
 
 // The trajectory's slice at this point of a solve, or -1: the Euler model's
-// steps n = k L / S, or the adaptive solve's steps that landed on s = k / S
-// (step 0 is s = 0: PETSc's adjoint leaves the time of its last step there).
-static PetscInt TrajectorySlice(const Flow *f, PetscInt step, PetscReal s) {
+// steps n = k L / S, or the adaptive solve's steps that landed on depth k / S
+// (step 0 is depth 0: PETSc's adjoint leaves the time of its last step there).
+static PetscInt TrajectorySlice(const Flow *f, PetscInt step, PetscReal depth) {
   const PetscInt S = f->trajectory->S;
   if (step == 0) return 0;
   if (f->scheme.adaptive) {
-    const PetscInt k = (PetscInt)std::lround(s * (PetscReal)S);
-    return std::fabs(s - (PetscReal)k / (PetscReal)S) <= 1e-9 ? k : -1;
+    const PetscInt k = (PetscInt)std::lround(depth * (PetscReal)S);
+    return std::fabs(depth - (PetscReal)k / (PetscReal)S) <= 1e-9 ? k : -1;
   }
   const PetscInt stride = f->L / S;
   return step % stride == 0 ? step / stride : -1;
 }
 
-static PetscErrorCode MonitorTrajectory(TS ts, PetscInt step, PetscReal s, Vec x, void *ctx) {
+static PetscErrorCode MonitorTrajectory(TS ts, PetscInt step, PetscReal depth, Vec x, void *ctx) {
   Flow *flow = (Flow *)ctx;
   PetscFunctionBeginUser;
   if (!flow->trajectory) PetscFunctionReturn(0);
-  const PetscInt k = TrajectorySlice(flow, step, s);
+  const PetscInt k = TrajectorySlice(flow, step, depth);
   if (k >= 0) PetscCall(TrajectoryRecord(flow->trajectory, k, x, false));
   PetscFunctionReturn(0);
 }
 
-static PetscErrorCode MonitorTrajectoryAdjoint(TS ts, PetscInt step, PetscReal s, Vec x, PetscInt ncost, Vec *lam,
+static PetscErrorCode MonitorTrajectoryAdjoint(TS ts, PetscInt step, PetscReal depth, Vec x, PetscInt ncost, Vec *lam,
                                                Vec *mu, void *ctx) {
   Flow *flow = (Flow *)ctx;
   PetscFunctionBeginUser;
   if (!flow->trajectory) PetscFunctionReturn(0);
-  const PetscInt k = TrajectorySlice(flow, step, s);
+  const PetscInt k = TrajectorySlice(flow, step, depth);
   if (k >= 0) PetscCall(TrajectoryRecord(flow->trajectory, k, lam[0], true));
   PetscFunctionReturn(0);
 }
@@ -185,7 +185,7 @@ static PetscErrorCode Forward(Flow *f, Vec x) {
   PetscCall(TSSetTime(f->ts, 0.0));
   PetscCall(TSSetStepNumber(f->ts, 0));
   if (f->scheme.adaptive) {
-    PetscReal s;
+    PetscReal depth;
     PetscCall(VelocityKeep(f->velocity, 0)); // its stages are not the steps' states
     PetscCall(TSSetTimeStep(f->ts, 1.0 / 64));
     PetscCall(TSSetMaxTime(f->ts, 1.0));
@@ -193,9 +193,9 @@ static PetscErrorCode Forward(Flow *f, Vec x) {
     PetscCall(TSSolve(f->ts, x));
     PetscCall(TSGetStepNumber(f->ts, &f->steps));
     PetscCall(TSGetStepRejections(f->ts, &f->rejected));
-    PetscCall(TSGetTime(f->ts, &s));
-    PetscCheck(std::fabs(s - 1.0) < 1e-12, PetscObjectComm((PetscObject)f->ts), PETSC_ERR_NOT_CONVERGED,
-               "the adaptive solve stopped at depth %g before 1", (double)s);
+    PetscCall(TSGetTime(f->ts, &depth));
+    PetscCheck(std::fabs(depth - 1.0) < 1e-12, PetscObjectComm((PetscObject)f->ts), PETSC_ERR_NOT_CONVERGED,
+               "the adaptive solve stopped at depth %g before 1", (double)depth);
     PetscFunctionReturn(0);
   }
   // The L layers' gathered states, kept for the adjoint (a layer is a step).

@@ -78,9 +78,9 @@ std::uint64_t entries_sum(const std::string &name, std::uint64_t first, const do
 }
 
 hsize_t RowSize(const std::vector<hsize_t> &dims, int lead) {
-  hsize_t s = 1;
-  for (size_t i = (size_t)lead; i < dims.size(); ++i) s *= dims[i];
-  return s;
+  hsize_t count = 1;
+  for (size_t i = (size_t)lead; i < dims.size(); ++i) count *= dims[i];
+  return count;
 }
 
 // Selects rows [r.begin, r.end) of a dataset whose first `lead` dimensions

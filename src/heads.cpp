@@ -10,17 +10,17 @@
 namespace mft {
 
 HeadShape head_shape(HeadKind kind, PetscInt d, PetscInt k) {
-  HeadShape s;
-  s.kind = kind;
-  s.d = d;
-  s.k = k;
-  s.dv = kind == HeadKind::qkv ? d : k;
-  s.offQ = 0;
-  s.offK = k * d;
-  s.offV = 2 * k * d;
-  s.offO = s.offV + s.dv * d;
-  s.size = s.offO + (kind == HeadKind::qkvo ? d * k : 0);
-  return s;
+  HeadShape shape;
+  shape.kind = kind;
+  shape.d = d;
+  shape.k = k;
+  shape.dv = kind == HeadKind::qkv ? d : k;
+  shape.offQ = 0;
+  shape.offK = k * d;
+  shape.offV = 2 * k * d;
+  shape.offO = shape.offV + shape.dv * d;
+  shape.size = shape.offO + (kind == HeadKind::qkvo ? d * k : 0);
+  return shape;
 }
 
 const char *block_name(PetscInt b) { return b == 0 ? "Q" : b == 1 ? "K" : b == 2 ? "V" : "O"; }
@@ -210,9 +210,9 @@ PetscErrorCode HeadsMaxNorm(const Heads &h, Vec theta, double *norm) {
   PetscFunctionBeginUser;
   PetscCall(VecGetArrayRead(theta, &t));
   for (PetscInt n = 0; n < h.owned.size(); ++n) {
-    double s = 0;
-    for (PetscInt e = 0; e < h.shape.size; ++e) s += t[n * h.shape.size + e] * t[n * h.shape.size + e];
-    local = std::fmax(local, std::sqrt(s));
+    double sum = 0;
+    for (PetscInt e = 0; e < h.shape.size; ++e) sum += t[n * h.shape.size + e] * t[n * h.shape.size + e];
+    local = std::fmax(local, std::sqrt(sum));
   }
   PetscCall(VecRestoreArrayRead(theta, &t));
   PetscCallMPI(MPI_Allreduce(&local, norm, 1, MPI_DOUBLE, MPI_MAX, PetscObjectComm((PetscObject)theta)));

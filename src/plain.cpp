@@ -7,14 +7,14 @@ namespace mft {
 
 void plain_forward(const ModelSettings &m, const std::vector<double> &theta, PetscInt M, PetscInt N,
                    std::vector<double> &x) {
-  const HeadShape s = head_shape(m.head_kind, m.d, m.k);
+  const HeadShape shape = head_shape(m.head_kind, m.d, m.k);
   const PetscInt d = m.d;
   std::vector<double> B(d * d), A(d * d), a(N * N), v(M * N * d);
   for (PetscInt l = 0; l < m.L; ++l) {
     std::fill(v.begin(), v.end(), 0.0);
     for (PetscInt h = 0; h < m.H; ++h) {
-      const double *th = theta.data() + (l * m.H + h) * s.size;
-      const double *Q = th + s.offQ, *K = th + s.offK, *V = th + s.offV, *O = th + s.offO;
+      const double *th = theta.data() + (l * m.H + h) * shape.size;
+      const double *Q = th + shape.offQ, *K = th + shape.offK, *V = th + shape.offV, *O = th + shape.offO;
       for (PetscInt r = 0; r < d; ++r)
         for (PetscInt c = 0; c < d; ++c) {
           double b = 0, av = 0;

@@ -86,9 +86,9 @@ PetscErrorCode RiskEvaluate(const TokenLayout &t, const Targets &y, const std::v
       const double *r = &out[(tok / t.N) * y.c];
       PetscScalar *gi = ga + (tok - t.owned.begin) * t.d;
       for (PetscInt j = 0; j < t.d; ++j) {
-        double s = 0;
-        for (PetscInt q = 0; q < y.c; ++q) s += y.W[q * t.d + j] * r[q];
-        gi[j] = w * s;
+        double sum = 0;
+        for (PetscInt q = 0; q < y.c; ++q) sum += y.W[q * t.d + j] * r[q];
+        gi[j] = w * sum;
       }
     }
     PetscCall(VecRestoreArray(dRdx, &ga));

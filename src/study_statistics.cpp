@@ -24,11 +24,11 @@ struct LeaveOut {
 // Per sequence: the references' floor2 without the one left out (0 with fewer than two).
 std::vector<double> floor_without(const StudyErrors &e, long long out) {
   std::vector<double> f(e.sequences, 0.0);
-  size_t p = 0, n = 0;
+  size_t pair = 0, n = 0;
   for (size_t a = 0; a < e.references; ++a)
-    for (size_t b = a + 1; b < e.references; ++b, ++p) {
+    for (size_t b = a + 1; b < e.references; ++b, ++pair) {
       if ((long long)a == out || (long long)b == out) continue;
-      for (size_t q = 0; q < e.sequences; ++q) f[q] += e.pairs[p][q];
+      for (size_t q = 0; q < e.sequences; ++q) f[q] += e.pairs[pair][q];
       ++n;
     }
   for (double &v : f) v /= n ? (double)n : 1.0;

@@ -237,7 +237,7 @@ struct QueryUnits {
   QueryUnits(Velocity &v_, const double *xs_)
       : v(v_), xs(xs_), S(v_.tokens->seqs.size()), Hl(v_.heads->group.size()), J(v_.head_chunks), Qc(v_.query_chunks),
         W(v_.heads->shape.k + v_.heads->shape.dv) {}
-  // Unit u of S J Qc: local sequence s (m = seqs.begin + s), head chunk j, chunk i.
+  // Unit u of S J Qc: local sequence ml (m = seqs.begin + ml), head chunk j, chunk i.
   PetscInt sequence(PetscInt u) const { return u / (J * Qc); }
   PetscInt head_chunk(PetscInt u) const { return u / Qc % J; }
   PetscInt chunk(PetscInt u) const { return u % Qc; }
@@ -257,17 +257,17 @@ struct QueryUnits {
   }
   PetscInt key_count(PetscInt m) const { return reach(v.tokens->queries(m)); }
   Range keys(PetscInt m, PetscInt i) const { return split(key_count(m), Qc, i); }
-  double *store(PetscInt s, PetscInt hl) const { // the keys of sequence s and head hl (attention.hpp)
-    return v.projected.data() + ((std::ptrdiff_t)s * Hl + hl) * attention_keys_size(v.heads->shape, v.tokens->N);
+  double *store(PetscInt ml, PetscInt hl) const { // the keys of local sequence ml and head hl (attention.hpp)
+    return v.projected.data() + ((std::ptrdiff_t)ml * Hl + hl) * attention_keys_size(v.heads->shape, v.tokens->N);
   }
-  double *dkappa(PetscInt s, PetscInt hl, PetscInt i) const { // chunk i's key gradients: dkappa, then dw
-    return v.dprojected.data() + (((std::ptrdiff_t)s * Hl + hl) * Qc + i) * v.tokens->N * W;
+  double *dkappa(PetscInt ml, PetscInt hl, PetscInt i) const { // chunk i's key gradients: dkappa, then dw
+    return v.dprojected.data() + (((std::ptrdiff_t)ml * Hl + hl) * Qc + i) * v.tokens->N * W;
   }
-  double *dw(PetscInt s, PetscInt hl, PetscInt i) const {
-    return dkappa(s, hl, i) + (std::ptrdiff_t)v.tokens->N * v.heads->shape.k;
+  double *dw(PetscInt ml, PetscInt hl, PetscInt i) const {
+    return dkappa(ml, hl, i) + (std::ptrdiff_t)v.tokens->N * v.heads->shape.k;
   }
-  double *head_gradient(PetscInt s, PetscInt i, PetscInt hl) const {
-    return v.query_grad.data() + ((size_t)(s * Qc + i) * (size_t)Hl + (size_t)hl) * (size_t)v.heads->shape.size;
+  double *head_gradient(PetscInt ml, PetscInt i, PetscInt hl) const {
+    return v.query_grad.data() + ((size_t)(ml * Qc + i) * (size_t)Hl + (size_t)hl) * (size_t)v.heads->shape.size;
   }
 };
 
@@ -280,10 +280,10 @@ template <class Skip> PetscErrorCode ProjectKeys(const QueryUnits &qu, PetscInt 
   PetscFunctionBeginUser;
   auto cut = [&](PetscInt u) { return t.cut(t.seqs.begin + u / (qu.Hl * qu.Qc)) >= 0; };
   PetscCall(OverUnits(&v, t.seqs.size() * qu.Hl * qu.Qc, cut, [&](PetscInt u, int thread) {
-    const PetscInt s = u / (qu.Hl * qu.Qc), hl = u / qu.Qc % qu.Hl, m = t.seqs.begin + s;
+    const PetscInt ml = u / (qu.Hl * qu.Qc), hl = u / qu.Qc % qu.Hl, m = t.seqs.begin + ml;
     if (skip(m)) return;
     attention_project_keys(h.shape, h.head(l, hl), qu.tokens(m), qu.keys(m, u % qu.Qc), qu.key_count(m),
-                           reverse, qu.store(s, hl), v.works[(size_t)thread]);
+                           reverse, qu.store(ml, hl), v.works[(size_t)thread]);
   }));
   PetscFunctionReturn(0);
 }
@@ -311,20 +311,20 @@ PetscErrorCode ReverseByQueries(Velocity *v, PetscInt l, const double *xs, const
   const PetscInt units = t.seqs.size() * qu.J * qu.Qc;
   auto cut = [&](PetscInt u) { return qu.cut(u); };
   PetscCall(OverUnits(v, units, cut, [&](PetscInt u, int thread) {
-    const PetscInt s = qu.sequence(u), j = qu.head_chunk(u), i = qu.chunk(u), m = t.seqs.begin + s;
+    const PetscInt ml = qu.sequence(u), j = qu.head_chunk(u), i = qu.chunk(u), m = t.seqs.begin + ml;
     const Range q = qu.queries(m, i), heads = split(h.group.size(), qu.J, j);
     if (skip(m)) return;
     AttentionWork &w = v->works[(size_t)thread];
     double *dx = rows(m, j);
     for (PetscInt hl = heads.begin; hl < heads.end && q.size() > 0; ++hl) {
       w.statistics = v->forwards ? statistics_at(*v, l, hl, m, q.begin) : nullptr; // the forward's
-      attention_on_keys_reverse(h.shape, h.head(l, hl), v->options, qu.tokens(m) + q.begin * t.d, qu.store(s, hl),
+      attention_on_keys_reverse(h.shape, h.head(l, hl), v->options, qu.tokens(m) + q.begin * t.d, qu.store(ml, hl),
                                 qu.key_count(m), t.N, q, scale, ls + at(t, m, q.begin), dx + q.begin * t.d,
-                                qu.dkappa(s, hl, i), qu.dw(s, hl, i), qu.head_gradient(s, i, hl), w);
+                                qu.dkappa(ml, hl, i), qu.dw(ml, hl, i), qu.head_gradient(ml, i, hl), w);
     }
   }));
   PetscCall(OverUnits(v, units, cut, [&](PetscInt u, int) {
-    const PetscInt s = qu.sequence(u), j = qu.head_chunk(u), i = qu.chunk(u), m = t.seqs.begin + s;
+    const PetscInt ml = qu.sequence(u), j = qu.head_chunk(u), i = qu.chunk(u), m = t.seqs.begin + ml;
     const Range r = qu.keys(m, i), heads = split(h.group.size(), qu.J, j);
     if (skip(m) || r.size() == 0) return;
     double *dx = rows(m, j);
@@ -332,18 +332,18 @@ PetscErrorCode ReverseByQueries(Velocity *v, PetscInt l, const double *xs, const
     for (PetscInt hl = heads.begin; hl < heads.end; ++hl) {
       // Chunk 0's rows become the sum: zero past the keys it reached, then
       // each other chunk's rows it reached added in chunk order.
-      double *dk = qu.dkappa(s, hl, 0), *dw = qu.dw(s, hl, 0);
+      double *dk = qu.dkappa(ml, hl, 0), *dw = qu.dw(ml, hl, 0);
       const PetscInt z = std::max(r.begin, std::min(r.end, qu.reach(qu.queries(m, 0))));
       std::fill(dk + (std::ptrdiff_t)z * k, dk + (std::ptrdiff_t)r.end * k, 0.0);
       std::fill(dw + (std::ptrdiff_t)z * dv, dw + (std::ptrdiff_t)r.end * dv, 0.0);
       for (PetscInt c = 1; c < qu.Qc; ++c) {
         const PetscInt e = std::min(r.end, qu.reach(qu.queries(m, c))); // its rows past e stay unset
-        const double *gk = qu.dkappa(s, hl, c), *gw = qu.dw(s, hl, c);
+        const double *gk = qu.dkappa(ml, hl, c), *gw = qu.dw(ml, hl, c);
         for (std::ptrdiff_t x = (std::ptrdiff_t)r.begin * k; x < (std::ptrdiff_t)e * k; ++x) dk[x] += gk[x];
         for (std::ptrdiff_t x = (std::ptrdiff_t)r.begin * dv; x < (std::ptrdiff_t)e * dv; ++x) dw[x] += gw[x];
       }
       attention_project_keys_reverse(h.shape, h.head(l, hl), qu.tokens(m) + r.begin * t.d, r.size(), dk + r.begin * k,
-                                     dw + r.begin * dv, dx + r.begin * t.d, qu.head_gradient(s, i, hl));
+                                     dw + r.begin * dv, dx + r.begin * t.d, qu.head_gradient(ml, i, hl));
     }
   }));
   PetscFunctionReturn(0);
@@ -483,7 +483,7 @@ PetscErrorCode VelocityEvaluate(Velocity *v, PetscInt l, Vec x, Vec f) {
     const QueryUnits qu(*v, xs);
     PetscCall(ProjectKeys(qu, l, false, inactive));
     PetscCall(OverUnits(v, S * J * qu.Qc, [&](PetscInt u) { return qu.cut(u); }, [&](PetscInt u, int thread) {
-      const PetscInt s = qu.sequence(u), j = qu.head_chunk(u), m = t.seqs.begin + s;
+      const PetscInt ml = qu.sequence(u), j = qu.head_chunk(u), m = t.seqs.begin + ml;
       const Range q = qu.queries(m, qu.chunk(u)), heads = split(h.group.size(), J, j);
       if (inactive(m) || q.size() == 0) return;
       AttentionWork &w = v->works[(size_t)thread];
@@ -491,7 +491,7 @@ PetscErrorCode VelocityEvaluate(Velocity *v, PetscInt l, Vec x, Vec f) {
       if (j > 0) std::fill(sum, sum + q.size() * t.d, 0.0);
       for (PetscInt hl = heads.begin; hl < heads.end; ++hl) {
         w.statistics = keeps ? statistics_at(*v, l, hl, m, q.begin) : nullptr;
-        attention_on_keys(h.shape, h.head(l, hl), v->options, qu.tokens(m) + q.begin * t.d, qu.store(s, hl),
+        attention_on_keys(h.shape, h.head(l, hl), v->options, qu.tokens(m) + q.begin * t.d, qu.store(ml, hl),
                           qu.key_count(m), t.N, q, scale, sum, w);
       }
     }));
