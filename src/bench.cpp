@@ -10,7 +10,6 @@
 #include <cmath>
 #include <fstream>
 #include <omp.h>
-#include <unistd.h>
 #include <string>
 #include <vector>
 
@@ -79,24 +78,24 @@ PetscErrorCode MeasureExpRate(MPI_Comm comm, PetscInt threads, double *gexps) {
 }
 
 PetscErrorCode MeasureReverseRate(MPI_Comm comm, const ModelSettings &m, PetscInt N, double *ratio) {
-  const HeadShape s = head_shape(m.head_kind, m.d, m.k);
+  const HeadShape shape = head_shape(m.head_kind, m.d, m.k);
   const Range q{N - std::min<PetscInt>(N, N <= 4096 ? 1024 : 256), N}; // at long context: 256 queries
-  std::vector<double> theta((size_t)s.size), x((size_t)(N * m.d)), lam((size_t)(q.size() * m.d));
+  std::vector<double> theta((size_t)shape.size), x((size_t)(N * m.d)), lam((size_t)(q.size() * m.d));
   Stream r(1, 0);
   for (double &t : theta) t = r.normal() / std::sqrt((double)m.d);
   for (double &v : x) v = r.normal();
   for (double &v : lam) v = r.normal();
   std::vector<double> out(lam.size()), dx(x.size()), dtheta(theta.size());
   AttentionWork w;
-  w.reserve(s, N);
+  w.reserve(shape, N);
   // The forward's statistics kept for the reverse where a run keeps them.
   std::vector<double> statistics;
-  if (attention_statistics_pay(s, N)) statistics.resize((size_t)(q.size() * attention_statistics_width(s)));
+  if (attention_statistics_pay(shape, N)) statistics.resize((size_t)(q.size() * attention_statistics_width(shape)));
   w.statistics = statistics.empty() ? nullptr : statistics.data();
   const AttentionOptions o{m.beta, m.causal};
-  auto forward = [&] { attention(s, theta.data(), o, x.data(), N, q, 1.0, out.data(), w); };
+  auto forward = [&] { attention(shape, theta.data(), o, x.data(), N, q, 1.0, out.data(), w); };
   auto reverse = [&] {
-    attention_reverse(s, theta.data(), o, x.data(), N, q, 1.0, lam.data(), dx.data(), dtheta.data(), w);
+    attention_reverse(shape, theta.data(), o, x.data(), N, q, 1.0, lam.data(), dx.data(), dtheta.data(), w);
   };
   // Rounds of calls (as many as take a millisecond, after one to warm up),
   // a forward round then a reverse round, 9 times: the median of the
@@ -220,24 +219,6 @@ PetscErrorCode MeasureNetwork(MPI_Comm comm, Network *net, NetworkMeasured *meas
       measured->remote = true;
       break;
     }
-  PetscFunctionReturn(0);
-}
-
-PetscErrorCode NodeMemory(MPI_Comm comm, double *available, PetscMPIInt *node_ranks) {
-  MPI_Comm node;
-  PetscFunctionBeginUser;
-  *available = (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE);
-  std::ifstream in("/proc/meminfo");
-  std::string key, unit;
-  double kb;
-  while (in >> key >> kb >> unit)
-    if (key == "MemAvailable:") {
-      *available = kb * 1024.0;
-      break;
-    }
-  PetscCallMPI(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node));
-  PetscCallMPI(MPI_Comm_size(node, node_ranks));
-  PetscCallMPI(MPI_Comm_free(&node));
   PetscFunctionReturn(0);
 }
 

@@ -339,8 +339,8 @@ Network NetworkOf(const ParallelSettings &s, PetscInt node_ranks) {
 }
 
 std::optional<CutForm> CutFormSetting(const ParallelSettings &s) {
-  if (s.cut_sequences == "auto") return std::nullopt;
-  return s.cut_sequences == "tokens" ? CutForm::tokens : CutForm::projections;
+  if (s.cut_sequences == CutSequences::automatic) return std::nullopt;
+  return s.cut_sequences == CutSequences::tokens ? CutForm::tokens : CutForm::projections;
 }
 
 StepCost ChooseGrid(const ModelSettings &m, PetscInt M, PetscInt N, PetscInt P, const Rates &rate, const Network &net,

@@ -1,21 +1,35 @@
-// The 2-D process grid and its communicators.
+// The 2-D process grid, its communicators, and the nodes it runs on.
 #include "mft/grid.hpp"
 
-#include "mft/tokens.hpp"
+#include <fstream>
+#include <string>
+#include <unistd.h>
 
 namespace mft {
 
-Range split(PetscInt n, PetscInt parts, PetscInt p) {
+Range split(PetscInt n, PetscInt parts, PetscInt part) {
   const PetscInt q = n / parts, r = n % parts;
   Range out;
-  out.begin = p * q + (p < r ? p : r);
-  out.end = out.begin + q + (p < r ? 1 : 0);
+  out.begin = part * q + (part < r ? part : r);
+  out.end = out.begin + q + (part < r ? 1 : 0);
   return out;
 }
 
 PetscInt split_part(PetscInt n, PetscInt parts, PetscInt i) {
   const PetscInt q = n / parts, r = n % parts; // parts [0, r) hold q + 1 items, the others q
   return i < r * (q + 1) ? i / (q + 1) : r + (i - r * (q + 1)) / q;
+}
+
+NodeSharing::NodeSharing(PetscInt M_, PetscInt N_, PetscInt P, PetscInt Ph_, PetscInt node_ranks)
+    : M(M_), N(N_), Pt(P / Ph_), Ph(Ph_) {
+  if (node_ranks > 0 && node_ranks < P && node_ranks % Ph == 0) C = node_ranks / Ph;
+}
+
+bool NodeSharing::shared(PetscInt m, PetscInt to, PetscInt from) const {
+  if (C == 1 || node(to) == node(from)) return false;
+  const Range gs = groups(node(to));
+  return gs.size() > 1 && split_part(M * N, Pt, m * N) <= gs.begin &&
+         split_part(M * N, Pt, (m + 1) * N - 1) >= gs.end - 1;
 }
 
 PetscErrorCode GridCreate(MPI_Comm comm, PetscInt head_groups, PetscInt H, PetscInt node_ranks, Grid *g) {
@@ -70,6 +84,24 @@ PetscErrorCode GridDestroy(Grid *g) {
   if (g->token_comm != MPI_COMM_NULL) PetscCallMPI(MPI_Comm_free(&g->token_comm));
   if (g->peer_comm != MPI_COMM_NULL) PetscCallMPI(MPI_Comm_free(&g->peer_comm));
   if (g->node_comm != MPI_COMM_NULL) PetscCallMPI(MPI_Comm_free(&g->node_comm));
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode NodeMemory(MPI_Comm comm, double *available, PetscMPIInt *node_ranks) {
+  MPI_Comm node;
+  PetscFunctionBeginUser;
+  *available = (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE);
+  std::ifstream in("/proc/meminfo");
+  std::string key, unit;
+  double kb;
+  while (in >> key >> kb >> unit)
+    if (key == "MemAvailable:") {
+      *available = kb * 1024.0;
+      break;
+    }
+  PetscCallMPI(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node));
+  PetscCallMPI(MPI_Comm_size(node, node_ranks));
+  PetscCallMPI(MPI_Comm_free(&node));
   PetscFunctionReturn(0);
 }
 

@@ -7,7 +7,7 @@ Settings LimitSettingsFor(const Settings &in) {
   Settings s = in;
   s.model.H = s.limit.heads;
   s.scheme.shared = true;
-  s.scheme.adaptive = s.limit.scheme == "rk";
+  s.scheme.adaptive = s.limit.scheme == LimitScheme::rk;
   s.scheme.rtol = s.limit.rtol;
   s.scheme.atol = s.limit.atol;
   s.scheme.zero_targets = true;

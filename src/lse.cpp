@@ -57,7 +57,7 @@ PetscErrorCode LseTest(MPI_Comm comm, const Settings &s, LseResult *r) {
   PetscFunctionBeginUser;
   PetscCallMPI(MPI_Comm_rank(comm, &rank));
   PetscCallMPI(MPI_Comm_size(comm, &size));
-  const bool closed = s.lse.mode == "closed";
+  const bool closed = s.lse.mode == LseMode::closed;
   if (closed) {
     PetscCheck(s.data.file.empty() && family_has_closed_form(s.data.family), comm, PETSC_ERR_USER_INPUT,
                "lse.mode = closed needs a family with a closed form (uniform_cube, laplace, gauss_mix2, gaussian), "

@@ -36,11 +36,11 @@ static PetscErrorCode SeedOutput(const Problem &p, PetscInt o, PetscInt *sequenc
   PetscFunctionReturn(0);
 }
 
-PetscErrorCode NtkCompute(Problem *p, const std::string &part, Ntk *k) {
+PetscErrorCode NtkCompute(Problem *p, NtkPart part, Ntk *k) {
   MPI_Comm comm = p->grid.comm;
   const Heads &h = p->heads;
-  const HeadShape &s = h.shape;
-  const PetscInt n = NtkOutputs(*p), P = h.owned.size() * s.size;
+  const HeadShape &shape = h.shape;
+  const PetscInt n = NtkOutputs(*p), P = h.owned.size() * shape.size;
   PetscFunctionBeginUser;
   // Memory: the Jacobian rows of this rank's heads and the matrix.
   const double gib = ((double)n * (double)P + 2.0 * (double)n * n) * 8.0 / (1024.0 * 1024.0 * 1024.0);
@@ -49,9 +49,9 @@ PetscErrorCode NtkCompute(Problem *p, const std::string &part, Ntk *k) {
              "sequences or tokens, the pooled loss, more ranks, or raise ntk.max_gb)",
              n, gib, p->settings.ntk.max_gb);
   // Which entries of a head count: every block, or those of the value map A.
-  std::vector<char> counted((size_t)s.size, part == "full");
-  for (PetscInt b = 2; b < s.blocks(); ++b)
-    for (PetscInt e = 0; e < s.block_rows(b) * s.block_cols(b); ++e) counted[s.block_offset(b) + e] = 1;
+  std::vector<char> counted((size_t)shape.size, part == NtkPart::full);
+  for (PetscInt b = 2; b < shape.blocks(); ++b)
+    for (PetscInt e = 0; e < shape.block_rows(b) * shape.block_cols(b); ++e) counted[shape.block_offset(b) + e] = 1;
 
   std::vector<double> rows((size_t)n * (size_t)P);
   const std::vector<char> all = p->active;
@@ -65,7 +65,7 @@ PetscErrorCode NtkCompute(Problem *p, const std::string &part, Ntk *k) {
     PetscCall(FlowAdjoint(&p->flow, p->adjoint, p->grad));
     const PetscScalar *g;
     PetscCall(VecGetArrayRead(p->grad, &g));
-    for (PetscInt e = 0; e < P; ++e) rows[o * P + e] = counted[e % s.size] ? g[e] : 0.0;
+    for (PetscInt e = 0; e < P; ++e) rows[o * P + e] = counted[e % shape.size] ? g[e] : 0.0;
     PetscCall(VecRestoreArrayRead(p->grad, &g));
   }
   p->active = all;
@@ -97,7 +97,7 @@ PetscErrorCode NtkRatePredict(Problem *p, const TrainSettings &t, NtkRate *r) {
   PetscCall(PetscPrintf(p->grid.comm,
                         "NTK (%s part) at the start: lambda_min %.6e, lambda_max %.6e; predicted rate of log R in "
                         "training time %.6e (for gd steps of lr %g: %.6e)\n",
-                        t.ntk.c_str(), r->lambda_min, r->lambda_max, r->predicted, t.lr, r->discrete));
+                        to_string(t.ntk), r->lambda_min, r->lambda_max, r->predicted, t.lr, r->discrete));
   PetscFunctionReturn(0);
 }
 

@@ -8,8 +8,7 @@ namespace mft {
 PetscErrorCode OptimizerCreate(const TrainSettings &s, const Heads &h, Optimizer *o) {
   PetscFunctionBeginUser;
   o->settings = s;
-  o->kind = s.optimizer == "gd" ? OptimizerKind::gd : s.optimizer == "adamw" ? OptimizerKind::adamw
-                                                                             : OptimizerKind::adamw_block;
+  o->kind = s.optimizer;
   o->shape = h.shape;
   o->heads = h.owned.size();
   o->step = 0;
@@ -35,7 +34,7 @@ PetscErrorCode OptimizerDestroy(Optimizer *o) {
 
 double learning_rate(const TrainSettings &s, PetscInt step) {
   if (step < s.warmup) return s.lr * (double)(step + 1) / (double)s.warmup;
-  if (s.schedule == "constant") return s.lr;
+  if (s.schedule == Schedule::constant) return s.lr;
   const PetscInt span = s.steps - s.warmup;
   const double progress = span > 1 ? (double)(step - s.warmup) / (double)(span - 1) : 1.0;
   return s.lr_min + 0.5 * (s.lr - s.lr_min) * (1.0 + std::cos(M_PI * std::fmin(progress, 1.0)));

@@ -1,11 +1,10 @@
 // Problem assembly: data, teacher targets, initial heads; forward and adjoint.
 #include "mft/problem.hpp"
 
-#include "mft/bench.hpp"
 #include "mft/cost.hpp"
+#include "mft/data.hpp"
 #include "mft/families.hpp"
 #include "mft/random.hpp"
-#include "mft/runfile.hpp"
 
 #include <cmath>
 #include <cstdlib>
@@ -154,7 +153,7 @@ PetscErrorCode ProblemCreate(MPI_Comm comm, const Settings &settings, Problem *p
              "the exchanges need %.3g GiB a rank (the forward's gathered states kept for the adjoint and the rows of "
              "sequences cut across token groups), more than the %.3g GiB a rank has: use more ranks%s",
              p->predicted.memory / 1073741824.0, share / 1073741824.0,
-             s.parallel.cut_sequences == "projections" ? " or parallel.cut_sequences = tokens" : "");
+             s.parallel.cut_sequences == CutSequences::projections ? " or parallel.cut_sequences = tokens" : "");
   PetscCall(GridCreate(comm, p->predicted.Ph, s.model.H, node_ranks, &p->grid));
   PetscCall(TokenLayoutCreate(p->grid, s.data.M, s.data.N, s.model.d, &p->tokens));
   ModelSettings layers = s.model;

@@ -1,4 +1,6 @@
 // The option table: every option's key, default, meaning, range and field.
+#include "mft/settings.hpp"
+
 #include "mft/options.hpp"
 
 #include <algorithm>
@@ -11,9 +13,27 @@
 
 namespace mft {
 
-const char *to_string(HeadKind h) { return h == HeadKind::qkv ? "qkv" : "qkvo"; }
-const char *to_string(LossKind l) { return l == LossKind::token ? "token" : "pooled"; }
-const char *to_string(InitLaw l) { return l == InitLaw::gaussian ? "gaussian" : "uniform"; }
+namespace {
+
+// The words of each choice, in its enum's order.
+const std::vector<std::string> kHeadKind = {"qkv", "qkvo"}, kLossKind = {"token", "pooled"},
+                               kInitLaw = {"gaussian", "uniform"}, kOptimizerKind = {"gd", "adamw", "adamw-block"},
+                               kSchedule = {"constant", "cosine"}, kNtkPart = {"none", "full", "value"},
+                               kLimitScheme = {"rk", "euler"}, kStudyState = {"init", "trained"},
+                               kLseMode = {"sample", "closed"}, kCutSequences = {"auto", "tokens", "projections"};
+
+} // namespace
+
+const char *to_string(HeadKind v) { return kHeadKind[(size_t)v].c_str(); }
+const char *to_string(LossKind v) { return kLossKind[(size_t)v].c_str(); }
+const char *to_string(InitLaw v) { return kInitLaw[(size_t)v].c_str(); }
+const char *to_string(OptimizerKind v) { return kOptimizerKind[(size_t)v].c_str(); }
+const char *to_string(Schedule v) { return kSchedule[(size_t)v].c_str(); }
+const char *to_string(NtkPart v) { return kNtkPart[(size_t)v].c_str(); }
+const char *to_string(LimitScheme v) { return kLimitScheme[(size_t)v].c_str(); }
+const char *to_string(StudyState v) { return kStudyState[(size_t)v].c_str(); }
+const char *to_string(LseMode v) { return kLseMode[(size_t)v].c_str(); }
+const char *to_string(CutSequences v) { return kCutSequences[(size_t)v].c_str(); }
 
 bool Settings::is_explicit(const std::string &key) const {
   return std::find(explicit_keys.begin(), explicit_keys.end(), key) != explicit_keys.end();
@@ -62,10 +82,10 @@ long long parse_integer(const std::string &v) {
 
 
 bool parse_bool(const std::string &v) {
-  std::string s = v;
-  std::transform(s.begin(), s.end(), s.begin(), ::tolower);
-  if (s == "1" || s == "true" || s == "yes" || s == "on") return true;
-  if (s == "0" || s == "false" || s == "no" || s == "off") return false;
+  std::string word = v;
+  std::transform(word.begin(), word.end(), word.begin(), ::tolower);
+  if (word == "1" || word == "true" || word == "yes" || word == "on") return true;
+  if (word == "0" || word == "false" || word == "no" || word == "off") return false;
   throw BadValue("'" + v + "' is not true or false");
 }
 
@@ -145,6 +165,51 @@ Option choice(const std::string &key, const std::string &def, const std::vector<
           }};
 }
 
+// One of the words of enum E (`words` in E's order; those before `first` are
+// not offered), stored in *dst as its enum value.
+template <class E>
+Option choice(const std::string &key, E *dst, const std::vector<std::string> &words, const std::string &help,
+              size_t first = 0) {
+  const std::vector<std::string> offered(words.begin() + (long)first, words.end());
+  return choice(key, words[(size_t)*dst], offered,
+                [=](const std::string &v) { *dst = (E)(std::find(words.begin(), words.end(), v) - words.begin()); },
+                help);
+}
+
+// Each section's readers, and whether its options define a run (a
+// checkpoint must share them with the run that restarts from it).
+struct Section {
+  const char *name;
+  std::vector<std::string> readers;
+  bool defines_run;
+};
+const std::vector<Section> kSections = {
+    {"model", {"forward", "train", "ntk", "limit", "study", "bench", "worst"}, true},
+    {"data", {"forward", "train", "ntk", "lse", "limit", "study", "bench", "worst"}, true},
+    {"init", {"forward", "train", "ntk", "limit", "study", "bench"}, true},
+    {"loss", {"forward", "train", "ntk", "study", "bench", "worst"}, true},
+    {"params", {"forward", "train", "ntk", "worst"}, false},
+    {"train", {"train", "study", "bench"}, false},
+    {"ntk", {"train", "ntk"}, false},
+    {"lse", {"lse"}, false},
+    {"limit", {"limit", "study"}, false},
+    {"study", {"study"}, false},
+    {"worst", {"study", "worst"}, false},
+    {"bench", {"bench"}, false},
+    {"checkpoint", {"train", "study"}, false},
+    {"output", {"forward", "train", "ntk", "lse", "limit", "worst"}, false},
+    {"parallel", {"forward", "train", "ntk", "limit", "study", "bench", "worst"}, false}};
+
+const Section *SectionOf(const std::string &key) {
+  const std::string name = key.substr(0, key.find('.'));
+  for (const Section &section : kSections)
+    if (name == section.name) return &section;
+  return nullptr;
+}
+
+// The commands SettingsReads knows; any other (info) reads every option.
+const std::vector<std::string> kCommands = {"forward", "train", "ntk", "lse", "limit", "study", "bench", "worst"};
+
 } // namespace
 
 std::vector<Option> declare(Settings &s) {
@@ -156,11 +221,10 @@ std::vector<Option> declare(Settings &s) {
   return {
       integer("model.L", &m.L, 1, "layers (Euler step 1/L in depth)"),
       integer("model.H", &m.H, 1, "attention heads per layer"),
-      integer("model.d", &m.d, 1, "token dimension"),
+      integer("model.d", &m.d, 1, "token dimension")
+          .read_by({"forward", "train", "ntk", "lse", "limit", "study", "bench", "worst"}),
       integer("model.k", &m.k, 1, "query/key dimension (and value dimension of qkvo heads), at most d"),
-      choice("model.head_kind", "qkv", {"qkv", "qkvo"},
-             [&m](const std::string &v) { m.head_kind = v == "qkv" ? HeadKind::qkv : HeadKind::qkvo; },
-             "head parameters: qkv (A = V) or qkvo (A = O V)"),
+      choice("model.head_kind", &m.head_kind, kHeadKind, "head parameters: qkv (A = V) or qkvo (A = O V)"),
       real("model.beta", &m.beta, 0.0, false, "inverse temperature of the softmax"),
       flag("model.causal", &m.causal, "causal mask: token i attends to j <= i only"),
 
@@ -187,12 +251,11 @@ std::vector<Option> declare(Settings &s) {
            "students' law; a trained study's targets then sit near every model's start)"),
       text("data.heldout", &d.heldout,
            "train: a held-out data file (same layout and d as the data); its risk (and accuracy) at every logged "
-           "step, in the run file and the summary"),
+           "step, in the run file and the summary")
+          .read_by({"train", "study"}),
       text("data.file", &d.file, "HDF5 file with /data/tokens, /data/targets (and /data/readout); replaces the family"),
 
-      choice("init.law", "gaussian", {"gaussian", "uniform"},
-             [&i](const std::string &v) { i.law = v == "gaussian" ? InitLaw::gaussian : InitLaw::uniform; },
-             "law of every parameter entry (uniform: compact support, same mean and std)"),
+      choice("init.law", &i.law, kInitLaw, "law of every parameter entry (uniform: compact support, same mean and std)"),
       seed("init.seed", &i.seed, "seed of the initial heads"),
       real("init.q_gain", &i.q_gain, 0.0, false, "Q entries: std = gain / sqrt(d)"),
       real("init.k_gain", &i.k_gain, 0.0, false, "K entries: std = gain / sqrt(d)"),
@@ -203,35 +266,31 @@ std::vector<Option> declare(Settings &s) {
       real("init.v_mean", &i.v_mean, -1e300, false, "V mean: multiple of the identity (nonzero: limit velocity != 0)"),
       real("init.o_mean", &i.o_mean, -1e300, false, "O mean: multiple of the identity"),
 
-      choice("loss.kind", "token", {"token", "pooled"},
-             [&l](const std::string &v) { l.kind = v == "token" ? LossKind::token : LossKind::pooled; },
-             "risk: token targets y[m,i] or pooled targets z[m] through a readout W"),
+      choice("loss.kind", &l.kind, kLossKind, "risk: token targets y[m,i] or pooled targets z[m] through a readout W"),
       integer("loss.c", &l.c, 1, "pooled: outputs per sequence (rows of the readout W)"),
       seed("loss.readout_seed", &l.readout_seed, "pooled: seed of the readout W (entries N(0, 1/d))"),
       flag("loss.accuracy", &l.accuracy,
-           "train, pooled loss with class targets: also the accuracy (the largest output is the target's largest)"),
+           "train, pooled loss with class targets: also the accuracy (the largest output is the target's largest)")
+          .read_by({"train"}),
 
-      choice("train.optimizer", t.optimizer, {"gd", "adamw", "adamw-block"},
-             [&t](const std::string &v) { t.optimizer = v; },
-             "gd: gradient flow theta <- theta - lr g; adamw; adamw-block: one second moment per block"),
-      real("train.lr", &t.lr, 0.0, true, "learning rate (training-time step)"),
-      integer("train.steps", &t.steps, 0, "training steps"),
+      choice("train.optimizer", &t.optimizer, kOptimizerKind, "gd: gradient flow theta <- theta - lr g; adamw; adamw-block: one second moment per block").defining(),
+      real("train.lr", &t.lr, 0.0, true, "learning rate (training-time step)").defining(),
+      integer("train.steps", &t.steps, 0, "training steps")
+          .defining([](const Settings &run) { return run.train.schedule == Schedule::cosine; }),
       integer("train.log_every", &t.log_every, 1, "print progress every this many steps"),
-      real("train.beta1", &t.beta1, 0.0, false, "AdamW first-moment decay, in [0, 1)"),
-      real("train.beta2", &t.beta2, 0.0, false, "AdamW second-moment decay, in [0, 1)"),
-      real("train.eps", &t.eps, 0.0, true, "AdamW denominator guard"),
-      real("train.weight_decay", &t.weight_decay, 0.0, false, "AdamW decoupled weight decay lambda"),
-      choice("train.schedule", t.schedule, {"constant", "cosine"}, [&t](const std::string &v) { t.schedule = v; },
-             "learning-rate schedule after the warm-up"),
-      integer("train.warmup", &t.warmup, 0, "linear warm-up steps: lr (n+1)/warmup at step n"),
-      real("train.lr_min", &t.lr_min, 0.0, false, "cosine: learning rate at the last step"),
-      integer("train.batch", &t.batch, 0, "sequences per step, drawn from train.seed and the step (0: all)"),
-      seed("train.seed", &t.seed, "seed of the mini-batch draws"),
-      choice("train.ntk", t.ntk, {"none", "full", "value"}, [&t](const std::string &v) { t.ntk = v; },
-             "NTK at the start (full or value part) beside the fitted rate of log R at the end"),
+      real("train.beta1", &t.beta1, 0.0, false, "AdamW first-moment decay, in [0, 1)").defining(),
+      real("train.beta2", &t.beta2, 0.0, false, "AdamW second-moment decay, in [0, 1)").defining(),
+      real("train.eps", &t.eps, 0.0, true, "AdamW denominator guard").defining(),
+      real("train.weight_decay", &t.weight_decay, 0.0, false, "AdamW decoupled weight decay lambda").defining(),
+      choice("train.schedule", &t.schedule, kSchedule, "learning-rate schedule after the warm-up").defining(),
+      integer("train.warmup", &t.warmup, 0, "linear warm-up steps: lr (n+1)/warmup at step n").defining(),
+      real("train.lr_min", &t.lr_min, 0.0, false, "cosine: learning rate at the last step").defining(),
+      integer("train.batch", &t.batch, 0, "sequences per step, drawn from train.seed and the step (0: all)").defining(),
+      seed("train.seed", &t.seed, "seed of the mini-batch draws").defining(),
+      choice("train.ntk", &t.ntk, kNtkPart, "NTK at the start (full or value part) beside the fitted rate of log R at the end"),
 
-      choice("ntk.part", s.ntk.part, {"full", "value"}, [&s](const std::string &v) { s.ntk.part = v; },
-             "parameters of the NTK: every block, or the value blocks (V; V and O for qkvo)"),
+      choice("ntk.part", &s.ntk.part, kNtkPart, "parameters of the NTK: every block, or the value blocks (V; V and O for qkvo)",
+             1),
       real("ntk.threshold", &s.ntk.threshold, 0.0, true, "positive definite when lambda_min > threshold * lambda_max"),
       real("ntk.max_gb", &s.ntk.max_gb, 0.0, true, "memory per rank the NTK may use (GiB)"),
       integer("ntk.max_matrix", &s.ntk.max_matrix, 0, "write /ntk/matrix up to this many outputs"),
@@ -240,7 +299,7 @@ std::vector<Option> declare(Settings &s) {
            "settings are taken from it"),
 
       integer("limit.heads", &s.limit.heads, 1, "H_ref: heads of the ensemble shared by every depth"),
-      choice("limit.scheme", s.limit.scheme, {"rk", "euler"}, [&s](const std::string &v) { s.limit.scheme = v; },
+      choice("limit.scheme", &s.limit.scheme, kLimitScheme,
              "rk: adaptive embedded Runge-Kutta (TSRK 5dp); euler: model.L Euler steps with the same ensemble"),
       real("limit.rtol", &s.limit.rtol, 0.0, true, "relative tolerance of the adaptive solve"),
       real("limit.atol", &s.limit.atol, 0.0, true, "absolute tolerance of the adaptive solve"),
@@ -248,7 +307,7 @@ std::vector<Option> declare(Settings &s) {
       integers("study.L", &s.study.L, 1, "depths L of the grid (space-separated)"),
       integers("study.H", &s.study.H, 1, "widths H of the grid (space-separated)"),
       integer("study.seeds", &s.study.seeds, 1, "initial-head seeds per (L, H)"),
-      choice("study.state", s.study.state, {"init", "trained"}, [&s](const std::string &v) { s.study.state = v; },
+      choice("study.state", &s.study.state, kStudyState,
              "init: against the mean-field reference; trained: after study.steps steps, against a larger model"),
       integer("study.steps", &s.study.steps, 0, "trained: training steps of every model (the [train] settings)"),
       integers("study.times", &s.study.times, 0,
@@ -267,8 +326,9 @@ std::vector<Option> declare(Settings &s) {
            "a cell is resolved when the references' own error (floor / sqrt(references)) is at most this times its "
            "corrected err; unresolved cells are left out of the corrected fits"),
       flag("study.keep_unresolved", &s.study.keep_unresolved, "fit the unresolved cells too"),
-      text("study.probes", &s.study.probes, "probe families (space-separated), study.probe_M sequences each"),
-      integer("study.probe_M", &s.study.probe_M, 1, "probe sequences per family"),
+      text("study.probes", &s.study.probes, "probe families (space-separated), study.probe_M sequences each")
+          .read_by({"study", "worst"}),
+      integer("study.probe_M", &s.study.probe_M, 1, "probe sequences per family").read_by({"study", "worst"}),
       text("study.probe_file", &s.study.probe_file,
            "a data file (e.g. a held-out split) whose first study.probe_M sequences are one more probe set, named "
            "after the file; its tokens only"),
@@ -317,7 +377,7 @@ std::vector<Option> declare(Settings &s) {
       integer("lse.points", &s.lse.points, 1, "sample points a in the ball"),
       real("lse.radius", &s.lse.radius, 0.0, true, "radius of the ball of sample points"),
       seed("lse.seed", &s.lse.seed, "seed of the sample points"),
-      choice("lse.mode", s.lse.mode, {"sample", "closed"}, [&s](const std::string &v) { s.lse.mode = v; },
+      choice("lse.mode", &s.lse.mode, kLseMode,
              "lse of each sequence's N tokens (sample), or the family's closed form (closed)"),
 
       integer("checkpoint.every", &s.checkpoint.every, 0,
@@ -328,14 +388,14 @@ std::vector<Option> declare(Settings &s) {
       text("output.file", &s.output.file, "run file written at the end (HDF5, docs/model.md layout)"),
       integer("output.trajectory", &s.output.trajectory, 0,
               "forward, train, limit: S > 0 also writes the tokens (and the adjoint, where there is one) at the S + 1 "
-              "depths 0, 1/S, ..., 1 (/trajectory); S must divide model.L (0: off)"),
+              "depths 0, 1/S, ..., 1 (/trajectory); S must divide model.L (0: off)")
+          .read_by({"forward", "train", "limit"}),
       integer("parallel.threads", &s.parallel.threads, 0,
               "threads per rank over its sequences and heads (0: OMP_NUM_THREADS, 1 when unset); results are "
               "bitwise the same for any count"),
       integer("parallel.head_groups", &s.parallel.head_groups, 0,
               "head groups of the process grid (must divide the rank count; 0: the least predicted step time)"),
-      choice("parallel.cut_sequences", s.parallel.cut_sequences, {"auto", "tokens", "projections"},
-             [&s](const std::string &v) { s.parallel.cut_sequences = v; },
+      choice("parallel.cut_sequences", &s.parallel.cut_sequences, kCutSequences,
              "what a token group sends the others for a sequence cut across token groups: its tokens (every group "
              "projects the whole sequence) or their key and value projections (no group projects another's tokens); "
              "auto: the less predicted step time"),
@@ -360,6 +420,49 @@ std::vector<Option> declare(Settings &s) {
       real("parallel.rate", &s.parallel.rate, 0.0, true,
            "cost model: attention operations a second on one rank (grid choice; mft bench measures it)"),
   };
+}
+
+Option Option::read_by(std::vector<std::string> commands) const {
+  Option o = *this;
+  o.readers = std::move(commands);
+  return o;
+}
+
+Option Option::defining(std::function<bool(const Settings &)> when) const {
+  Option o = *this;
+  o.defines_run = when ? std::move(when) : [](const Settings &) { return true; };
+  return o;
+}
+
+const Option *FindOption(const std::string &key) {
+  static Settings unbound; // the rows' facts, not their fields, are read here
+  static const std::vector<Option> table = declare(unbound);
+  for (const Option &o : table)
+    if (o.key == key) return &o;
+  return nullptr;
+}
+
+bool SettingsReads(const std::string &command, const std::string &key) {
+  if (std::find(kCommands.begin(), kCommands.end(), command) == kCommands.end()) return true;
+  const Option *o = FindOption(key);
+  const Section *section = SectionOf(key);
+  if (!o || (o->readers.empty() && !section)) return false;
+  const std::vector<std::string> &readers = o->readers.empty() ? section->readers : o->readers;
+  return std::find(readers.begin(), readers.end(), command) != readers.end();
+}
+
+bool RunDefining(const Settings &s, const std::string &key) {
+  const Option *o = FindOption(key);
+  if (o && o->defines_run) return o->defines_run(s);
+  const Section *section = SectionOf(key);
+  return section && section->defines_run;
+}
+
+bool SameSetting(const std::string &a, const std::string &b) {
+  if (a == b) return true;
+  char *ea, *eb;
+  const double x = std::strtod(a.c_str(), &ea), y = std::strtod(b.c_str(), &eb);
+  return !a.empty() && !b.empty() && *ea == '\0' && *eb == '\0' && x == y;
 }
 
 } // namespace mft

@@ -81,7 +81,7 @@ PetscErrorCode SettingsCheckOutputs(MPI_Comm comm, const std::string &command, c
 // A study's design, checked before any case runs: references that dominate
 // the models, and a teacher that is no model's or reference's own draw.
 static PetscErrorCode StudyCheck(MPI_Comm comm, const Settings &s) {
-  const bool trained = s.study.state == "trained";
+  const bool trained = s.study.state == StudyState::trained;
   std::vector<PetscInt> L, H;
   std::istringstream l(s.study.L), h(s.study.H);
   for (PetscInt x; l >> x;) L.push_back(x);

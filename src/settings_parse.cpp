@@ -178,35 +178,14 @@ std::vector<std::string> split_arguments(int argc, char **argv, std::vector<std:
   petsc_args.assign(1, argc > 0 ? argv[0] : "mft");
   bool in_petsc = false;
   for (int a = 1; a < argc; ++a) {
-    std::string s = argv[a];
-    bool single_dash = s.size() > 1 && s[0] == '-' && s[1] != '-' && !std::isdigit((unsigned char)s[1]) && s[1] != '.';
-    bool double_dash = s.rfind("--", 0) == 0;
+    std::string arg = argv[a];
+    bool single_dash = arg.size() > 1 && arg[0] == '-' && arg[1] != '-' && !std::isdigit((unsigned char)arg[1]) && arg[1] != '.';
+    bool double_dash = arg.rfind("--", 0) == 0;
     if (single_dash) in_petsc = true;
     else if (double_dash) in_petsc = false;
-    (in_petsc ? petsc_args : mine).push_back(s);
+    (in_petsc ? petsc_args : mine).push_back(arg);
   }
   return mine;
-}
-
-bool SettingsReads(const std::string &command, const std::string &key) {
-  static const std::map<std::string, std::vector<std::string>> sections = {
-      {"forward", {"model", "data", "init", "loss", "params", "output", "parallel"}},
-      {"train", {"model", "data", "init", "loss", "params", "train", "ntk", "checkpoint", "output", "parallel"}},
-      {"ntk", {"model", "data", "init", "loss", "params", "ntk", "output", "parallel"}},
-      {"lse", {"data", "lse", "output"}},
-      {"limit", {"model", "data", "init", "limit", "output", "parallel"}},
-      {"study", {"model", "data", "init", "loss", "train", "limit", "study", "worst", "checkpoint", "parallel"}},
-      {"bench", {"model", "data", "init", "loss", "train", "bench", "parallel"}},
-      {"worst", {"model", "data", "loss", "params", "worst", "output", "parallel"}}};
-  const auto it = sections.find(command);
-  if (it == sections.end()) return true;
-  if (command == "lse" && key == "model.d") return true;
-  if (key == "output.trajectory") return command == "forward" || command == "train" || command == "limit";
-  if (key == "data.heldout") return command == "train" || command == "study"; // a study: held-out risk per recorded time
-  if (key == "loss.accuracy") return command == "train";
-  if (key == "study.probes" || key == "study.probe_M") return command == "study" || command == "worst"; // worst: starts
-  const std::string section = key.substr(0, key.find('.'));
-  return std::find(it->second.begin(), it->second.end(), section) != it->second.end();
 }
 
 PetscErrorCode SettingsParse(MPI_Comm comm, const std::string &command, const std::vector<std::string> &args,
@@ -240,31 +219,23 @@ PetscErrorCode SettingsParse(MPI_Comm comm, const std::string &command, const st
 }
 
 InitSettings TeacherInit(const Settings &s) {
-  InitSettings t = s.init;
-  const std::map<std::string, double *> reals = {{"q_gain", &t.q_gain}, {"k_gain", &t.k_gain}, {"v_gain", &t.v_gain},
-                                                 {"o_gain", &t.o_gain}, {"q_mean", &t.q_mean}, {"k_mean", &t.k_mean},
-                                                 {"v_mean", &t.v_mean}, {"o_mean", &t.o_mean}};
+  Settings teacher = s; // its init.* rows, bound to its own init
+  const std::vector<Option> rows = declare(teacher);
   std::istringstream in(s.data.teacher_init);
   for (std::string kv; in >> kv;) {
     const size_t eq = kv.find('=');
     const std::string key = kv.substr(0, eq), value = eq == std::string::npos ? "" : kv.substr(eq + 1);
     if (eq == std::string::npos) throw std::invalid_argument("'" + kv + "' is not key=value (keys: law, q_gain .. o_mean)");
-    if (key == "law") {
-      if (value != "gaussian" && value != "uniform") throw std::invalid_argument("law '" + value + "' is not gaussian or uniform");
-      t.law = value == "gaussian" ? InitLaw::gaussian : InitLaw::uniform;
-    } else if (reals.count(key)) {
-      try {
-        *reals.at(key) = parse_real(value);
-      } catch (const BadValue &e) {
-        throw std::invalid_argument(key + ": " + e.what());
-      }
-      if (key.find("gain") != std::string::npos && *reals.at(key) < 0)
-        throw std::invalid_argument(key + " must be at least 0, got " + value);
-    } else {
+    const auto row = std::find_if(rows.begin(), rows.end(), [&](const Option &o) { return o.key == "init." + key; });
+    if (key == "seed" || row == rows.end())
       throw std::invalid_argument("'" + kv + "' is not key=value with a key of init (law, q_gain .. o_mean)");
+    try {
+      row->set(value);
+    } catch (const BadValue &e) {
+      throw std::invalid_argument(key + ": " + e.what());
     }
   }
-  return t;
+  return teacher.init;
 }
 
 } // namespace mft

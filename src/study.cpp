@@ -2,6 +2,7 @@
 // files (study_cases.hpp); running a case is in study_run.cpp, the
 // aggregation in study_aggregate.cpp.
 #include "mft/study.hpp"
+#include "mft/data.hpp"
 #include "mft/study_cases.hpp"
 
 #include "mft/error.hpp"
@@ -206,8 +207,8 @@ std::vector<StudyCase> StudyCases(const Settings &s) {
     for (PetscInt r = 0; r < s.study.references; ++r) {
       StudyCase ref;
       ref.index = (PetscInt)cases.size(), ref.variant = v, ref.reference = true, ref.reference_index = r;
-      ref.L = s.study.state == "trained" ? s.study.reference_L : 0;
-      ref.H = s.study.state == "trained" ? s.study.reference_H : s.limit.heads;
+      ref.L = s.study.state == StudyState::trained ? s.study.reference_L : 0;
+      ref.H = s.study.state == StudyState::trained ? s.study.reference_H : s.limit.heads;
       cases.push_back(ref);
     }
     for (PetscInt L : Ls)
@@ -222,7 +223,7 @@ std::vector<StudyCase> StudyCases(const Settings &s) {
 }
 
 std::vector<PetscInt> StudyTimes(const Settings &s) {
-  if (s.study.state != "trained") return {0};
+  if (s.study.state != StudyState::trained) return {0};
   std::vector<PetscInt> t = integers(s.study.times);
   t.push_back(0), t.push_back(s.study.steps);
   std::sort(t.begin(), t.end());

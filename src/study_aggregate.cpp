@@ -285,7 +285,7 @@ PetscErrorCode WorstOf(const Settings &s, const std::string &dir, size_t v, Pets
 StudyOptions OptionsOf(const Settings &s) {
   StudyOptions o;
   o.resolution = s.study.resolution, o.keep_unresolved = s.study.keep_unresolved;
-  if (s.study.state == "trained") o.reference_L = (double)s.study.reference_L, o.reference_H = (double)s.study.reference_H;
+  if (s.study.state == StudyState::trained) o.reference_L = (double)s.study.reference_L, o.reference_H = (double)s.study.reference_H;
   return o;
 }
 
@@ -471,7 +471,7 @@ PetscErrorCode StudyAggregate(MPI_Comm comm, const Settings &s, const std::strin
     for (const PetscInt time : times) {
       out.last = time == times.back();
       out.at = "/t" + std::to_string(time), out.at_key = "t" + std::to_string(time) + ".";
-      const std::string prefix = s.study.state == "trained" ? "/times/" + std::to_string(time) : "";
+      const std::string prefix = s.study.state == StudyState::trained ? "/times/" + std::to_string(time) : "";
       for (size_t v = 0; v < variants.size(); ++v) {
         const std::string vs = std::to_string(v);
         VariantCases vc;
@@ -495,7 +495,7 @@ PetscErrorCode StudyAggregate(MPI_Comm comm, const Settings &s, const std::strin
         WriteCells(out, vs, variants[v], time, e[0], st, vc.references[0].d, training, curves,
                    worst.empty() ? nullptr : &worst[0]);
         PetscCall(WriteWorst(out, worst_table, worst_slopes, vs, variants[v], time, e[0], st[0], training, worst));
-        if (s.study.state == "trained")
+        if (s.study.state == StudyState::trained)
           PetscCall(PetscPrintf(PETSC_COMM_SELF,
                                 "mft study: v%zu t=%" PetscInt_FMT ": references' heads moved %.1f%%, risk reduced %.3gx\n",
                                 v, time, 100 * training.reference_change, training.reference_reduction));

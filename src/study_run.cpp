@@ -196,7 +196,7 @@ PetscErrorCode WriteTrainedCase(CaseRun &r) {
 // Seeds: models init.seed + 1 .. + seeds; reference r init.seed + 100003 r
 // (reference 0: init.seed itself), far from every model's.
 std::vector<std::string> study::CaseModel(const Settings &s, const StudyCase &c) {
-  const bool trained = s.study.state == "trained";
+  const bool trained = s.study.state == StudyState::trained;
   std::vector<std::string> model = overrides(StudyVariants(s)[c.variant]);
   const std::string seed = std::to_string(s.init.seed + (c.reference ? 100003 * c.reference_index : c.seed));
   if (!c.reference || trained)
@@ -225,7 +225,7 @@ PetscErrorCode StudyRunCase(MPI_Comm comm, const std::vector<std::string> &args,
   PetscFunctionBeginUser;
   *signal = 0;
   PetscCall(CaseSettings(comm, args, overrides(StudyVariants(s)[c.variant]), &r.vs));
-  if (s.study.state != "trained") { // at initialisation: the probes of the case's own draw
+  if (s.study.state != StudyState::trained) { // at initialisation: the probes of the case's own draw
     Settings cs;
     std::vector<LimitResult> results;
     std::vector<ResultArray> arrays;

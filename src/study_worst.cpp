@@ -79,7 +79,7 @@ struct VariantSides {
 
 PetscErrorCode SidesOf(MPI_Comm comm, const std::vector<std::string> &args, const Settings &s, const std::string &dir,
                        size_t v, PetscInt time, VariantSides *out) {
-  const bool trained = s.study.state == "trained";
+  const bool trained = s.study.state == StudyState::trained;
   PetscFunctionBeginUser;
   for (const StudyCase &c : StudyCases(s)) {
     if (c.variant != (PetscInt)v) continue;

@@ -67,18 +67,6 @@ PetscInt TokenLayout::cut(PetscInt m) const {
   return -1;
 }
 
-NodeSharing::NodeSharing(PetscInt M_, PetscInt N_, PetscInt P, PetscInt Ph_, PetscInt node_ranks)
-    : M(M_), N(N_), Pt(P / Ph_), Ph(Ph_) {
-  if (node_ranks > 0 && node_ranks < P && node_ranks % Ph == 0) C = node_ranks / Ph;
-}
-
-bool NodeSharing::shared(PetscInt m, PetscInt to, PetscInt from) const {
-  if (C == 1 || node(to) == node(from)) return false;
-  const Range gs = groups(node(to));
-  return gs.size() > 1 && split_part(M * N, Pt, m * N) <= gs.begin &&
-         split_part(M * N, Pt, (m + 1) * N - 1) >= gs.end - 1;
-}
-
 PetscErrorCode TokenLayoutCreate(const Grid &g, PetscInt M, PetscInt N, PetscInt d, TokenLayout *t) {
   PetscFunctionBeginUser;
   t->M = M;

@@ -1,7 +1,6 @@
 // Token trajectories: the depth slices, their memory check and their output.
 #include "mft/trajectory.hpp"
 
-#include "mft/bench.hpp"
 
 #include <string>
 

@@ -65,8 +65,4 @@ PetscErrorCode MeasureNetwork(MPI_Comm comm, Network *net, NetworkMeasured *meas
 // Peak resident memory of this process (MiB).
 double peak_memory_mib();
 
-// The memory this rank's node can still give (bytes: MemAvailable, or the
-// physical memory), and how many ranks of comm share the node.
-PetscErrorCode NodeMemory(MPI_Comm comm, double *available, PetscMPIInt *node_ranks);
-
 } // namespace mft

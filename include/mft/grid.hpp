@@ -1,4 +1,4 @@
-// The 2-D process grid: head groups x token groups.
+// The 2-D process grid (head groups x token groups) and the nodes it runs on.
 //
 // Rank r of `comm` sits at head group a = r % Ph and token group b = r / Ph.
 // The ranks of one token group are consecutive, so that the token state, in
@@ -11,11 +11,13 @@
 //               program can meet one of the caller's or of PETSc's
 //   node_comm:  the ranks of this rank's node (node_ranks of them in rank
 //               order), when a node holds several token groups
-//               (NodeSharing, tokens.hpp); MPI_COMM_NULL otherwise
+//               (NodeSharing); MPI_COMM_NULL otherwise
 // All are the grid's own communicators, freed by GridDestroy.
 #pragma once
 
 #include <petscsys.h>
+
+#include <algorithm>
 
 namespace mft {
 
@@ -24,9 +26,31 @@ struct Range {
   PetscInt begin = 0, end = 0;
   PetscInt size() const { return end - begin; }
 };
-Range split(PetscInt n, PetscInt parts, PetscInt p);
+Range split(PetscInt n, PetscInt parts, PetscInt part);
 // The part of that split that holds item i (0 <= i < n).
 PetscInt split_part(PetscInt n, PetscInt parts, PetscInt i);
+
+// A node's token groups share the rows from other nodes (tokens form only):
+// with node_ranks ranks a node in rank order and Ph dividing it, a node holds
+// C = node_ranks / Ph consecutive token groups, S = C Ph ranks (the last node
+// may hold fewer). Where a sequence is held in part by every group of a node
+// (it spans the node), each part of it from another node is cut into S
+// shares: the node's rank u = (b mod C) Ph + a receives share u from the
+// part's rank of its place a, and the node completes them by one allgather
+// over its S ranks. A row then crosses into a node once, not C times; the
+// gradients go back summed over the node's ranks likewise. C = 1 (node_ranks
+// 0, not a multiple of Ph, or Ph alone) is the group sharing alone.
+struct NodeSharing {
+  PetscInt M = 0, N = 0, Pt = 1, Ph = 1, C = 1;
+  NodeSharing() = default;
+  NodeSharing(PetscInt M, PetscInt N, PetscInt P, PetscInt Ph, PetscInt node_ranks);
+  PetscInt node(PetscInt b) const { return b / C; }
+  Range groups(PetscInt n) const { return Range{n * C, std::min((n + 1) * C, Pt)}; }
+  PetscInt ranks(PetscInt n) const { return groups(n).size() * Ph; } // S of node n
+  PetscInt place(PetscInt b, PetscInt a) const { return (b % C) * Ph + a; } // u
+  // Whether group `to` receives group `from`'s rows of sequence m in node shares.
+  bool shared(PetscInt m, PetscInt to, PetscInt from) const;
+};
 
 struct Grid {
   MPI_Comm comm = MPI_COMM_NULL;
@@ -51,5 +75,9 @@ PetscErrorCode GridCreate(MPI_Comm comm, PetscInt head_groups, PetscInt H, Petsc
 // 0 (treated as one node: no node sharing). Collective; the same on every rank.
 PetscErrorCode NodeRanks(MPI_Comm comm, PetscInt given, PetscInt *node_ranks);
 PetscErrorCode GridDestroy(Grid *g);
+
+// The memory this rank's node can still give (bytes: MemAvailable, or the
+// physical memory), and how many ranks of comm share the node.
+PetscErrorCode NodeMemory(MPI_Comm comm, double *available, PetscMPIInt *node_ranks);
 
 } // namespace mft

@@ -26,9 +26,9 @@ struct Ntk {
 // Outputs of the problem's output map.
 PetscInt NtkOutputs(const Problem &p);
 
-// The NTK at the current heads, over `part` ("full" or "value"). Refuses, with
+// The NTK at the current heads, over `part` (full or value). Refuses, with
 // the sizes named, a request whose rows and matrix exceed ntk.max_gb per rank.
-PetscErrorCode NtkCompute(Problem *p, const std::string &part, Ntk *k);
+PetscErrorCode NtkCompute(Problem *p, NtkPart part, Ntk *k);
 
 // The NTK at the start predicts the linearised rate of the risk (docs/model.md,
 // 'The NTK'): in training time, R decays at least like exp(-2 lambda_min tau / n),

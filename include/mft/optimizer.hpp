@@ -19,8 +19,6 @@
 
 namespace mft {
 
-enum class OptimizerKind { gd, adamw, adamw_block };
-
 struct Optimizer {
   TrainSettings settings;
   OptimizerKind kind = OptimizerKind::gd;

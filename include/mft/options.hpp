@@ -18,11 +18,26 @@ struct BadValue : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-// One option: its key, its default as text, its meaning, and how it is stored.
+// One option: its key, its default as text, its meaning, how it is stored,
+// which commands read it and whether it defines a run. The last two are its
+// section's (settings.cpp, kSections) unless the row says otherwise.
 struct Option {
   std::string key, def, help;
   std::function<void(const std::string &)> set;
+  std::vector<std::string> readers;                  // empty: the section's readers
+  std::function<bool(const Settings &)> defines_run; // empty: the section's rule
+
+  Option(std::string key, std::string def, std::string help, std::function<void(const std::string &)> set)
+      : key(std::move(key)), def(std::move(def)), help(std::move(help)), set(std::move(set)) {}
+
+  // The row with its own readers, or its own run-defining rule (always, or
+  // when `when` holds for the run's settings).
+  Option read_by(std::vector<std::string> commands) const;
+  Option defining(std::function<bool(const Settings &)> when = nullptr) const;
 };
+
+// The row of `key` in the option table; nullptr for a key it does not hold.
+const Option *FindOption(const std::string &key);
 
 // A finite real number, or BadValue naming the text.
 double parse_real(const std::string &v);

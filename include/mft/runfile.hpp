@@ -1,4 +1,4 @@
-// HDF5 run files, checkpoints and data files in the docs/model.md 'Files' layout.
+// HDF5 run files and result files in the docs/model.md 'Files' layout (data files: data.hpp).
 //
 // Arrays are row-major float64 written collectively; each rank writes the rows
 // (tokens, heads) it owns. Root attributes record every setting under its
@@ -26,17 +26,6 @@ struct History {
   std::vector<double> heldout;
 };
 
-// Reads the shapes of a data file (/data/tokens (M,N,d), /data/targets
-// (M,N,d) or (M,c), /data/readout (c,d)) into s: M, N, d, loss.c. Sizes the
-// user set explicitly must agree (data.M may be fewer: the file's first
-// data.M sequences); the targets must fit loss.kind, unless
-// scheme.zero_targets (a study's probe: the file's tokens only).
-PetscErrorCode DataFileConform(MPI_Comm comm, Settings *s);
-
-// Reads the tokens (owned rows), targets and readout of a conformed data file
-// (the first t.M sequences); y == nullptr: the tokens only.
-PetscErrorCode DataFileRead(MPI_Comm comm, const std::string &path, const TokenLayout &t, Vec x0, Targets *y);
-
 // What a file holds besides /data, /params, /optimizer (when opt has moments)
 // and /history: a run file adds /output/tokens (and /grad), both at the
 // stored params, and /trajectory when the flow recorded one; a checkpoint
@@ -54,28 +43,6 @@ PetscErrorCode RunFileRead(const std::string &path, Problem *p, Optimizer *opt, 
 
 // Reads only the heads (/params) of a run or checkpoint file into p.
 PetscErrorCode RunFileReadParams(const std::string &path, Problem *p);
-
-// Files describe themselves (s is parsed again, for `command` with args, with
-// what they record added):
-// - --params.file: its model and loss settings are taken; one given
-//   explicitly that differs is an error naming both values;
-// - --restart FILE (train): every run-defining setting it records is taken
-//   where not given (CheckpointCompatible refuses one given differently);
-// - --data.file, when it is a run file: its model and loss settings fill in
-//   those not given; a model setting given differently wins (another model on
-//   the same data), a loss setting given differently is an error (the targets
-//   are of the file's loss).
-// Where several files record a setting, the first of that order provides it.
-PetscErrorCode SettingsFromFiles(MPI_Comm comm, const std::string &command, const std::vector<std::string> &args,
-                                 Settings *s);
-
-// The settings a checkpoint must share with a run that restarts from it:
-// model, data, init, loss, optimizer and schedule (train.steps with the
-// cosine schedule, which spans the steps).
-bool RunDefining(const Settings &s, const std::string &key);
-
-// Two recorded values of a setting are the same (as text, or as numbers).
-bool SameSetting(const std::string &a, const std::string &b);
 
 // A small array known on every rank, for ResultFileWrite.
 struct ResultArray {

@@ -15,9 +15,17 @@
 
 namespace mft {
 
-enum class HeadKind { qkv, qkvo };
-enum class LossKind { token, pooled };
-enum class InitLaw { gaussian, uniform };
+// The choices of the option table, parsed once from their words (settings.cpp).
+enum class HeadKind { qkv, qkvo };                      // model.head_kind
+enum class LossKind { token, pooled };                  // loss.kind
+enum class InitLaw { gaussian, uniform };               // init.law
+enum class OptimizerKind { gd, adamw, adamw_block };    // train.optimizer: gd, adamw, adamw-block
+enum class Schedule { constant, cosine };               // train.schedule
+enum class NtkPart { none, full, value };               // train.ntk (none, full, value), ntk.part (full, value)
+enum class LimitScheme { rk, euler };                   // limit.scheme
+enum class StudyState { init, trained };                // study.state
+enum class LseMode { sample, closed };                  // lse.mode
+enum class CutSequences { automatic, tokens, projections }; // parallel.cut_sequences: auto, tokens, projections
 
 struct ModelSettings {
   PetscInt L = 8;             // layers: the Euler step is 1/L
@@ -65,22 +73,22 @@ struct LossSettings {
 };
 
 struct TrainSettings {
-  std::string optimizer = "gd";  // gd, adamw, adamw-block
+  OptimizerKind optimizer = OptimizerKind::gd;
   double lr = 0.1;
   PetscInt steps = 100;
   PetscInt log_every = 10;
   double beta1 = 0.9, beta2 = 0.999, eps = 1e-8;  // AdamW moments
   double weight_decay = 0.0;                     // decoupled: theta <- theta - lr lambda theta
-  std::string schedule = "constant";             // constant, cosine
+  Schedule schedule = Schedule::constant;
   PetscInt warmup = 0;                           // linear warm-up steps
   double lr_min = 0.0;                           // cosine: final learning rate
   PetscInt batch = 0;                            // sequences per step (0: full batch)
   std::uint64_t seed = 5;                        // mini-batch draws
-  std::string ntk = "none";                      // none, full, value: NTK at the start, rate fitted at the end
+  NtkPart ntk = NtkPart::none;                   // the NTK at the start, its rate fitted at the end
 };
 
 struct NtkSettings {
-  std::string part = "value";  // full: every block; value: V (and O for qkvo), seed 1's V-part
+  NtkPart part = NtkPart::value; // full: every block; value: V (and O for qkvo), seed 1's V-part
   double threshold = 1e-10;    // positive definite when lambda_min > threshold * lambda_max
   double max_gb = 4.0;         // memory a rank may use for the Jacobian rows and the matrix
   PetscInt max_matrix = 4096;  // /ntk/matrix is written up to this many outputs
@@ -88,7 +96,7 @@ struct NtkSettings {
 
 struct LimitSettings {
   PetscInt heads = 4096;       // H_ref: the ensemble shared by every depth
-  std::string scheme = "rk";   // rk: adaptive TSRK 5dp; euler: model.L Euler steps with the same ensemble
+  LimitScheme scheme = LimitScheme::rk; // rk: adaptive TSRK 5dp; euler: model.L Euler steps, same ensemble
   double rtol = 1e-10, atol = 1e-12;
 };
 
@@ -96,7 +104,7 @@ struct StudySettings {
   std::string L = "2 4 8 16";         // depths of the grid
   std::string H = "2 4 8 16";         // widths of the grid
   PetscInt seeds = 3;                 // initial-head seeds per (L, H): init.seed + 1 .. + seeds
-  std::string state = "init";         // init: against the mean-field reference; trained: after `steps`
+  StudyState state = StudyState::init; // init: against the mean-field reference; trained: after `steps`
   PetscInt steps = 50;                // trained: training steps (the config's optimizer) of every model
   std::string times;                  // trained: steps at which err is recorded (0 and `steps` always are)
   PetscInt reference_L = 128;         // trained: the reference model, trained the same way
@@ -140,7 +148,7 @@ struct LseSettings {
   PetscInt points = 512;       // sample points a in the ball
   double radius = 1.0;         // radius of the ball
   std::uint64_t seed = 6;      // the points
-  std::string mode = "sample"; // sample: lse of each sequence's N tokens; closed: the closed forms
+  LseMode mode = LseMode::sample; // sample: lse of each sequence's N tokens; closed: the closed forms
 };
 
 struct CheckpointSettings {
@@ -161,7 +169,7 @@ constexpr PetscInt kMaxThreads = 1024;
 struct ParallelSettings {
   PetscInt head_groups = 0;   // 0: chosen by the cost model (cost.hpp)
   PetscInt threads = 0;       // threads per rank over its sequences and heads; 0: OMP_NUM_THREADS, else 1
-  std::string cut_sequences = "auto"; // tokens | projections | auto (tokens.hpp; auto: the cost model's choice)
+  CutSequences cut_sequences = CutSequences::automatic; // tokens.hpp; automatic: the cost model's choice
   bool overlap = true;        // exchanges behind the kernels (heads.hpp, tokens.hpp); off: each waited for at once
   double latency = 1.5e-6;    // the cost model's network (cost.hpp): seconds a message within a node
   double bandwidth = 12e9;    // bytes a second within a node
@@ -219,6 +227,13 @@ struct Settings {
 const char *to_string(HeadKind);
 const char *to_string(LossKind);
 const char *to_string(InitLaw);
+const char *to_string(OptimizerKind);
+const char *to_string(Schedule);
+const char *to_string(NtkPart);
+const char *to_string(LimitScheme);
+const char *to_string(StudyState);
+const char *to_string(LseMode);
+const char *to_string(CutSequences);
 
 // Splits argv into the options for mft (returned) and those for PETSc (kept in
 // petsc_args, with argv[0] first), so that each parser sees only its own.
@@ -230,11 +245,19 @@ std::vector<std::string> split_arguments(int argc, char **argv, std::vector<std:
 PetscErrorCode SettingsParse(MPI_Comm comm, const std::string &command, const std::vector<std::string> &args,
                              Settings *s, PetscBool *help);
 
-// Whether `command` reads option `key` (by section; lse reads model.d only,
-// and only forward, train and limit read output.trajectory).
-// An option given on the command line that the command does not read is
-// refused by SettingsParse; a config file may hold sections for other commands.
+// Whether `command` reads option `key`, as the option table's row says (its
+// section's readers unless the row names its own). An option given on the
+// command line that the command does not read is refused by SettingsParse; a
+// config file may hold sections for other commands.
 bool SettingsReads(const std::string &command, const std::string &key);
+
+// Whether `key` defines the run s (its row, or its section: model, data,
+// init, loss, and the optimizer and schedule of train): a checkpoint must
+// share it with the run that restarts from it.
+bool RunDefining(const Settings &s, const std::string &key);
+
+// Two recorded values of a setting are the same (as text, or as numbers).
+bool SameSetting(const std::string &a, const std::string &b);
 
 // Checks the sizes that depend on the data (after a data file is read) and
 // the process grid; the same one-line errors.

@@ -63,28 +63,6 @@ Range OwnedTokens(PetscInt P, PetscInt Ph, PetscInt M, PetscInt N, PetscInt rank
 Range GroupSequences(PetscInt P, PetscInt Ph, PetscInt M, PetscInt N, PetscInt rank);
 std::vector<CutSequence> CutSequencesFor(PetscInt P, PetscInt Ph, PetscInt M, PetscInt N, PetscInt rank);
 
-// A node's token groups share the rows from other nodes (tokens form only):
-// with node_ranks ranks a node in rank order and Ph dividing it, a node holds
-// C = node_ranks / Ph consecutive token groups, S = C Ph ranks (the last node
-// may hold fewer). Where a sequence is held in part by every group of a node
-// (it spans the node), each part of it from another node is cut into S
-// shares: the node's rank u = (b mod C) Ph + a receives share u from the
-// part's rank of its place a, and the node completes them by one allgather
-// over its S ranks. A row then crosses into a node once, not C times; the
-// gradients go back summed over the node's ranks likewise. C = 1 (node_ranks
-// 0, not a multiple of Ph, or Ph alone) is the group sharing alone.
-struct NodeSharing {
-  PetscInt M = 0, N = 0, Pt = 1, Ph = 1, C = 1;
-  NodeSharing() = default;
-  NodeSharing(PetscInt M, PetscInt N, PetscInt P, PetscInt Ph, PetscInt node_ranks);
-  PetscInt node(PetscInt b) const { return b / C; }
-  Range groups(PetscInt n) const { return Range{n * C, std::min((n + 1) * C, Pt)}; }
-  PetscInt ranks(PetscInt n) const { return groups(n).size() * Ph; } // S of node n
-  PetscInt place(PetscInt b, PetscInt a) const { return (b % C) * Ph + a; } // u
-  // Whether group `to` receives group `from`'s rows of sequence m in node shares.
-  bool shared(PetscInt m, PetscInt to, PetscInt from) const;
-};
-
 struct TokenLayout {
   PetscInt M = 0, N = 0, d = 0;
   PetscInt a = 0, b = 0;              // this rank's head group and token group

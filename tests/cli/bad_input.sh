@@ -61,7 +61,7 @@ expect 2 "reference 1's seed init.seed \\+ 100003 = 100006 is data.teacher_seed"
 expect 2 "data.teacher_perturbation = 0.1 in a trained study" -- "$MFT" study --study.state trained --data.teacher_perturbation 0.1 --study.dir s1
 expect 2 "data.teacher_init 'v_mean' is not key=value" -- "$MFT" train --data.teacher_init "v_mean"
 expect 2 "data.teacher_init q_gain: 'x' is not a number" -- "$MFT" train --data.teacher_init "q_gain=x"
-expect 2 "data.teacher_init law 'cauchy' is not gaussian or uniform" -- "$MFT" train --data.teacher_init "law=cauchy"
+expect 2 "data.teacher_init law: 'cauchy' is not one of gaussian|uniform" -- "$MFT" train --data.teacher_init "law=cauchy"
 [ ! -e s1 ] && ok || bad "a refused study created its folder"
 # A damaged file: the first kilobyte of a good run file.
 expect 0 "" -- "$MFT" forward "${small[@]}" --output.file good.h5

@@ -27,7 +27,8 @@ std::vector<double> outputs(Problem *p) {
 }
 
 struct Case {
-  const char *kind, *loss, *part;
+  const char *kind, *loss;
+  NtkPart part;
 };
 class NtkCases : public ::testing::TestWithParam<Case> {};
 
@@ -43,7 +44,7 @@ TEST_P(NtkCases, MatchesFiniteDifferenceJacobian) {
   std::vector<double> fd((size_t)(n * n), 0.0);
   for (size_t e = 0; e < theta.size(); ++e) {
     const PetscInt within = (PetscInt)(e % s.size);
-    if (std::string(c.part) == "value" && within < s.offV) continue; // Q and K are not in the V part
+    if (c.part == NtkPart::value && within < s.offV) continue; // Q and K are not in the V part
     const double eps = 1e-6;
     set_entry(p->heads.theta, (PetscInt)e, theta[e] + eps);
     ProblemSetHeads(p.get());
@@ -65,11 +66,11 @@ TEST_P(NtkCases, MatchesFiniteDifferenceJacobian) {
 }
 
 INSTANTIATE_TEST_SUITE_P(All, NtkCases,
-                         ::testing::Values(Case{"qkv", "pooled", "full"}, Case{"qkv", "pooled", "value"},
-                                           Case{"qkv", "token", "value"}, Case{"qkvo", "pooled", "full"},
-                                           Case{"qkvo", "token", "value"}),
+                         ::testing::Values(Case{"qkv", "pooled", NtkPart::full}, Case{"qkv", "pooled", NtkPart::value},
+                                           Case{"qkv", "token", NtkPart::value}, Case{"qkvo", "pooled", NtkPart::full},
+                                           Case{"qkvo", "token", NtkPart::value}),
                          [](const auto &info) {
-                           return std::string(info.param.kind) + "_" + info.param.loss + "_" + info.param.part;
+                           return std::string(info.param.kind) + "_" + info.param.loss + "_" + to_string(info.param.part);
                          });
 
 TEST(Ntk, SameOnEveryRankCount) {
@@ -77,8 +78,8 @@ TEST(Ntk, SameOnEveryRankCount) {
     auto all = make_problem(PETSC_COMM_WORLD, small({"--loss.kind", "pooled", "--model.H", "5", "--parallel.head_groups", hg}));
     auto one = make_problem(PETSC_COMM_SELF, small({"--loss.kind", "pooled", "--model.H", "5"}));
     Ntk a, b;
-    ASSERT_EQ(NtkCompute(all.get(), "full", &a), 0);
-    ASSERT_EQ(NtkCompute(one.get(), "full", &b), 0);
+    ASSERT_EQ(NtkCompute(all.get(), NtkPart::full, &a), 0);
+    ASSERT_EQ(NtkCompute(one.get(), NtkPart::full, &b), 0);
     EXPECT_LT(relative_error(a.matrix, b.matrix), 1e-12);
   }
 }
@@ -89,19 +90,19 @@ TEST(Ntk, RepeatedSequenceIsSingular) {
   const std::vector<double> x0 = gather(p->x0);
   const PetscInt seq = p->tokens.N * p->tokens.d;
   for (PetscInt e = 0; e < seq; ++e) set_entry(p->x0, seq + e, x0[e]); // sequence 1 := sequence 0
-  for (const char *part : {"full", "value"}) {
+  for (NtkPart part : {NtkPart::full, NtkPart::value}) {
     Ntk k;
     ASSERT_EQ(NtkCompute(p.get(), part, &k), 0);
     const PetscInt c = p->targets.c;
-    for (PetscInt i = 0; i < c; ++i) EXPECT_LT(std::fabs(k.eigenvalues[i]), 1e-12 * k.eigenvalues.back()) << part;
-    EXPECT_GT(k.eigenvalues[c], 1e-6 * k.eigenvalues.back()) << part; // and no more
+    for (PetscInt i = 0; i < c; ++i) EXPECT_LT(std::fabs(k.eigenvalues[i]), 1e-12 * k.eigenvalues.back()) << to_string(part);
+    EXPECT_GT(k.eigenvalues[c], 1e-6 * k.eigenvalues.back()) << to_string(part); // and no more
   }
 }
 
 TEST(Ntk, TooLargeIsRefused) {
   auto p = make_problem(PETSC_COMM_WORLD, small({"--ntk.max_gb", "1e-9"}));
   Ntk k;
-  EXPECT_EQ(NtkCompute(p.get(), "full", &k), PETSC_ERR_USER_INPUT);
+  EXPECT_EQ(NtkCompute(p.get(), NtkPart::full, &k), PETSC_ERR_USER_INPUT);
 }
 
 } // namespace

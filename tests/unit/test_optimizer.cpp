@@ -126,7 +126,7 @@ TEST(Optimizer, LearningRateSchedule) {
   EXPECT_DOUBLE_EQ(learning_rate(s.train, 4), 1.0);                    // cosine starts at lr
   EXPECT_NEAR(learning_rate(s.train, 8), 0.1 + 0.45 * (1 + std::cos(M_PI * 4 / 9)), 1e-15); // steps 4..13 span [0, pi]
   EXPECT_NEAR(learning_rate(s.train, 13), 0.1, 1e-15);                 // and ends at lr_min
-  s.train.schedule = "constant";
+  s.train.schedule = Schedule::constant;
   EXPECT_DOUBLE_EQ(learning_rate(s.train, 13), 1.0);
 }
 

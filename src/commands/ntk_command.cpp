@@ -4,6 +4,7 @@
 #include "mft/ntk.hpp"
 #include "mft/report.hpp"
 #include "mft/runfile.hpp"
+#include "mft/settings_files.hpp"
 
 namespace mft {
 
@@ -27,7 +28,7 @@ PetscErrorCode CommandNtk(MPI_Comm comm, const std::vector<std::string> &args, i
   PetscCall(PetscPrintf(comm,
                         "NTK (%s part) of %" PetscInt_FMT " outputs: lambda_min %.6e, lambda_max %.6e, ratio %.3e: %s "
                         "(threshold %g lambda_max), %.2f s\n",
-                        s.ntk.part.c_str(), k.n, lmin, lmax, lmin / lmax,
+                        to_string(s.ntk.part), k.n, lmin, lmax, lmin / lmax,
                         pd ? "positive definite" : "NOT positive definite", s.ntk.threshold, elapsed));
   std::vector<ResultArray> arrays = {{"/ntk/eigenvalues", {(unsigned long long)k.n}, k.eigenvalues.data()}};
   if (k.n <= s.ntk.max_matrix)
@@ -38,7 +39,7 @@ PetscErrorCode CommandNtk(MPI_Comm comm, const std::vector<std::string> &args, i
                              {"positive_definite", pd ? "true" : "false"}},
                             s.output.file));
   Summary sum;
-  sum.add("command", std::string("ntk")).add("part", s.ntk.part).add("outputs", (long long)k.n);
+  sum.add("command", std::string("ntk")).add("part", std::string(to_string(s.ntk.part))).add("outputs", (long long)k.n);
   sum.add("lambda_min", lmin).add("lambda_max", lmax).add("ratio", lmin / lmax).add("threshold", s.ntk.threshold);
   sum.add("positive_definite", std::string(pd ? "true" : "false")).add("seconds", elapsed).add("file", s.output.file);
   PetscCall(sum.print(comm));

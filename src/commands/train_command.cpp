@@ -9,6 +9,7 @@
 #include "mft/report.hpp"
 #include "mft/signals.hpp"
 #include "mft/training.hpp"
+#include "mft/settings_files.hpp"
 
 #include <cmath>
 #include <csignal>
@@ -51,7 +52,7 @@ static PetscErrorCode TrainSummary(const Problem &p, const History &history, con
   double messages, bytes;
   PetscCall(TrafficMean(comm, &messages, &bytes));
   Summary sum;
-  if (t.ntk != "none" && NtkRateFit(history.loss, t, rate)) {
+  if (t.ntk != NtkPart::none && NtkRateFit(history.loss, t, rate)) {
     PetscCall(PetscPrintf(comm, "rate of log R (steps %zu to %zu): %.6e (rms residual %.3e); the NTK predicts %.6e\n",
                           rate->from, rate->to, rate->fitted, rate->fit_rms, rate->predicted));
     sum.add("ntk_lambda_min", rate->lambda_min).add("predicted_rate", rate->predicted);
@@ -99,7 +100,7 @@ PetscErrorCode CommandTrain(MPI_Comm comm, const std::vector<std::string> &args,
   const TrainSettings &t = p.settings.train;
   const CheckpointSettings &c = p.settings.checkpoint;
   NtkRate rate;
-  if (t.ntk != "none" && start == 0) PetscCall(NtkRatePredict(&p, t, &rate));
+  if (t.ntk != NtkPart::none && start == 0) PetscCall(NtkRatePredict(&p, t, &rate));
   PetscCall(HeldoutCreate(p, &heldout));
   const TrainingColumns columns = HeldoutColumns(&p, &heldout, &history);
   TrainingStop stop;

@@ -1,9 +1,11 @@
 // mft limit: the mean-field reference x(1), p(0) for the probe tokens of the
 // data settings (with --output.trajectory, x(s) and p(s) at S + 1 depths).
 #include "mft/commands.hpp"
+#include "mft/data.hpp"
 #include "mft/limit.hpp"
 #include "mft/report.hpp"
 #include "mft/runfile.hpp"
+#include "mft/settings_files.hpp"
 
 namespace mft {
 
@@ -36,7 +38,7 @@ PetscErrorCode CommandLimit(MPI_Comm comm, const std::vector<std::string> &args,
   PetscCall(PetscPrintf(comm, "%" PetscInt_FMT " steps (%" PetscInt_FMT " rejected), %.2f s; wrote %s\n", r.steps,
                         r.rejected, elapsed, ls.output.file.c_str()));
   Summary sum;
-  sum.add("command", std::string("limit")).add("heads", (long long)ls.model.H).add("scheme", s.limit.scheme);
+  sum.add("command", std::string("limit")).add("heads", (long long)ls.model.H).add("scheme", std::string(to_string(s.limit.scheme)));
   sum.add("steps", (long long)r.steps).add("rejected", (long long)r.rejected).add("seconds", elapsed);
   sum.add("file", ls.output.file);
   PetscCall(sum.print(comm));

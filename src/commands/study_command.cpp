@@ -13,7 +13,7 @@ namespace mft {
 // The study's first line: its cases, where, and what every model learns.
 static PetscErrorCode StudyHeader(MPI_Comm comm, const Settings &s, size_t cases, const std::string &dir) {
   PetscFunctionBeginUser;
-  if (s.study.state == "trained") {
+  if (s.study.state == StudyState::trained) {
     std::string learns = "the data file " + s.data.file;
     if (s.data.file.empty()) {
       const auto teacher = StudyTeacher(s);

@@ -5,6 +5,7 @@
 #include "mft/commands.hpp"
 #include "mft/report.hpp"
 #include "mft/runfile.hpp"
+#include "mft/settings_files.hpp"
 
 namespace mft {
 

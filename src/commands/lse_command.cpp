@@ -15,7 +15,7 @@ PetscErrorCode CommandLse(MPI_Comm comm, const std::vector<std::string> &args, i
   if (help) PetscFunctionReturn(0);
   PetscCall(PetscPrintf(comm, "mft lse: %s, %s lse of %" PetscInt_FMT " distributions at %" PetscInt_FMT
                               " points in the ball of radius %g\n",
-                        s.data.file.empty() ? s.data.family.c_str() : s.data.file.c_str(), s.lse.mode.c_str(),
+                        s.data.file.empty() ? s.data.family.c_str() : s.data.file.c_str(), to_string(s.lse.mode),
                         s.data.M, s.lse.points, s.lse.radius));
   const double t0 = seconds();
   PetscCall(LseTest(comm, s, &r));
@@ -28,7 +28,7 @@ PetscErrorCode CommandLse(MPI_Comm comm, const std::vector<std::string> &args, i
                             {}, s.output.file));
   Summary sum;
   sum.add("command", std::string("lse")).add("family", s.data.file.empty() ? s.data.family : s.data.file);
-  sum.add("mode", s.lse.mode).add("distributions", (long long)r.M).add("points", (long long)s.lse.points);
+  sum.add("mode", std::string(to_string(s.lse.mode))).add("distributions", (long long)r.M).add("points", (long long)s.lse.points);
   sum.add("lambda_min", r.eigenvalues.front()).add("lambda_max", r.eigenvalues.back());
   sum.add("relative_min", r.relative_min).add("seconds", elapsed).add("file", s.output.file);
   PetscCall(sum.print(comm));

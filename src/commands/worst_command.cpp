@@ -10,6 +10,7 @@
 #include "mft/runfile.hpp"
 #include "mft/study_cases.hpp"
 #include "mft/worst.hpp"
+#include "mft/settings_files.hpp"
 
 #include <algorithm>
 
