@@ -1,6 +1,9 @@
 // TS callbacks (named after what PETSc calls them for) and the two solves.
 #include "mft/flow.hpp"
 
+// PetscObjectStateGet is public API, but 3.18 declares it in this header only.
+#include <petsc/private/petscimpl.h>
+
 #include <algorithm>
 #include <cmath>
 #include <vector>
@@ -20,12 +23,52 @@ static PetscErrorCode StepLayer(TS ts, const Flow *flow, PetscInt *l) {
   PetscFunctionReturn(0);
 }
 
+// The Euler step h of a sphere's retracted step; 0 for the adaptive solve's P v.
+static double SphereH(const Flow *f) { return f->scheme.adaptive ? 0.0 : 1.0 / (double)f->L; }
+
+// Where a sphere's step keeps v: the forward's copy of the step (L steps), or the stage's.
+static Vec SphereVelocity(const Flow *f, PetscInt step) { return f->scheme.adaptive ? f->read : f->velocities[step]; }
+
 static PetscErrorCode RHSFunction(TS ts, PetscReal depth, Vec x, Vec f, void *ctx) {
   Flow *flow = (Flow *)ctx;
-  PetscInt l;
+  PetscInt l, step;
   PetscFunctionBeginUser;
   PetscCall(StepLayer(ts, flow, &l));
-  PetscCall(VelocityEvaluate(flow->velocity, l, x, f));
+  switch (flow->norm) {
+  case TokenNorm::none:
+    PetscCall(VelocityEvaluate(flow->velocity, l, x, f));
+    break;
+  case TokenNorm::pre:
+    PetscCall(NormRead(x, flow->d, flow->read));
+    PetscCall(VelocityEvaluate(flow->velocity, l, flow->read, f));
+    break;
+  case TokenNorm::sphere:
+    PetscCall(TSGetStepNumber(ts, &step));
+    PetscCall(VelocityEvaluate(flow->velocity, l, x, SphereVelocity(flow, step)));
+    PetscCall(SphereStep(x, SphereVelocity(flow, step), flow->d, SphereH(flow), f));
+    break;
+  }
+  PetscFunctionReturn(0);
+}
+
+// The transposes' point: the velocity's state of layer l (at n(x) for pre),
+// and what the normalization's transposes read.
+static PetscErrorCode Prepare(TS ts, Flow *flow, PetscInt l, Vec x) {
+  PetscFunctionBeginUser;
+  flow->lam_id = 0;
+  if (flow->norm == TokenNorm::none) {
+    PetscCall(VelocityPrepare(flow->velocity, l, x));
+    PetscFunctionReturn(0);
+  }
+  PetscCall(TSGetStepNumber(ts, &flow->step));
+  PetscCall(VecCopy(x, flow->state));
+  if (flow->norm == TokenNorm::pre) {
+    PetscCall(NormRead(x, flow->d, flow->read));
+    PetscCall(VelocityPrepare(flow->velocity, l, flow->read));
+    PetscFunctionReturn(0);
+  }
+  if (flow->scheme.adaptive) PetscCall(VelocityEvaluate(flow->velocity, l, x, flow->read)); // the stage's v
+  PetscCall(VelocityPrepare(flow->velocity, l, x));
   PetscFunctionReturn(0);
 }
 
@@ -34,7 +77,7 @@ static PetscErrorCode RHSJacobian(TS ts, PetscReal depth, Vec x, Mat A, Mat B, v
   PetscInt l;
   PetscFunctionBeginUser;
   PetscCall(StepLayer(ts, flow, &l));
-  PetscCall(VelocityPrepare(flow->velocity, l, x));
+  PetscCall(Prepare(ts, flow, l, x));
   PetscFunctionReturn(0);
 }
 
@@ -44,7 +87,21 @@ static PetscErrorCode RHSJacobianP(TS ts, PetscReal depth, Vec x, Mat A, void *c
   PetscFunctionBeginUser;
   PetscCall(StepLayer(ts, flow, &l));
   // RHSJacobian has gathered this layer's state already when PETSc keeps its order.
-  if (flow->velocity->layer != l) PetscCall(VelocityPrepare(flow->velocity, l, x));
+  if (flow->velocity->layer != l) PetscCall(Prepare(ts, flow, l, x));
+  PetscFunctionReturn(0);
+}
+
+// The sphere's transpose parts for lam, unless they are made from it already.
+static PetscErrorCode SphereTranspose(Flow *flow, Vec lam) {
+  PetscObjectId id;
+  PetscObjectState state;
+  PetscFunctionBeginUser;
+  PetscCall(PetscObjectGetId((PetscObject)lam, &id));
+  PetscCall(PetscObjectStateGet((PetscObject)lam, &state));
+  if (flow->lam_id == id && flow->lam_state == state) PetscFunctionReturn(0);
+  PetscCall(SphereStepTranspose(flow->state, SphereVelocity(flow, flow->step), flow->d, SphereH(flow), lam,
+                                flow->into_velocity, flow->rest));
+  flow->lam_id = id, flow->lam_state = state;
   PetscFunctionReturn(0);
 }
 
@@ -52,7 +109,20 @@ static PetscErrorCode JacobianMultTranspose(Mat J, Vec lam, Vec out) {
   Flow *flow;
   PetscFunctionBeginUser;
   PetscCall(MatShellGetContext(J, &flow));
-  PetscCall(VelocityReverse(flow->velocity, lam, out));
+  switch (flow->norm) {
+  case TokenNorm::none:
+    PetscCall(VelocityReverse(flow->velocity, lam, out));
+    break;
+  case TokenNorm::pre:
+    PetscCall(VelocityReverse(flow->velocity, lam, flow->rest));
+    PetscCall(NormReadTranspose(flow->state, flow->d, flow->rest, out));
+    break;
+  case TokenNorm::sphere:
+    PetscCall(SphereTranspose(flow, lam));
+    PetscCall(VelocityReverse(flow->velocity, flow->into_velocity, out));
+    PetscCall(VecAXPY(out, 1.0, flow->rest));
+    break;
+  }
   PetscFunctionReturn(0);
 }
 
@@ -60,9 +130,11 @@ static PetscErrorCode JacobianPMultTranspose(Mat Jp, Vec lam, Vec out) {
   Flow *flow;
   PetscFunctionBeginUser;
   PetscCall(MatShellGetContext(Jp, &flow));
+  if (flow->norm == TokenNorm::sphere) PetscCall(SphereTranspose(flow, lam));
   // TSRK1FE scales the parameter part of step n by its step, 1/L: the model's
   // Euler step is exactly that (the TS's own step carries round-off).
-  PetscCall(VelocityReverseParameters(flow->velocity, lam, 1.0 / (double)flow->L));
+  PetscCall(VelocityReverseParameters(flow->velocity, flow->norm == TokenNorm::sphere ? flow->into_velocity : lam,
+                                      1.0 / (double)flow->L));
   if (!flow->scheme.shared) { // a layer's heads are done: its bucket's sum starts once all its layers are in
     PetscCall(PetscLogEventBegin(MFT_EXCHANGE, 0, 0, 0, 0));
     PetscCall(HeadsGradientLayer(flow->velocity->heads, flow->velocity->layer));
@@ -116,7 +188,7 @@ PetscErrorCode FlowRecord(Flow *f, Trajectory *t) {
   PetscFunctionReturn(0);
 }
 
-PetscErrorCode FlowCreate(Velocity *v, PetscInt L, const DepthScheme &scheme, Flow *f) {
+PetscErrorCode FlowCreate(Velocity *v, PetscInt L, TokenNorm norm, const DepthScheme &scheme, Flow *f) {
   MPI_Comm comm = v->grid->comm;
   PetscInt nx, Nx;
   TSAdapt adapt;
@@ -125,6 +197,12 @@ PetscErrorCode FlowCreate(Velocity *v, PetscInt L, const DepthScheme &scheme, Fl
   f->velocity = v;
   f->L = L;
   f->scheme = scheme;
+  f->norm = norm;
+  f->d = v->tokens->d;
+  if (norm != TokenNorm::none) {
+    for (Vec *w : {&f->read, &f->state, &f->into_velocity, &f->rest}) PetscCall(VecDuplicate(v->tokens->state, w));
+    if (norm == TokenNorm::sphere && !scheme.adaptive) PetscCall(VecDuplicateVecs(v->tokens->state, L, &f->velocities));
+  }
   PetscCall(VecGetLocalSize(v->tokens->state, &nx));
   PetscCall(VecGetSize(v->tokens->state, &Nx));
   PetscCall(MatCreateShell(comm, nx, nx, Nx, Nx, f, &f->J));
@@ -170,6 +248,8 @@ PetscErrorCode FlowDestroy(Flow *f) {
   PetscCall(MatDestroy(&f->J));
   PetscCall(MatDestroy(&f->Jp));
   PetscCall(VecDestroy(&f->sensitivity));
+  for (Vec *w : {&f->read, &f->state, &f->into_velocity, &f->rest}) PetscCall(VecDestroy(w));
+  if (f->velocities) PetscCall(VecDestroyVecs(f->L, &f->velocities));
   PetscFunctionReturn(0);
 }
 

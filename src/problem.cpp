@@ -169,7 +169,7 @@ PetscErrorCode ProblemCreate(MPI_Comm comm, const Settings &settings, Problem *p
                                net, threads, share);
   PetscCall(VelocityCreate(p->grid, p->tokens, &p->heads, s.model, p->predicted.form, threads, &p->velocity));
   p->velocity.memory = share; // what is left of it keeps the queries' statistics
-  PetscCall(FlowCreate(&p->velocity, s.model.L, s.scheme, &p->flow));
+  PetscCall(FlowCreate(&p->velocity, s.model.L, s.model.norm, s.scheme, &p->flow));
   PetscCall(VecDuplicate(p->tokens.state, &p->x0));
   PetscCall(VecDuplicate(p->tokens.state, &p->x1));
   PetscCall(VecDuplicate(p->tokens.state, &p->adjoint));
@@ -180,6 +180,7 @@ PetscErrorCode ProblemCreate(MPI_Comm comm, const Settings &settings, Problem *p
   // The tokens: drawn, or a data file's; the targets: zero (a probe's), the file's, or the teacher's.
   if (s.data.file.empty()) PetscCall(GenerateTokens(s.data, p->tokens, p->x0));
   else PetscCall(DataFileRead(comm, s.data.file, p->tokens, p->x0, s.scheme.zero_targets ? nullptr : &p->targets));
+  PetscCall(NormInputs(s.model.norm, s.data.N, s.model.d, p->x0));
   if (s.scheme.zero_targets) {
     p->targets.kind = LossKind::token;
     PetscCall(VecDuplicate(p->x0, &p->targets.y));
@@ -277,6 +278,9 @@ PetscErrorCode ProblemEvaluate(Problem *p, PetscBool gradient) {
   if (gradient) {
     PetscCall(FlowAdjoint(&p->flow, p->adjoint, p->grad));
     PetscCall(VecScale(p->grad, (PetscScalar)(p->heads.L * p->heads.H)));
+    // On the sphere the input is normalized first: dR/dx(0) through it, the
+    // part tangent to the sphere (the same for the L-layer model and the limit).
+    if (p->settings.model.norm == TokenNorm::sphere) PetscCall(SphereTangent(p->x0, p->tokens.d, p->adjoint));
   }
   PetscFunctionReturn(0);
 }

@@ -20,7 +20,8 @@ const std::vector<std::string> kHeadKind = {"qkv", "qkvo"}, kLossKind = {"token"
                                kInitLaw = {"gaussian", "uniform"}, kOptimizerKind = {"gd", "adamw", "adamw-block"},
                                kSchedule = {"constant", "cosine"}, kNtkPart = {"none", "full", "value"},
                                kLimitScheme = {"rk", "euler"}, kStudyState = {"init", "trained"},
-                               kLseMode = {"sample", "closed"}, kCutSequences = {"auto", "tokens", "projections"};
+                               kLseMode = {"sample", "closed"}, kCutSequences = {"auto", "tokens", "projections"},
+                               kTokenNorm = {"none", "sphere", "pre"};
 
 } // namespace
 
@@ -34,6 +35,7 @@ const char *to_string(LimitScheme v) { return kLimitScheme[(size_t)v].c_str(); }
 const char *to_string(StudyState v) { return kStudyState[(size_t)v].c_str(); }
 const char *to_string(LseMode v) { return kLseMode[(size_t)v].c_str(); }
 const char *to_string(CutSequences v) { return kCutSequences[(size_t)v].c_str(); }
+const char *to_string(TokenNorm v) { return kTokenNorm[(size_t)v].c_str(); }
 
 bool Settings::is_explicit(const std::string &key) const {
   return std::find(explicit_keys.begin(), explicit_keys.end(), key) != explicit_keys.end();
@@ -227,6 +229,9 @@ std::vector<Option> declare(Settings &s) {
       choice("model.head_kind", &m.head_kind, kHeadKind, "head parameters: qkv (A = V) or qkvo (A = O V)"),
       real("model.beta", &m.beta, 0.0, false, "inverse temperature of the softmax"),
       flag("model.causal", &m.causal, "causal mask: token i attends to j <= i only"),
+      choice("model.norm", &m.norm, kTokenNorm,
+             "normalized tokens: none; sphere (tokens on the unit sphere, each layer's step projected and retracted); "
+             "pre (attention reads sqrt(d) x / |x|, the residual stream is not normalized)"),
 
       integer("data.M", &d.M, 1, "sequences in the data set (with data.file: its first data.M; default all)"),
       integer("data.N", &d.N, 1, "tokens per sequence"),

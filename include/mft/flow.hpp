@@ -8,6 +8,7 @@
 // Jacobians are matrix-free shells of which PETSc only calls MatMultTranspose.
 #pragma once
 
+#include "mft/norm.hpp"
 #include "mft/trajectory.hpp"
 #include "mft/velocity.hpp"
 
@@ -25,6 +26,18 @@ struct Flow {
   DepthScheme scheme;
   PetscInt steps = 0, rejected = 0; // of the last forward solve
   Trajectory *trajectory = nullptr;  // slices recorded by the solves (FlowRecord)
+  // Normalized tokens (norm.hpp): the step around the velocity, and what its
+  // transposes need. `read`: pre, n(x) of the current layer; sphere with the
+  // adaptive solve, v at the current stage. `velocities`: sphere with L
+  // steps, each step's v, kept by the forward for the adjoint. `state`: the
+  // prepared step's x; `into_velocity`, `rest`: SphereStepTranspose's parts,
+  // made from the adjoint vector `lam_id` in state `lam_state`.
+  TokenNorm norm = TokenNorm::none;
+  PetscInt d = 0, step = 0; // step: the prepared step
+  Vec read = nullptr, state = nullptr, into_velocity = nullptr, rest = nullptr;
+  Vec *velocities = nullptr;
+  PetscObjectId lam_id = 0;
+  PetscObjectState lam_state = 0;
 };
 
 // The parameter part of each layer's reverse sweep is accumulated by the
@@ -34,7 +47,8 @@ struct Flow {
 // scheme.shared the velocity is layer 0's at every depth; with
 // scheme.adaptive the solve is TSRK 5dp with TSADAPTBASIC to rtol/atol (PETSc
 // options such as -ts_rk_type and -ts_rtol still apply); otherwise L steps of TSRK1FE.
-PetscErrorCode FlowCreate(Velocity *v, PetscInt L, const DepthScheme &scheme, Flow *f);
+// norm: the tokens' normalization (model.norm), applied around the velocity.
+PetscErrorCode FlowCreate(Velocity *v, PetscInt L, TokenNorm norm, const DepthScheme &scheme, Flow *f);
 PetscErrorCode FlowDestroy(Flow *f);
 
 // The solves that follow record their tokens (and adjoint) at the depths of

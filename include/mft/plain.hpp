@@ -3,6 +3,9 @@
 // it, with A = V or O V and B = beta Q^T K multiplied out:
 //   a[i,j] = x_i^T B x_j,  P = softmax rows,  m_i = sum_j P[i,j] x_j,
 //   x^{l+1}_i = x^l_i + (1/L)(1/H) sum_h A_h m_i
+// and with model.norm the same formulas as docs/model.md writes them: pre
+// reads sqrt(d) x_j / |x_j| in the attention, sphere puts the input on the
+// sphere and retracts x_i + (1/L) P_{x_i} v_i to it.
 // It is slow and simple on purpose: the fast path is checked against it.
 #pragma once
 

@@ -38,7 +38,9 @@ PetscErrorCode ProblemCreate(MPI_Comm comm, const Settings &s, Problem *p);
 PetscErrorCode ProblemDestroy(Problem *p);
 
 // Forward pass at the current heads (p->heads.theta): x1 and risk; with
-// gradient, also the adjoint solve: grad.
+// gradient, also the adjoint solve: grad, and adjoint = dR/dx(0) (with
+// model.norm = sphere, its part tangent to the sphere at x(0): the gradient
+// through the input's normalization).
 PetscErrorCode ProblemEvaluate(Problem *p, PetscBool gradient);
 
 // With output.trajectory = S > 0, the solves that follow record the tokens

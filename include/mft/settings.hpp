@@ -26,6 +26,7 @@ enum class LimitScheme { rk, euler };                   // limit.scheme
 enum class StudyState { init, trained };                // study.state
 enum class LseMode { sample, closed };                  // lse.mode
 enum class CutSequences { automatic, tokens, projections }; // parallel.cut_sequences: auto, tokens, projections
+enum class TokenNorm { none, sphere, pre };             // model.norm (norm.hpp)
 
 struct ModelSettings {
   PetscInt L = 8;             // layers: the Euler step is 1/L
@@ -35,6 +36,7 @@ struct ModelSettings {
   HeadKind head_kind = HeadKind::qkv;
   double beta = 1.0;          // inverse temperature of the softmax
   bool causal = false;        // decoder mask j <= i
+  TokenNorm norm = TokenNorm::none; // sphere: tokens on the unit sphere; pre: attention reads sqrt(d) x / |x|
 };
 
 // The token distribution families of data.family (families.hpp samples them).
@@ -234,6 +236,7 @@ const char *to_string(LimitScheme);
 const char *to_string(StudyState);
 const char *to_string(LseMode);
 const char *to_string(CutSequences);
+const char *to_string(TokenNorm);
 
 // Splits argv into the options for mft (returned) and those for PETSc (kept in
 // petsc_args, with argv[0] first), so that each parser sees only its own.

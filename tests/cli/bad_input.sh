@@ -85,6 +85,20 @@ expect 2 "nan_targets.h5: /data/targets holds NaN or Inf" -- "$MFT" train --data
 [ ! -e run.h5 ] && ok || bad "a refused run wrote run.h5"
 expect 2 "study.L holds 2 twice" -- "$MFT" study --study.L "2 2" --study.dir twice
 [ ! -e twice ] && ok || bad "a refused study made its folder"
+# Normalized tokens (issue 35): a zero token has no direction; an unknown norm.
+/usr/bin/python3 -c "
+import h5py, numpy as np
+with h5py.File('zero_token.h5', 'w') as f:
+    x = np.ones((2, 3, 2)); x[1, 2] = 0
+    f['/data/tokens'] = x
+    f['/data/targets'] = np.ones((2, 3, 2))
+"
+for norm in sphere pre; do
+  expect 2 "model.norm = $norm: token 2 of sequence 1 is zero" -- "$MFT" train --data.file zero_token.h5 --model.norm $norm
+done
+expect 0 "" -- "$MFT" forward --data.file zero_token.h5 --output.file zero_none.h5 # without a norm it is a token
+expect 2 "model.norm 'ball' is not one of none.sphere.pre" -- "$MFT" forward --model.norm ball
+[ ! -e run.h5 ] && ok || bad "a refused run wrote run.h5"
 # A config saved with a UTF-8 byte-order mark (as Windows editors do) reads as without it.
 printf '\xef\xbb\xbf[model]\r\nL = 2\r\n' > bom.cfg
 expect 0 "" -- "$MFT" forward --config bom.cfg --output.file bom.h5

@@ -12,6 +12,7 @@ namespace {
 struct Variant {
   const char *head_kind;
   const char *causal;
+  const char *norm = "none";
 };
 
 class ForwardVariants : public ::testing::TestWithParam<Variant> {};
@@ -19,7 +20,8 @@ class ForwardVariants : public ::testing::TestWithParam<Variant> {};
 // x(1) of the TS solve equals the hand-written loop over layers with full attention matrices.
 TEST_P(ForwardVariants, MatchesReferenceLoop) {
   auto p = make_problem(PETSC_COMM_WORLD, tiny({"--model.head_kind", GetParam().head_kind, "--model.causal",
-                                                GetParam().causal, "--model.beta", "1.7", "--data.N", "7"}));
+                                                GetParam().causal, "--model.beta", "1.7", "--data.N", "7",
+                                                "--model.norm", GetParam().norm}));
   ASSERT_EQ(ProblemEvaluate(p.get(), PETSC_FALSE), 0);
   std::vector<double> x = gather(p->x0);
   plain_forward(p->settings.model, gather(p->heads.theta), p->tokens.M, p->tokens.N, x);
@@ -31,11 +33,46 @@ TEST_P(ForwardVariants, MatchesReferenceLoop) {
 
 INSTANTIATE_TEST_SUITE_P(All, ForwardVariants,
                          ::testing::Values(Variant{"qkv", "false"}, Variant{"qkv", "true"}, Variant{"qkvo", "false"},
-                                           Variant{"qkvo", "true"}),
+                                           Variant{"qkvo", "true"}, Variant{"qkv", "false", "sphere"},
+                                           Variant{"qkvo", "true", "sphere"}, Variant{"qkv", "true", "pre"},
+                                           Variant{"qkvo", "false", "pre"}),
                          [](const auto &info) {
+                           const std::string norm = info.param.norm;
                            return std::string(info.param.head_kind) +
-                                  (std::string(info.param.causal) == "true" ? "_causal" : "");
+                                  (std::string(info.param.causal) == "true" ? "_causal" : "") +
+                                  (norm == "none" ? "" : "_" + norm);
                          });
+
+// model.norm = sphere: after every layer every token has norm 1 (to 1e-12),
+// and they did move; pre: the same run with every input token scaled by 3
+// reads the same attention, so x(1) - x(0) is unchanged.
+TEST(Forward, SphereKeepsEveryLayerOnTheSphere) {
+  auto p = make_problem(PETSC_COMM_WORLD, tiny({"--model.norm", "sphere", "--model.L", "6", "--output.trajectory", "6",
+                                                "--init.v_mean", "2", "--model.d", "3"}));
+  Trajectory t;
+  ASSERT_EQ(ProblemRecordTrajectory(p.get(), &t), 0);
+  ASSERT_EQ(ProblemEvaluate(p.get(), PETSC_FALSE), 0);
+  for (PetscInt k = 0; k <= t.S; ++k) {
+    const std::vector<double> x = gather(t.tokens[k]);
+    for (size_t o = 0; o < x.size(); o += 3)
+      EXPECT_NEAR(std::sqrt(x[o] * x[o] + x[o + 1] * x[o + 1] + x[o + 2] * x[o + 2]), 1.0, 1e-12) << k;
+  }
+  EXPECT_GT(relative_error(gather(p->x1), gather(p->x0)), 1e-2);
+  TrajectoryDestroy(&t);
+}
+
+TEST(Forward, PreReadsDirectionsOnly) {
+  auto p = make_problem(PETSC_COMM_WORLD, tiny({"--model.norm", "pre", "--model.L", "1"}));
+  ASSERT_EQ(ProblemEvaluate(p.get(), PETSC_FALSE), 0);
+  const std::vector<double> x0 = gather(p->x0), x1 = gather(p->x1);
+  for (size_t i = 0; i < x0.size(); ++i) set_entry(p->x0, (PetscInt)i, 3 * x0[i]);
+  ASSERT_EQ(ProblemEvaluate(p.get(), PETSC_FALSE), 0);
+  const std::vector<double> y1 = gather(p->x1);
+  std::vector<double> step(x0.size()), scaled_step(x0.size());
+  for (size_t i = 0; i < x0.size(); ++i) step[i] = x1[i] - x0[i], scaled_step[i] = y1[i] - 3 * x0[i];
+  EXPECT_LT(relative_error(scaled_step, step), 1e-13);
+  EXPECT_GT(relative_error(step, std::vector<double>(step.size(), 0.0)), 0.5); // the step is not zero
+}
 
 // With V = 0 every head's value map is zero: tokens do not move.
 TEST(Forward, ZeroValuesLeaveTokensInPlace) {

@@ -10,7 +10,7 @@ using namespace mft::test;
 namespace {
 
 struct Variant {
-  const char *head_kind, *loss, *causal;
+  const char *head_kind, *loss, *causal, *norm = "none";
 };
 
 class GradientVariants : public ::testing::TestWithParam<Variant> {
@@ -19,7 +19,7 @@ protected:
     const Variant v = GetParam();
     return make_problem(PETSC_COMM_WORLD, tiny({"--model.head_kind", v.head_kind, "--loss.kind", v.loss,
                                                 "--model.causal", v.causal, "--loss.c", "2", "--init.seed", "11",
-                                                "--model.beta", "1.3"}));
+                                                "--model.beta", "1.3", "--model.norm", v.norm}));
   }
 };
 
@@ -69,13 +69,31 @@ TEST_P(GradientVariants, HeadsMatchFiniteDifferences) {
   expect_heads_match_finite_differences(p.get(), "");
 }
 
-// dR/dx(0) left by the adjoint solve: includes the mean-field (key) term.
+// The risk at x0 with entry i moved by eps, its token put back on the
+// sphere; p->x0 is x0 again after.
+double risk_on_sphere(Problem *p, const std::vector<double> &x0, size_t i, double eps) {
+  const size_t d = (size_t)p->tokens.d, o = i / d * d;
+  std::vector<double> token(x0.begin() + (long)o, x0.begin() + (long)(o + d));
+  token[i - o] += eps;
+  double r = 0;
+  for (double t : token) r += t * t;
+  for (size_t c = 0; c < d; ++c) set_entry(p->x0, (PetscInt)(o + c), token[c] / std::sqrt(r));
+  const double risk_there = risk(p);
+  for (size_t c = 0; c < d; ++c) set_entry(p->x0, (PetscInt)(o + c), x0[o + c]);
+  return risk_there;
+}
+
+// dR/dx(0) left by the adjoint solve: includes the mean-field (key) term;
+// on the sphere, through the input's normalization.
 TEST_P(GradientVariants, InputTokensMatchFiniteDifferences) {
   auto p = problem();
   ASSERT_EQ(ProblemEvaluate(p.get(), PETSC_TRUE), 0);
   const std::vector<double> p0 = gather(p->adjoint), x0 = gather(p->x0);
+  const bool sphere = std::string(GetParam().norm) == "sphere";
   std::vector<double> fd(x0.size());
-  for (size_t i = 0; i < x0.size(); ++i) fd[i] = central_difference(p.get(), p->x0, (PetscInt)i, x0[i], 1e-6, false);
+  for (size_t i = 0; i < x0.size(); ++i)
+    fd[i] = sphere ? (risk_on_sphere(p.get(), x0, i, 1e-6) - risk_on_sphere(p.get(), x0, i, -1e-6)) / 2e-6
+                   : central_difference(p.get(), p->x0, (PetscInt)i, x0[i], 1e-6, false);
   EXPECT_LT(norm_relative_error(p0, fd), 1e-6);
 }
 
@@ -83,10 +101,16 @@ INSTANTIATE_TEST_SUITE_P(All, GradientVariants,
                          ::testing::Values(Variant{"qkv", "token", "false"}, Variant{"qkv", "token", "true"},
                                            Variant{"qkv", "pooled", "false"}, Variant{"qkv", "pooled", "true"},
                                            Variant{"qkvo", "token", "false"}, Variant{"qkvo", "token", "true"},
-                                           Variant{"qkvo", "pooled", "false"}, Variant{"qkvo", "pooled", "true"}),
+                                           Variant{"qkvo", "pooled", "false"}, Variant{"qkvo", "pooled", "true"},
+                                           Variant{"qkv", "token", "false", "sphere"},
+                                           Variant{"qkvo", "pooled", "true", "sphere"},
+                                           Variant{"qkv", "pooled", "true", "pre"},
+                                           Variant{"qkvo", "token", "false", "pre"}),
                          [](const auto &info) {
+                           const std::string norm = info.param.norm;
                            return std::string(info.param.head_kind) + "_" + info.param.loss +
-                                  (std::string(info.param.causal) == "true" ? "_causal" : "");
+                                  (std::string(info.param.causal) == "true" ? "_causal" : "") +
+                                  (norm == "none" ? "" : "_" + norm);
                          });
 
 // Threads over a sequence's queries (Velocity::query_chunks): one sequence

@@ -68,6 +68,45 @@ TEST(Limit, EulerConvergesAtFirstOrder) {
   }
 }
 
+// Normalized tokens: the Euler model's tokens and adjoint (exact adjoints of
+// its steps, tests/unit/test_gradient.cpp) converge to the adaptive solve's
+// at first order (pre), so that the limit's transposes are those of the
+// flow; on the sphere every token of the Euler model has norm 1 to
+// round-off and the adaptive solve's to its tolerance, and the reference's
+// risk (|x(1)|^2 / 2) is constant on the sphere: its gradient is zero.
+void expect_normalized_limit(const char *norm) {
+  const std::vector<std::string> n = {"--model.norm", norm};
+  auto with = [&](std::vector<std::string> extra) {
+    extra.insert(extra.end(), n.begin(), n.end());
+    return solve(extra);
+  };
+  const LimitResult ref = with({"--limit.rtol", "1e-12", "--limit.atol", "1e-13"});
+  std::vector<double> err, err_adjoint;
+  for (int L : {16, 32, 64, 128}) {
+    const LimitResult e = with({"--limit.scheme", "euler", "--model.L", std::to_string(L)});
+    err.push_back(max_diff(e.tokens, ref.tokens));
+    err_adjoint.push_back(max_diff(e.adjoint, ref.adjoint));
+    if (std::string(norm) != "sphere") continue;
+    EXPECT_LT(max_diff(e.adjoint, std::vector<double>(e.adjoint.size(), 0.0)), 1e-12);
+    for (size_t i = 0; i < e.tokens.size(); i += 3)
+      EXPECT_NEAR(std::sqrt(e.tokens[i] * e.tokens[i] + e.tokens[i + 1] * e.tokens[i + 1] +
+                            e.tokens[i + 2] * e.tokens[i + 2]), 1.0, 1e-12);
+  }
+  for (size_t i = 0; i + 1 < err.size(); ++i) {
+    EXPECT_NEAR(err[i] / err[i + 1], 2.0, 0.25) << norm << " tokens " << i;
+    if (std::string(norm) != "sphere") EXPECT_NEAR(err_adjoint[i] / err_adjoint[i + 1], 2.0, 0.25) << norm << " adjoint " << i;
+  }
+  EXPECT_GT(err.back(), 1e-6) << norm; // the tokens moved: not two copies of x(0)
+  if (std::string(norm) != "sphere") return;
+  EXPECT_LT(max_diff(ref.adjoint, std::vector<double>(ref.adjoint.size(), 0.0)), 1e-9);
+  for (size_t i = 0; i < ref.tokens.size(); i += 3)
+      EXPECT_NEAR(std::sqrt(ref.tokens[i] * ref.tokens[i] + ref.tokens[i + 1] * ref.tokens[i + 1] +
+                            ref.tokens[i + 2] * ref.tokens[i + 2]), 1.0, 1e-10);
+}
+
+TEST(Limit, SphereEulerConvergesAtFirstOrder) { expect_normalized_limit("sphere"); }
+TEST(Limit, PreEulerConvergesAtFirstOrder) { expect_normalized_limit("pre"); }
+
 TEST(Limit, SameOnEveryRankCount) {
   const LimitResult all = solve({}), one = solve({}, PETSC_COMM_SELF);
   EXPECT_LT(relative_error(all.tokens, one.tokens), 1e-9);

@@ -163,6 +163,11 @@ TEST(Ranks, QkvoTokenCausalAdamW) {
   check({"--model.head_kind", "qkvo", "--model.causal", "true", "--train.optimizer", "adamw", "--train.lr", "0.01"});
 }
 TEST(Ranks, QkvPooledAdamW) { check({"--loss.kind", "pooled", "--train.optimizer", "adamw", "--train.lr", "0.01"}); }
+TEST(Ranks, SphereQkvoPooledCausalAdamW) {
+  check({"--model.norm", "sphere", "--model.head_kind", "qkvo", "--loss.kind", "pooled", "--model.causal", "true",
+         "--train.optimizer", "adamw", "--train.lr", "0.01"});
+}
+TEST(Ranks, PreQkvToken) { check({"--model.norm", "pre"}); }
 TEST(Ranks, AdamWBlockMiniBatches) {
   check({"--train.optimizer", "adamw-block", "--train.lr", "0.01", "--data.M", "5", "--train.batch", "2",
          "--train.weight_decay", "0.1"});
