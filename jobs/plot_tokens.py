@@ -7,7 +7,8 @@
 Reads /trajectory/tokens (S+1, M, N, d) and /trajectory/depth of a run
 written with --output.trajectory S (mft forward, train or limit), and
 /trajectory/adjoint where present. Draws one panel per depth (the first and
-last always among them): the first two coordinates for d = 2, otherwise one
+last always among them): the first two coordinates for d = 2, the sphere
+itself in 3-D for d = 3 tokens of norm 1 (model.norm = sphere), otherwise one
 fixed PCA projection of the whole trajectory of the chosen sequences (the same
 axes at every depth), coloured by sequence; the adjoint's magnitude |p_i(s)|
 as marker size where the file has it (relative to its largest over the
@@ -67,7 +68,8 @@ def main():
         depth = f["/trajectory/depth"][()]
         adjoint = f["/trajectory/adjoint"][()] if "/trajectory/adjoint" in f else None
         title = (f"mft {text(f, 'command')}: L = {text(f, 'model.L')}, H = {text(f, 'model.H')}, "
-                 f"d = {text(f, 'model.d')}, beta = {text(f, 'model.beta')}")
+                 f"d = {text(f, 'model.d')}, beta = {text(f, 'model.beta')}"
+                 + (f", norm = {text(f, 'model.norm')}" if text(f, "model.norm") not in ("", "none") else ""))
     S1, M = tokens.shape[0], tokens.shape[1]
     try:
         seqs = [int(s) for s in a.sequences.split(",") if s.strip()] or list(range(min(M, 4)))
@@ -80,8 +82,9 @@ def main():
         sys.exit("plot_tokens: --panels must be at least 1")
     x = tokens[:, seqs]                      # (S+1, m, N, d)
     p = adjoint[:, seqs] if adjoint is not None else None
-    project, labels = projection(x)
-    xy = project(x)                          # (S+1, m, N, 2)
+    sphere = x.shape[-1] == 3 and np.abs(np.linalg.norm(x, axis=-1) - 1).max() < 1e-6
+    project, labels = (lambda y: y, ("x_1", "x_2", "x_3")) if sphere else projection(x)
+    xy = project(x)                          # (S+1, m, N, 2), or 3 on the sphere
     size = None
     if p is not None:
         mag = np.linalg.norm(p, axis=-1)     # (S+1, m, N)
@@ -89,21 +92,31 @@ def main():
         size = 6 + 60 * np.sqrt(mag / peak)
     colours = plt.cm.tab10(np.arange(len(seqs)) % 10)
 
+    u, v = np.meshgrid(np.linspace(0, 2 * np.pi, 25), np.linspace(0, np.pi, 13))
+
     def draw(ax, k):
         ax.clear()
+        if sphere:  # the unit sphere as a wire frame, the tokens on it
+            ax.plot_wireframe(np.cos(u) * np.sin(v), np.sin(u) * np.sin(v), np.cos(v), color="0.8", linewidth=0.4)
         for j in range(len(seqs)):
-            ax.scatter(xy[k, j, :, 0], xy[k, j, :, 1], s=18 if size is None else size[k, j], color=colours[j],
-                       alpha=0.75, edgecolors="none", label=f"sequence {seqs[j]}")
+            where = [xy[k, j, :, c] for c in range(3 if sphere else 2)]
+            ax.scatter(*where, s=18 if size is None else size[k, j], color=colours[j], alpha=0.75,
+                       edgecolors="none", label=f"sequence {seqs[j]}")
         ax.set_title(f"s = {depth[k]:.3g}")
         ax.set_xlabel(labels[0])
         ax.set_ylabel(labels[1])
+        if sphere:
+            ax.set_zlabel(labels[2])
+            ax.set_box_aspect((1, 1, 1))
+            return
         ax.set_aspect("equal", adjustable="datalim")
         ax.grid(True, alpha=0.3)
 
     shown = np.unique(np.round(np.linspace(0, S1 - 1, min(a.panels, S1))).astype(int))
     cols = min(len(shown), 3)
     rows = (len(shown) + cols - 1) // cols
-    fig, axes = plt.subplots(rows, cols, figsize=(4.2 * cols, 4.0 * rows), squeeze=False)
+    space = {"subplot_kw": {"projection": "3d"}} if sphere else {}
+    fig, axes = plt.subplots(rows, cols, figsize=(4.2 * cols, 4.0 * rows), squeeze=False, **space)
     for i, ax in enumerate(axes.flat):
         if i < len(shown):
             draw(ax, shown[i])
@@ -116,7 +129,7 @@ def main():
     print(f"plot_tokens: wrote {out}")
     if a.gif:
         gif = out.rsplit(".", 1)[0] + ".gif"
-        fig, ax = plt.subplots(figsize=(5, 5))
+        fig, ax = plt.subplots(figsize=(5, 5), **space)
         FuncAnimation(fig, lambda k: draw(ax, k), frames=S1).save(gif, writer=PillowWriter(fps=4))
         print(f"plot_tokens: wrote {gif}")
 

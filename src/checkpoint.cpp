@@ -3,6 +3,7 @@
 
 #include "mft/error.hpp"
 #include "mft/h5.hpp"
+#include "mft/options.hpp"
 
 #include <algorithm>
 #include <cerrno>
@@ -117,6 +118,10 @@ PetscErrorCode CheckpointCompatible(MPI_Comm comm, const Settings &s, const std:
   PetscCheck(!stored[0].empty(), comm, PETSC_ERR_FILE_UNEXPECTED, "%s is not an mft checkpoint", path.c_str());
   for (size_t i = 1; i < keys.size(); ++i) {
     const std::string &now = std::find_if(s.record.begin(), s.record.end(), [&](auto &kv) { return kv.first == keys[i]; })->second;
+    // A setting the file does not record is one that did not exist when it
+    // was written: the run had its default (model.norm before normalized tokens).
+    const Option *row = FindOption(keys[i]);
+    if (stored[i].empty() && row && SameSetting(row->def, now)) continue;
     PetscCheck(SameSetting(stored[i], now), comm, PETSC_ERR_USER_INPUT,
                "cannot restart from %s: %s = %s there but %s now (it would change the run)", path.c_str(),
                keys[i].c_str(), stored[i].empty() ? "(absent)" : stored[i].c_str(), now.c_str());

@@ -201,7 +201,7 @@ GroupPass PassOverSequences(const ModelSettings &m, PetscInt M, PetscInt N, Pets
 }
 
 // Memory (chunks.hpp): L gathered states kept (and the queries'
-// statistics), and each cut's rows and their gradients. With threads over
+// statistics; with model.norm = sphere, L velocities), and each cut's rows and their gradients. With threads over
 // chunks of heads (chunks.hpp), each chunk but the first sums into copies
 // of the group's tokens (and of the cut rows); with few units, threads over
 // chunks of a sequence's queries too: the keys' projections of every
@@ -224,8 +224,11 @@ RankMemory MemoryOfRank(const ModelSettings &m, PetscInt N, PetscInt tokens_in_g
   const double projected = (double)sequences * (double)Hl * (double)N * (double)(k + dv);
   r.Qc = tokens || pass.cuts == 0 ? QueryChunks(sequences * r.J, pass.queries, 8.0 * projected) : 1;
   const double copies = (double)(r.J - 1) * copy + (r.Qc > 1 ? 8.0 * (double)(r.Qc + 2) * projected : 0.0);
-  r.others = 8.0 * (double)m.L * (double)tokens_in_group * (double)d + 2.0 * width * (double)pass.cuts * (double)N +
-             copies;
+  // model.norm = sphere keeps each layer's velocity at the owned tokens too
+  // (flow.hpp): counted at the group's tokens, a bound.
+  const double states = m.norm == TokenNorm::sphere ? 2.0 : 1.0;
+  r.others = 8.0 * states * (double)m.L * (double)tokens_in_group * (double)d +
+             2.0 * width * (double)pass.cuts * (double)N + copies;
   r.kept = KeptForTheAdjoint(m.L, (double)pass.cuts * N * row, Hl, tokens_in_group, head_shape(m.head_kind, d, k), N,
                              memory > 0 ? std::max(0.0, memory - r.others) : -1.0);
   return r;

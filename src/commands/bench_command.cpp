@@ -124,7 +124,39 @@ PetscErrorCode TimeRepeats(MPI_Comm comm, const Settings &bs, Problem *p, Optimi
 struct BenchFigures {
   double ops, step, forward, kernels, comm, bound, memory, predicted, error, hidden;
   double at_once, in_calls, in_flight, step_at_once;
+  double norm_step = 0, bare_step = 0; // model.norm: its step and the bare model's, alternated
 };
+
+// With model.norm: a training step of the normalized model against the bare
+// model's (model.norm = none), the two alternated repeat by repeat so that
+// the machine's drift falls on both; their medians.
+PetscErrorCode NormAgainstBare(MPI_Comm comm, const Settings &bs, BenchFigures *f) {
+  Settings bare = bs;
+  bare.model.norm = TokenNorm::none;
+  Problem p[2];
+  Optimizer opt[2];
+  std::vector<double> step[2];
+  PetscFunctionBeginUser;
+  for (int i = 0; i < 2; ++i) {
+    PetscCall(ProblemCreate(comm, i ? bare : bs, &p[i]));
+    PetscCall(OptimizerCreate(bs.train, p[i].heads, &opt[i]));
+    PetscCall(ProblemEvaluate(&p[i], PETSC_TRUE)); // warm-up
+  }
+  for (PetscInt r = 0; r < bs.bench.repeats; ++r)
+    for (int i = 0; i < 2; ++i) {
+      double t, kc[4];
+      PetscCall(TrainStep(comm, &p[i], &opt[i], &t, kc));
+      step[i].push_back(t);
+    }
+  f->norm_step = median(step[0]), f->bare_step = median(step[1]);
+  for (int i = 0; i < 2; ++i) PetscCall(OptimizerDestroy(&opt[i]));
+  for (int i = 0; i < 2; ++i) PetscCall(ProblemDestroy(&p[i]));
+  PetscCall(PetscPrintf(comm,
+                        "       model.norm = %s: a step %.4g s against the bare model's %.4g s, alternated in the same "
+                        "repeats: %.3f times\n",
+                        to_string(bs.model.norm), f->norm_step, f->bare_step, f->norm_step / f->bare_step));
+  PetscFunctionReturn(0);
+}
 
 // How much of the exchanges the kernels hid, and the cost model against the step.
 PetscErrorCode PrintModel(MPI_Comm comm, const std::string &name, const Settings &bs, const Problem &p,
@@ -165,6 +197,10 @@ PetscErrorCode PrintSummary(MPI_Comm comm, const std::string &name, const Settin
   sum.add("heads_exchange_in_flight_seconds", f.in_flight).add("step_at_once_seconds", f.step_at_once);
   sum.add("predicted_hidden_seconds", f.hidden).add("forward_rate", rate.forward);
   sum.add("reverse_rate_ratio", rate.reverse).add("predicted_step_error", f.error);
+  if (f.norm_step > 0) {
+    sum.add("norm", std::string(to_string(bs.model.norm))).add("norm_step_seconds", f.norm_step);
+    sum.add("bare_step_seconds", f.bare_step).add("norm_over_bare", f.norm_step / f.bare_step);
+  }
   PetscCall(sum.print(comm));
   PetscFunctionReturn(0);
 }
@@ -217,6 +253,7 @@ PetscErrorCode BenchSize(MPI_Comm comm, const std::string &name, const Settings 
   f.in_flight = median(x.flight), f.in_calls = median(x.inside), f.at_once = median(x.inside_at_once);
   f.step_at_once = median(x.step_at_once);
   PetscCall(PrintModel(comm, name, bs, p, f, *rate));
+  if (bs.model.norm != TokenNorm::none) PetscCall(NormAgainstBare(comm, bs, &f));
   if (!bs.bench.write.empty()) {
     PetscCall(ProblemEvaluate(&p, PETSC_TRUE));
     PetscCall(RunFileWrite(p, History(), nullptr, 0, Content::run_with_gradient,

@@ -6,20 +6,16 @@
 # Antonsen's reduction gives r(s)^2 = r0^2 e^{Ts} / (1 - r0^2 + r0^2 e^{Ts}).
 # Checks: mft limit's r(1) within 3/sqrt(N) of it; its phases equal an
 # independent solution of the N-oscillator ODE (RK4 in the angles, numpy) to
-# 1e-8; mft forward's L-layer model converges to that solution at rate 1/L.
+# 1e-8; mft forward's L-layer model converges to that solution at rate 1/L;
+# input/kuramoto.h5 is jobs/make_kuramoto.py's; input/kuramoto.cfg (T = 6)
+# meets the closed form too, and jobs/plot_kuramoto.py draws it.
 here="$(cd "$(dirname "$0")" && pwd)"
+top="$2"
 source "$here/lib.sh" "$1"
 N=2000 T=2 R0=0.3
-/usr/bin/python3 - "$N" "$R0" <<'PY' || bad "could not write the oscillators' data file"
-import sys, h5py, numpy as np
-N, r0 = int(sys.argv[1]), float(sys.argv[2])
-u = np.random.default_rng(35).random(N)
-theta = 2 * np.arctan((1 - r0) / (1 + r0) * np.tan(np.pi * (u - 0.5)))  # wrapped Cauchy, order parameter r0
-x = np.stack([np.cos(theta), np.sin(theta)], axis=-1)[None]
-with h5py.File("circle.h5", "w") as f:
-    f["/data/tokens"] = x
-    f["/data/targets"] = x
-PY
+# The shipped tokens are what jobs/make_kuramoto.py makes (N = 2000, r0 = 0.3).
+/usr/bin/python3 "$top/jobs/make_kuramoto.py" circle.h5 > make.txt 2>&1 || bad "make_kuramoto.py failed: $(cat make.txt)"
+h5diff circle.h5 "$top/input/kuramoto.h5" > /dev/null && ok || bad "input/kuramoto.h5 is not what jobs/make_kuramoto.py makes"
 model=(--data.file circle.h5 --model.norm sphere --model.beta 0 --model.k 1 --init.v_gain 0 --init.v_mean "$T")
 expect 0 "" -- "$MFT" limit "${model[@]}" --limit.heads 1 --output.file limit.h5
 for L in 32 64 128 256; do
@@ -55,4 +51,17 @@ print("PASS" if ok else "FAIL")
 PY
 cat check.txt
 grep -q '^PASS' check.txt && ok || bad "the Kuramoto checks: $(tr '\n' ' ' < check.txt)"
+# The shipped configuration (T = 6) and its picture.
+expect 0 "" -- "$MFT" limit --config "$top/input/kuramoto.cfg" --output.file shipped.h5
+/usr/bin/python3 "$top/jobs/plot_kuramoto.py" shipped.h5 --r0 "$R0" > plot.txt 2>&1 || bad "plot_kuramoto.py failed: $(cat plot.txt)"
+cat plot.txt
+/usr/bin/python3 - "$N" plot.txt shipped.png <<'PY' && ok || bad "the shipped run's r(1) or its picture: $(cat plot.txt)"
+import re, sys
+import numpy as np
+from PIL import Image
+N, text = int(sys.argv[1]), open(sys.argv[2]).read()
+r1, closed = (float(v) for v in re.search(r"r\(1\) = ([0-9.]+), closed form r\(1\) = ([0-9.]+)", text).groups())
+a = np.asarray(Image.open(sys.argv[3]).convert("L"), dtype=float)
+sys.exit(0 if abs(r1 - closed) < 3 / np.sqrt(N) and r1 > 0.9 and a.std() > 5 and len(np.unique(a)) > 20 else 1)
+PY
 finish

@@ -33,6 +33,14 @@ expect 0 "" -- mpiexec --oversubscribe -n 3 "$MFT" train "${base[@]}" --restart 
 same straight.h5 three.h5 --relative=1e-12
 expect 0 "" -- "$MFT" train "${base[@]}" --restart at20.h5 --checkpoint.dir one --output.file one.h5
 same straight.h5 one.h5 --relative=1e-12
+# A checkpoint written before model.norm existed (no such attribute) restarts
+# as the default, none; a run asking for another norm is refused.
+cp at20.h5 old.h5
+/usr/bin/python3 -c "import h5py; f = h5py.File('old.h5', 'a'); del f.attrs['model.norm']"
+expect 0 "" -- $run2 train "${base[@]}" --restart old.h5 --checkpoint.dir old --output.file old_resumed.h5
+same straight.h5 old_resumed.h5
+expect 2 "model.norm = \\(absent\\) there but sphere now" -- \
+  $run2 train "${base[@]}" --restart old.h5 --checkpoint.dir old2 --model.norm sphere
 
 # 2. SIGUSR1 to the launcher (as Slurm's --signal does): checkpoint, exit 75, resume.
 long=("${base[@]}" --train.schedule constant --checkpoint.every 0)

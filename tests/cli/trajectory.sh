@@ -56,7 +56,19 @@ expect 2 "output.trajectory .*" -- "$MFT" forward "${small[@]}" --output.traject
 expect 0 "" -- "$MFT" forward --config "$top/input/clustering.cfg" --gradient
 "$py" "$top/jobs/plot_tokens.py" clustering.h5 --gif >plot.txt 2>&1 && ok || { bad "plot_tokens.py failed"; cat plot.txt; }
 "$py" "$top/jobs/plot_tokens.py" f1.h5 --out f1.png --sequences 1,2 --panels 3 >plot.txt 2>&1 && ok || { bad "plot_tokens.py (d = 3, PCA) failed"; cat plot.txt; }
-for png in clustering.png clustering.gif f1.png; do
+# Tokens on the sphere collapse to one point (d = 3): every slice on the
+# sphere, the cloud's diameter at s = 1 below 1e-3, the 3-D picture.
+expect 0 "" -- "$MFT" forward --config "$top/input/sphere_clustering.cfg"
+"$py" - <<'PY' && ok || bad "sphere_clustering: the tokens did not collapse on the sphere"
+import h5py, numpy as np
+x = h5py.File("sphere_clustering.h5")["/trajectory/tokens"][:, 0]  # (S+1, N, 3)
+norms = np.abs(np.linalg.norm(x, axis=-1) - 1).max()
+diameter = [np.linalg.norm(y[:, None] - y[None], axis=-1).max() for y in x]
+print(f"sphere_clustering: |x| - 1 at most {norms:.1e}; diameter {diameter[0]:.3f} at s = 0, {diameter[-1]:.2e} at s = 1")
+raise SystemExit(0 if norms < 1e-12 and diameter[0] > 1.5 and diameter[-1] < 1e-3 else 1)
+PY
+"$py" "$top/jobs/plot_tokens.py" sphere_clustering.h5 >plot.txt 2>&1 && ok || { bad "plot_tokens.py (sphere) failed"; cat plot.txt; }
+for png in clustering.png clustering.gif f1.png sphere_clustering.png; do
   "$py" - "$png" <<'PY' && ok || bad "$png is missing or blank"
 import sys
 import numpy as np
