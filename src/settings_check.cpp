@@ -149,6 +149,8 @@ PetscErrorCode SettingsCheckTogether(MPI_Comm comm, const Settings &s) {
   PetscCheck(s.parallel.threads <= kMaxThreads, comm, PETSC_ERR_USER_INPUT,
              "parallel.threads = %" PetscInt_FMT " is more than %d threads a rank", s.parallel.threads, (int)kMaxThreads);
   if (s.command == "study") {
+    PetscCheck(!s.study.worst || s.model.norm != TokenNorm::sphere, comm, PETSC_ERR_USER_INPUT,
+               "study.worst searches a ball of inputs, not the sphere: model.norm = sphere is not taken");
     std::istringstream times(s.study.times);
     for (PetscInt t; times >> t;)
       PetscCheck(t <= s.study.steps, comm, PETSC_ERR_USER_INPUT,

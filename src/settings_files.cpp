@@ -35,8 +35,9 @@ static PetscErrorCode SettingsFromShapes(MPI_Comm comm, const std::string &path,
 
 PetscErrorCode SettingsFromFiles(MPI_Comm comm, const std::string &command, const std::vector<std::string> &args,
                                  Settings *s) {
-  const std::vector<std::string> model = {"model.L",    "model.H",      "model.d",   "model.k", "model.head_kind",
-                                          "model.beta", "model.causal", "loss.kind", "loss.c",  "loss.readout_seed"};
+  const std::vector<std::string> model = {"model.L",      "model.H",    "model.d", "model.k",
+                                          "model.head_kind", "model.beta", "model.causal", "model.norm",
+                                          "loss.kind",    "loss.c",     "loss.readout_seed"};
   enum class Given { refused, checked_later, model_wins };
   struct Source {
     std::string option, path;

@@ -46,6 +46,9 @@ struct Sides {
 PetscErrorCode SideCreate(MPI_Comm comm, const Settings &s, const WorstSide &side, PetscInt M, Problem *p) {
   Settings ps = side.settings;
   PetscFunctionBeginUser;
+  PetscCheck(ps.model.norm != TokenNorm::sphere, comm, PETSC_ERR_USER_INPUT,
+             "the worst-input search (mft worst, study.worst) searches a ball of inputs, not the sphere: "
+             "model.norm = sphere is not taken");
   ps.data.M = M, ps.data.N = s.data.N;
   ps.data.file.clear(), ps.data.heldout.clear();
   ps.data.family = "discrete"; // drawn, then replaced by the search's tokens

@@ -98,7 +98,9 @@ for norm in sphere pre; do
 done
 expect 0 "" -- "$MFT" forward --data.file zero_token.h5 --output.file zero_none.h5 # without a norm it is a token
 expect 2 "model.norm 'ball' is not one of none.sphere.pre" -- "$MFT" forward --model.norm ball
-[ ! -e run.h5 ] && ok || bad "a refused run wrote run.h5"
+expect 2 "study.worst searches a ball of inputs, not the sphere" -- \
+  "$MFT" study --study.worst true --model.norm sphere --study.dir sphere_worst
+[ ! -e run.h5 ] && [ ! -e sphere_worst ] && ok || bad "a refused run wrote its output"
 # A config saved with a UTF-8 byte-order mark (as Windows editors do) reads as without it.
 printf '\xef\xbb\xbf[model]\r\nL = 2\r\n' > bom.cfg
 expect 0 "" -- "$MFT" forward --config bom.cfg --output.file bom.h5

@@ -129,6 +129,17 @@ expect 2 "ntk.part is not used by mft limit" -- "$MFT" limit --ntk.part value
 printf '[model]\nd = 3\n[train]\nlr = 0.5\n[output]\nfile = lse.h5\n' > shared.cfg
 expect 0 "" -- "$MFT" lse --config shared.cfg
 
+# A params file of a normalized run brings its model.norm (the header says
+# it, the output records it); the worst-input search refuses the sphere.
+expect 0 "" -- "$MFT" train --model.norm sphere --train.steps 2 --output.file sphere.h5
+expect 0 "" -- "$MFT" forward --params.file sphere.h5 --output.file sphere_f.h5
+grep -q "norm=sphere" out.txt && ok || bad "forward --params.file did not take model.norm = sphere: $(head -1 out.txt)"
+[ "$(/usr/bin/python3 -c "import h5py; print(h5py.File('sphere_f.h5').attrs['model.norm'].decode())")" = sphere ] && ok ||
+  bad "sphere_f.h5 does not record model.norm = sphere"
+expect 2 "searches a ball of inputs, not the sphere" -- "$MFT" worst --params.file sphere.h5 \
+  --worst.references "sphere.h5 sphere.h5" --output.file sphere_w.h5
+[ ! -e sphere_w.h5 ] && ok || bad "a refused search wrote its file"
+
 # A picture of the run.
 /usr/bin/python3 "$here/../../jobs/plot_run.py" run.h5 run.png > plot.txt 2>&1 && ok || { bad "plot_run.py failed"; cat plot.txt; }
 [ "$(stat -c %s run.png 2>/dev/null || echo 0)" -gt 10000 ] && file run.png | grep -q PNG && ok || bad "run.png is not a PNG of a plot"
