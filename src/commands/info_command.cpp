@@ -50,7 +50,9 @@ PetscErrorCode CommandInfo(MPI_Comm comm, const std::vector<std::string> &args, 
   if (!attr("model.L").empty())
     os << "  model: L = " << attr("model.L") << ", H = " << attr("model.H") << ", d = " << attr("model.d")
        << ", k = " << attr("model.k") << ", " << attr("model.head_kind") << ", beta = " << attr("model.beta")
-       << (attr("model.causal") == "true" ? ", causal" : "") << "; loss " << attr("loss.kind") << "\n";
+       << (attr("model.causal") == "true" ? ", causal" : "")
+       << (attr("model.norm").empty() || attr("model.norm") == "none" ? "" : ", norm " + attr("model.norm")) << "; loss "
+       << attr("loss.kind") << "\n";
   if (!attr("train.optimizer").empty() && command == "train")
     os << "  training: " << attr("train.optimizer") << ", lr " << attr("train.lr") << ", step " << attr("step") << " of "
        << attr("train.steps") << (attr("risk").empty() ? "" : ", risk " + attr("risk")) << "\n";

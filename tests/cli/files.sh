@@ -136,6 +136,8 @@ expect 0 "" -- "$MFT" forward --params.file sphere.h5 --output.file sphere_f.h5
 grep -q "norm=sphere" out.txt && ok || bad "forward --params.file did not take model.norm = sphere: $(head -1 out.txt)"
 [ "$(/usr/bin/python3 -c "import h5py; print(h5py.File('sphere_f.h5').attrs['model.norm'].decode())")" = sphere ] && ok ||
   bad "sphere_f.h5 does not record model.norm = sphere"
+expect 0 "" -- "$MFT" info sphere_f.h5
+grep -q "qkv, beta = 1, norm sphere; loss token" out.txt && ok || bad "mft info does not name the norm: $(grep model: out.txt)"
 expect 2 "searches a ball of inputs, not the sphere" -- "$MFT" worst --params.file sphere.h5 \
   --worst.references "sphere.h5 sphere.h5" --output.file sphere_w.h5
 [ ! -e sphere_w.h5 ] && ok || bad "a refused search wrote its file"
