@@ -14,7 +14,14 @@ double dot(const double *a, const double *b, PetscInt d) {
   return s;
 }
 
-// Calls token(i, pointers...) for each owned token of the Vecs (of one layout).
+// out = scale (g - x (x . g) / |x|^2): g without its part along x, scaled.
+// out may be g.
+void without_radial(const double *x, const double *g, PetscInt d, double scale, double *out) {
+  const double radial = dot(x, g, d) / dot(x, x, d);
+  for (PetscInt c = 0; c < d; ++c) out[c] = scale * (g[c] - radial * x[c]);
+}
+
+// Calls token(o) for the offset o of each owned token of the state layout.
 template <class Token> PetscErrorCode OverTokens(Vec x, PetscInt d, Token token) {
   PetscInt n;
   PetscFunctionBeginUser;
@@ -50,9 +57,7 @@ PetscErrorCode NormReadTranspose(Vec x, PetscInt d, Vec g, Vec out) {
   PetscCall(VecGetArrayWrite(out, &oa));
   const double root = std::sqrt((double)d);
   PetscCall(OverTokens(x, d, [&](PetscInt o) {
-    const double r2 = dot(xa + o, xa + o, d), r = std::sqrt(r2);
-    const double radial = dot(xa + o, ga + o, d) / r2; // (xh . g) / |x|
-    for (PetscInt c = 0; c < d; ++c) oa[o + c] = root / r * (ga[o + c] - radial * xa[o + c]);
+    without_radial(xa + o, ga + o, d, root / std::sqrt(dot(xa + o, xa + o, d)), oa + o);
   }));
   PetscCall(VecRestoreArrayWrite(out, &oa));
   PetscCall(VecRestoreArrayRead(g, &ga));
@@ -122,10 +127,7 @@ PetscErrorCode SphereTangent(Vec x, PetscInt d, Vec g) {
   PetscFunctionBeginUser;
   PetscCall(VecGetArrayRead(x, &xa));
   PetscCall(VecGetArray(g, &ga));
-  PetscCall(OverTokens(x, d, [&](PetscInt o) {
-    const double radial = dot(xa + o, ga + o, d) / dot(xa + o, xa + o, d);
-    for (PetscInt c = 0; c < d; ++c) ga[o + c] -= radial * xa[o + c];
-  }));
+  PetscCall(OverTokens(x, d, [&](PetscInt o) { without_radial(xa + o, ga + o, d, 1.0, ga + o); }));
   PetscCall(VecRestoreArray(g, &ga));
   PetscCall(VecRestoreArrayRead(x, &xa));
   PetscFunctionReturn(0);
@@ -134,21 +136,21 @@ PetscErrorCode SphereTangent(Vec x, PetscInt d, Vec g) {
 PetscErrorCode NormInputs(TokenNorm norm, PetscInt N, PetscInt d, Vec x) {
   PetscScalar *xa;
   PetscInt lo, hi;
-  long long zero = -1;
+  long long zero = LLONG_MAX; // the first zero token's index, if any
   PetscFunctionBeginUser;
   if (norm == TokenNorm::none) PetscFunctionReturn(0);
   PetscCall(VecGetOwnershipRange(x, &lo, &hi));
   PetscCall(VecGetArray(x, &xa));
   PetscCall(OverTokens(x, d, [&](PetscInt o) {
     const double r = std::sqrt(dot(xa + o, xa + o, d));
-    if (r == 0 && zero < 0) zero = (lo + o) / d;
+    if (r == 0 && zero == LLONG_MAX) zero = (lo + o) / d;
     if (norm == TokenNorm::sphere && r > 0)
       for (PetscInt c = 0; c < d; ++c) xa[o + c] /= r;
   }));
   PetscCall(VecRestoreArray(x, &xa));
   // The first zero token of any rank, named on every rank.
-  long long first = zero < 0 ? LLONG_MAX : zero, any;
-  PetscCallMPI(MPI_Allreduce(&first, &any, 1, MPI_LONG_LONG, MPI_MIN, PetscObjectComm((PetscObject)x)));
+  long long any;
+  PetscCallMPI(MPI_Allreduce(&zero, &any, 1, MPI_LONG_LONG, MPI_MIN, PetscObjectComm((PetscObject)x)));
   PetscCheck(any == LLONG_MAX, PetscObjectComm((PetscObject)x), PETSC_ERR_USER_INPUT,
              "model.norm = %s: token %lld of sequence %lld is zero and has no direction", to_string(norm),
              any % (long long)N, any / (long long)N);
