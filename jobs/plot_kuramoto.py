@@ -54,8 +54,9 @@ def main():
     left.legend(loc="lower right")
     circle = np.linspace(0, 2 * np.pi, 200)
     right.plot(np.cos(circle), np.sin(circle), color="0.85", linewidth=1)
-    for k, colour in zip(np.unique([0, len(depth) // 2, len(depth) - 1]), ("tab:blue", "tab:orange", "tab:red")):
-        radius = 1 + 0.06 * (1 + list(np.unique([0, len(depth) // 2, len(depth) - 1])).index(k))
+    shown = np.unique([0, len(depth) // 2, len(depth) - 1])
+    for i, (k, colour) in enumerate(zip(shown, ("tab:blue", "tab:orange", "tab:red"))):
+        radius = 1 + 0.06 * (1 + i)  # a ring a depth, outward
         right.scatter(radius * x[k, :, 0], radius * x[k, :, 1], s=4, color=colour, alpha=0.5,
                       label=f"s = {depth[k]:.3g}")
     right.set_aspect("equal")
