@@ -82,7 +82,9 @@ inline __m256d exp_nonpositive(__m256d x) {
 #endif
 
 // row[j] <- exp(beta (row[j] - shift)) for j < n (arguments <= 0); returns
-// their sum (two running sums of vectors, then the rest in order). `scaled`:
+// their sum (two running sums of vectors, then the rest in order). The rest
+// (fewer than a vector: a causal row's, a short row's) is exponentiated in
+// one vector padded with zeros, not by the C library one at a time. `scaled`:
 // beta != 1 (at beta = 1 the product is skipped: the same numbers, one
 // multiplication an entry less). What the pass does besides with each new
 // entry e_j (Along): nothing; *dot <- sum_j e_j with[j], summed as row_dot
@@ -94,6 +96,7 @@ template <bool scaled, Along along>
 double row_exp_at(double *row, PetscInt n, double beta, double shift, double *with, double f, double c, double *dot) {
   double Z = 0, D = 0;
   PetscInt j = 0;
+  bool made = false; // the rest's exponentials made already (in a padded vector)
 #if defined(__AVX512F__)
   const __m512d sh = _mm512_set1_pd(shift), sc = _mm512_set1_pd(beta), vf = _mm512_set1_pd(f), vc = _mm512_set1_pd(c);
   __m512d d = _mm512_setzero_pd();
@@ -111,6 +114,12 @@ double row_exp_at(double *row, PetscInt n, double beta, double shift, double *wi
   for (; j + 8 <= n; j += 8) s0 = _mm512_add_pd(s0, at(j));
   Z = _mm512_reduce_add_pd(_mm512_add_pd(s0, s1));
   if constexpr (along == Along::dot) D = _mm512_reduce_add_pd(d);
+  if (j < n) { // the rest's exponentials in one padded vector (summed below, in order)
+    const __mmask8 m = (__mmask8)((1u << (n - j)) - 1);
+    const __m512d a = _mm512_maskz_sub_pd(m, _mm512_maskz_loadu_pd(m, row + j), sh);
+    _mm512_mask_storeu_pd(row + j, m, exp_nonpositive(scaled ? _mm512_mul_pd(sc, a) : a));
+    made = true;
+  }
 #elif defined(__AVX2__) && defined(__FMA__)
   const __m256d sh = _mm256_set1_pd(shift), sc = _mm256_set1_pd(beta), vf = _mm256_set1_pd(f), vc = _mm256_set1_pd(c);
   __m256d d = _mm256_setzero_pd();
@@ -133,9 +142,15 @@ double row_exp_at(double *row, PetscInt n, double beta, double shift, double *wi
     _mm256_store_pd(lanes, d);
     D = (lanes[0] + lanes[1]) + (lanes[2] + lanes[3]);
   }
+  if (j < n) { // the rest's exponentials in one padded vector (summed below, in order)
+    const __m256i m = _mm256_cmpgt_epi64(_mm256_set1_epi64x(n - j), _mm256_setr_epi64x(0, 1, 2, 3));
+    const __m256d a = _mm256_and_pd(_mm256_sub_pd(_mm256_maskload_pd(row + j, m), sh), _mm256_castsi256_pd(m));
+    _mm256_maskstore_pd(row + j, m, exp_nonpositive(scaled ? _mm256_mul_pd(sc, a) : a));
+    made = true;
+  }
 #endif
   for (; j < n; ++j) { // the rest after the vectors (all of them, plain)
-    Z += (row[j] = std::exp(beta * (row[j] - shift)));
+    Z += (row[j] = made ? row[j] : std::exp(beta * (row[j] - shift)));
     if constexpr (along == Along::dot) D += row[j] * with[j];
     if constexpr (along == Along::softmax_reverse) with[j] = f * row[j] * (with[j] - c);
   }
