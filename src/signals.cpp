@@ -10,7 +10,9 @@ static volatile std::sig_atomic_t received = 0;
 static void on_signal(int sig) { received = sig; }
 
 void SignalsInstall() {
-  received = 0;
+  static bool installed = false;
+  if (installed) return; // a signal caught before (between a study's cases) stays pending
+  installed = true;
   std::signal(SIGUSR1, on_signal);
   std::signal(SIGTERM, on_signal);
 }

@@ -7,6 +7,7 @@
 
 namespace mft {
 
+// Installs the handlers (once: a signal already caught stays pending).
 void SignalsInstall();
 
 // Collective: the signal any rank of comm has received since the install, or 0.
