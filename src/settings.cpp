@@ -20,6 +20,7 @@ const std::vector<std::string> kHeadKind = {"qkv", "qkvo"}, kLossKind = {"token"
                                kInitLaw = {"gaussian", "uniform"}, kOptimizerKind = {"gd", "adamw", "adamw-block"},
                                kSchedule = {"constant", "cosine"}, kNtkPart = {"none", "full", "value"},
                                kLimitScheme = {"rk", "euler"}, kStudyState = {"init", "trained"},
+                               kStudySchedule = {"serial", "groups"},
                                kLseMode = {"sample", "closed"}, kCutSequences = {"auto", "tokens", "projections"},
                                kTokenNorm = {"none", "sphere", "pre"};
 
@@ -33,6 +34,7 @@ const char *to_string(Schedule v) { return kSchedule[(size_t)v].c_str(); }
 const char *to_string(NtkPart v) { return kNtkPart[(size_t)v].c_str(); }
 const char *to_string(LimitScheme v) { return kLimitScheme[(size_t)v].c_str(); }
 const char *to_string(StudyState v) { return kStudyState[(size_t)v].c_str(); }
+const char *to_string(StudySchedule v) { return kStudySchedule[(size_t)v].c_str(); }
 const char *to_string(LseMode v) { return kLseMode[(size_t)v].c_str(); }
 const char *to_string(CutSequences v) { return kCutSequences[(size_t)v].c_str(); }
 const char *to_string(TokenNorm v) { return kTokenNorm[(size_t)v].c_str(); }
@@ -347,7 +349,15 @@ std::vector<Option> declare(Settings &s) {
                      "lr.csv: the risk per rate and the best rate per (L, H), with intervals over seeds, and its "
                      "drift in L and H"),
       text("study.dir", &s.study.dir, "folder of the case files, tables and plots"),
-      integer("study.only", &s.study.only, -1, "run only this case (a Slurm array task); -1: every case"),
+      integers("study.only", &s.study.only, 0, "run only these cases (a Slurm array task); empty: every case", true),
+      choice("study.schedule", &s.study.schedule, kStudySchedule,
+             "serial: each case on every rank, one after another; groups: the ranks split into groups, each case on "
+             "a group sized by its predicted cost, a free group taking the next largest case (docs/design.md)"),
+      integer("study.plan_cores", &s.study.plan_cores, 0,
+              "--list: the plan on this many cores (its groups, predicted makespan and efficiency) and its Slurm "
+              "array tasks; 0: none"),
+      real("study.task_seconds", &s.study.task_seconds, 0.0, true,
+           "--list with study.plan_cores: predicted seconds of the cases packed into one Slurm array task"),
       flag("study.worst", &s.study.worst,
            "also search every model's worst input at every recorded time (the worst.* budget) against its "
            "references, after the cases: err_worst columns in study.csv, worst.csv, fits"),
@@ -424,6 +434,15 @@ std::vector<Option> declare(Settings &s) {
               "once, and the cost model's network (0: the ranks that share memory, when consecutive)"),
       real("parallel.rate", &s.parallel.rate, 0.0, true,
            "cost model: attention operations a second on one rank (grid choice; mft bench measures it)"),
+      real("parallel.unit_overhead", &s.parallel.unit_overhead, 0.0, false,
+           "study cost model: seconds a (layer, head, sequence) unit of a step takes besides its operations "
+           "(jobs/study_costs.py fits it)"),
+      real("parallel.causal_overhead", &s.parallel.causal_overhead, 0.0, false,
+           "study cost model: seconds more a causal unit takes (its operations are priced as the full rows')"),
+      real("parallel.layer_overhead", &s.parallel.layer_overhead, 0.0, false,
+           "study cost model: seconds a layer of a step takes besides its units"),
+      real("parallel.case_overhead", &s.parallel.case_overhead, 0.0, false,
+           "study cost model: seconds a case takes to start, and each file it writes"),
   };
 }
 

@@ -145,6 +145,20 @@ PetscErrorCode ReadCase(const std::string &path, const std::vector<std::string> 
   PetscFunctionReturn(0);
 }
 
+std::string case_identity(const Settings &cs) {
+  static const std::vector<std::string> study_keys = {"study.state",   "study.steps",   "study.times",
+                                                      "study.probes",  "study.probe_M", "study.probe_N",
+                                                      "study.probe_file", "study.worst"};
+  std::string text;
+  for (const auto &[key, value] : cs.record) {
+    const std::string section = key.substr(0, key.find('.'));
+    const bool study_key = std::find(study_keys.begin(), study_keys.end(), key) != study_keys.end();
+    if (study_key || section == "limit" || (section != "study" && RunDefining(cs, key)))
+      text += key + "=" + value + "\n";
+  }
+  return text;
+}
+
 std::string num(double v) {
   if (!std::isfinite(v)) return "";
   char b[32];
@@ -196,6 +210,30 @@ PetscErrorCode StudyProbeFileCheck(MPI_Comm comm, const std::vector<std::string>
         why.replace(at, from.size(), to);
     PetscCheck(!err, comm, err, "study.probe_file: %s", why.c_str());
   }
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode StudyCaseFinished(MPI_Comm comm, const std::vector<std::string> &args, const Settings &s,
+                                 const StudyCase &c, bool *finished) {
+  std::uint64_t stored = 0, computed = 0;
+  std::vector<std::string> identity;
+  Settings cs;
+  PetscFunctionBeginUser;
+  *finished = false;
+  const std::string path = case_path(s.study.dir, c.index);
+  PetscMPIInt rank;
+  int exists = 0;
+  PetscCallMPI(MPI_Comm_rank(comm, &rank));
+  if (rank == 0) exists = std::filesystem::exists(path);
+  PetscCallMPI(MPI_Bcast(&exists, 1, MPI_INT, 0, comm));
+  if (!exists) PetscFunctionReturn(0);
+  PetscCall(PetscPushErrorHandler(ErrorCapture, nullptr));
+  PetscErrorCode err = h5::Verify(comm, path, &stored, &computed);
+  if (!err) err = RunFileAttributes(comm, path, {"study.case_identity"}, &identity);
+  PetscCall(PetscPopErrorHandler());
+  if (err || stored != computed) PetscFunctionReturn(0);
+  PetscCall(CaseSettings(comm, args, CaseModel(s, c), &cs));
+  *finished = identity[0] == case_identity(cs);
   PetscFunctionReturn(0);
 }
 

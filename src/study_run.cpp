@@ -222,9 +222,12 @@ PetscErrorCode StudyRunCase(MPI_Comm comm, const std::vector<std::string> &args,
              {"study.case_H", std::to_string(c.H)},
              {"study.case_seed", std::to_string(c.seed)}},
             {}};
+  Settings ms;
   PetscFunctionBeginUser;
   *signal = 0;
   PetscCall(CaseSettings(comm, args, overrides(StudyVariants(s)[c.variant]), &r.vs));
+  PetscCall(CaseSettings(comm, args, r.model, &ms));
+  r.attributes.emplace_back("study.case_identity", case_identity(ms)); // a rerun keeps the file (StudyCaseFinished)
   if (s.study.state != StudyState::trained) { // at initialisation: the probes of the case's own draw
     Settings cs;
     std::vector<LimitResult> results;

@@ -24,6 +24,7 @@ enum class Schedule { constant, cosine };               // train.schedule
 enum class NtkPart { none, full, value };               // train.ntk (none, full, value), ntk.part (full, value)
 enum class LimitScheme { rk, euler };                   // limit.scheme
 enum class StudyState { init, trained };                // study.state
+enum class StudySchedule { serial, groups };            // study.schedule
 enum class LseMode { sample, closed };                  // lse.mode
 enum class CutSequences { automatic, tokens, projections }; // parallel.cut_sequences: auto, tokens, projections
 enum class TokenNorm { none, sphere, pre };             // model.norm (norm.hpp)
@@ -122,7 +123,10 @@ struct StudySettings {
   std::string variants;               // ';'-separated sets of key=value overrides (N, d, optimizer sweeps)
   std::string learning_rates;         // a learning-rate study: every variant at each train.lr
   std::string dir = "study";          // one HDF5 file per case, then the tables and plots
-  PetscInt only = -1;                 // run only this case (a Slurm array task); -1: all
+  std::string only;                   // run only these cases (a Slurm array task); empty: all
+  StudySchedule schedule = StudySchedule::groups; // groups: cases on groups of ranks sized by cost (study_plan.hpp)
+  PetscInt plan_cores = 0;            // --list: the plan on this many cores (0: none)
+  double task_seconds = 3600;         // --list, plan_cores: the Slurm packing's target of predicted seconds a task
   bool worst = false;                 // also the worst-input error of every case at every time (worst.hpp)
   std::string worst_N;                // tokens of the worst inputs searched (several: one search each); empty: data.N
 };
@@ -181,6 +185,12 @@ struct ParallelSettings {
   PetscInt node_cores = 0;         // mft bench's predictions: cores a node (0: one node)
   PetscInt node_ranks = 0;         // ranks a node in rank order (0: those that share memory)
   double rate = 13.6e9;       // attention operations a second on one rank
+  // A study's cases priced (study_plan.hpp): what the operation count misses.
+  // Fitted to the shipped studies' case times (jobs/study_costs.py, 2026-12-02, 2-core AMD EPYC).
+  double unit_overhead = 4.7e-7;   // seconds a (layer, head, sequence) unit of a step on its rank
+  double causal_overhead = 3.1e-7; // seconds more a causal unit takes (short rows, one at a time)
+  double layer_overhead = 4.3e-6;  // seconds a layer of a step
+  double case_overhead = 0.011;    // seconds a case and each file it writes
 };
 
 // How depth is discretised (set by the commands, not an option): the L-layer
@@ -234,6 +244,7 @@ const char *to_string(Schedule);
 const char *to_string(NtkPart);
 const char *to_string(LimitScheme);
 const char *to_string(StudyState);
+const char *to_string(StudySchedule);
 const char *to_string(LseMode);
 const char *to_string(CutSequences);
 const char *to_string(TokenNorm);

@@ -58,6 +58,24 @@ PetscErrorCode StudyProbeFileCheck(MPI_Comm comm, const std::vector<std::string>
 PetscErrorCode StudyRunCase(MPI_Comm comm, const std::vector<std::string> &args, const Settings &s,
                             const StudyCase &c, int *signal);
 
+// Whether case c has its file already (verified, of the same identity:
+// study_cases.hpp): a rerun keeps it and runs the case no more.
+PetscErrorCode StudyCaseFinished(MPI_Comm comm, const std::vector<std::string> &args, const Settings &s,
+                                 const StudyCase &c, bool *finished);
+
+// Runs `cases` (those not finished): with study.schedule = serial each on
+// every rank of comm in turn; with groups on the plan's groups of ranks
+// (study_plan.hpp), a free group claiming the largest case of its size left
+// (a file study.dir/case-<i>.claim, made exclusively). A failed case is named
+// and counted and the others run; on SIGUSR1/SIGTERM every running trained
+// case checkpoints and no case starts; *signal is then set on every rank.
+struct CasesRun {
+  PetscInt done = 0, failed = 0;
+  int signal = 0;
+};
+PetscErrorCode StudyRunCases(MPI_Comm comm, const std::vector<std::string> &args, const Settings &s,
+                             const std::vector<StudyCase> &cases, CasesRun *run);
+
 // With study.worst: every model's worst input (worst.hpp) at every recorded
 // time and every N of study.worst_N, each variant's models at one time in
 // one batch against that variant's references at that time (trained cases

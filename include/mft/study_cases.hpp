@@ -83,6 +83,13 @@ struct WorstCases {
 };
 PetscErrorCode ReadWorst(const std::string &path, WorstCases *out, std::string *problem);
 
+// What makes a case's results, as text: the settings of its model, data,
+// initialisation, loss, training and reference solve (those that define a
+// run), and the study's own that shape a case file (state, steps, times,
+// probes, worst). A case file keeps it (attribute study.case_identity); a
+// rerun keeps a file whose identity is the case's.
+std::string case_identity(const Settings &case_settings);
+
 // A number as the tables write it (empty when not finite).
 std::string num(double v);
 

@@ -1,9 +1,15 @@
-// mft study: run the cases of a convergence study (all, or --study.only i as
-// a Slurm array task), or aggregate a study folder (--aggregate DIR).
+// mft study: run the cases of a convergence study (all, or --study.only as a
+// Slurm array task), list and plan them (--list), or aggregate a study folder
+// (--aggregate DIR).
 #include "mft/commands.hpp"
 #include "mft/error.hpp"
 #include "mft/report.hpp"
 #include "mft/study.hpp"
+#include "mft/study_cases.hpp"
+#include "mft/study_plan.hpp"
+
+#include <algorithm>
+#include <cmath>
 
 #include <cerrno>
 #include <sys/stat.h>
@@ -34,21 +40,74 @@ static PetscErrorCode StudyHeader(MPI_Comm comm, const Settings &s, size_t cases
   PetscFunctionReturn(0);
 }
 
+// --list: every case with its predicted cost; with study.plan_cores P the
+// plan on P cores (under study.schedule = serial: every case on all of them) (each case's ranks and times, the groups, the makespan and
+// efficiency) and its Slurm array tasks (slurm-task lines, read by
+// jobs/study.sh --slurm). The last line is "<n> cases in <dir>".
+static PetscErrorCode StudyList(MPI_Comm comm, const std::vector<std::string> &args, const Settings &s,
+                                const std::vector<StudyCase> &cases) {
+  const PetscInt P = std::max<PetscInt>(1, s.study.plan_cores);
+  std::vector<std::vector<double>> prices;
+  PetscFunctionBeginUser;
+  PetscCall(StudyPrices(comm, args, s, cases, P, s.parallel.node_ranks, &prices));
+  const StudyPlan plan = s.study.schedule == StudySchedule::serial ? PlanSerial(prices, P) : PlanStudy(prices, P);
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const size_t j = plan.size_of[i];
+    std::string where;
+    if (s.study.plan_cores > 0)
+      where = "; on " + std::to_string(plan.sizes[j]) + (plan.sizes[j] > 1 ? " ranks " : " rank ") + study::num(prices[i][j]) + " s, from " +
+              study::num(plan.start[i]) + " s";
+    PetscCall(PetscPrintf(comm, "%s: %.4g core-seconds%s\n", cases[i].describe().c_str(), prices[i][0], where.c_str()));
+  }
+  PetscCall(PetscPrintf(comm, "predicted: %.4g core-seconds on one rank (cost model: docs/design.md)\n", plan.serial_work));
+  if (s.study.plan_cores > 0) {
+    PetscCall(PetscPrintf(comm, "plan on %" PetscInt_FMT " cores: groups of %s ranks; makespan %.4g s (%.2f h), efficiency %.2f\n",
+                          P, plan.groups_text().c_str(), plan.makespan, plan.makespan / 3600, plan.efficiency()));
+    for (const PlanTask &task : PlanTasks(plan, prices, s.study.task_seconds)) {
+      std::string list;
+      for (size_t i : task.cases) list += (list.empty() ? "" : ",") + std::to_string(cases[i].index);
+      PetscCall(PetscPrintf(comm, "slurm-task ranks=%" PetscInt_FMT " seconds=%.0f cases=%s\n", task.ranks,
+                            std::ceil(task.seconds), list.c_str()));
+    }
+  }
+  PetscCall(PetscPrintf(comm, "%zu cases in %s\n", cases.size(), s.study.dir.c_str()));
+  PetscFunctionReturn(0);
+}
+
+// The cases to run: study.only's (or all) less those finished before.
+static PetscErrorCode CasesToRun(MPI_Comm comm, const std::vector<std::string> &args, const Settings &s,
+                                 const std::vector<StudyCase> &cases, std::vector<StudyCase> *run) {
+  const std::vector<PetscInt> only = study::integers(s.study.only);
+  PetscInt kept = 0;
+  PetscFunctionBeginUser;
+  for (PetscInt i : only)
+    PetscCheck(i < (PetscInt)cases.size(), comm, PETSC_ERR_USER_INPUT,
+               "study.only names case %" PetscInt_FMT " but the study has %zu cases (0 .. %zu)", i, cases.size(),
+               cases.size() - 1);
+  for (const StudyCase &c : cases) {
+    if (!only.empty() && std::find(only.begin(), only.end(), c.index) == only.end()) continue;
+    bool finished;
+    PetscCall(StudyCaseFinished(comm, args, s, c, &finished));
+    if (finished) ++kept;
+    else run->push_back(c);
+  }
+  if (kept)
+    PetscCall(PetscPrintf(comm, "mft study: %" PetscInt_FMT " cases kept from a run before (their files verify and "
+                          "their settings are the same); %zu to run\n", kept, run->size()));
+  PetscFunctionReturn(0);
+}
+
 PetscErrorCode CommandStudy(MPI_Comm comm, const std::vector<std::string> &args, int *status) {
   Settings s;
   PetscBool help;
   PetscMPIInt rank;
-  PetscInt missing = 0, failed = 0;
+  PetscInt missing = 0;
   PetscFunctionBeginUser;
   PetscCallMPI(MPI_Comm_rank(comm, &rank));
   PetscCall(SettingsParse(comm, "study", args, &s, &help));
   if (help) PetscFunctionReturn(0);
   const auto cases = StudyCases(s);
-  if (s.list_cases) {
-    for (auto &c : cases) PetscCall(PetscPrintf(comm, "%s\n", c.describe().c_str()));
-    PetscCall(PetscPrintf(comm, "%zu cases in %s\n", cases.size(), s.study.dir.c_str()));
-    PetscFunctionReturn(0);
-  }
+  if (s.list_cases) PetscFunctionReturn(StudyList(comm, args, s, cases));
   const std::string dir = s.aggregate.empty() ? s.study.dir : s.aggregate;
   const double t0 = seconds();
   PetscCall(StudyHeader(comm, s, cases.size(), dir));
@@ -58,36 +117,23 @@ PetscErrorCode CommandStudy(MPI_Comm comm, const std::vector<std::string> &args,
       PetscCheck(mkdir(dir.c_str(), 0755) == 0 || errno == EEXIST, PETSC_COMM_SELF, PETSC_ERR_FILE_WRITE,
                  "cannot create study.dir '%s'", dir.c_str());
     PetscCallMPI(MPI_Barrier(comm));
-    PetscCheck(s.study.only < (PetscInt)cases.size(), comm, PETSC_ERR_USER_INPUT,
-               "study.only = %" PetscInt_FMT " but the study has %zu cases (0 .. %zu)", s.study.only, cases.size(),
-               cases.size() - 1);
-    for (auto &c : cases) {
-      if (s.study.only >= 0 && c.index != s.study.only) continue;
-      const double tc = seconds();
-      // A failed case is named and the others still run.
-      PetscCall(PetscPushErrorHandler(ErrorCapture, nullptr));
-      int signal = 0;
-      PetscErrorCode err = StudyRunCase(comm, args, s, c, &signal);
-      PetscCall(PetscPopErrorHandler());
-      if (!err && signal) { // checkpointed: the same command resumes the case
-        PetscCall(PetscPrintf(comm, "mft study: %s stopped by a signal after a checkpoint; exit %d (rerun to resume)\n",
-                              c.describe().c_str(), kExitResubmit));
-        *status = kExitResubmit;
-        PetscFunctionReturn(0);
-      }
-      if (err) {
-        ++failed;
-        PetscCall(PetscPrintf(comm, "mft study: %s failed: %s\n", c.describe().c_str(), captured_error()));
-        if (exit_code(err) == kExitInternal) PetscFunctionReturn(err);
-        continue;
-      }
-      PetscCall(PetscPrintf(comm, "%s done in %.2f s\n", c.describe().c_str(), seconds() - tc));
+    std::vector<StudyCase> todo;
+    PetscCall(CasesToRun(comm, args, s, cases, &todo));
+    CasesRun run;
+    PetscCall(StudyRunCases(comm, args, s, todo, &run));
+    if (run.signal) { // checkpointed: the same command resumes the cases
+      PetscCall(PetscPrintf(comm,
+                            "mft study: stopped by a signal: %" PetscInt_FMT " cases done, %zu to run again; exit %d "
+                            "(rerun the same command to resume)\n",
+                            run.done, todo.size() - run.done - run.failed, kExitResubmit));
+      *status = kExitResubmit;
+      PetscFunctionReturn(0);
     }
-    if (s.study.only >= 0) {
-      *status = failed ? kExitInput : kExitOk;
+    if (!s.study.only.empty()) {
+      *status = run.failed ? kExitInput : kExitOk;
       Summary sum;
-      sum.add("command", std::string("study")).add("case", (long long)s.study.only);
-      sum.add("status", std::string(failed ? "failed" : "done")).add("seconds", seconds() - t0);
+      sum.add("command", std::string("study")).add("cases", s.study.only);
+      sum.add("status", std::string(run.failed ? "failed" : "done")).add("seconds", seconds() - t0);
       PetscCall(sum.print(comm));
       PetscFunctionReturn(0);
     }

@@ -1,0 +1,137 @@
+// Running a study's cases: one after another on every rank, or on groups of
+// ranks by the plan (study_plan.hpp), each group claiming its cases.
+#include "mft/study.hpp"
+#include "mft/study_plan.hpp"
+
+#include "mft/error.hpp"
+#include "mft/grid.hpp"
+#include "mft/report.hpp"
+#include "mft/signals.hpp"
+
+#include <cerrno>
+#include <cmath>
+#include <fcntl.h>
+#include <filesystem>
+#include <unistd.h>
+
+namespace mft {
+
+namespace {
+
+std::string claim_path(const std::string &dir, PetscInt i) {
+  return dir + "/case-" + std::to_string(i) + ".claim";
+}
+
+// Removes every claim in dir (rank 0): a new run's, or a killed run's left over.
+void RemoveClaims(const std::string &dir) {
+  std::error_code ec;
+  for (const auto &entry : std::filesystem::directory_iterator(dir, ec))
+    if (entry.path().extension() == ".claim") std::filesystem::remove(entry.path(), ec);
+}
+
+// Claims case i for the calling group: true when no group had.
+bool Claim(const std::string &dir, PetscInt i) {
+  const int fd = open(claim_path(dir, i).c_str(), O_CREAT | O_EXCL | O_WRONLY, 0644);
+  if (fd < 0) return false;
+  close(fd);
+  return true;
+}
+
+// Case c on comm: a failure is named and counted (an internal error is
+// returned); a case stopped by a signal after its checkpoint sets run->signal.
+PetscErrorCode RunOne(MPI_Comm comm, const std::vector<std::string> &args, const Settings &s, const StudyCase &c,
+                      CasesRun *run) {
+  PetscMPIInt ranks;
+  int signal = 0;
+  PetscFunctionBeginUser;
+  PetscCallMPI(MPI_Comm_size(comm, &ranks));
+  const double t0 = seconds();
+  PetscCall(PetscPushErrorHandler(ErrorCapture, nullptr));
+  const PetscErrorCode err = StudyRunCase(comm, args, s, c, &signal);
+  PetscCall(PetscPopErrorHandler());
+  if (err) {
+    ++run->failed;
+    PetscCall(PetscPrintf(comm, "mft study: %s failed: %s\n", c.describe().c_str(), captured_error()));
+    if (exit_code(err) == kExitInternal) PetscFunctionReturn(err);
+  } else if (signal) {
+    run->signal = signal;
+    PetscCall(PetscPrintf(comm, "mft study: %s stopped by a signal after a checkpoint\n", c.describe().c_str()));
+  } else {
+    ++run->done;
+    PetscCall(PetscPrintf(comm, "%s done in %.2f s on %d rank%s\n", c.describe().c_str(), seconds() - t0, ranks,
+                          ranks > 1 ? "s" : ""));
+  }
+  PetscFunctionReturn(0);
+}
+
+// The groups' run: the plan's groups on consecutive ranks; each group's first
+// rank claims the largest case of its size left and the group runs it.
+PetscErrorCode RunGroups(MPI_Comm comm, const std::vector<std::string> &args, const Settings &s,
+                         const std::vector<StudyCase> &cases, const StudyPlan &plan,
+                         const std::vector<std::vector<double>> &prices, CasesRun *run) {
+  PetscMPIInt rank, grank;
+  MPI_Comm group;
+  PetscFunctionBeginUser;
+  PetscCallMPI(MPI_Comm_rank(comm, &rank));
+  int color = 0;
+  for (PetscInt first = 0; first + plan.groups[color] <= rank; first += plan.groups[color]) ++color;
+  if (rank == 0) RemoveClaims(s.study.dir);
+  PetscCallMPI(MPI_Barrier(comm));
+  PetscCallMPI(MPI_Comm_split(comm, color, rank, &group));
+  PetscCallMPI(MPI_Comm_rank(group, &grank));
+  const size_t which = (size_t)(std::find(plan.sizes.begin(), plan.sizes.end(), plan.groups[color]) - plan.sizes.begin());
+  const std::vector<size_t> order = PlanOrder(plan, prices, which);
+  for (size_t k = 0;;) {
+    int signal;
+    PetscCall(SignalsPending(group, &signal));
+    PetscInt next = -1;
+    if (!signal && grank == 0)
+      while (next < 0 && k < order.size())
+        if (Claim(s.study.dir, cases[order[k++]].index)) next = (PetscInt)order[k - 1];
+    PetscCallMPI(MPI_Bcast(&next, 1, MPIU_INT, 0, group));
+    if (next < 0) break;
+    PetscCall(RunOne(group, args, s, cases[(size_t)next], run));
+    if (run->signal) break;
+  }
+  PetscCallMPI(MPI_Comm_free(&group));
+  // Every rank's count: a group's first rank counts for the group.
+  PetscInt counts[2] = {grank == 0 ? run->done : 0, grank == 0 ? run->failed : 0};
+  PetscCallMPI(MPI_Allreduce(MPI_IN_PLACE, counts, 2, MPIU_INT, MPI_SUM, comm));
+  run->done = counts[0], run->failed = counts[1];
+  PetscCall(SignalsPending(comm, &run->signal));
+  if (rank == 0) RemoveClaims(s.study.dir);
+  PetscFunctionReturn(0);
+}
+
+} // namespace
+
+PetscErrorCode StudyRunCases(MPI_Comm comm, const std::vector<std::string> &args, const Settings &s,
+                             const std::vector<StudyCase> &cases, CasesRun *run) {
+  PetscMPIInt size;
+  PetscFunctionBeginUser;
+  *run = CasesRun();
+  SignalsInstall(); // a signal between cases stops the study too
+  PetscCallMPI(MPI_Comm_size(comm, &size));
+  if (cases.empty()) PetscFunctionReturn(0);
+  PetscInt node_ranks;
+  std::vector<std::vector<double>> prices;
+  PetscCall(NodeRanks(comm, s.parallel.node_ranks, &node_ranks));
+  PetscCall(StudyPrices(comm, args, s, cases, size, node_ranks, &prices));
+  const bool groups = s.study.schedule == StudySchedule::groups && size > 1;
+  const StudyPlan plan = groups ? PlanStudy(prices, size) : PlanSerial(prices, size);
+  PetscCall(PetscPrintf(comm, "mft study: %zu cases on %d ranks in groups of %s ranks; predicted %.4g s (efficiency %.2f)\n",
+                        cases.size(), size, plan.groups_text().c_str(), plan.makespan, plan.efficiency()));
+  if (groups) {
+    PetscCall(RunGroups(comm, args, s, cases, plan, prices, run));
+    PetscFunctionReturn(0);
+  }
+  for (const StudyCase &c : cases) {
+    PetscCall(SignalsPending(comm, &run->signal));
+    if (run->signal) break;
+    PetscCall(RunOne(comm, args, s, c, run));
+    if (run->signal) break;
+  }
+  PetscFunctionReturn(0);
+}
+
+} // namespace mft

@@ -1,0 +1,141 @@
+// A study's plan (study_plan.hpp) on synthetic prices: its makespan against
+// closed forms and an independent replay, its groups, its Slurm tasks.
+#include "mft/study_plan.hpp"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+using namespace mft;
+
+namespace {
+
+// Prices of a case of `work` core-seconds spread at parallel efficiency e
+// per doubling of ranks (1: perfect), on each size of PlanSizes(P).
+std::vector<double> spread(double work, double e, PetscInt P) {
+  std::vector<double> t;
+  double eff = 1;
+  for (PetscInt g : PlanSizes(P)) {
+    t.push_back(work / (g * eff));
+    eff *= e;
+  }
+  return t;
+}
+
+// The plan replayed with its own groups, independently of its simulation:
+// each group, when free, takes the next case of its size in PlanOrder; the
+// makespan of that replay.
+double replay(const StudyPlan &plan, const std::vector<std::vector<double>> &t) {
+  double makespan = 0;
+  for (size_t j = 0; j < plan.sizes.size(); ++j) {
+    std::vector<double> free;
+    for (PetscInt g : plan.groups)
+      if (g == plan.sizes[j]) free.push_back(0.0);
+    const auto order = PlanOrder(plan, t, j);
+    if (!order.empty() && free.empty()) return INFINITY;
+    for (size_t i : order) {
+      auto earliest = std::min_element(free.begin(), free.end());
+      *earliest += t[i][j];
+      makespan = std::max(makespan, *earliest);
+    }
+  }
+  return makespan;
+}
+
+void expect_consistent(const StudyPlan &plan, const std::vector<std::vector<double>> &t) {
+  PetscInt ranks = 0;
+  for (PetscInt g : plan.groups) ranks += g;
+  EXPECT_LE(ranks, plan.P);
+  EXPECT_TRUE(std::is_sorted(plan.groups.rbegin(), plan.groups.rend())) << "groups not largest first";
+  ASSERT_EQ(plan.size_of.size(), t.size());
+  double serial = 0, fastest = 0;
+  for (size_t i = 0; i < t.size(); ++i) {
+    EXPECT_TRUE(std::isfinite(t[i][plan.size_of[i]])) << "case " << i << " on a size it cannot run on";
+    EXPECT_NEAR(plan.end[i] - plan.start[i], t[i][plan.size_of[i]], 1e-12);
+    serial += t[i][0];
+    fastest = std::max(fastest, *std::min_element(t[i].begin(), t[i].end()));
+  }
+  EXPECT_NEAR(plan.serial_work, serial, 1e-9 * serial);
+  EXPECT_DOUBLE_EQ(plan.makespan, replay(plan, t));
+  EXPECT_GE(plan.makespan, fastest * (1 - 1e-12));
+}
+
+} // namespace
+
+TEST(StudyPlan, SizesArePowersOfTwo) {
+  EXPECT_EQ(PlanSizes(1), std::vector<PetscInt>({1}));
+  EXPECT_EQ(PlanSizes(6), std::vector<PetscInt>({1, 2, 4, 6}));
+  EXPECT_EQ(PlanSizes(64).back(), 64);
+}
+
+// Equal cases with perfect scaling: every core busy, one case a rank.
+TEST(StudyPlan, EqualCasesFillEveryCore) {
+  std::vector<std::vector<double>> t(8, spread(1.0, 1.0, 4));
+  const StudyPlan plan = PlanStudy(t, 4);
+  expect_consistent(plan, t);
+  EXPECT_DOUBLE_EQ(plan.makespan, 2.0);
+  EXPECT_DOUBLE_EQ(plan.efficiency(), 1.0);
+}
+
+// One case of 8 core-seconds that spreads perfectly beside 8 of 1 s that do
+// not spread at all: the bound 16 / 4 = 4 s is met by putting the large case
+// on a group of its own while the small ones run a rank each.
+TEST(StudyPlan, ALargeCaseGetsRanksAndTheSmallOnesFillTheRest) {
+  std::vector<std::vector<double>> t = {spread(8.0, 1.0, 4)};
+  for (int i = 0; i < 8; ++i) t.push_back({1.0, 1.0, 1.0});
+  const StudyPlan plan = PlanStudy(t, 4);
+  expect_consistent(plan, t);
+  EXPECT_DOUBLE_EQ(plan.makespan, 4.0);
+  EXPECT_GT(plan.sizes[plan.size_of[0]], 1) << "the large case runs on one rank";
+  for (size_t i = 1; i < t.size(); ++i) EXPECT_EQ(plan.sizes[plan.size_of[i]], 1);
+}
+
+// Against serial on P ranks (every case on all of them in turn), on cases of
+// costs four orders of magnitude apart with the small ones scaling badly.
+TEST(StudyPlan, NeverSlowerThanSerialAndWithinTheBound) {
+  for (PetscInt P : {2, 3, 8, 64, 512}) {
+    std::vector<std::vector<double>> t;
+    for (int i = 0; i < 8; ++i) t.push_back(spread(1000.0 * (1 + i % 3), 0.95, P));
+    for (int i = 0; i < 240; ++i) t.push_back(spread(0.1 + 0.01 * i, 0.6, P));
+    const StudyPlan plan = PlanStudy(t, P);
+    expect_consistent(plan, t);
+    double serial = 0;
+    for (const auto &c : t) serial += c.back();
+    EXPECT_LE(plan.makespan, serial * (1 + 1e-12)) << P << " ranks";
+    EXPECT_LE(plan.efficiency(), 1.0 + 1e-12) << P << " ranks";
+  }
+}
+
+// A case that cannot be spread (infinite beyond one rank) stays on one rank.
+TEST(StudyPlan, CasesStayWhereTheyCanRun) {
+  std::vector<std::vector<double>> t = {{50.0, INFINITY, INFINITY}, spread(10.0, 1.0, 4), spread(10.0, 1.0, 4)};
+  const StudyPlan plan = PlanStudy(t, 4);
+  expect_consistent(plan, t);
+  EXPECT_EQ(plan.size_of[0], 0u);
+  EXPECT_DOUBLE_EQ(plan.makespan, 50.0);
+}
+
+// Slurm tasks: every case in one task, of its size, within the limit unless alone.
+TEST(StudyPlan, TasksHoldEveryCaseOnceWithinTheLimit) {
+  std::vector<std::vector<double>> t;
+  for (int i = 0; i < 6; ++i) t.push_back(spread(500.0, 0.95, 64));
+  for (int i = 0; i < 300; ++i) t.push_back(spread(1.0 + i, 0.5, 64));
+  const StudyPlan plan = PlanStudy(t, 64);
+  const double limit = 600;
+  std::map<size_t, int> seen;
+  for (const PlanTask &task : PlanTasks(plan, t, limit)) {
+    ASSERT_FALSE(task.cases.empty());
+    double sum = 0;
+    for (size_t i : task.cases) {
+      ++seen[i];
+      EXPECT_EQ(plan.sizes[plan.size_of[i]], task.ranks);
+      sum += t[i][plan.size_of[i]];
+    }
+    EXPECT_NEAR(sum, task.seconds, 1e-9 * sum);
+    if (task.cases.size() > 1) EXPECT_LE(task.seconds, limit);
+  }
+  EXPECT_EQ(seen.size(), t.size());
+  for (auto [i, n] : seen) EXPECT_EQ(n, 1) << "case " << i;
+}
