@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <numeric>
 #include <queue>
 
@@ -21,6 +22,31 @@ std::vector<PetscInt> PlanSizes(PetscInt P) {
   for (PetscInt g = 1; g <= P; g *= 2) sizes.push_back(g);
   if (sizes.back() != P) sizes.push_back(P); // every rank in one group: the serial schedule
   return sizes;
+}
+
+namespace {
+
+constexpr int kPlanSteps = 64; // moves of the last case to a larger size, per candidate
+
+// r ranks as groups of the plan's sizes, largest first.
+std::vector<PetscInt> Decompose(PetscInt r, const std::vector<PetscInt> &sizes) {
+  std::vector<PetscInt> pieces;
+  for (size_t j = sizes.size(); j-- > 0;)
+    while (r >= sizes[j]) pieces.push_back(sizes[j]), r -= sizes[j];
+  return pieces;
+}
+
+} // namespace
+
+std::vector<PetscInt> SplitGroup(PetscInt g, const std::vector<PetscInt> &sizes) {
+  std::vector<PetscInt> pieces;
+  PetscInt s = 0;
+  for (PetscInt size : sizes)
+    if (size < g) s = size;
+  if (s == 0) return pieces; // one rank: nothing to split into
+  for (; g >= s; g -= s) pieces.push_back(s);
+  for (PetscInt piece : Decompose(g, sizes)) pieces.push_back(piece);
+  return pieces;
 }
 
 namespace {
@@ -57,6 +83,7 @@ PetscErrorCode StudyPrices(MPI_Comm comm, const std::vector<std::string> &args, 
   const double recorded = (double)StudyTimes(s).size();
   PetscFunctionBeginUser;
   seconds->assign(cases.size(), std::vector<double>(sizes.size()));
+  std::map<std::string, std::vector<double>> priced;
   for (size_t i = 0; i < cases.size(); ++i) {
     const StudyCase &c = cases[i];
     Settings cs;
@@ -68,8 +95,16 @@ PetscErrorCode StudyPrices(MPI_Comm comm, const std::vector<std::string> &args, 
       (*seconds)[i].assign(sizes.size(), s.parallel.case_overhead);
       continue;
     }
-    const Network net = NetworkOf(cs.parallel, node_ranks);
     const bool limit = c.reference && !trained;
+    // Cases that differ only in their seeds cost the same: priced once.
+    std::string key = limit ? "limit" : "";
+    for (const auto &[k, v] : cs.record)
+      if (k != "init.seed") key += k + "=" + v + ";";
+    if (const auto at = priced.find(key); at != priced.end()) {
+      (*seconds)[i] = at->second;
+      continue;
+    }
+    const Network net = NetworkOf(cs.parallel, node_ranks);
     const PetscInt layers = limit && cs.limit.scheme == LimitScheme::rk ? (PetscInt)kLimitEvaluations : cs.model.L;
     const PetscInt H = limit ? cs.limit.heads : cs.model.H;
     for (size_t j = 0; j < sizes.size(); ++j) {
@@ -82,6 +117,7 @@ PetscErrorCode StudyPrices(MPI_Comm comm, const std::vector<std::string> &args, 
         t += ProbeSeconds(cs, layers, H, g, net);
       (*seconds)[i][j] = t;
     }
+    priced[key] = (*seconds)[i];
   }
   PetscFunctionReturn(0);
 }
@@ -114,41 +150,66 @@ std::vector<PetscInt> GroupCounts(const std::vector<PetscInt> &sizes, const std:
   return count;
 }
 
-// The plan of one target: each case's size, the groups, and the run simulated.
-StudyPlan PlanFor(const std::vector<std::vector<double>> &seconds, PetscInt P, double target) {
-  StudyPlan plan;
-  plan.P = P, plan.sizes = PlanSizes(P);
-  const size_t n = seconds.size(), S = plan.sizes.size();
-  std::vector<double> work(S, 0.0);
-  plan.size_of.assign(n, 0);
-  for (size_t i = 0; i < n; ++i) {
-    const auto &t = seconds[i];
+// Each case's size for a target time: the smallest on which it ends within
+// the target (else its fastest); target 0: all P ranks (the serial schedule).
+std::vector<size_t> SizesFor(const std::vector<std::vector<double>> &seconds, double target) {
+  std::vector<size_t> size_of;
+  for (const auto &t : seconds) {
+    const size_t S = t.size();
     size_t j = (size_t)(std::min_element(t.begin(), t.end()) - t.begin());
-    if (target <= 0 && std::isfinite(t[S - 1])) j = S - 1; // the serial schedule: every rank
+    if (target <= 0 && std::isfinite(t[S - 1])) j = S - 1;
     for (size_t k = 0; k < S && target > 0; ++k)
       if (t[k] <= target) {
         j = k;
         break;
       }
-    plan.size_of[i] = j;
-    work[j] += plan.sizes[j] * t[j];
-    plan.serial_work += t[0];
+    size_of.push_back(j);
   }
-  const std::vector<PetscInt> count = GroupCounts(plan.sizes, work, P);
+  return size_of;
+}
+
+// The plan of cases at the given sizes: the groups (`top`: every rank in
+// groups of the largest size with cases; else GroupCounts), and the run
+// simulated size by size from the largest: a size's groups, with those split
+// from larger ones at the times they were freed, take its cases largest first;
+// when none is left, each splits (SplitGroup) at the time it is free.
+StudyPlan Simulate(const std::vector<std::vector<double>> &seconds, PetscInt P, const std::vector<size_t> &size_of,
+                   bool top) {
+  StudyPlan plan;
+  plan.P = P, plan.sizes = PlanSizes(P), plan.size_of = size_of;
+  const size_t n = seconds.size(), S = plan.sizes.size();
+  std::vector<double> work(S, 0.0);
+  for (size_t i = 0; i < n; ++i) {
+    work[size_of[i]] += plan.sizes[size_of[i]] * seconds[i][size_of[i]];
+    plan.serial_work += seconds[i][0];
+  }
   plan.start.assign(n, 0.0), plan.end.assign(n, 0.0);
+  std::vector<PetscInt> count = GroupCounts(plan.sizes, work, P);
+  if (top) {
+    size_t largest = 0;
+    for (size_t j = 0; j < S; ++j)
+      if (work[j] > 0) largest = j;
+    count.assign(S, 0);
+    count[largest] = P / plan.sizes[largest];
+    for (PetscInt g : Decompose(P % plan.sizes[largest], plan.sizes))
+      ++count[std::find(plan.sizes.begin(), plan.sizes.end(), g) - plan.sizes.begin()];
+  }
+  std::vector<std::vector<double>> arrive(S); // per size: when each of its groups is free
   for (size_t j = S; j-- > 0;) {
-    for (PetscInt g = 0; g < count[j]; ++g) plan.groups.push_back(plan.sizes[j]);
-    // A size without a group (more sizes than ranks allow) runs nothing: an infinite makespan.
-    if (count[j] == 0 && work[j] > 0) plan.makespan = INFINITY;
-    if (count[j] == 0) continue;
-    std::priority_queue<double, std::vector<double>, std::greater<double>> free;
-    for (PetscInt g = 0; g < count[j]; ++g) free.push(0.0);
-    for (size_t i : PlanOrder(plan, seconds, j)) {
+    for (PetscInt g = 0; g < count[j]; ++g) plan.groups.push_back(plan.sizes[j]), arrive[j].push_back(0.0);
+    std::priority_queue<double, std::vector<double>, std::greater<double>> free(arrive[j].begin(), arrive[j].end());
+    const std::vector<size_t> order = PlanOrder(plan, seconds, j);
+    if (!order.empty() && free.empty()) plan.makespan = INFINITY; // cases of a size no group reaches
+    for (size_t i : order) {
+      if (free.empty()) break;
       plan.start[i] = free.top();
       plan.end[i] = plan.start[i] + seconds[i][j];
       free.pop(), free.push(plan.end[i]);
       plan.makespan = std::max(plan.makespan, plan.end[i]);
     }
+    for (; !free.empty(); free.pop())
+      for (PetscInt piece : SplitGroup(plan.sizes[j], plan.sizes))
+        arrive[std::find(plan.sizes.begin(), plan.sizes.end(), piece) - plan.sizes.begin()].push_back(free.top());
   }
   return plan;
 }
@@ -189,7 +250,9 @@ std::vector<PlanTask> PlanTasks(const StudyPlan &plan, const std::vector<std::ve
   return tasks;
 }
 
-StudyPlan PlanSerial(const std::vector<std::vector<double>> &seconds, PetscInt P) { return PlanFor(seconds, P, 0); }
+StudyPlan PlanSerial(const std::vector<std::vector<double>> &seconds, PetscInt P) {
+  return Simulate(seconds, P, SizesFor(seconds, 0), false);
+}
 
 StudyPlan PlanStudy(const std::vector<std::vector<double>> &seconds, PetscInt P) {
   double serial = 0, longest = 0;
@@ -202,10 +265,20 @@ StudyPlan PlanStudy(const std::vector<std::vector<double>> &seconds, PetscInt P)
   best.makespan = INFINITY;
   // The targets from the bound up to every case on one rank (INFINITY); and
   // 0: every case on all P ranks, the serial schedule, which no plan kept exceeds.
-  for (double f : std::initializer_list<double>{0.0, 1.0, 1.25, 1.5, 2.0, 3.0, 4.0, 6.0, 8.0, 12.0, 16.0, 32.0, INFINITY}) {
-    StudyPlan plan = PlanFor(seconds, P, bound * f);
-    if (plan.makespan < best.makespan) best = std::move(plan);
-  }
+  for (double f : std::initializer_list<double>{0.0, 1.0, 1.25, 1.5, 2.0, 3.0, 4.0, 6.0, 8.0, 12.0, 16.0, 32.0, INFINITY})
+    for (bool top : {false, true}) {
+      StudyPlan plan = Simulate(seconds, P, SizesFor(seconds, bound * f), top);
+      // The case that ends last, moved to the next size while that ends no later.
+      for (int step = 0; step < kPlanSteps && f > 0 && std::isfinite(plan.makespan); ++step) {
+        const size_t i = (size_t)(std::max_element(plan.end.begin(), plan.end.end()) - plan.end.begin());
+        std::vector<size_t> size_of = plan.size_of;
+        if (++size_of[i] >= plan.sizes.size() || !(seconds[i][size_of[i]] < seconds[i][plan.size_of[i]])) break;
+        StudyPlan next = Simulate(seconds, P, size_of, top);
+        if (next.makespan > plan.makespan) break;
+        plan = std::move(next);
+      }
+      if (plan.makespan < best.makespan) best = std::move(plan);
+    }
   return best;
 }
 

@@ -8,6 +8,7 @@
 #include "mft/report.hpp"
 #include "mft/signals.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <fcntl.h>
@@ -64,8 +65,39 @@ PetscErrorCode RunOne(MPI_Comm comm, const std::vector<std::string> &args, const
   PetscFunctionReturn(0);
 }
 
-// The groups' run: the plan's groups on consecutive ranks; each group's first
-// rank claims the largest case of its size left and the group runs it.
+// Which of consecutive groups of these sizes holds rank r.
+int GroupOf(const std::vector<PetscInt> &groups, PetscMPIInt r) {
+  int color = 0;
+  for (PetscInt first = 0; first + groups[color] <= r; first += groups[color]) ++color;
+  return color;
+}
+
+// One group's cases of its size: its first rank claims the largest left and
+// the group runs it, until none is left or a signal came. A case is counted
+// by the first rank of the group that ran it.
+PetscErrorCode RunSize(MPI_Comm group, const std::vector<std::string> &args, const Settings &s,
+                       const std::vector<StudyCase> &cases, const std::vector<size_t> &order, CasesRun *run) {
+  PetscMPIInt grank;
+  PetscFunctionBeginUser;
+  PetscCallMPI(MPI_Comm_rank(group, &grank));
+  for (size_t k = 0; !run->signal;) {
+    PetscCall(SignalsPending(group, &run->signal));
+    PetscInt next = -1;
+    if (!run->signal && grank == 0)
+      while (next < 0 && k < order.size())
+        if (Claim(s.study.dir, cases[order[k++]].index)) next = (PetscInt)order[k - 1];
+    PetscCallMPI(MPI_Bcast(&next, 1, MPIU_INT, 0, group));
+    if (next < 0) break;
+    CasesRun one;
+    PetscCall(RunOne(group, args, s, cases[(size_t)next], &one));
+    if (grank == 0) run->done += one.done, run->failed += one.failed;
+    run->signal = one.signal;
+  }
+  PetscFunctionReturn(0);
+}
+
+// The groups' run: the plan's groups on consecutive ranks; each runs the
+// cases of its size, then splits (SplitGroup) and its pieces run theirs.
 PetscErrorCode RunGroups(MPI_Comm comm, const std::vector<std::string> &args, const Settings &s,
                          const std::vector<StudyCase> &cases, const StudyPlan &plan,
                          const std::vector<std::vector<double>> &prices, CasesRun *run) {
@@ -73,29 +105,24 @@ PetscErrorCode RunGroups(MPI_Comm comm, const std::vector<std::string> &args, co
   MPI_Comm group;
   PetscFunctionBeginUser;
   PetscCallMPI(MPI_Comm_rank(comm, &rank));
-  int color = 0;
-  for (PetscInt first = 0; first + plan.groups[color] <= rank; first += plan.groups[color]) ++color;
   if (rank == 0) RemoveClaims(s.study.dir);
   PetscCallMPI(MPI_Barrier(comm));
+  const int color = GroupOf(plan.groups, rank);
   PetscCallMPI(MPI_Comm_split(comm, color, rank, &group));
-  PetscCallMPI(MPI_Comm_rank(group, &grank));
-  const size_t which = (size_t)(std::find(plan.sizes.begin(), plan.sizes.end(), plan.groups[color]) - plan.sizes.begin());
-  const std::vector<size_t> order = PlanOrder(plan, prices, which);
-  for (size_t k = 0;;) {
-    int signal;
-    PetscCall(SignalsPending(group, &signal));
-    PetscInt next = -1;
-    if (!signal && grank == 0)
-      while (next < 0 && k < order.size())
-        if (Claim(s.study.dir, cases[order[k++]].index)) next = (PetscInt)order[k - 1];
-    PetscCallMPI(MPI_Bcast(&next, 1, MPIU_INT, 0, group));
-    if (next < 0) break;
-    PetscCall(RunOne(group, args, s, cases[(size_t)next], run));
-    if (run->signal) break;
+  for (PetscInt size = plan.groups[color];;) {
+    const size_t which = (size_t)(std::find(plan.sizes.begin(), plan.sizes.end(), size) - plan.sizes.begin());
+    PetscCall(RunSize(group, args, s, cases, PlanOrder(plan, prices, which), run));
+    const std::vector<PetscInt> pieces = SplitGroup(size, plan.sizes);
+    if (run->signal || pieces.empty()) break;
+    MPI_Comm piece;
+    PetscCallMPI(MPI_Comm_rank(group, &grank));
+    const int mine = GroupOf(pieces, grank);
+    PetscCallMPI(MPI_Comm_split(group, mine, grank, &piece));
+    PetscCallMPI(MPI_Comm_free(&group));
+    group = piece, size = pieces[mine];
   }
   PetscCallMPI(MPI_Comm_free(&group));
-  // Every rank's count: a group's first rank counts for the group.
-  PetscInt counts[2] = {grank == 0 ? run->done : 0, grank == 0 ? run->failed : 0};
+  PetscInt counts[2] = {run->done, run->failed};
   PetscCallMPI(MPI_Allreduce(MPI_IN_PLACE, counts, 2, MPIU_INT, MPI_SUM, comm));
   run->done = counts[0], run->failed = counts[1];
   PetscCall(SignalsPending(comm, &run->signal));

@@ -187,10 +187,10 @@ struct ParallelSettings {
   double rate = 13.6e9;       // attention operations a second on one rank
   // A study's cases priced (study_plan.hpp): what the operation count misses.
   // Fitted to the shipped studies' case times (jobs/study_costs.py, 2026-12-02, 2-core AMD EPYC).
-  double unit_overhead = 4.7e-7;   // seconds a (layer, head, sequence) unit of a step on its rank
-  double causal_overhead = 3.1e-7; // seconds more a causal unit takes (short rows, one at a time)
-  double layer_overhead = 4.3e-6;  // seconds a layer of a step
-  double case_overhead = 0.011;    // seconds a case and each file it writes
+  double unit_overhead = 5.9e-7;   // seconds a (layer, head, sequence) unit of a step on its rank
+  double causal_overhead = 4.7e-7; // seconds more a causal unit takes (short rows, one at a time)
+  double layer_overhead = 3.0e-6;  // seconds a layer of a step
+  double case_overhead = 0.021;      // seconds a case and each file it writes
 };
 
 // How depth is discretised (set by the commands, not an option): the L-layer

@@ -16,8 +16,10 @@
 // Plan: groups of 1, 2, 4, ... ranks and of all P. For a target time T, each case takes
 // the smallest size on which it ends within T (else the size on which it
 // ends first); each size gets groups in proportion to the core-seconds of its
-// cases, and the study is run in simulation as it is run for real: a free
-// group takes the largest case of its size left. Of the targets from the
+// cases (or all ranks go to groups of the largest size), and the study is run
+// in simulation as it is run for real: a free group takes the largest case of
+// its size left, and a group with none left splits into smaller groups
+// (SplitGroup) that take theirs. Of the targets from the
 // lower bound (one core's work over P, or the longest case) up to "every case
 // on one rank", and "every case on all P ranks" (the serial schedule, so that
 // no plan is slower than it), the plan of least makespan is kept. A case always runs on its
@@ -62,6 +64,11 @@ struct StudyPlan {
 // The plan of least predicted makespan on P ranks for cases priced by
 // `seconds` (StudyPrices).
 StudyPlan PlanStudy(const std::vector<std::vector<double>> &seconds, PetscInt P);
+
+// The groups a group of g ranks splits into when no case of its size is
+// left: the largest smaller size as often as it fits, the rest in the largest
+// sizes that fit (none for one rank).
+std::vector<PetscInt> SplitGroup(PetscInt g, const std::vector<PetscInt> &sizes);
 
 // The serial schedule as a plan: every case on all P ranks, one after another.
 StudyPlan PlanSerial(const std::vector<std::vector<double>> &seconds, PetscInt P);

@@ -4,7 +4,8 @@
 # sends it) before it ends, must checkpoint, requeue, resume and finish with
 # the same parameters as an uninterrupted run; jobs/sweep.sh's array runs and its
 # dependent aggregation job writes the table, naming the case that failed;
-# a convergence study runs as a job array and its aggregation job after it.
+# a convergence study runs as array jobs of cases packed by cost (one array per
+# size of rank group) and its aggregation job after them.
 # Where Slurm cannot start, the test says so and is skipped (exit 77).
 top="$(cd "$(dirname "$0")/../.." && pwd)"
 source "$top/tests/cli/lib.sh" "$1"
@@ -72,7 +73,8 @@ cat sweep/table.csv 2>/dev/null | sed 's/^/  | /'
 grep -q '^3,-1,missing' sweep/table.csv && ok || bad "the failed case is not in the table"
 grep -q "case 3 (train.lr = -1) did not finish" sweep/aggregate.log && ok || bad "the failed case is not named"
 grep -q "train.lr must be greater than 0" sweep/case-3.log && ok || bad "the failed case's log lacks its error"
-# 3. A convergence study as a job array, and its aggregation after it.
+# 3. A convergence study as array jobs of cases packed by cost (one array per
+# size of rank group), and its aggregation after them.
 cat > study.cfg <<CFG
 [model]
 d = 2
@@ -91,12 +93,19 @@ probes = discrete
 probe_M = 2
 dir = $work/study
 CFG
-submitted=$(MFT_HOME="$top" bash "$top/jobs/study.sh" study.cfg --slurm --ntasks=1 --time=5)
-echo "slurm: $submitted"
+submitted=$(MFT_HOME="$top" MFT_PLAN_CORES=2 MFT_ARGS="--study.task_seconds 0.05" bash "$top/jobs/study.sh" study.cfg \
+  --slurm --time=5)
+echo "$submitted" | sed 's/^/  | /'
 aggregate=$(sed -n 's/.*aggregation job \([0-9]*\).*/\1/p' <<<"$submitted")
 state=$(wait_job "$aggregate" 600)
 echo "slurm: study aggregation job $aggregate ended $state"
 [ "$state" = COMPLETED ] && ok || bad "the study's aggregation job ended $state"
+[ "$(grep -c '^study: array job [0-9]*: [0-9]* tasks of [0-9]* rank' <<<"$submitted")" -ge 1 ] && ok || bad "no array job submitted"
+tasks=$(cat study/tasks-*.txt 2>/dev/null | wc -l)
+[ "$tasks" -ge 2 ] && ok || bad "the 12 cases were not packed into several tasks ($tasks)"
+[ "$(cat study/tasks-*.txt | tr ' ' '\n' | grep -c .)" -eq 12 ] && [ "$(cat study/tasks-*.txt | tr ' ' '\n' | sort -un | grep -c .)" -eq 12 ] \
+  && ok || bad "the tasks do not hold each of the 12 cases once"
+[ "$(ls study/case-*.h5 2>/dev/null | wc -l)" -eq 12 ] && ok || bad "the array tasks did not write the 12 case files"
 [ "$(grep -c '^0,"",' study/study.csv 2>/dev/null)" -eq 4 ] && ok || bad "the study table lacks its 4 cells"
 [ -s study/study_v0_tokens.png ] && ok || bad "no study plot"
 finish

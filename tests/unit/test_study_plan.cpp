@@ -24,24 +24,39 @@ std::vector<double> spread(double work, double e, PetscInt P) {
   return t;
 }
 
-// The plan replayed with its own groups, independently of its simulation:
-// each group, when free, takes the next case of its size in PlanOrder; the
-// makespan of that replay.
+// The plan replayed, independently of its simulation, as one stream of
+// events over all groups: the group free first takes the next case of its
+// size in PlanOrder, or, with none left, splits (SplitGroup) at that time.
 double replay(const StudyPlan &plan, const std::vector<std::vector<double>> &t) {
+  struct Group {
+    PetscInt size;
+    double free;
+  };
+  std::vector<Group> groups;
+  for (PetscInt g : plan.groups) groups.push_back({g, 0.0});
+  std::map<PetscInt, std::vector<size_t>> left; // per size: its cases still to take, in order
+  for (size_t j = 0; j < plan.sizes.size(); ++j) left[plan.sizes[j]] = PlanOrder(plan, t, j);
   double makespan = 0;
-  for (size_t j = 0; j < plan.sizes.size(); ++j) {
-    std::vector<double> free;
-    for (PetscInt g : plan.groups)
-      if (g == plan.sizes[j]) free.push_back(0.0);
-    const auto order = PlanOrder(plan, t, j);
-    if (!order.empty() && free.empty()) return INFINITY;
-    for (size_t i : order) {
-      auto earliest = std::min_element(free.begin(), free.end());
-      *earliest += t[i][j];
-      makespan = std::max(makespan, *earliest);
+  size_t taken = 0;
+  while (!groups.empty()) {
+    auto first = std::min_element(groups.begin(), groups.end(), [](const Group &a, const Group &b) {
+      return a.free < b.free || (a.free == b.free && a.size > b.size);
+    });
+    Group g = *first;
+    groups.erase(first);
+    auto &mine = left[g.size];
+    if (!mine.empty()) {
+      const size_t j = (size_t)(std::find(plan.sizes.begin(), plan.sizes.end(), g.size) - plan.sizes.begin());
+      g.free += t[mine.front()][j];
+      mine.erase(mine.begin());
+      makespan = std::max(makespan, g.free);
+      groups.push_back(g);
+      ++taken;
+    } else {
+      for (PetscInt piece : SplitGroup(g.size, plan.sizes)) groups.push_back({piece, g.free});
     }
   }
-  return makespan;
+  return taken == t.size() ? makespan : INFINITY;
 }
 
 void expect_consistent(const StudyPlan &plan, const std::vector<std::vector<double>> &t) {
@@ -63,6 +78,13 @@ void expect_consistent(const StudyPlan &plan, const std::vector<std::vector<doub
 }
 
 } // namespace
+
+TEST(StudyPlan, GroupsSplitIntoTheNextSizes) {
+  EXPECT_EQ(SplitGroup(8, PlanSizes(8)), std::vector<PetscInt>({4, 4}));
+  EXPECT_EQ(SplitGroup(6, PlanSizes(6)), std::vector<PetscInt>({4, 2}));
+  EXPECT_EQ(SplitGroup(3, PlanSizes(3)), std::vector<PetscInt>({2, 1}));
+  EXPECT_TRUE(SplitGroup(1, PlanSizes(8)).empty());
+}
 
 TEST(StudyPlan, SizesArePowersOfTwo) {
   EXPECT_EQ(PlanSizes(1), std::vector<PetscInt>({1}));
