@@ -194,6 +194,10 @@ StudyPlan Simulate(const std::vector<std::vector<double>> &seconds, PetscInt P, 
     for (PetscInt g : Decompose(P % plan.sizes[largest], plan.sizes))
       ++count[std::find(plan.sizes.begin(), plan.sizes.end(), g) - plan.sizes.begin()];
   }
+  PetscInt used = 0; // ranks no size's share took still form groups (they split down to their cases)
+  for (size_t j = 0; j < S; ++j) used += count[j] * plan.sizes[j];
+  for (PetscInt g : Decompose(P - used, plan.sizes))
+    ++count[std::find(plan.sizes.begin(), plan.sizes.end(), g) - plan.sizes.begin()];
   std::vector<std::vector<double>> arrive(S); // per size: when each of its groups is free
   for (size_t j = S; j-- > 0;) {
     for (PetscInt g = 0; g < count[j]; ++g) plan.groups.push_back(plan.sizes[j]), arrive[j].push_back(0.0);

@@ -62,7 +62,7 @@ double replay(const StudyPlan &plan, const std::vector<std::vector<double>> &t) 
 void expect_consistent(const StudyPlan &plan, const std::vector<std::vector<double>> &t) {
   PetscInt ranks = 0;
   for (PetscInt g : plan.groups) ranks += g;
-  EXPECT_LE(ranks, plan.P);
+  EXPECT_EQ(ranks, plan.P) << "every rank is in a group";
   EXPECT_TRUE(std::is_sorted(plan.groups.rbegin(), plan.groups.rend())) << "groups not largest first";
   ASSERT_EQ(plan.size_of.size(), t.size());
   double serial = 0, fastest = 0;
@@ -128,6 +128,15 @@ TEST(StudyPlan, NeverSlowerThanSerialAndWithinTheBound) {
     EXPECT_LE(plan.makespan, serial * (1 + 1e-12)) << P << " ranks";
     EXPECT_LE(plan.efficiency(), 1.0 + 1e-12) << P << " ranks";
   }
+}
+
+// Ranks that no size's share takes (6 ranks, one case best on 4) still form
+// groups, which split down and run nothing.
+TEST(StudyPlan, EveryRankIsInAGroup) {
+  const std::vector<std::vector<double>> t = {{400.0, 200.0, 100.0, 150.0}};
+  const StudyPlan plan = PlanStudy(t, 6);
+  expect_consistent(plan, t);
+  EXPECT_DOUBLE_EQ(plan.makespan, 100.0);
 }
 
 // A case that cannot be spread (infinite beyond one rank) stays on one rank.
