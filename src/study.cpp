@@ -224,7 +224,7 @@ PetscErrorCode StudyCaseFinished(MPI_Comm comm, const std::vector<std::string> &
   PetscMPIInt rank;
   int exists = 0;
   PetscCallMPI(MPI_Comm_rank(comm, &rank));
-  if (rank == 0) exists = std::filesystem::exists(path);
+  if (rank == 0) exists = h5::NotReadable(path).empty();
   PetscCallMPI(MPI_Bcast(&exists, 1, MPI_INT, 0, comm));
   if (!exists) PetscFunctionReturn(0);
   PetscCall(PetscPushErrorHandler(ErrorCapture, nullptr));

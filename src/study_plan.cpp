@@ -38,6 +38,10 @@ std::vector<PetscInt> Decompose(PetscInt r, const std::vector<PetscInt> &sizes) 
 
 } // namespace
 
+size_t SizeIndex(const std::vector<PetscInt> &sizes, PetscInt g) {
+  return (size_t)(std::find(sizes.begin(), sizes.end(), g) - sizes.begin());
+}
+
 std::vector<PetscInt> SplitGroup(PetscInt g, const std::vector<PetscInt> &sizes) {
   std::vector<PetscInt> pieces;
   PetscInt s = 0;
@@ -127,18 +131,21 @@ namespace {
 // The groups of each size for cases given their sizes: P ranks in proportion
 // to the core-seconds of each size's cases, at least one group for a size
 // with cases; the ranks left over go, a group at a time, to the size whose
-// groups have the most work each.
-std::vector<PetscInt> GroupCounts(const std::vector<PetscInt> &sizes, const std::vector<double> &work, PetscInt P) {
+// groups have the most work each. `top`: each size with cases, from the
+// largest, takes every rank it can instead. Ranks that fit no size with cases
+// still form groups (Decompose): they split down to what is left of theirs.
+std::vector<PetscInt> GroupCounts(const std::vector<PetscInt> &sizes, const std::vector<double> &work, PetscInt P,
+                                  bool top) {
   const double total = std::accumulate(work.begin(), work.end(), 0.0);
   std::vector<PetscInt> count(sizes.size(), 0);
   PetscInt used = 0;
   for (size_t j = sizes.size(); j-- > 0;) { // largest first: a size's first group must fit
     if (work[j] <= 0 || used + sizes[j] > P) continue;
-    count[j] = std::max<PetscInt>(1, (PetscInt)std::floor(P * work[j] / total / sizes[j]));
+    count[j] = top ? P / sizes[j] : std::max<PetscInt>(1, (PetscInt)std::floor(P * work[j] / total / sizes[j]));
     count[j] = std::min(count[j], (P - used) / sizes[j]);
     used += count[j] * sizes[j];
   }
-  for (;;) {
+  for (; !top;) {
     PetscInt best = -1;
     for (size_t j = 0; j < sizes.size(); ++j)
       if (work[j] > 0 && used + sizes[j] <= P &&
@@ -147,6 +154,7 @@ std::vector<PetscInt> GroupCounts(const std::vector<PetscInt> &sizes, const std:
     if (best < 0) break;
     count[best]++, used += sizes[best];
   }
+  for (PetscInt g : Decompose(P - used, sizes)) ++count[SizeIndex(sizes, g)];
   return count;
 }
 
@@ -168,8 +176,7 @@ std::vector<size_t> SizesFor(const std::vector<std::vector<double>> &seconds, do
   return size_of;
 }
 
-// The plan of cases at the given sizes: the groups (`top`: every rank in
-// groups of the largest size with cases; else GroupCounts), and the run
+// The plan of cases at the given sizes: the groups (GroupCounts), and the run
 // simulated size by size from the largest: a size's groups, with those split
 // from larger ones at the times they were freed, take its cases largest first;
 // when none is left, each splits (SplitGroup) at the time it is free.
@@ -184,20 +191,7 @@ StudyPlan Simulate(const std::vector<std::vector<double>> &seconds, PetscInt P, 
     plan.serial_work += seconds[i][0];
   }
   plan.start.assign(n, 0.0), plan.end.assign(n, 0.0);
-  std::vector<PetscInt> count = GroupCounts(plan.sizes, work, P);
-  if (top) {
-    size_t largest = 0;
-    for (size_t j = 0; j < S; ++j)
-      if (work[j] > 0) largest = j;
-    count.assign(S, 0);
-    count[largest] = P / plan.sizes[largest];
-    for (PetscInt g : Decompose(P % plan.sizes[largest], plan.sizes))
-      ++count[std::find(plan.sizes.begin(), plan.sizes.end(), g) - plan.sizes.begin()];
-  }
-  PetscInt used = 0; // ranks no size's share took still form groups (they split down to their cases)
-  for (size_t j = 0; j < S; ++j) used += count[j] * plan.sizes[j];
-  for (PetscInt g : Decompose(P - used, plan.sizes))
-    ++count[std::find(plan.sizes.begin(), plan.sizes.end(), g) - plan.sizes.begin()];
+  const std::vector<PetscInt> count = GroupCounts(plan.sizes, work, P, top);
   std::vector<std::vector<double>> arrive(S); // per size: when each of its groups is free
   for (size_t j = S; j-- > 0;) {
     for (PetscInt g = 0; g < count[j]; ++g) plan.groups.push_back(plan.sizes[j]), arrive[j].push_back(0.0);
@@ -213,7 +207,7 @@ StudyPlan Simulate(const std::vector<std::vector<double>> &seconds, PetscInt P, 
     }
     for (; !free.empty(); free.pop())
       for (PetscInt piece : SplitGroup(plan.sizes[j], plan.sizes))
-        arrive[std::find(plan.sizes.begin(), plan.sizes.end(), piece) - plan.sizes.begin()].push_back(free.top());
+        arrive[SizeIndex(plan.sizes, piece)].push_back(free.top());
   }
   return plan;
 }

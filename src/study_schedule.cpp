@@ -110,8 +110,7 @@ PetscErrorCode RunGroups(MPI_Comm comm, const std::vector<std::string> &args, co
   const int color = GroupOf(plan.groups, rank);
   PetscCallMPI(MPI_Comm_split(comm, color, rank, &group));
   for (PetscInt size = plan.groups[color];;) {
-    const size_t which = (size_t)(std::find(plan.sizes.begin(), plan.sizes.end(), size) - plan.sizes.begin());
-    PetscCall(RunSize(group, args, s, cases, PlanOrder(plan, prices, which), run));
+    PetscCall(RunSize(group, args, s, cases, PlanOrder(plan, prices, SizeIndex(plan.sizes, size)), run));
     const std::vector<PetscInt> pieces = SplitGroup(size, plan.sizes);
     if (run->signal || pieces.empty()) break;
     MPI_Comm piece;

@@ -65,6 +65,9 @@ struct StudyPlan {
 // `seconds` (StudyPrices).
 StudyPlan PlanStudy(const std::vector<std::vector<double>> &seconds, PetscInt P);
 
+// Where g is among the plan's sizes.
+size_t SizeIndex(const std::vector<PetscInt> &sizes, PetscInt g);
+
 // The groups a group of g ranks splits into when no case of its size is
 // left: the largest smaller size as often as it fits, the rest in the largest
 // sizes that fit (none for one rank).
