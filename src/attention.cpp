@@ -110,12 +110,13 @@ void block_attention(const HeadShape &shape, const AttentionOptions &o, PetscInt
     double *row = work.p.data() + r * b.nkb;
     const PetscInt nv = b.valid(o, r, 0, b.nkb);
     const double shift = work.m[r] = row_max(row, nv);
-    if (dp) {
+    if (dp) { // (the unweighted reverse's pass: a weighted one knows its statistics first)
       double dot;
       work.l[r] = row_exp_dot(row, nv, o.beta, shift, dp + r * b.nkb, &dot);
       work.delta[r] = dot / work.l[r];
     } else {
       work.l[r] = row_exp(row, nv, o.beta, shift);
+      if (work.weights) work.l[r] = row_weigh(row, work.weights, nv);
     }
     std::fill(row + nv, row + b.nkb, 0.0);
   }
@@ -149,7 +150,8 @@ void block_attention_tiled(const HeadShape &shape, const AttentionOptions &o, Pe
         for (PetscInt c = 0; c < shape.dv; ++c) work.y[r * shape.dv + c] *= a;
       }
       work.m[r] = mx;
-      work.l[r] += row_exp(row, nv, o.beta, mx);
+      const double sum = row_exp(row, nv, o.beta, mx);
+      work.l[r] += work.weights ? row_weigh(row, work.weights + t0, nv) : sum;
     }
     gemm(false, false, b.nb, shape.dv, nt, 1.0, work.p.data(), nt, work.keys.w + t0 * shape.dv, shape.dv, 1.0,
          work.y.data(), shape.dv);
@@ -241,7 +243,9 @@ void block_products_reverse(const HeadShape &shape, PetscInt nk, const QueryBloc
 // = dY_r . Y_r known first (the forward's statistics, or a tiled block's
 // first sweep): dP = dY w^T, the scores again, and one pass over each row
 // makes P~ = exp(beta (S - m)) and, in place of dP, dS = (beta / l) P~ (dP -
-// delta) (softmax_rows_reverse's numbers), then the products.
+// delta) (softmax_rows_reverse's numbers; with weighted keys
+// row_weigh_reverse's, which also makes the weights' gradient), then the
+// products.
 void block_tile_reverse(const HeadShape &shape, const AttentionOptions &o, PetscInt nk, const QueryBlock &b,
                         PetscInt t0, PetscInt nt, AttentionWork &work) {
   block_weights_reverse(shape, nk, b, t0, nt, work);
@@ -249,7 +253,13 @@ void block_tile_reverse(const HeadShape &shape, const AttentionOptions &o, Petsc
   for (PetscInt r = 0; r < b.nb; ++r) {
     double *row = work.p.data() + r * nt, *dpr = work.dp.data() + r * nt;
     const PetscInt nv = b.valid(o, r, t0, nt);
-    row_exp_reverse(row, nv, o.beta, work.m[r], dpr, o.beta / work.l[r], work.delta[r]);
+    if (work.weights) {
+      row_exp(row, nv, o.beta, work.m[r]);
+      row_weigh_reverse(row, dpr, work.weights + t0, nv, o.beta, work.l[r], work.delta[r],
+                        work.weight_grad ? work.weight_grad + t0 : nullptr);
+    } else {
+      row_exp_reverse(row, nv, o.beta, work.m[r], dpr, o.beta / work.l[r], work.delta[r]);
+    }
     std::fill(row + nv, row + nt, 0.0);
     std::fill(dpr + nv, dpr + nt, 0.0);
   }
@@ -266,7 +276,9 @@ void block_tile_reverse(const HeadShape &shape, const AttentionOptions &o, Petsc
 // block makes them in a first sweep over its key tiles (one more score
 // product and exp than at once, in cache); a block with its keys at once
 // makes P~ and delta in one pass (delta summed over the row, not dY . Y: the
-// same to round-off), then dS.
+// same to round-off), then dS. Weighted keys take the way of known
+// statistics: m, l and Y first (a block at once makes them as the forward
+// does), then the rows' pass, which makes their gradient too.
 void projected_reverse(const HeadShape &shape, const double *theta, const AttentionOptions &o, const double *xq,
                        PetscInt N, Range q, double scale, const double *lam, double *dxq, double *dtheta,
                        AttentionWork &work) {
@@ -287,11 +299,13 @@ void projected_reverse(const HeadShape &shape, const double *theta, const Attent
     // At once without statistics: dP = dY w^T first, then P~ and delta_r =
     // dY_r . Y_r = sum_j P_rj (dY_r . w_j) = sum_j P~_rj dP_rj / l_r in one
     // pass over each row; qkv heads need no Y, qkvo heads need it for dO.
-    const bool known = work.statistics || tiled; // m, l and Y before the rows' pass
+    const bool known = work.statistics || tiled || work.weights; // m, l and Y before the rows' pass
     if (work.statistics) {
       take_statistics(shape, b, work);
     } else if (tiled) {
       block_attention_tiled(shape, o, nk, b, work);
+    } else if (work.weights) {
+      block_attention(shape, o, nk, b, work);
     } else {
       block_weights_reverse(shape, nk, b, 0, b.nkb, work);
       block_attention(shape, o, nk, b, work, shape.kind == HeadKind::qkvo, work.dp.data());
@@ -309,7 +323,7 @@ void projected_reverse(const HeadShape &shape, const double *theta, const Attent
     }
     for (PetscInt r = 0; r < b.nb; ++r)
       work.delta[r] = row_dot(work.dy.data() + r * shape.dv, work.y.data() + r * shape.dv, shape.dv);
-    const PetscInt tile = work.key_tile; // (the statistics kept, or tiled)
+    const PetscInt tile = work.key_tile; // (the statistics kept, tiled, or weighted)
     for (PetscInt t0 = 0; t0 < b.nkb; t0 += tile)
       block_tile_reverse(shape, o, nk, b, t0, std::min(tile, b.nkb - t0), work);
   }

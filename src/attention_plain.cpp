@@ -46,7 +46,8 @@ void project(const HeadShape &shape, const double *theta, const double *x, Petsc
     matvec(theta + shape.offQ, x + i * shape.d, shape.k, shape.d, &work.q[(i - q.begin) * shape.k]);
 }
 
-// The softmax row of query i over keys j < nj (normalised into w.p) and y = sum_j p_j w_j.
+// The softmax row of query i over keys j < nj (normalised into w.p; each
+// key's exp times its weight, with weighted keys) and y = sum_j p_j w_j.
 void softmax_row(const HeadShape &shape, const AttentionOptions &o, const double *qi, PetscInt nj,
                  AttentionWork &work) {
   double amax = -std::numeric_limits<double>::infinity();
@@ -55,7 +56,7 @@ void softmax_row(const HeadShape &shape, const AttentionOptions &o, const double
     amax = std::max(amax, work.p[j]);
   }
   double Z = 0;
-  for (PetscInt j = 0; j < nj; ++j) Z += (work.p[j] = std::exp(work.p[j] - amax));
+  for (PetscInt j = 0; j < nj; ++j) Z += (work.p[j] = std::exp(work.p[j] - amax) * (work.weights ? work.weights[j] : 1.0));
   const double invZ = 1.0 / Z;
   std::fill(work.y.begin(), work.y.begin() + shape.dv, 0.0);
   for (PetscInt j = 0; j < nj; ++j) {
@@ -103,13 +104,16 @@ void attention_plain_reverse(const HeadShape &shape, const double *theta, const 
       for (PetscInt r = 0; r < shape.d; ++r)
         for (PetscInt c = 0; c < shape.k; ++c) dtheta[shape.offO + r * shape.k + c] += scale * li[r] * work.y[c];
     }
-    // Softmax reverse: da_j = p_j (dy.w_j - dy.y); a_j = beta q_i.kappa_j.
+    // Softmax reverse: da_j = p_j (dy.w_j - dy.y); a_j = beta q_i.kappa_j;
+    // a weighted key's weight: p_j / weight_j (dy.w_j - dy.y).
     const double dyy = dot(work.dy.data(), work.y.data(), shape.dv);
     std::fill(work.dq.begin(), work.dq.end(), 0.0);
     for (PetscInt j = 0; j < nj; ++j) {
       const double pj = work.p[j];
       const double *wj = &work.w[j * shape.dv];
-      const double da = o.beta * pj * (dot(work.dy.data(), wj, shape.dv) - dyy);
+      const double dp = dot(work.dy.data(), wj, shape.dv) - dyy;
+      const double da = o.beta * pj * dp;
+      if (work.weight_grad) work.weight_grad[j] += pj / work.weights[j] * dp;
       const double *kj = &work.kappa[j * shape.k];
       double *dkj = &work.dkappa[j * shape.k];
       for (PetscInt c = 0; c < shape.k; ++c) {

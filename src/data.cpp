@@ -55,12 +55,15 @@ PetscErrorCode DataFileConform(MPI_Comm comm, Settings *s) {
   PetscFunctionBeginUser;
   PetscCall(h5::Open(comm, path, false, &f));
   const auto tokens = h5::Shape(f, "/data/tokens"), targets = h5::Shape(f, "/data/targets"),
-             readout = h5::Shape(f, "/data/readout");
+             readout = h5::Shape(f, "/data/readout"), weights = h5::Shape(f, "/data/weights");
   PetscCall(h5::Close(&f));
   const char *p = path.c_str();
   PetscCheck(tokens.size() == 3, comm, PETSC_ERR_FILE_UNEXPECTED,
              "data file %s: /data/tokens %s, expected a dataset of shape (M, N, d)", p,
              tokens.empty() ? "is missing" : ("has shape " + h5::ShapeText(tokens)).c_str());
+  PetscCheck(weights.empty() || (weights.size() == 2 && weights[0] == tokens[0] && weights[1] == tokens[1]), comm,
+             PETSC_ERR_FILE_UNEXPECTED, "data file %s: /data/weights has shape %s, but /data/tokens %s needs (M, N)", p,
+             h5::ShapeText(weights).c_str(), h5::ShapeText(tokens).c_str());
   PetscCheck(s->scheme.zero_targets || !targets.empty(), comm, PETSC_ERR_FILE_UNEXPECTED,
              "data file %s: /data/targets is missing", p);
   const PetscInt M = (PetscInt)tokens[0], N = (PetscInt)tokens[1], d = (PetscInt)tokens[2];
@@ -120,12 +123,46 @@ PetscErrorCode ReadTargets(h5::File &f, const TokenLayout &t, Targets *y) {
   PetscFunctionReturn(0);
 }
 
-PetscErrorCode DataFileRead(MPI_Comm comm, const std::string &path, const TokenLayout &t, Vec x0, Targets *y) {
+PetscErrorCode ReadWeights(h5::File &f, const std::string &path, TokenLayout *t) {
+  const auto dims = h5::Shape(f, "/data/weights");
+  const char *p = path.c_str();
+  PetscFunctionBeginUser;
+  t->weights.clear();
+  if (dims.empty()) PetscFunctionReturn(0);
+  PetscCheck(dims.size() == 2 && (PetscInt)dims[0] >= t->M && (PetscInt)dims[1] == t->N, f.comm,
+             PETSC_ERR_FILE_UNEXPECTED, "%s: /data/weights has shape %s, expected (M, N) = (%" PetscInt_FMT
+             ", %" PetscInt_FMT ")", p, h5::ShapeText(dims).c_str(), t->M, t->N);
+  t->weights.resize((size_t)(t->M * t->N));
+  PetscCall(ReadReplicated(f, "/data/weights", {(hsize_t)t->M, (hsize_t)t->N}, t->weights.data())); // the first M
+  for (PetscInt m = 0; m < t->M; ++m) {
+    double sum = 0;
+    for (PetscInt i = 0; i < t->N; ++i) {
+      const double w = t->weights[m * t->N + i];
+      PetscCheck(std::isfinite(w) && w > 0, f.comm, PETSC_ERR_FILE_UNEXPECTED,
+                 "%s: /data/weights[%" PetscInt_FMT ", %" PetscInt_FMT "] = %g, a weight must be positive and finite",
+                 p, m, i, w);
+      sum += w;
+    }
+    PetscCheck(std::fabs(sum - 1.0) <= kWeightSum, f.comm, PETSC_ERR_FILE_UNEXPECTED,
+               "%s: /data/weights row %" PetscInt_FMT " sums to %.17g, not 1 (a sequence's weights are its "
+               "tokens' masses)", p, m, sum);
+  }
+  PetscFunctionReturn(0);
+}
+
+bool UniformWeights(const TokenLayout &t) {
+  for (double w : t.weights)
+    if (std::fabs(w * (double)t.N - 1.0) > kWeightSum) return false;
+  return true;
+}
+
+PetscErrorCode DataFileRead(MPI_Comm comm, const std::string &path, TokenLayout &t, Vec x0, Targets *y) {
   h5::File f;
   PetscReal nx;
   PetscFunctionBeginUser;
   PetscCall(h5::Open(comm, path, false, &f));
   PetscCall(ReadTokens(f, "/data/tokens", t, x0));
+  PetscCall(ReadWeights(f, path, &t));
   if (y) PetscCall(ReadTargets(f, t, y));
   PetscCall(h5::Close(&f));
   // A NaN in the data would poison every result: refuse it here.

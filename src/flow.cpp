@@ -5,6 +5,7 @@
 #include <petsc/private/petscimpl.h>
 
 #include <algorithm>
+#include <climits>
 #include <cmath>
 #include <vector>
 
@@ -72,12 +73,38 @@ static PetscErrorCode Prepare(TS ts, Flow *flow, PetscInt l, Vec x) {
   PetscFunctionReturn(0);
 }
 
+// The factor of the weights' gradient of the stage at `depth` (Flow::stage):
+// what PETSc's adjoint step multiplies that stage's state part by.
+static PetscErrorCode StageFactor(TS ts, Flow *flow, PetscReal depth) {
+  PetscInt stages, found = -1, count = 0;
+  const PetscReal *A, *b, *c;
+  PetscBool fsal;
+  PetscReal t, h;
+  PetscFunctionBeginUser;
+  if (!flow->scheme.adaptive) {
+    flow->stage = 1.0 / (double)flow->L; // the model's Euler step, exactly
+    PetscFunctionReturn(0);
+  }
+  PetscCall(TSRKGetTableau(ts, &stages, &A, &b, &c, nullptr, nullptr, nullptr, &fsal));
+  PetscCall(TSGetTime(ts, &t));
+  PetscCall(TSGetTimeStep(ts, &h));
+  const double at = 1.0 - (depth - t) / h; // the adjoint's stage depth is t + h (1 - c_i)
+  for (PetscInt i = 0; i < stages - (fsal ? 1 : 0); ++i) // (a last FSAL stage is not taken back)
+    if (std::fabs(c[i] - at) < 1e-6) found = i, ++count;
+  PetscCheck(count == 1, PetscObjectComm((PetscObject)ts), PETSC_ERR_SUP,
+             "the weights' gradient needs the Runge-Kutta stage at depth %g, and the tableau has %" PetscInt_FMT
+             " there: use another -ts_rk_type", (double)depth, count);
+  flow->stage = b[found] != 0 ? -h * b[found] : -h;
+  PetscFunctionReturn(0);
+}
+
 static PetscErrorCode RHSJacobian(TS ts, PetscReal depth, Vec x, Mat A, Mat B, void *ctx) {
   Flow *flow = (Flow *)ctx;
   PetscInt l;
   PetscFunctionBeginUser;
   PetscCall(StepLayer(ts, flow, &l));
   PetscCall(Prepare(ts, flow, l, x));
+  if (flow->velocity->tokens->weighted()) PetscCall(StageFactor(ts, flow, depth));
   PetscFunctionReturn(0);
 }
 
@@ -105,6 +132,14 @@ static PetscErrorCode SphereTranspose(Flow *flow, Vec lam) {
   PetscFunctionReturn(0);
 }
 
+// The prepared stage's (df/dw)^T lam into Flow::weight_grad, with its factor.
+static void AddWeightGradient(Flow *flow) {
+  const TokenLayout &t = *flow->velocity->tokens;
+  const std::vector<double> &g = flow->velocity->layer_weight_grad;
+  double *at = flow->weight_grad.data() + t.seqs.begin * t.N;
+  for (size_t e = 0; e < g.size(); ++e) at[e] += flow->stage * g[e];
+}
+
 static PetscErrorCode JacobianMultTranspose(Mat J, Vec lam, Vec out) {
   Flow *flow;
   PetscFunctionBeginUser;
@@ -123,6 +158,7 @@ static PetscErrorCode JacobianMultTranspose(Mat J, Vec lam, Vec out) {
     PetscCall(VecAXPY(out, 1.0, flow->rest));
     break;
   }
+  if (flow->velocity->tokens->weighted()) AddWeightGradient(flow);
   PetscFunctionReturn(0);
 }
 
@@ -291,22 +327,36 @@ static PetscErrorCode Forward(Flow *f, Vec x) {
   PetscFunctionReturn(0);
 }
 
-// The adjoint solve and the head gradients' sum.
+// The weights' gradient summed over the ranks (each holds its stages' parts
+// of its group's sequences).
+static PetscErrorCode SumWeightGradient(Flow *f) {
+  MPI_Comm comm = f->velocity->grid->comm;
+  PetscFunctionBeginUser;
+  PetscCheck(f->weight_grad.size() <= (size_t)INT_MAX, comm, PETSC_ERR_SUP,
+             "the weights' gradient of %zu tokens is more than one message can carry", f->weight_grad.size());
+  PetscCallMPI(MPI_Allreduce(MPI_IN_PLACE, f->weight_grad.data(), (int)f->weight_grad.size(), MPI_DOUBLE, MPI_SUM, comm));
+  PetscFunctionReturn(0);
+}
+
+// The adjoint solve and the head gradients' sum (and the weights').
 static PetscErrorCode Adjoint(Flow *f, Vec lam, Vec dtheta) {
   Heads &h = *f->velocity->heads;
+  const TokenLayout &t = *f->velocity->tokens;
   PetscFunctionBeginUser;
+  f->weight_grad.assign(t.weighted() ? (size_t)(t.M * t.N) : 0, 0.0);
   if (f->scheme.adaptive) { // the reference's adjoint of the state only
     PetscCall(VecSet(dtheta, 0.0));
     PetscCall(TSSetCostGradients(f->ts, 1, &lam, nullptr));
     PetscCall(TSAdjointSolve(f->ts));
-    PetscFunctionReturn(0);
+  } else {
+    PetscCall(HeadsGradientStart(&h));
+    PetscCall(TSSetCostGradients(f->ts, 1, &lam, &f->sensitivity));
+    PetscCall(TSAdjointSolve(f->ts));
+    PetscCall(PetscLogEventBegin(MFT_EXCHANGE, 0, 0, 0, 0));
+    PetscCall(HeadsReduceGradient(&h, dtheta));
+    PetscCall(PetscLogEventEnd(MFT_EXCHANGE, 0, 0, 0, 0));
   }
-  PetscCall(HeadsGradientStart(&h));
-  PetscCall(TSSetCostGradients(f->ts, 1, &lam, &f->sensitivity));
-  PetscCall(TSAdjointSolve(f->ts));
-  PetscCall(PetscLogEventBegin(MFT_EXCHANGE, 0, 0, 0, 0));
-  PetscCall(HeadsReduceGradient(&h, dtheta));
-  PetscCall(PetscLogEventEnd(MFT_EXCHANGE, 0, 0, 0, 0));
+  if (t.weighted()) PetscCall(SumWeightGradient(f));
   PetscFunctionReturn(0);
 }
 

@@ -15,7 +15,7 @@ static void unit_tokens(std::vector<double> &x, PetscInt d, double norm) {
 }
 
 void plain_forward(const ModelSettings &m, const std::vector<double> &theta, PetscInt M, PetscInt N,
-                   std::vector<double> &x) {
+                   std::vector<double> &x, const std::vector<double> &weights) {
   const HeadShape shape = head_shape(m.head_kind, m.d, m.k);
   const PetscInt d = m.d;
   std::vector<double> B(d * d), A(d * d), a(N * N), v(M * N * d), read(x);
@@ -49,10 +49,12 @@ void plain_forward(const ModelSettings &m, const std::vector<double> &theta, Pet
             a[i * N + j] = e;
             amax = std::fmax(amax, e);
           }
-          for (PetscInt j = 0; j < nj; ++j) Z += std::exp(a[i * N + j] - amax);
+          // The key's mass: its weight (a measure), or 1 (the unweighted sequence).
+          auto mass = [&](PetscInt j) { return weights.empty() ? 1.0 : weights[seq * N + j]; };
+          for (PetscInt j = 0; j < nj; ++j) Z += mass(j) * std::exp(a[i * N + j] - amax);
           std::vector<double> mi(d, 0.0);
           for (PetscInt j = 0; j < nj; ++j) {
-            const double P = std::exp(a[i * N + j] - amax) / Z;
+            const double P = mass(j) * std::exp(a[i * N + j] - amax) / Z;
             for (PetscInt c = 0; c < d; ++c) mi[c] += P * xs[j * d + c];
           }
           for (PetscInt r = 0; r < d; ++r) {

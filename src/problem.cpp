@@ -180,6 +180,12 @@ PetscErrorCode ProblemCreate(MPI_Comm comm, const Settings &settings, Problem *p
   // The tokens: drawn, or a data file's; the targets: zero (a probe's), the file's, or the teacher's.
   if (s.data.file.empty()) PetscCall(GenerateTokens(s.data, p->tokens, p->x0));
   else PetscCall(DataFileRead(comm, s.data.file, p->tokens, p->x0, s.scheme.zero_targets ? nullptr : &p->targets));
+  if (p->tokens.weighted() && s.model.causal) { // the mask orders the tokens: a measure has no order
+    PetscCheck(UniformWeights(p->tokens), comm, PETSC_ERR_USER_INPUT,
+               "data file %s has weights other than 1/N, and model.causal = true orders the tokens: a weighted "
+               "measure of tokens has no order (give uniform weights, or no /data/weights)", s.data.file.c_str());
+    p->tokens.weights.clear(); // uniform: the unweighted model
+  }
   PetscCall(NormInputs(s.model.norm, s.data.N, s.model.d, p->x0));
   if (s.scheme.zero_targets) {
     p->targets.kind = LossKind::token;
@@ -274,9 +280,12 @@ PetscErrorCode ProblemEvaluate(Problem *p, PetscBool gradient) {
   PetscFunctionBeginUser;
   PetscCall(VecCopy(p->x0, p->x1));
   PetscCall(FlowForward(&p->flow, p->x1));
-  PetscCall(RiskEvaluate(p->tokens, p->targets, &p->active, p->x1, gradient ? p->adjoint : nullptr, &p->risk));
+  const bool weights = gradient && p->tokens.weighted();
+  PetscCall(RiskEvaluate(p->tokens, p->targets, &p->active, p->x1, gradient ? p->adjoint : nullptr, &p->risk,
+                         weights ? &p->weight_grad : nullptr));
   if (gradient) {
     PetscCall(FlowAdjoint(&p->flow, p->adjoint, p->grad));
+    for (size_t e = 0; weights && e < p->weight_grad.size(); ++e) p->weight_grad[e] += p->flow.weight_grad[e];
     PetscCall(VecScale(p->grad, (PetscScalar)(p->heads.L * p->heads.H)));
     // On the sphere the input is normalized first: dR/dx(0) through it, the
     // part tangent to the sphere (the same for the L-layer model and the limit).

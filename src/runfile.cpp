@@ -119,6 +119,7 @@ PetscErrorCode WriteRun(File &f, const Problem &p, const History &h, const Optim
   const TokenLayout &t = p.tokens;
   PetscFunctionBeginUser;
   PetscCall(WriteTokens(f, "/data/tokens", t, p.x0));
+  if (t.weighted()) PetscCall(WriteReplicated(f, "/data/weights", {(hsize_t)t.M, (hsize_t)t.N}, t.weights.data()));
   if (p.targets.kind == LossKind::token) {
     PetscCall(WriteTokens(f, "/data/targets", t, p.targets.y));
   } else {
@@ -127,6 +128,8 @@ PetscErrorCode WriteRun(File &f, const Problem &p, const History &h, const Optim
   }
   PetscCall(TransferHeads(f, "/params", p.heads, p.heads.theta, false, false));
   if (what == Content::run_with_gradient) PetscCall(TransferHeads(f, "/grad", p.heads, p.grad, false, false));
+  if (what == Content::run_with_gradient && t.weighted() && p.weight_grad.size() == t.weights.size()) // dR/dw (no L H)
+    PetscCall(WriteReplicated(f, "/grad/weights", {(hsize_t)t.M, (hsize_t)t.N}, p.weight_grad.data()));
   if (opt && opt->m) {
     PetscCall(TransferHeads(f, "/optimizer/m", p.heads, opt->m, false, false));
     PetscCall(TransferHeads(f, "/optimizer/v", p.heads, opt->v, opt->kind == OptimizerKind::adamw_block, false));
@@ -223,6 +226,7 @@ PetscErrorCode RunFileRead(const std::string &path, Problem *p, Optimizer *opt, 
   PetscFunctionBeginUser;
   PetscCall(h5::Open(comm, path, false, &f));
   PetscCall(ReadTokens(f, "/data/tokens", p->tokens, p->x0));
+  PetscCall(ReadWeights(f, path, &p->tokens));
   PetscCall(ReadTargets(f, p->tokens, &p->targets));
   PetscCall(TransferHeads(f, "/params", p->heads, p->heads.theta, false, true));
   if (opt && opt->m) {

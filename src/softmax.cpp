@@ -239,6 +239,24 @@ double row_dot(const double *a, const double *b, PetscInt n) {
   return sum;
 }
 
+// (Plain loops, summed in order: weighted rows are not the hot path.)
+double row_weigh(double *row, const double *w, PetscInt n) {
+  double sum = 0;
+  for (PetscInt j = 0; j < n; ++j) sum += (row[j] *= w[j]);
+  return sum;
+}
+
+void row_weigh_reverse(double *row, double *dp, const double *w, PetscInt n, double beta, double l, double c,
+                       double *grad) {
+  const double inverse = 1.0 / l;
+  for (PetscInt j = 0; j < n; ++j) {
+    const double g = row[j] * inverse * (dp[j] - c);
+    if (grad) grad[j] += g;
+    row[j] *= w[j];
+    dp[j] = beta * w[j] * g;
+  }
+}
+
 // row[j] *= f for j < n.
 void row_scale(double *row, PetscInt n, double f) {
   PetscInt j = 0;

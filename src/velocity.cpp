@@ -99,6 +99,19 @@ double *ChunkKeys(Velocity &v, PetscInt j) {
   return j == 0 || v.form != CutForm::tokens ? v.dkeys.data() : v.dkeys_partial.data() + (size_t)(j - 1) * v.dkeys.size();
 }
 
+// A kernel's weighted keys for sequence m (AttentionWork::weights), and in
+// the reverse where its weights' gradient goes: copy `part` of the local
+// sequence's N tokens (null: unweighted, or the forward).
+void Weigh(const Velocity &v, PetscInt m, double *grad, AttentionWork &w) {
+  w.weights = v.tokens->sequence_weights(m);
+  w.weight_grad = grad;
+}
+double *WeightPart(Velocity &v, PetscInt part, PetscInt m) {
+  const TokenLayout &t = *v.tokens;
+  if (!t.weighted()) return nullptr;
+  return v.weight_parts.data() + ((size_t)part * (size_t)t.seqs.size() + (size_t)(m - t.seqs.begin)) * (size_t)t.N;
+}
+
 } // namespace
 
 PetscErrorCode VelocityKeep(Velocity *v, PetscInt L) {
@@ -316,6 +329,7 @@ PetscErrorCode ReverseByQueries(Velocity *v, PetscInt l, const double *xs, const
     if (skip(m)) return;
     AttentionWork &w = v->works[(size_t)thread];
     double *dx = rows(m, j);
+    Weigh(*v, m, WeightPart(*v, j * qu.Qc + i, m), w);
     for (PetscInt hl = heads.begin; hl < heads.end && q.size() > 0; ++hl) {
       w.statistics = v->forwards ? statistics_at(*v, l, hl, m, q.begin) : nullptr; // the forward's
       attention_on_keys_reverse(h.shape, h.head(l, hl), v->options, qu.tokens(m) + q.begin * t.d, qu.store(ml, hl),
@@ -380,6 +394,7 @@ PetscErrorCode ReverseByChunks(Velocity *v, PetscInt l, const double *xs, const 
       const Range q = t.queries(m);
       const PetscInt c = t.cut(m);
       if (q.size() == 0 || skip(m)) continue;
+      Weigh(*v, m, WeightPart(*v, j, m), w);
       for (PetscInt hl = heads.begin; hl < heads.end; ++hl) {
         double *dtheta = grad + hl * h.shape.size;
         w.statistics = v->forwards ? statistics_at(*v, l, hl, m, q.begin) : nullptr; // the forward's
@@ -405,6 +420,12 @@ PetscErrorCode ReverseByChunks(Velocity *v, PetscInt l, const double *xs, const 
 void SumReverseChunks(Velocity *v, double *ds) {
   const TokenLayout &t = *v->tokens;
   Heads &h = *v->heads;
+  if (t.weighted()) { // the weights' gradients, copy by copy
+    const size_t n = v->layer_weight_grad.size();
+    std::copy(v->weight_parts.begin(), v->weight_parts.begin() + (std::ptrdiff_t)n, v->layer_weight_grad.begin());
+    for (size_t part = 1; part < v->weight_parts.size() / n; ++part)
+      for (size_t e = 0; e < n; ++e) v->layer_weight_grad[e] += v->weight_parts[part * n + e];
+  }
   const size_t G = h.layer_grad.size(), n = (size_t)t.group.size() * (size_t)t.d;
   for (PetscInt j = 1; j < v->head_chunks; ++j) {
     const double *dx_j = ChunkTokens(*v, ds, j);
@@ -489,6 +510,7 @@ PetscErrorCode VelocityEvaluate(Velocity *v, PetscInt l, Vec x, Vec f) {
       AttentionWork &w = v->works[(size_t)thread];
       double *sum = ChunkTokens(*v, out, j) + at(t, m, q.begin);
       if (j > 0) std::fill(sum, sum + q.size() * t.d, 0.0);
+      Weigh(*v, m, nullptr, w);
       for (PetscInt hl = heads.begin; hl < heads.end; ++hl) {
         w.statistics = keeps ? statistics_at(*v, l, hl, m, q.begin) : nullptr;
         attention_on_keys(h.shape, h.head(l, hl), v->options, qu.tokens(m) + q.begin * t.d, qu.store(ml, hl),
@@ -504,6 +526,7 @@ PetscErrorCode VelocityEvaluate(Velocity *v, PetscInt l, Vec x, Vec f) {
       const PetscInt c = t.cut(m);
       double *sum = ChunkTokens(*v, out, j) + at(t, m, q.begin);
       if (j > 0) std::fill(sum, sum + q.size() * t.d, 0.0);
+      Weigh(*v, m, nullptr, w);
       for (PetscInt hl = heads.begin; hl < heads.end; ++hl) {
         w.statistics = keeps ? statistics_at(*v, l, hl, m, q.begin) : nullptr; // kept for the adjoint
         if (c < 0 || v->form == CutForm::tokens) // the sequence's tokens: held by the group or shared
@@ -557,6 +580,11 @@ PetscErrorCode VelocityReverse(Velocity *v, Vec lam, Vec dx) {
   auto skip = [&](PetscInt m) { return v->active && !(*v->active)[m]; }; // zero adjoint outside the batch
   std::fill(v->head_partial.begin(), v->head_partial.end(), 0.0);
   std::fill(v->dkeys_partial.begin(), v->dkeys_partial.end(), 0.0);
+  if (t.weighted()) { // a copy for each chunk of heads and of queries (velocity.hpp)
+    const size_t n = (size_t)t.seqs.size() * (size_t)t.N;
+    v->layer_weight_grad.resize(n);
+    v->weight_parts.assign(n * (size_t)(v->head_chunks * v->query_chunks), 0.0);
+  }
   if (v->query_chunks > 1) PetscCall(ReverseByQueries(v, l, xs, ls, ds, scale, skip));
   else PetscCall(ReverseByChunks(v, l, xs, ls, ds, scale, skip));
   SumReverseChunks(v, ds);

@@ -68,6 +68,15 @@ struct AttentionWork {
   // as without them to round-off (its delta summed another way). Null (the
   // default): the forward keeps nothing. Set by the caller before each call.
   double *statistics = nullptr;
+  // Weighted tokens (docs/model.md, 'Token measures'): key j of the call's
+  // sequence (j from its first token) enters every softmax row with its
+  // weight, P[i,j] = w_j exp(a[i,j]) / sum_j' w_j' exp(a[i,j']). `weights`
+  // null: every key alike (the unweighted kernels, bitwise). With weights the
+  // reverse also adds to weight_grad[j] (when not null) the derivative of
+  // its output, taken along lam, in w_j: sum_i (P[i,j] / w_j) (dP[i,j] -
+  // delta_i). Set by the caller before each call.
+  const double *weights = nullptr;
+  double *weight_grad = nullptr;
   // The keys the blocked kernels read: kappa (nk x k), w (nk x dv) and
   // their transposes kappa^T, w^T (leading dimension ldt), and where the
   // reverse leaves their gradients dkappa (nk x k), dw (nk x dv): this

@@ -1,5 +1,6 @@
 // Data files in the docs/model.md 'Files' layout: /data/tokens (M, N, d),
-// /data/targets ((M, N, d) or (M, c)) and /data/readout (c, d); and the
+// /data/targets ((M, N, d) or (M, c)), /data/readout (c, d) and the
+// optional /data/weights (M, N); and the
 // transfers of token arrays (each rank its owned rows) and of small arrays
 // known on every rank, which the run files use too.
 #pragma once
@@ -21,9 +22,20 @@ namespace mft {
 // scheme.zero_targets (a study's probe: the file's tokens only).
 PetscErrorCode DataFileConform(MPI_Comm comm, Settings *s);
 
-// Reads the tokens (owned rows), targets and readout of a conformed data file
-// (the first t.M sequences); y == nullptr: the tokens only.
-PetscErrorCode DataFileRead(MPI_Comm comm, const std::string &path, const TokenLayout &t, Vec x0, Targets *y);
+// Reads the tokens (owned rows), their weights (/data/weights, when the file
+// has them), targets and readout of a conformed data file (the first t.M
+// sequences); y == nullptr: the tokens (and weights) only.
+PetscErrorCode DataFileRead(MPI_Comm comm, const std::string &path, TokenLayout &t, Vec x0, Targets *y);
+
+// The tokens' weights (docs/model.md, 'Token measures') of the first t->M
+// sequences of an open file into t->weights, on every rank: (M, N), each
+// weight positive and finite, each row summing to 1 within kWeightSum; none
+// (t->weights empty) when the file has no /data/weights.
+constexpr double kWeightSum = 1e-10;
+PetscErrorCode ReadWeights(h5::File &f, const std::string &path, TokenLayout *t);
+
+// Every weight 1/N (within kWeightSum): the unweighted model's masses.
+bool UniformWeights(const TokenLayout &t);
 
 // A token array (M, N, d): each rank writes or reads the rows it owns (t.owned).
 PetscErrorCode WriteTokens(h5::File &f, const std::string &name, const TokenLayout &t, Vec v);

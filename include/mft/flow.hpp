@@ -38,6 +38,15 @@ struct Flow {
   Vec *velocities = nullptr;
   PetscObjectId lam_id = 0;
   PetscObjectState lam_state = 0;
+  // Weighted tokens: dR/dw of the adjoint solve through the flow, (M, N) on
+  // every rank (FlowAdjoint). Each stage's (df/dw)^T lam (the velocity's
+  // layer_weight_grad) counts with the factor PETSc gives that stage's state
+  // part (`stage`): 1/L for the Euler model; for the adaptive solve -h b_i
+  // (-h where b_i = 0), the stage found from its depth in the tableau
+  // (PETSc 3.18's own parameter sensitivity mis-sums the stages where b_i =
+  // 0, which TSRK 5dp has).
+  std::vector<double> weight_grad;
+  double stage = 0;
 };
 
 // The parameter part of each layer's reverse sweep is accumulated by the
@@ -62,7 +71,8 @@ PetscErrorCode FlowForward(Flow *f, Vec x);
 // After FlowForward: lam <- dR/dx(0) from lam = dR/dx(1), and
 // dtheta <- dR/dtheta (overwritten; one reduction over the token groups per
 // solve). The adaptive scheme (the reference) has no parameter gradient:
-// dtheta <- 0.
+// dtheta <- 0. With weighted tokens, f->weight_grad <- the flow's part of
+// dR/dw (both schemes; one sum over the ranks per solve).
 PetscErrorCode FlowAdjoint(Flow *f, Vec lam, Vec dtheta);
 
 } // namespace mft

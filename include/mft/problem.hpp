@@ -24,6 +24,9 @@ struct Problem {
   Vec x1 = nullptr;     // output tokens x(1) at the current heads
   Vec adjoint = nullptr;// dR/dx(1), then dR/dx(0) after an adjoint solve
   Vec grad = nullptr;   // g = L H dR/dtheta (docs/model.md, 'The gradient: a backward adjoint')
+  // With weighted tokens (tokens.weights), dR/dw after an adjoint solve:
+  // (M, N) on every rank, the risk's own part and the flow's.
+  std::vector<double> weight_grad;
   double risk = 0;
   StepCost predicted;   // the cost model's training step on this grid
   std::vector<char> active; // sequences of the current mini-batch (all by default)
@@ -40,7 +43,7 @@ PetscErrorCode ProblemDestroy(Problem *p);
 // Forward pass at the current heads (p->heads.theta): x1 and risk; with
 // gradient, also the adjoint solve: grad, and adjoint = dR/dx(0) (with
 // model.norm = sphere, its part tangent to the sphere at x(0): the gradient
-// through the input's normalization).
+// through the input's normalization), and with weighted tokens weight_grad.
 PetscErrorCode ProblemEvaluate(Problem *p, PetscBool gradient);
 
 // With output.trajectory = S > 0, the solves that follow record the tokens

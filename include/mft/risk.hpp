@@ -1,6 +1,8 @@
 // The risks of docs/model.md ('Sequences as distributions') and their gradients dR/dx(1).
 //   token:  R = (1/M) sum_m (1/N) sum_i 1/2 |x[m,i](1) - y[m,i]|^2
 //   pooled: R = (1/M) sum_m 1/2 |W xbar[m](1) - z[m]|^2,  xbar[m] = (1/N) sum_i x[m,i]
+// With weighted tokens (TokenLayout::weights, 'Token measures') every 1/N
+// is token i's weight w[m,i].
 #pragma once
 
 #include "mft/settings.hpp"
@@ -32,8 +34,10 @@ PetscErrorCode PooledOutputs(const TokenLayout &t, const std::vector<double> &W,
 double ClassAccuracy(const std::vector<double> &outputs, const std::vector<double> &targets, PetscInt c);
 
 // R at x1 over the sequences of a batch (active[m] != 0; null: all M, and
-// (1/M) becomes 1/|batch|); when dRdx is not null, also dR/dx(1) into it.
+// (1/M) becomes 1/|batch|); when dRdx is not null, also dR/dx(1) into it;
+// when dRdw is not null (weighted tokens), the risk's own derivative in the
+// weights at fixed x1, (M, N) on every rank.
 PetscErrorCode RiskEvaluate(const TokenLayout &t, const Targets &y, const std::vector<char> *active, Vec x1, Vec dRdx,
-                            double *R);
+                            double *R, std::vector<double> *dRdw = nullptr);
 
 } // namespace mft

@@ -23,6 +23,17 @@ double row_exp_dot(double *row, PetscInt n, double beta, double shift, double *w
 // reverse's dS = beta P (dP - delta) at f = beta / l, c = delta.
 void row_exp_reverse(double *row, PetscInt n, double beta, double shift, double *dp, double f, double c);
 
+// Weighted keys (AttentionWork::weights): row[j] *= w[j] for j < n;
+// returns the new row's sum.
+double row_weigh(double *row, const double *w, PetscInt n);
+
+// The reverse of a weighted row whose P~ = exp(beta (S - m)) is in row (not
+// yet weighted), with g_j = (row[j] / l) (dp[j] - c): grad[j] += g_j (when
+// grad is not null), row[j] <- w[j] row[j] (P~ weighted) and dp[j] <- beta
+// w[j] g_j, the reverse's dS = beta P (dP - delta) at c = delta.
+void row_weigh_reverse(double *row, double *dp, const double *w, PetscInt n, double beta, double l, double c,
+                       double *grad);
+
 // sum_j a[j] b[j], j < n, in partial sums of the vector width.
 double row_dot(const double *a, const double *b, PetscInt n);
 

@@ -78,11 +78,20 @@ struct TokenLayout {
   Vec local = nullptr;            // template of the group's tokens (sequential)
   MPI_Comm head_comm = MPI_COMM_NULL;   // the Ph ranks of the token group
   mutable std::vector<double> incoming; // receive buffer of the returned key gradients
+  // The tokens' masses (docs/model.md, 'Token measures'): (M, N), sequence by
+  // sequence, each row positive and summing to 1, the same on every rank;
+  // empty: 1/N each (the unweighted model, bitwise).
+  std::vector<double> weights;
 
   // Query range [i0, i1) of sequence m (in seqs) that this group computes.
   Range queries(PetscInt m) const;
   // Index in cuts of sequence m, or -1 when the group holds it whole.
   PetscInt cut(PetscInt m) const;
+  bool weighted() const { return !weights.empty(); }
+  // Sequence m's N weights (null: unweighted).
+  const double *sequence_weights(PetscInt m) const { return weighted() ? weights.data() + m * N : nullptr; }
+  // Token tok's (flat m N + i) weight: its mass, or 1/N.
+  double weight(PetscInt tok) const { return weighted() ? weights[tok] : 1.0 / (double)N; }
 };
 
 PetscErrorCode TokenLayoutCreate(const Grid &g, PetscInt M, PetscInt N, PetscInt d, TokenLayout *t);

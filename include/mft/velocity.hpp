@@ -96,6 +96,13 @@ struct Velocity {
   std::vector<double> kept_keys;
   bool forwards = false;
   double memory = -1; // bytes the rank may keep for its buffers (its share of the node; < 0: no limit)
+  // Weighted tokens (TokenLayout::weights): the reverse also makes (df/dw)^T
+  // lam, the layer's part of the weights' gradient. Each unit adds into a
+  // copy of its own (one per chunk of heads and chunk of queries, each the
+  // group's sequences' N tokens: weight_parts), summed in copy order into
+  // layer_weight_grad (seqs x N, this rank's part; the other ranks' parts
+  // are theirs to add: Flow sums them once per adjoint solve).
+  std::vector<double> weight_parts, layer_weight_grad;
   PetscInt sweeps = 0;     // reverse sweeps done (one per layer and adjoint solve)
   // Identity of the adjoint vector whose parameter part is in heads->layer_grad.
   PetscInt grad_layer = -1;
@@ -128,7 +135,8 @@ PetscErrorCode VelocityPrepare(Velocity *v, PetscInt l, Vec x);
 // group's tokens in memory.
 PetscErrorCode VelocityKeep(Velocity *v, PetscInt L);
 
-// dx = (df/dx)^T lam at the prepared state; keeps (df/dtheta)^T lam.
+// dx = (df/dx)^T lam at the prepared state; keeps (df/dtheta)^T lam (and,
+// with weighted tokens, (df/dw)^T lam in layer_weight_grad).
 PetscErrorCode VelocityReverse(Velocity *v, Vec lam, Vec dx);
 
 // Heads::grad[layer] += weight * (this rank's part of (df/dtheta)^T lam), for
