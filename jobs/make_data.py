@@ -2,7 +2,7 @@
 """Turns NumPy arrays or CSV tables into an mft data file.
 
     jobs/make_data.py --tokens X --targets Y [--readout W] --out data.h5
-                      [--N N] [--heldout F --heldout-out heldout.h5 --seed S]
+                      [--weights P] [--N N] [--heldout F --heldout-out heldout.h5 --seed S]
 
 X, Y, W are .npy files, NAME.npz:KEY (one array of an .npz), or .csv tables
 (comma-separated numbers, one row per token or sequence; --N N gives the
@@ -12,8 +12,10 @@ tokens per sequence of a CSV of tokens). Shapes (the documented layout):
     targets  (M, N, d) token loss          a CSV: M*N rows of d numbers
              (M, c)    pooled loss         a CSV: M rows of c numbers
     readout  (c, d)    pooled loss only
+    weights  (M, N)    optional: each token's mass (a CSV: M rows of N numbers);
+                       positive, each row scaled to sum to 1 (counts n_j give n_j / N)
 
-The file holds /data/tokens, /data/targets (and /data/readout) as float64 and
+The file holds /data/tokens, /data/targets (and /data/readout, /data/weights) as float64 and
 the attributes M, N, d (and c, loss); mft reads the sizes and the loss from
 it. With --heldout F, a fraction F of the sequences (drawn with --seed) goes
 to --heldout-out instead, in the same layout: `mft forward --params.file
@@ -94,7 +96,17 @@ def check(tokens, targets, readout):
     raise Refused(f"targets have shape {targets.shape}: expected {tokens.shape} (token loss) or ({M}, c) (pooled loss)")
 
 
-def write(path, tokens, targets, readout, loss):
+def masses(weights, tokens):
+    """The weights as masses: shape (M, N), positive, each row scaled to sum to 1."""
+    if weights.shape != tokens.shape[:2]:
+        raise Refused(f"weights have shape {weights.shape}, expected (M, N) = {tokens.shape[:2]}")
+    if (weights <= 0).any():
+        where = tuple(int(i) for i in np.argwhere(weights <= 0)[0])
+        raise Refused(f"weights must be positive: {weights[where]} at {where}")
+    return weights / weights.sum(axis=1, keepdims=True)
+
+
+def write(path, tokens, targets, readout, loss, weights=None):
     import h5py
     tmp = path + ".tmp"
     with h5py.File(tmp, "w") as f:
@@ -102,6 +114,8 @@ def write(path, tokens, targets, readout, loss):
         f["/data/targets"] = targets
         if readout is not None:
             f["/data/readout"] = readout
+        if weights is not None:
+            f["/data/weights"] = weights
         M, N, d = tokens.shape
         f.attrs["M"], f.attrs["N"], f.attrs["d"], f.attrs["loss"] = M, N, d, loss
         if loss == "pooled":
@@ -114,6 +128,7 @@ def main(argv):
     p.add_argument("--tokens", required=True)
     p.add_argument("--targets", required=True)
     p.add_argument("--readout")
+    p.add_argument("--weights", help="each token's mass, (M, N); rows scaled to sum to 1")
     p.add_argument("--out", required=True)
     p.add_argument("--N", type=int, help="tokens per sequence of a CSV of tokens (and of token targets)")
     p.add_argument("--heldout", type=float, default=0.0, help="fraction of the sequences held out (0 <= F < 1)")
@@ -133,14 +148,17 @@ def main(argv):
     if a.targets.endswith(".csv") and targets.shape[0] == tokens.shape[0] * tokens.shape[1]:
         targets = targets.reshape(tokens.shape[0], tokens.shape[1], targets.shape[1])  # one row per token
     readout = load(a.readout, "readout") if a.readout else None
-    convert(tokens, targets, readout, a.out, a.heldout, a.heldout_out, a.seed)
+    weights = load(a.weights, "weights") if a.weights else None
+    convert(tokens, targets, readout, a.out, a.heldout, a.heldout_out, a.seed, weights)
 
 
-def convert(tokens, targets, readout, out, heldout=0.0, heldout_out=None, seed=0):
+def convert(tokens, targets, readout, out, heldout=0.0, heldout_out=None, seed=0, weights=None):
     """Checks the arrays and writes them, a fraction `heldout` of the sequences to heldout_out."""
     if not 0 <= heldout < 1:
         raise Refused(f"--heldout {heldout} is not in [0, 1)")
     loss = check(tokens, targets, readout)
+    if weights is not None:
+        weights = masses(weights, tokens)
     M = tokens.shape[0]
     held = np.zeros(M, dtype=bool)
     if heldout > 0:
@@ -148,11 +166,12 @@ def convert(tokens, targets, readout, out, heldout=0.0, heldout_out=None, seed=0
         if k < 1 or k >= M:
             raise Refused(f"--heldout {heldout} of {M} sequences leaves {k} held out and {M - k} to train: both need one")
         held[np.random.default_rng(seed).choice(M, size=k, replace=False)] = True
-    write(out, tokens[~held], targets[~held], readout, loss)
+    kept = lambda w, rows: None if w is None else w[rows]
+    write(out, tokens[~held], targets[~held], readout, loss, kept(weights, ~held))
     print(f"make_data: wrote {out}: {int((~held).sum())} sequences of {tokens.shape[1]} tokens in R^{tokens.shape[2]}, "
           f"{loss} loss" + (f" ({targets.shape[1]} outputs)" if loss == "pooled" else ""))
     if held.any():
-        write(heldout_out, tokens[held], targets[held], readout, loss)
+        write(heldout_out, tokens[held], targets[held], readout, loss, kept(weights, held))
         print(f"make_data: wrote {heldout_out}: {int(held.sum())} held-out sequences")
     return held
 

@@ -123,21 +123,21 @@ PetscErrorCode ReadTargets(h5::File &f, const TokenLayout &t, Targets *y) {
   PetscFunctionReturn(0);
 }
 
-PetscErrorCode ReadWeights(h5::File &f, const std::string &path, TokenLayout *t) {
+PetscErrorCode ReadWeights(h5::File &f, const std::string &path, PetscInt M, PetscInt N, std::vector<double> *weights) {
   const auto dims = h5::Shape(f, "/data/weights");
   const char *p = path.c_str();
   PetscFunctionBeginUser;
-  t->weights.clear();
+  weights->clear();
   if (dims.empty()) PetscFunctionReturn(0);
-  PetscCheck(dims.size() == 2 && (PetscInt)dims[0] >= t->M && (PetscInt)dims[1] == t->N, f.comm,
-             PETSC_ERR_FILE_UNEXPECTED, "%s: /data/weights has shape %s, expected (M, N) = (%" PetscInt_FMT
-             ", %" PetscInt_FMT ")", p, h5::ShapeText(dims).c_str(), t->M, t->N);
-  t->weights.resize((size_t)(t->M * t->N));
-  PetscCall(ReadReplicated(f, "/data/weights", {(hsize_t)t->M, (hsize_t)t->N}, t->weights.data())); // the first M
-  for (PetscInt m = 0; m < t->M; ++m) {
+  PetscCheck(dims.size() == 2 && (PetscInt)dims[0] >= M && (PetscInt)dims[1] == N, f.comm, PETSC_ERR_FILE_UNEXPECTED,
+             "%s: /data/weights has shape %s, expected (M, N) = (%" PetscInt_FMT ", %" PetscInt_FMT ")", p,
+             h5::ShapeText(dims).c_str(), M, N);
+  weights->resize((size_t)(M * N));
+  PetscCall(ReadReplicated(f, "/data/weights", {(hsize_t)M, (hsize_t)N}, weights->data())); // the first M
+  for (PetscInt m = 0; m < M; ++m) {
     double sum = 0;
-    for (PetscInt i = 0; i < t->N; ++i) {
-      const double w = t->weights[m * t->N + i];
+    for (PetscInt i = 0; i < N; ++i) {
+      const double w = (*weights)[m * N + i];
       PetscCheck(std::isfinite(w) && w > 0, f.comm, PETSC_ERR_FILE_UNEXPECTED,
                  "%s: /data/weights[%" PetscInt_FMT ", %" PetscInt_FMT "] = %g, a weight must be positive and finite",
                  p, m, i, w);
@@ -162,7 +162,7 @@ PetscErrorCode DataFileRead(MPI_Comm comm, const std::string &path, TokenLayout 
   PetscFunctionBeginUser;
   PetscCall(h5::Open(comm, path, false, &f));
   PetscCall(ReadTokens(f, "/data/tokens", t, x0));
-  PetscCall(ReadWeights(f, path, &t));
+  PetscCall(ReadWeights(f, path, t.M, t.N, &t.weights));
   if (y) PetscCall(ReadTargets(f, t, y));
   PetscCall(h5::Close(&f));
   // A NaN in the data would poison every result: refuse it here.

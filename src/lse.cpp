@@ -1,6 +1,7 @@
 // The log-sum-exp test: sample points, affine parts removed, Gram spectrum.
 #include "mft/lse.hpp"
 
+#include "mft/data.hpp"
 #include "mft/families.hpp"
 #include "mft/grid.hpp"
 #include "mft/h5.hpp"
@@ -11,9 +12,10 @@
 
 namespace mft {
 
-// Every token of every sequence, on every rank: generated or read from data.file.
-static PetscErrorCode AllTokens(MPI_Comm comm, const Settings &s, std::vector<double> *x, PetscInt *M, PetscInt *N,
-                                PetscInt *d) {
+// Every token of every sequence, on every rank: generated or read from
+// data.file, with the file's weights (empty: 1/N each).
+static PetscErrorCode AllTokens(MPI_Comm comm, const Settings &s, std::vector<double> *x, std::vector<double> *w,
+                                PetscInt *M, PetscInt *N, PetscInt *d) {
   PetscFunctionBeginUser;
   if (s.data.file.empty()) {
     *M = s.data.M, *N = s.data.N, *d = s.model.d;
@@ -32,12 +34,14 @@ static PetscErrorCode AllTokens(MPI_Comm comm, const Settings &s, std::vector<do
   Range all;
   all.end = *M;
   PetscCall(h5::ReadRows(f, "/data/tokens", dims, 1, all, x->data()));
+  PetscCall(ReadWeights(f, s.data.file, *M, *N, w));
   PetscCall(h5::Close(&f));
   PetscFunctionReturn(0);
 }
 
-// log (1/N) sum_i exp(<a, x_i>), with the largest exponent taken out.
-static double empirical_lse(const double *x, PetscInt N, PetscInt d, const double *a) {
+// log (1/N) sum_i exp(<a, x_i>) (or log sum_i w_i exp(<a, x_i>), the
+// measure's), with the largest exponent taken out.
+static double empirical_lse(const double *x, const double *w, PetscInt N, PetscInt d, const double *a) {
   std::vector<double> e((size_t)N);
   double emax = -INFINITY, sum = 0;
   for (PetscInt i = 0; i < N; ++i) {
@@ -46,13 +50,17 @@ static double empirical_lse(const double *x, PetscInt N, PetscInt d, const doubl
     e[i] = v;
     emax = std::fmax(emax, v);
   }
+  if (w) {
+    for (PetscInt i = 0; i < N; ++i) sum += w[i] * std::exp(e[i] - emax);
+    return emax + std::log(sum);
+  }
   for (PetscInt i = 0; i < N; ++i) sum += std::exp(e[i] - emax);
   return emax + std::log(sum / (double)N);
 }
 
 PetscErrorCode LseTest(MPI_Comm comm, const Settings &s, LseResult *r) {
   PetscMPIInt rank, size;
-  std::vector<double> x;
+  std::vector<double> x, w;
   PetscInt M = 0, N = 0, d = 0;
   PetscFunctionBeginUser;
   PetscCallMPI(MPI_Comm_rank(comm, &rank));
@@ -68,7 +76,7 @@ PetscErrorCode LseTest(MPI_Comm comm, const Settings &s, LseResult *r) {
                s.lse.radius, s.data.family.c_str(), limit);
     M = s.data.M, N = s.data.N, d = s.model.d;
   } else {
-    PetscCall(AllTokens(comm, s, &x, &M, &N, &d));
+    PetscCall(AllTokens(comm, s, &x, &w, &M, &N, &d));
   }
   std::vector<SequenceLaw> laws;
   if (closed)
@@ -91,7 +99,8 @@ PetscErrorCode LseTest(MPI_Comm comm, const Settings &s, LseResult *r) {
     for (PetscInt c = 0; c < d; ++c) row[c + 1] = a[c] *= scale;
     for (PetscInt m = 0; m < M; ++m)
       F[(j - pts.begin) * M + m] =
-          closed ? family_lse(s.data, laws[m], a.data(), d) : empirical_lse(&x[m * N * d], N, d, a.data());
+          closed ? family_lse(s.data, laws[m], a.data(), d)
+                 : empirical_lse(&x[m * N * d], w.empty() ? nullptr : &w[m * N], N, d, a.data());
   }
   // Least-squares affine part: C = (A^T A)^{-1} A^T F, both sums reduced over ranks.
   std::vector<double> AtA((size_t)(q * q), 0.0), AtF((size_t)(q * M), 0.0);

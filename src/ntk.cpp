@@ -1,6 +1,7 @@
 // NTK: per-output adjoint rows, a reduced Gram matrix, its spectrum.
 #include "mft/ntk.hpp"
 
+#include "mft/data.hpp"
 #include "mft/fit.hpp"
 #include "mft/linalg.hpp"
 #include "mft/optimizer.hpp"
@@ -16,7 +17,8 @@ PetscInt NtkOutputs(const Problem &p) {
   return p.targets.kind == LossKind::pooled ? t.M * p.targets.c : t.M * t.N * t.d;
 }
 
-// dF_o/dx(1) into lam: e_(m,i,c) (token), or (1/N) W[r, :] on every token of m (pooled).
+// dF_o/dx(1) into lam: e_(m,i,c) (token), or (1/N) W[r, :] (w_i W[r, :] with
+// weighted tokens) on every token of m (pooled).
 static PetscErrorCode SeedOutput(const Problem &p, PetscInt o, PetscInt *sequence, Vec lam) {
   const TokenLayout &t = p.tokens;
   const bool pooled = p.targets.kind == LossKind::pooled;
@@ -29,7 +31,8 @@ static PetscErrorCode SeedOutput(const Problem &p, PetscInt o, PetscInt *sequenc
   for (PetscInt tok = std::max(t.owned.begin, m * t.N); tok < std::min(t.owned.end, (m + 1) * t.N); ++tok)
     for (PetscInt c = 0; c < t.d; ++c) {
       PetscScalar &e = a[(tok - t.owned.begin) * t.d + c];
-      if (pooled) e = p.targets.W[(o % p.targets.c) * t.d + c] / (double)t.N;
+      if (pooled && t.weighted()) e = p.targets.W[(o % p.targets.c) * t.d + c] * t.weights[tok];
+      else if (pooled) e = p.targets.W[(o % p.targets.c) * t.d + c] / (double)t.N;
       else e = (tok * t.d + c == o) ? 1.0 : 0.0;
     }
   PetscCall(VecRestoreArray(lam, &a));
@@ -89,6 +92,9 @@ PetscErrorCode NtkCompute(Problem *p, NtkPart part, Ntk *k) {
 PetscErrorCode NtkRatePredict(Problem *p, const TrainSettings &t, NtkRate *r) {
   Ntk k;
   PetscFunctionBeginUser;
+  PetscCheck(!p->tokens.weighted() || UniformWeights(p->tokens), p->grid.comm, PETSC_ERR_USER_INPUT,
+             "train.ntk predicts the rate of the unweighted risk (every token 1/N); the data's /data/weights are "
+             "not uniform");
   PetscCall(NtkCompute(p, t.ntk, &k));
   r->lambda_min = k.eigenvalues.front(), r->lambda_max = k.eigenvalues.back();
   const double n = p->targets.kind == LossKind::pooled ? (double)p->tokens.M : (double)(p->tokens.M * p->tokens.N);

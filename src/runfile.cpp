@@ -226,7 +226,7 @@ PetscErrorCode RunFileRead(const std::string &path, Problem *p, Optimizer *opt, 
   PetscFunctionBeginUser;
   PetscCall(h5::Open(comm, path, false, &f));
   PetscCall(ReadTokens(f, "/data/tokens", p->tokens, p->x0));
-  PetscCall(ReadWeights(f, path, &p->tokens));
+  PetscCall(ReadWeights(f, path, p->tokens.M, p->tokens.N, &p->tokens.weights));
   PetscCall(ReadTargets(f, p->tokens, &p->targets));
   PetscCall(TransferHeads(f, "/params", p->heads, p->heads.theta, false, true));
   if (opt && opt->m) {

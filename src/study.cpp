@@ -113,6 +113,12 @@ PetscErrorCode ReadCase(const std::string &path, const std::vector<std::string> 
         all.end = (PetscInt)dims[0];
         err = h5::ReadRows(f, name, dims, 1, all, a.data());
         (q ? out->adjoint : out->tokens).push_back(a);
+        if (q == 0) { // a weighted probe set's weights (docs/model.md, 'Token measures')
+          const std::string wname = prefix + "/probes/" + families[i] + "/weights";
+          const auto wdims = h5::Shape(f, wname);
+          out->weights.emplace_back(wdims.size() == 2 ? wdims[0] * wdims[1] : 0);
+          if (!err && !out->weights.back().empty()) err = h5::ReadRows(f, wname, wdims, 1, all, out->weights.back().data());
+        }
       }
     for (auto [name, value] : {std::pair<const char *, double *>{"/training/head_change", &out->head_change},
                                {"/training/risk", &out->risk}, {"/training/risk_reduction", &out->reduction},

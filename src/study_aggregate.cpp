@@ -69,20 +69,22 @@ void WriteFit(Outputs &out, const std::string &v, const std::string &variant, co
 namespace {
 
 // Per probe sequence, over all probe sets in order: (1/N) sum_i |a_i - b_i|^2
-// (b empty: |a_i|^2).
+// (b empty: |a_i|^2); a weighted set's sum_i w_i |a_i - b_i|^2.
 std::vector<double> sequence_errors(const std::vector<std::vector<double>> &a, const std::vector<std::vector<double>> &b,
-                                    const std::vector<PetscInt> &Ns, PetscInt d) {
+                                    const std::vector<PetscInt> &Ns, PetscInt d,
+                                    const std::vector<std::vector<double>> &weights) {
   std::vector<double> out;
   for (size_t f = 0; f < a.size(); ++f) {
     const PetscInt N = Ns[f];
     const size_t M = a[f].size() / (size_t)(N * d);
+    const std::vector<double> &w = weights[f];
     for (size_t m = 0; m < M; ++m) {
       double e = 0;
       for (size_t k = m * N * d; k < (m + 1) * N * d; ++k) {
         const double diff = a[f][k] - (b.empty() ? 0.0 : b[f][k]);
-        e += diff * diff;
+        e += (w.empty() ? 1.0 : w[k / d]) * diff * diff;
       }
-      out.push_back(e / (double)N);
+      out.push_back(w.empty() ? e / (double)N : e);
     }
   }
   return out;
@@ -128,9 +130,9 @@ StudyErrors ErrorsOf(const Settings &s, const VariantCases &vc, int q) {
   auto of = [q](const CaseData &c) -> const std::vector<std::vector<double>> & { return q ? c.adjoint : c.tokens; };
   e.references = refs.size();
   for (size_t a = 0; a < refs.size(); ++a) {
-    e.square.push_back(sequence_errors(of(refs[a]), {}, N, d));
+    e.square.push_back(sequence_errors(of(refs[a]), {}, N, d, refs[0].weights));
     for (size_t b = a + 1; b < refs.size(); ++b) {
-      e.pairs.push_back(sequence_errors(of(refs[a]), of(refs[b]), N, d));
+      e.pairs.push_back(sequence_errors(of(refs[a]), of(refs[b]), N, d, refs[0].weights));
       for (double &x : e.pairs.back()) x *= 0.5;
     }
   }
@@ -140,7 +142,7 @@ StudyErrors ErrorsOf(const Settings &s, const VariantCases &vc, int q) {
     const size_t i = std::find(e.L.begin(), e.L.end(), c.L) - e.L.begin(),
                  j = std::find(e.H.begin(), e.H.end(), c.H) - e.H.begin();
     k.cell = i * e.H.size() + j, k.seed = c.seed;
-    for (const CaseData &r : refs) k.e2.push_back(sequence_errors(of(data), of(r), N, d));
+    for (const CaseData &r : refs) k.e2.push_back(sequence_errors(of(data), of(r), N, d, refs[0].weights));
     e.cases.push_back(std::move(k));
   }
   return e;

@@ -43,15 +43,24 @@ PetscErrorCode Probe(MPI_Comm comm, const std::vector<std::string> &args, const 
   PetscFunctionReturn(0);
 }
 
-// The arrays of probe outputs under `prefix` (/probes/<family>/tokens, adjoint):
-// M sequences of tokens in R^d each, of the set's own N.
-void ProbeArrays(const std::string &prefix, const std::vector<std::string> &names,
-                 const std::vector<std::vector<double>> &tokens, const std::vector<std::vector<double>> &adjoint,
+// The probe outputs of every set, as a case file holds them.
+CaseData ProbeData(const std::vector<LimitResult> &results) {
+  CaseData d;
+  for (const LimitResult &x : results) d.tokens.push_back(x.tokens), d.adjoint.push_back(x.adjoint), d.weights.push_back(x.weights);
+  return d;
+}
+
+// The arrays of probe outputs under `prefix` (/probes/<family>/tokens,
+// adjoint, and a weighted set's weights): M sequences of tokens in R^d each,
+// of the set's own N.
+void ProbeArrays(const std::string &prefix, const std::vector<std::string> &names, const CaseData &probes,
                  unsigned long long M, unsigned long long d, std::vector<ResultArray> *arrays) {
   for (size_t f = 0; f < names.size(); ++f) {
-    const std::vector<unsigned long long> dims = {M, tokens[f].size() / (M * d), d};
-    arrays->push_back({prefix + "/probes/" + names[f] + "/tokens", dims, tokens[f].data()});
-    arrays->push_back({prefix + "/probes/" + names[f] + "/adjoint", dims, adjoint[f].data()});
+    const std::vector<unsigned long long> dims = {M, probes.tokens[f].size() / (M * d), d};
+    arrays->push_back({prefix + "/probes/" + names[f] + "/tokens", dims, probes.tokens[f].data()});
+    arrays->push_back({prefix + "/probes/" + names[f] + "/adjoint", dims, probes.adjoint[f].data()});
+    if (f < probes.weights.size() && !probes.weights[f].empty())
+      arrays->push_back({prefix + "/probes/" + names[f] + "/weights", {M, dims[1]}, probes.weights[f].data()});
   }
 }
 
@@ -107,10 +116,9 @@ PetscErrorCode TrainCase(CaseRun &r, int *signal) {
     if (!std::binary_search(times.begin(), times.end(), step)) PetscFunctionReturn(0);
     PetscCall(GatherAll(p.heads.theta, &heads));
     PetscCall(Probe(comm, r.args, r.vs, r.model, false, &heads, &results, &cs));
-    std::vector<std::vector<double>> tokens, adjoint;
-    for (auto &x : results) tokens.push_back(x.tokens), adjoint.push_back(x.adjoint);
+    const CaseData probes = ProbeData(results);
     std::vector<ResultArray> at;
-    ProbeArrays("", r.families, tokens, adjoint, s.study.probe_M, cs.model.d, &at);
+    ProbeArrays("", r.families, probes, s.study.probe_M, cs.model.d, &at);
     // What training has done by this step: the heads' movement and the full-batch risk.
     PetscCall(VecDuplicate(theta0, &diff));
     PetscCall(VecWAXPY(diff, -1.0, theta0, p.heads.theta));
@@ -162,14 +170,14 @@ PetscErrorCode WriteTrainedCase(CaseRun &r) {
     PetscCheck(problem.empty(), comm, PETSC_ERR_FILE_READ, "%s", problem.c_str());
     CaseData &d = kept.back();
     d.reduction = kept.front().risk / d.risk;
-    ProbeArrays("/times/" + std::to_string(t), r.families, d.tokens, d.adjoint, s.study.probe_M, d.d, &arrays);
+    ProbeArrays("/times/" + std::to_string(t), r.families, d, s.study.probe_M, d.d, &arrays);
     for (auto [name, value] : {std::pair<const char *, const double *>{"head_change", &d.head_change},
                                {"risk", &d.risk}, {"risk_reduction", &d.reduction}, {"heldout_risk", &d.heldout_risk}})
       if (std::isfinite(*value) || name != std::string("heldout_risk"))
         arrays.push_back({"/times/" + std::to_string(t) + "/training/" + name, {1}, value});
     if (!d.heads.empty())
       arrays.push_back({"/times/" + std::to_string(t) + "/params/theta", {d.heads.size()}, d.heads.data()});
-    if (t == times.back()) ProbeArrays("", r.families, d.tokens, d.adjoint, s.study.probe_M, d.d, &arrays);
+    if (t == times.back()) ProbeArrays("", r.families, d, s.study.probe_M, d.d, &arrays);
   }
   if (!r.loss.empty()) arrays.push_back({"/training/loss", {(unsigned long long)r.loss.size()}, r.loss.data()});
   // What training did to the heads (printed and kept): |theta_T - theta_0| / |theta_0|, risk reduction.
@@ -232,10 +240,9 @@ PetscErrorCode StudyRunCase(MPI_Comm comm, const std::vector<std::string> &args,
     Settings cs;
     std::vector<LimitResult> results;
     std::vector<ResultArray> arrays;
-    std::vector<std::vector<double>> tokens, adjoint;
     PetscCall(Probe(comm, args, r.vs, r.model, c.reference, nullptr, &results, &cs));
-    for (auto &x : results) tokens.push_back(x.tokens), adjoint.push_back(x.adjoint);
-    ProbeArrays("", r.families, tokens, adjoint, s.study.probe_M, cs.model.d, &arrays);
+    const CaseData probes = ProbeData(results);
+    ProbeArrays("", r.families, probes, s.study.probe_M, cs.model.d, &arrays);
     PetscCall(ResultFileWrite(comm, cs, arrays, r.attributes, case_path(s.study.dir, c.index)));
     PetscFunctionReturn(0);
   }

@@ -27,12 +27,12 @@ PetscErrorCode DataFileConform(MPI_Comm comm, Settings *s);
 // sequences); y == nullptr: the tokens (and weights) only.
 PetscErrorCode DataFileRead(MPI_Comm comm, const std::string &path, TokenLayout &t, Vec x0, Targets *y);
 
-// The tokens' weights (docs/model.md, 'Token measures') of the first t->M
-// sequences of an open file into t->weights, on every rank: (M, N), each
-// weight positive and finite, each row summing to 1 within kWeightSum; none
-// (t->weights empty) when the file has no /data/weights.
+// The tokens' weights (docs/model.md, 'Token measures') of the first M
+// sequences of N tokens of an open file, on every rank: (M, N), each weight
+// positive and finite, each row summing to 1 within kWeightSum; none (empty)
+// when the file has no /data/weights.
 constexpr double kWeightSum = 1e-10;
-PetscErrorCode ReadWeights(h5::File &f, const std::string &path, TokenLayout *t);
+PetscErrorCode ReadWeights(h5::File &f, const std::string &path, PetscInt M, PetscInt N, std::vector<double> *weights);
 
 // Every weight 1/N (within kWeightSum): the unweighted model's masses.
 bool UniformWeights(const TokenLayout &t);

@@ -14,7 +14,8 @@ namespace mft {
 
 struct LimitResult {
   std::vector<double> tokens;  // x(1), (M, N, d)
-  std::vector<double> adjoint; // p(0), (M, N, d)
+  std::vector<double> adjoint; // p(0), (M, N, d); with weighted tokens per unit of mass (M dR/dx_i / w_i)
+  std::vector<double> weights; // the probes' weights (M, N); empty: 1/N each
   PetscInt steps = 0, rejected = 0;
 };
 

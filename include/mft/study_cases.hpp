@@ -48,6 +48,7 @@ std::vector<std::string> probe_overrides(const Settings &s, const ProbeSet &p);
 // The probe outputs of one case: per probe set, tokens and adjoints.
 struct CaseData {
   std::vector<std::vector<double>> tokens, adjoint;
+  std::vector<std::vector<double>> weights; // per set, its probes' weights (M, N); empty: 1/N each
   std::vector<PetscInt> N; // per set, from the arrays' shapes (M, N, d)
   PetscInt d = 0;
   // A trained case at this time: |theta_t - theta_0| / |theta_0| and the full risk (NaN at initialisation).
