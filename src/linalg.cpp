@@ -130,7 +130,8 @@ void gemm(bool ta, bool tb, PetscInt m, PetscInt n, PetscInt k, double alpha, co
   BLASgemm_(tb ? "T" : "N", ta ? "T" : "N", &M, &N, &K, &alpha, B, &lb, A, &la, &beta, C, &lc);
 }
 
-PetscErrorCode SymmetricEigenvalues(std::vector<double> A, PetscInt n, std::vector<double> *w) {
+PetscErrorCode SymmetricEigenvalues(std::vector<double> A, PetscInt n, std::vector<double> *w,
+                                    std::vector<double> *vectors) {
   PetscBLASInt bn, lwork, info;
   PetscFunctionBeginUser;
   w->assign((size_t)n, 0.0);
@@ -139,8 +140,9 @@ PetscErrorCode SymmetricEigenvalues(std::vector<double> A, PetscInt n, std::vect
   PetscCall(PetscBLASIntCast(8 * n, &lwork));
   std::vector<double> work((size_t)lwork);
   // Row-major upper = column-major lower: ask LAPACK for "L".
-  LAPACKsyev_("N", "L", &bn, A.data(), &bn, w->data(), work.data(), &lwork, &info);
+  LAPACKsyev_(vectors ? "V" : "N", "L", &bn, A.data(), &bn, w->data(), work.data(), &lwork, &info);
   PetscCheck(info == 0, PETSC_COMM_SELF, PETSC_ERR_LIB, "LAPACK dsyev failed (info %d)", (int)info);
+  if (vectors) *vectors = A; // LAPACK's columns: rows here
   PetscFunctionReturn(0);
 }
 

@@ -362,7 +362,11 @@ std::vector<Option> declare(Settings &s) {
            "also search every model's worst input at every recorded time (the worst.* budget) against its "
            "references, after the cases: err_worst columns in study.csv, worst.csv, fits"),
       integers("study.worst_N", &s.study.worst_N, 1,
-               "tokens of the worst inputs searched, one search each (empty: data.N)", true),
+               "tokens of the worst inputs searched, one search each, each N a multiple of the one before, which "
+               "starts it (empty: data.N)", true),
+      integer("study.worst_atoms", &s.study.worst_atoms, 0,
+              "> 0: also the worst measure of this many weighted atoms (N = infinity), started from the largest "
+              "N's input (at least as many atoms as that N's tokens)"),
 
       text("worst.references", &s.worst.references,
            "run files (or checkpoints) of the references, space-separated: same d, head kind and loss as params.file"),
@@ -378,6 +382,14 @@ std::vector<Option> declare(Settings &s) {
       flag("worst.crossfit", &s.worst.crossfit,
            "search against the first half of the references and score the input found on the other half (false: "
            "search against all, the raw figure, inflated by its own search)"),
+      integer("worst.atoms", &s.worst.atoms, 0,
+              "> 0: search measures of this many weighted atoms (atoms and weights ascended together) instead of "
+              "sequences of data.N tokens"),
+      text("worst.start", &s.worst.start,
+           "an earlier search's result file: its input (a sequence, each token repeated to data.N, or a measure, "
+           "split to worst.atoms) is one more start"),
+      flag("worst.check", &s.worst.check,
+           "search again with twice the starts and steps: the relative gain says whether the budget was enough"),
 
       text("bench.sizes", &s.bench.sizes,
            "sizes: S1 S2 S3 (timed here), LC (one sequence of 65536 tokens), REF (a 256 x 256 trained reference), "

@@ -65,7 +65,7 @@ PetscErrorCode SettingsCheckOutputs(MPI_Comm comm, const std::string &command, c
     std::string w;
     std::vector<std::pair<std::string, std::string>> inputs = {
         {"data.file", s.data.file}, {"data.heldout", s.data.heldout}, {"params.file", s.params_file},
-        {"restart", s.restart == "auto" ? "" : s.restart}};
+        {"restart", s.restart == "auto" ? "" : s.restart}, {"worst.start", command == "worst" ? s.worst.start : ""}};
     std::istringstream references(command == "worst" ? s.worst.references : "");
     for (std::string r; references >> r;) inputs.emplace_back("worst.references", r);
     for (const auto &[key, path] : inputs)
@@ -136,6 +136,30 @@ static PetscErrorCode StudyCheck(MPI_Comm comm, const Settings &s) {
   PetscFunctionReturn(0);
 }
 
+// The worst-input searches (mft worst, study.worst): each N of study.worst_N
+// starts from the one before (a multiple of it), the measure from the
+// largest N (at least as many atoms), and a measure has no order for the
+// causal mask.
+static PetscErrorCode WorstCheck(MPI_Comm comm, const Settings &s) {
+  std::vector<PetscInt> Ns;
+  std::istringstream n(s.study.worst_N);
+  for (PetscInt x; n >> x;) Ns.push_back(x);
+  PetscFunctionBeginUser;
+  for (size_t i = 1; i < Ns.size(); ++i)
+    PetscCheck(Ns[i] > Ns[i - 1] && Ns[i] % Ns[i - 1] == 0, comm, PETSC_ERR_USER_INPUT,
+               "study.worst_N: %" PetscInt_FMT " after %" PetscInt_FMT " is not a larger multiple of it (each N "
+               "starts from the one before, its tokens repeated)", Ns[i], Ns[i - 1]);
+  const PetscInt largest = Ns.empty() ? s.data.N : Ns.back();
+  PetscCheck(s.study.worst_atoms == 0 || s.study.worst_atoms >= largest, comm, PETSC_ERR_USER_INPUT,
+             "study.worst_atoms = %" PetscInt_FMT " is fewer than the largest N searched (%" PetscInt_FMT
+             "), whose input starts the measure", s.study.worst_atoms, largest);
+  const bool measures = s.command == "worst" ? s.worst.atoms > 0 : s.study.worst && s.study.worst_atoms > 0;
+  PetscCheck(!measures || !s.model.causal, comm, PETSC_ERR_USER_INPUT,
+             "%s: a measure of weighted atoms has no order, and model.causal = true orders the tokens",
+             s.command == "worst" ? "worst.atoms" : "study.worst_atoms");
+  PetscFunctionReturn(0);
+}
+
 // Settings that are valid one by one but not together.
 PetscErrorCode SettingsCheckTogether(MPI_Comm comm, const Settings &s) {
   PetscFunctionBeginUser;
@@ -149,14 +173,13 @@ PetscErrorCode SettingsCheckTogether(MPI_Comm comm, const Settings &s) {
   PetscCheck(s.parallel.threads <= kMaxThreads, comm, PETSC_ERR_USER_INPUT,
              "parallel.threads = %" PetscInt_FMT " is more than %d threads a rank", s.parallel.threads, (int)kMaxThreads);
   if (s.command == "study") {
-    PetscCheck(!s.study.worst || s.model.norm != TokenNorm::sphere, comm, PETSC_ERR_USER_INPUT,
-               "study.worst searches a ball of inputs, not the sphere: model.norm = sphere is not taken");
     std::istringstream times(s.study.times);
     for (PetscInt t; times >> t;)
       PetscCheck(t <= s.study.steps, comm, PETSC_ERR_USER_INPUT,
                  "study.times entry %" PetscInt_FMT " is beyond study.steps = %" PetscInt_FMT, t, s.study.steps);
     PetscCall(StudyCheck(comm, s));
   }
+  if (s.command == "study" || s.command == "worst") PetscCall(WorstCheck(comm, s));
   PetscFunctionReturn(0);
 }
 

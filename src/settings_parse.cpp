@@ -128,7 +128,7 @@ std::string StoreValues(const std::vector<std::string> &args, std::vector<Option
   const std::filesystem::path config_dir =
       vm.count("config") ? std::filesystem::path(vm["config"].as<std::string>()).parent_path() : "";
   const std::set<std::string> inputs = {"data.file", "data.heldout", "params.file", "study.probe_file",
-                                        "worst.references"};
+                                        "worst.references", "worst.start"};
   auto beside_config = [&](const std::string &path) {
     return std::filesystem::path(path).is_relative() ? (config_dir / path).lexically_normal().string() : path;
   };

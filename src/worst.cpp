@@ -1,12 +1,12 @@
-// The worst input: projected gradient ascent over the ball, exact gradients
-// from adjoint solves, cross-fitted scoring (worst.hpp).
+// The worst input: projected gradient ascent over the ball (or the sphere)
+// of sequences or measures, exact gradients from adjoint solves, the
+// collapsed start, cross-fitted scoring (worst.hpp).
 #include "mft/worst.hpp"
 
-#include "mft/families.hpp"
+#include "mft/linalg.hpp"
 #include "mft/random.hpp"
 #include "mft/report.hpp"
 #include "mft/runfile.hpp"
-#include "mft/study_cases.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -16,26 +16,19 @@ namespace mft {
 
 namespace {
 
-constexpr std::uint64_t kWorstStart = 7; // Stream purpose of the random starts
-
-// Every token of the sequences in x brought into the ball |x_i| <= r.
-void Project(double r, PetscInt d, std::vector<double> *x) {
-  for (size_t t = 0; t < x->size(); t += (size_t)d) {
-    double n2 = 0;
-    for (PetscInt c = 0; c < d; ++c) n2 += (*x)[t + c] * (*x)[t + c];
-    if (n2 > r * r)
-      for (PetscInt c = 0; c < d; ++c) (*x)[t + c] *= r / std::sqrt(n2);
-  }
-}
+constexpr std::uint64_t kWorstPerturb = 9; // Stream purpose of a start's perturbed copy
+constexpr double kLeastWeight = 1e-12;     // a measure's weights stay above this (then renormalised)
 
 // The problems of one search: the models, then the search references (A),
 // then the held-out ones (B). A model runs its S starts; a reference runs
-// every model's, model j's at sequences j S .. (j + 1) S - 1.
+// every model's, model j's at sequences j S .. (j + 1) S - 1. A start is N
+// tokens, or N atoms with their weights (`measure`).
 struct Sides {
   std::list<Problem> problems; // Problem is not movable: the flow points into it
   size_t models = 0, searched = 0, heldout = 0;
   PetscInt S = 0, N = 0, d = 0;
   size_t per = 0; // entries a start: N d
+  bool measure = false, sphere = false;
   PetscInt evaluations = 0;
   std::vector<char> active; // the starts being ascended, all models'
   Problem &at(size_t k) { return *std::next(problems.begin(), (long)k); }
@@ -46,10 +39,13 @@ struct Sides {
 PetscErrorCode SideCreate(MPI_Comm comm, const Settings &s, const WorstSide &side, PetscInt M, Problem *p) {
   Settings ps = side.settings;
   PetscFunctionBeginUser;
-  PetscCheck(ps.model.norm != TokenNorm::sphere, comm, PETSC_ERR_USER_INPUT,
-             "the worst-input search (mft worst, study.worst) searches a ball of inputs, not the sphere: "
-             "model.norm = sphere is not taken");
-  ps.data.M = M, ps.data.N = s.data.N;
+  PetscCheck(ps.model.norm == s.model.norm, comm, PETSC_ERR_USER_INPUT,
+             "a worst-input search compares models of one model.norm: %s against %s", to_string(ps.model.norm),
+             to_string(s.model.norm));
+  PetscCheck(s.worst.atoms == 0 || !ps.model.causal, comm, PETSC_ERR_USER_INPUT,
+             "worst.atoms: a measure of weighted atoms has no order, and a causal model (model.causal = true) orders "
+             "the tokens");
+  ps.data.M = M, ps.data.N = s.worst.atoms > 0 ? s.worst.atoms : s.data.N;
   ps.data.file.clear(), ps.data.heldout.clear();
   ps.data.family = "discrete"; // drawn, then replaced by the search's tokens
   ps.scheme.zero_targets = true; // the scheme is the side's own: a mean-field reference is adaptive
@@ -77,7 +73,9 @@ PetscErrorCode SidesCreate(MPI_Comm comm, const Settings &s, const std::vector<W
   w->models = models.size();
   w->searched = s.worst.crossfit && R >= 2 ? R / 2 : R;
   w->heldout = R - w->searched;
-  w->N = s.data.N, w->d = models[0].settings.model.d, w->per = (size_t)(w->N * w->d);
+  w->measure = s.worst.atoms > 0;
+  w->sphere = s.model.norm == TokenNorm::sphere;
+  w->N = w->measure ? s.worst.atoms : s.data.N, w->d = models[0].settings.model.d, w->per = (size_t)(w->N * w->d);
   w->S = S;
   w->active.assign(w->models * (size_t)S, 1);
   for (size_t k = 0; k < w->total(); ++k) {
@@ -96,25 +94,31 @@ PetscErrorCode SidesDestroy(Sides *w) {
   PetscFunctionReturn(0);
 }
 
-// The sequences side k runs, out of all models' starts.
-std::vector<double> SideSlice(const Sides &w, size_t k, const std::vector<double> &all) {
+// The sequences side k runs, out of all models' starts (`width` numbers a start).
+std::vector<double> SideSlice(const Sides &w, size_t k, const std::vector<double> &all, size_t width) {
   if (w.reference(k)) return all;
-  const size_t n = (size_t)w.S * w.per;
+  const size_t n = (size_t)w.S * width;
   return std::vector<double>(all.begin() + (std::ptrdiff_t)(k * n), all.begin() + (std::ptrdiff_t)((k + 1) * n));
 }
 
-// x(1) of sides 0 .. n-1 at the inputs x (every model's starts), gathered;
+// The inputs of every model's starts: tokens and (measures) weights.
+struct Inputs {
+  std::vector<double> x, w;
+};
+
+// x(1) of sides 0 .. n-1 at the inputs (every model's starts), gathered;
 // a model's outputs at its place among all models' (as a reference's).
-PetscErrorCode Outputs(Sides &w, const std::vector<double> &x, size_t n, std::vector<std::vector<double>> *Y) {
+PetscErrorCode Outputs(Sides &w, const Inputs &in, size_t n, std::vector<std::vector<double>> *Y) {
   std::vector<double> y;
   PetscFunctionBeginUser;
   Y->assign(n, std::vector<double>());
-  (*Y)[0].assign(x.size(), 0.0);
+  (*Y)[0].assign(in.x.size(), 0.0);
   for (size_t k = 0; k < n; ++k) {
     Problem &p = w.at(k);
     const size_t first = w.reference(k) ? 0 : k * (size_t)w.S;
     p.active.assign(w.active.begin() + (std::ptrdiff_t)first, w.active.begin() + (std::ptrdiff_t)first + (std::ptrdiff_t)p.tokens.M);
-    PetscCall(SetFromAll(p.x0, SideSlice(w, k, x)));
+    PetscCall(SetFromAll(p.x0, SideSlice(w, k, in.x, w.per)));
+    if (w.measure) p.tokens.weights = SideSlice(w, k, in.w, (size_t)w.N);
     PetscCall(VecCopy(p.x0, p.x1));
     PetscCall(FlowForward(&p.flow, p.x1));
     PetscCall(GatherAll(p.x1, w.reference(k) ? &(*Y)[k] : &y));
@@ -132,36 +136,54 @@ std::vector<double> Mean(const std::vector<std::vector<double>> &Y, size_t first
   return m;
 }
 
-// Per sequence, (1/N) sum_i |a_i - b_i|^2.
-std::vector<double> SquaredDistance(const std::vector<double> &a, const std::vector<double> &b, size_t per, PetscInt N) {
+// Per sequence of `per` numbers (N tokens in R^d), (1/N) sum_i |a_i - b_i|^2,
+// or with weights (one a token) sum_i w_i |a_i - b_i|^2.
+std::vector<double> SquaredDistance(const std::vector<double> &a, const std::vector<double> &b, size_t per, PetscInt N,
+                                    const std::vector<double> &weights = {}) {
+  const size_t d = per / (size_t)N;
   std::vector<double> e(a.size() / per, 0.0);
   for (size_t m = 0; m < e.size(); ++m) {
-    for (size_t i = m * per; i < (m + 1) * per; ++i) e[m] += (a[i] - b[i]) * (a[i] - b[i]);
-    e[m] /= (double)N;
+    if (weights.empty()) {
+      for (size_t i = m * per; i < (m + 1) * per; ++i) e[m] += (a[i] - b[i]) * (a[i] - b[i]);
+      e[m] /= (double)N;
+      continue;
+    }
+    for (size_t i = m * per; i < (m + 1) * per; ++i) e[m] += weights[i / d] * (a[i] - b[i]) * (a[i] - b[i]);
   }
   return e;
 }
 
-// The search objective err^2 per start (of every model) at x, and its
-// gradient G in x: one adjoint solve a side (worst.hpp). Y[0] holds every
-// model's outputs; references follow.
-PetscErrorCode Objective(Sides &w, const std::vector<double> &x, std::vector<double> *F, std::vector<double> *G) {
+// The search objective err^2 per start (of every model) at the inputs, its
+// gradient G in the tokens and (measures) GW in the weights: one adjoint
+// solve a side (worst.hpp). Y[0] holds every model's outputs; references follow.
+PetscErrorCode Objective(Sides &w, const Inputs &in, std::vector<double> *F, std::vector<double> *G,
+                         std::vector<double> *GW) {
   std::vector<std::vector<double>> Y;
-  std::vector<double> lam(x.size()), g;
+  std::vector<double> lam(in.x.size()), g;
   PetscFunctionBeginUser;
-  PetscCall(Outputs(w, x, w.models + w.searched, &Y));
+  PetscCall(Outputs(w, in, w.models + w.searched, &Y));
   const std::vector<double> mean = Mean(Y, w.models, w.searched);
-  *F = SquaredDistance(Y[0], mean, w.per, w.N);
-  G->assign(x.size(), 0.0);
+  *F = SquaredDistance(Y[0], mean, w.per, w.N, in.w);
+  G->assign(in.x.size(), 0.0);
+  GW->assign(in.w.size(), 0.0);
+  for (size_t i = 0; i < in.x.size(); ++i) // the objective's own part: |x_i - xbar_i|^2
+    if (w.measure) (*GW)[i / (size_t)w.d] += (Y[0][i] - mean[i]) * (Y[0][i] - mean[i]);
   for (size_t k = 0; k < w.models + w.searched; ++k) {
     Problem &p = w.at(k);
-    const double scale = w.reference(k) ? -2.0 / ((double)w.N * (double)w.searched) : 2.0 / (double)w.N;
-    for (size_t i = 0; i < lam.size(); ++i) lam[i] = scale * (Y[0][i] - mean[i]);
-    PetscCall(SetFromAll(p.adjoint, SideSlice(w, k, lam)));
+    if (w.measure) { // p(1) = 2 w_i (x - xbar), or -2 w_i (x - xbar) / |A|
+      const double scale = w.reference(k) ? -2.0 / (double)w.searched : 2.0;
+      for (size_t i = 0; i < lam.size(); ++i) lam[i] = scale * in.w[i / (size_t)w.d] * (Y[0][i] - mean[i]);
+    } else {
+      const double scale = w.reference(k) ? -2.0 / ((double)w.N * (double)w.searched) : 2.0 / (double)w.N;
+      for (size_t i = 0; i < lam.size(); ++i) lam[i] = scale * (Y[0][i] - mean[i]);
+    }
+    PetscCall(SetFromAll(p.adjoint, SideSlice(w, k, lam, w.per)));
     PetscCall(FlowAdjoint(&p.flow, p.adjoint, p.grad));
     PetscCall(GatherAll(p.adjoint, &g));
-    const size_t first = w.reference(k) ? 0 : k * (size_t)w.S * w.per;
-    for (size_t i = 0; i < g.size(); ++i) (*G)[first + i] += g[i];
+    const size_t first = w.reference(k) ? 0 : k * (size_t)w.S;
+    for (size_t i = 0; i < g.size(); ++i) (*G)[first * w.per + i] += g[i];
+    for (size_t i = 0; w.measure && i < p.flow.weight_grad.size(); ++i)
+      (*GW)[first * (size_t)w.N + i] += p.flow.weight_grad[i];
   }
   w.evaluations++;
   PetscFunctionReturn(0);
@@ -197,51 +219,89 @@ void KeepBest(Sides &w, PetscInt keep, const std::vector<double> &F) {
   }
 }
 
+// A measure's weights moved by the exponentiated gradient (worst.hpp): w_j
+// exp(tau (dF/dw_j / F - 1)), kept above kLeastWeight, renormalised.
+void StepWeights(double tau, double F, const double *gw, PetscInt n, double *weights) {
+  if (!(F > 0)) return; // nothing to scale by at an input of no error
+  double sum = 0;
+  for (PetscInt j = 0; j < n; ++j) {
+    weights[j] *= std::exp(std::clamp(tau * (gw[j] / F - 1.0), -50.0, 50.0));
+    sum += (weights[j] = std::max(weights[j], kLeastWeight));
+  }
+  for (PetscInt j = 0; j < n; ++j) weights[j] /= sum;
+}
+
 // One ascent step of every active start: it moves its token of largest
-// gradient by eta along the gradient (the others in proportion), then back
-// into the ball.
-std::vector<double> Step(const Sides &w, double radius, const std::vector<double> &X, const std::vector<double> &G,
-                         const std::vector<double> &eta) {
-  std::vector<double> trial = X;
+// gradient by eta along the gradient (the others in proportion; a measure's
+// atoms by the gradient per unit of mass, its weights by StepWeights with
+// tau = eta / r), then back into the domain. On the sphere the gradient's
+// part tangent to it.
+Inputs Step(const Sides &w, const Settings &s, const Inputs &X, const std::vector<double> &G,
+            const std::vector<double> &GW, const std::vector<double> &F, const std::vector<double> &eta) {
+  Inputs trial = X;
+  std::vector<double> g((size_t)w.d);
   for (size_t m = 0; m < w.active.size(); ++m) {
     if (!w.active[m]) continue;
+    auto direction = [&](size_t t) { // token t's: the gradient (per unit of mass, tangent to the sphere)
+      const double mass = w.measure ? X.w[t / (size_t)w.d] : 1.0;
+      double xg = 0;
+      for (PetscInt c = 0; c < w.d; ++c) xg += w.sphere ? X.x[t + c] * G[t + c] : 0.0;
+      for (PetscInt c = 0; c < w.d; ++c) g[c] = (G[t + c] - xg * X.x[t + c]) / mass;
+    };
     double gmax = 0;
     for (size_t t = m * w.per; t < (m + 1) * w.per; t += (size_t)w.d) {
+      direction(t);
       double n2 = 0;
-      for (PetscInt c = 0; c < w.d; ++c) n2 += G[t + c] * G[t + c];
+      for (double v : g) n2 += v * v;
       gmax = std::max(gmax, std::sqrt(n2));
     }
-    if (gmax > 0)
-      for (size_t i = m * w.per; i < (m + 1) * w.per; ++i) trial[i] += eta[m] / gmax * G[i];
+    for (size_t t = m * w.per; gmax > 0 && t < (m + 1) * w.per; t += (size_t)w.d) {
+      direction(t);
+      for (PetscInt c = 0; c < w.d; ++c) trial.x[t + c] += eta[m] / gmax * g[c];
+    }
+    if (w.measure)
+      StepWeights(eta[m] / s.worst.radius, F[m], GW.data() + m * w.N, w.N, trial.w.data() + m * w.N);
   }
-  Project(radius, w.d, &trial);
+  WorstProject(s, w.d, &trial.x);
   return trial;
+}
+
+// A start's entries of the trial (tokens, weights, gradients) taken.
+void Accept(const Sides &w, size_t m, const Inputs &trial, const std::vector<double> &Gt,
+            const std::vector<double> &GWt, Inputs *X, std::vector<double> *G, std::vector<double> *GW) {
+  std::copy(trial.x.begin() + m * w.per, trial.x.begin() + (m + 1) * w.per, X->x.begin() + m * w.per);
+  std::copy(Gt.begin() + m * w.per, Gt.begin() + (m + 1) * w.per, G->begin() + m * w.per);
+  if (!w.measure) return;
+  std::copy(trial.w.begin() + m * w.N, trial.w.begin() + (m + 1) * w.N, X->w.begin() + m * w.N);
+  std::copy(GWt.begin() + m * w.N, GWt.begin() + (m + 1) * w.N, GW->begin() + m * w.N);
 }
 
 // Projected gradient ascent of every active start at once: a step that
 // raises its objective is kept and its eta doubles, else eta halves. Ends
 // after worst.steps iterations, or when every start's eta is below 1e-9 r.
-// history: per model, its largest raw err before the search and after each iteration.
-PetscErrorCode Ascend(MPI_Comm comm, const Settings &s, Sides &w, const std::string &progress, std::vector<double> *X,
-                      std::vector<double> *F, std::vector<std::vector<double>> *history, PetscInt *iterations) {
+// history: per model, its largest raw err before the search and after each
+// iteration; F0: every start's objective before the search.
+PetscErrorCode Ascend(MPI_Comm comm, const Settings &s, Sides &w, const std::string &progress, Inputs *X,
+                      std::vector<double> *F, std::vector<double> *F0, std::vector<std::vector<double>> *history,
+                      PetscInt *iterations) {
   const double radius = s.worst.radius;
-  std::vector<double> G, Ft, Gt;
+  std::vector<double> G, GW, Ft, Gt, GWt;
   std::vector<double> eta(w.active.size(), 0.25 * radius);
   PetscFunctionBeginUser;
   const double t0 = seconds();
-  PetscCall(Objective(w, *X, F, &G));
+  PetscCall(Objective(w, *X, F, &G, &GW));
+  *F0 = *F;
   Record(w, *F, history);
   KeepBest(w, s.worst.keep, *F);
   for (PetscInt it = 1; it <= s.worst.steps; ++it) {
-    const std::vector<double> trial = Step(w, radius, *X, G, eta);
-    PetscCall(Objective(w, trial, &Ft, &Gt));
+    const Inputs trial = Step(w, s, *X, G, GW, *F, eta);
+    PetscCall(Objective(w, trial, &Ft, &Gt, &GWt));
     PetscInt moved = 0, ascending = 0;
     for (size_t m = 0; m < w.active.size(); ++m) {
       if (!w.active[m]) continue;
       ascending++;
       if (Ft[m] > (*F)[m]) {
-        std::copy(trial.begin() + m * w.per, trial.begin() + (m + 1) * w.per, X->begin() + m * w.per);
-        std::copy(Gt.begin() + m * w.per, Gt.begin() + (m + 1) * w.per, G.begin() + m * w.per);
+        Accept(w, m, trial, Gt, GWt, X, &G, &GW);
         (*F)[m] = Ft[m];
         eta[m] = std::min(2 * eta[m], 1e3 * radius);
         moved++;
@@ -268,29 +328,31 @@ PetscErrorCode Ascend(MPI_Comm comm, const Settings &s, Sides &w, const std::str
 // The held-out figures of one model at its input found (worst.hpp), from
 // its outputs y and the held-out references' outputs Yb there.
 void Heldout(const std::vector<double> &y, const std::vector<std::vector<double>> &Yb, PetscInt N, WorstResult *r) {
+  auto e2 = [&](const std::vector<double> &a, const std::vector<double> &b) {
+    return SquaredDistance(a, b, a.size(), N, r->weights)[0];
+  };
   r->err = r->raw;
   r->estimator = "raw (search references only)";
   if (Yb.empty()) return;
   r->heldout_output = Mean(Yb, 0, Yb.size());
-  for (const auto &yb : Yb) r->heldout_e2.push_back(SquaredDistance(y, yb, y.size(), N)[0]);
+  for (const auto &yb : Yb) r->heldout_e2.push_back(e2(y, yb));
   for (size_t a = 0; a < Yb.size(); ++a)
-    for (size_t b = a + 1; b < Yb.size(); ++b)
-      r->heldout_pairs.push_back(0.5 * SquaredDistance(Yb[a], Yb[b], y.size(), N)[0]);
-  const double e2 = SquaredDistance(y, r->heldout_output, y.size(), N)[0];
-  r->heldout_raw = std::sqrt(e2);
+    for (size_t b = a + 1; b < Yb.size(); ++b) r->heldout_pairs.push_back(0.5 * e2(Yb[a], Yb[b]));
+  const double e = e2(y, r->heldout_output);
+  r->heldout_raw = std::sqrt(e);
   r->err = r->heldout_raw;
   r->estimator = "cross-fit raw";
   if (Yb.size() < 2) return;
   double floor2 = 0;
   for (double p : r->heldout_pairs) floor2 += p / (double)r->heldout_pairs.size();
   r->floor = std::sqrt(floor2);
-  r->err = std::sqrt(std::max(0.0, e2 - floor2 / (double)Yb.size()));
+  r->err = std::sqrt(std::max(0.0, e - floor2 / (double)Yb.size()));
   r->estimator = "cross-fit corrected";
 }
 
 // The figures of every model at its input found: its best start by the
 // search objective, scored on the held-out references.
-PetscErrorCode Score(Sides &w, const std::vector<double> &X, const std::vector<double> &F, std::vector<WorstResult> *rs) {
+PetscErrorCode Score(Sides &w, const Inputs &X, const std::vector<double> &F, std::vector<WorstResult> *rs) {
   std::vector<std::vector<double>> Y;
   PetscFunctionBeginUser;
   PetscCall(Outputs(w, X, w.total(), &Y));
@@ -304,75 +366,61 @@ PetscErrorCode Score(Sides &w, const std::vector<double> &X, const std::vector<d
     }
     r.best = (PetscInt)(b - j * (size_t)w.S);
     r.raw = std::sqrt(std::max(0.0, F[b]));
-    auto slice = [&](const std::vector<double> &v) {
-      return std::vector<double>(v.begin() + (std::ptrdiff_t)(b * w.per), v.begin() + (std::ptrdiff_t)((b + 1) * w.per));
+    auto slice = [&](const std::vector<double> &v, size_t width) {
+      return std::vector<double>(v.begin() + (std::ptrdiff_t)(b * width), v.begin() + (std::ptrdiff_t)((b + 1) * width));
     };
-    r.tokens = slice(X), r.output = slice(Y[0]), r.reference_output = slice(mean);
+    r.tokens = slice(X.x, w.per), r.output = slice(Y[0], w.per), r.reference_output = slice(mean, w.per);
+    if (w.measure) r.weights = slice(X.w, (size_t)w.N);
     std::vector<std::vector<double>> Yb;
-    for (size_t k = w.models + w.searched; k < w.total(); ++k) Yb.push_back(slice(Y[k]));
+    for (size_t k = w.models + w.searched; k < w.total(); ++k) Yb.push_back(slice(Y[k], w.per));
     Heldout(r.output, Yb, w.N, &r);
   }
   PetscFunctionReturn(0);
 }
 
-} // namespace
+// A start of its own for each model (the collapsed input, an earlier one):
+// its name and every model's input of the search's size.
+struct ModelStart {
+  std::string name;
+  std::vector<WorstInput> inputs;
+};
 
-std::vector<double> WorstStarts(const Settings &s, PetscInt N, PetscInt d, std::vector<std::string> *names) {
-  std::vector<double> x;
-  names->clear();
-  Settings ps = s; // the studies' probe sequences of the families, at this N
-  ps.data.N = N, ps.study.probe_N.clear(), ps.study.probe_file.clear();
-  std::vector<double> seq((size_t)(N * d));
-  for (const study::ProbeSet &p : study::probe_sets(ps)) {
-    DataSettings ds = s.data;
-    ds.family = p.family, ds.seed = p.seed;
-    for (PetscInt m = 0; m < s.study.probe_M; ++m) {
-      family_sample(ds, d, m, N, seq.data());
-      x.insert(x.end(), seq.begin(), seq.end());
-      names->push_back(p.name + "/" + std::to_string(m));
-    }
-  }
-  for (PetscInt m = 0; m < s.worst.starts; ++m) {
-    Stream st(s.worst.seed, kWorstStart, (std::uint64_t)m);
-    for (PetscInt i = 0; i < N; ++i) { // uniform in the ball: a normal direction, radius r u^(1/d)
-      double n2 = 0;
-      for (PetscInt c = 0; c < d; ++c) {
-        seq[i * d + c] = st.normal();
-        n2 += seq[i * d + c] * seq[i * d + c];
-      }
-      const double scale = s.worst.radius * std::pow(st.uniform(), 1.0 / (double)d) / std::sqrt(n2);
-      for (PetscInt c = 0; c < d; ++c) seq[i * d + c] *= scale;
-    }
-    x.insert(x.end(), seq.begin(), seq.end());
-    names->push_back("random/" + std::to_string(m));
-  }
-  Project(s.worst.radius, d, &x);
-  return x;
-}
-
-PetscErrorCode WorstSearch(MPI_Comm comm, const Settings &s, const std::vector<WorstSide> &models,
-                           const std::vector<WorstSide> &references, const std::string &progress,
-                           std::vector<WorstResult> *results) {
+// The search: the common starts, then each model's own (`own`), ascended
+// and scored.
+PetscErrorCode Search(MPI_Comm comm, const Settings &s, const std::vector<WorstSide> &models,
+                      const std::vector<WorstSide> &references, const std::string &progress,
+                      const std::vector<ModelStart> &own, std::vector<WorstResult> *results) {
   Sides w;
   std::vector<std::string> names;
-  std::vector<double> F;
+  std::vector<double> F, F0, weights;
   std::vector<std::vector<double>> history;
   PetscInt iterations = 0;
   PetscFunctionBeginUser;
   const double t0 = seconds();
-  const PetscInt d = models.empty() ? 0 : models[0].settings.model.d;
-  const std::vector<double> starts = WorstStarts(s, s.data.N, d, &names);
+  const PetscInt d = models[0].settings.model.d, n = s.worst.atoms > 0 ? s.worst.atoms : s.data.N;
+  const bool measure = s.worst.atoms > 0;
+  const std::vector<double> starts = WorstStarts(s, n, d, measure, &names, &weights);
+  for (const ModelStart &o : own) names.push_back(o.name);
   PetscCall(SidesCreate(comm, s, models, references, (PetscInt)names.size(), &w));
-  std::vector<double> X;
-  for (size_t j = 0; j < w.models; ++j) X.insert(X.end(), starts.begin(), starts.end());
-  PetscCall(Ascend(comm, s, w, progress, &X, &F, &history, &iterations));
+  Inputs X;
+  for (size_t j = 0; j < w.models; ++j) {
+    X.x.insert(X.x.end(), starts.begin(), starts.end());
+    X.w.insert(X.w.end(), weights.begin(), weights.end());
+    for (const ModelStart &o : own) {
+      X.x.insert(X.x.end(), o.inputs[j].tokens.begin(), o.inputs[j].tokens.end());
+      X.w.insert(X.w.end(), o.inputs[j].weights.begin(), o.inputs[j].weights.end());
+    }
+  }
+  PetscCall(Ascend(comm, s, w, progress, &X, &F, &F0, &history, &iterations));
   results->assign(w.models, WorstResult());
   for (size_t j = 0; j < w.models; ++j) {
     WorstResult &r = (*results)[j];
-    r.N = w.N, r.d = w.d, r.starts = w.S, r.start_names = names;
+    r.N = w.N, r.d = w.d, r.starts = w.S, r.start_names = names, r.measure = measure;
     r.search_references = (PetscInt)w.searched, r.heldout_references = (PetscInt)w.heldout;
     r.iterations = iterations, r.evaluations = w.evaluations;
     r.objective = history[j], r.initial = history[j][0];
+    const auto collapsed = std::find(names.begin(), names.end(), "collapsed") - names.begin();
+    if ((size_t)collapsed < names.size()) r.collapsed = std::sqrt(std::max(0.0, F0[j * (size_t)w.S + collapsed]));
   }
   PetscCall(Score(w, X, F, results));
   PetscCall(SidesDestroy(&w));
@@ -380,16 +428,140 @@ PetscErrorCode WorstSearch(MPI_Comm comm, const Settings &s, const std::vector<W
   PetscFunctionReturn(0);
 }
 
+// The one-token difference of every model with model.norm = none: D = the
+// model's one-token map minus the search references' mean map (every layer
+// is linear on one token), from their outputs at the d tokens r e_c; the
+// collapsed token r v, v D's top right singular vector.
+PetscErrorCode CollapsedLinear(MPI_Comm comm, const Settings &s, const std::vector<WorstSide> &models,
+                               const std::vector<WorstSide> &references, std::vector<std::vector<double>> *tokens) {
+  Settings one = s;
+  one.data.N = 1, one.worst.atoms = 0;
+  Sides w;
+  std::vector<std::vector<double>> Y;
+  const PetscInt d = models[0].settings.model.d;
+  const double r = s.worst.radius;
+  PetscFunctionBeginUser;
+  PetscCall(SidesCreate(comm, one, models, references, d, &w));
+  Inputs X;
+  for (size_t j = 0; j < w.models; ++j)
+    for (PetscInt c = 0; c < d; ++c)
+      for (PetscInt e = 0; e < d; ++e) X.x.push_back(c == e ? r : 0.0);
+  PetscCall(Outputs(w, X, w.models + w.searched, &Y));
+  const std::vector<double> mean = Mean(Y, w.models, w.searched);
+  PetscCall(SidesDestroy(&w));
+  tokens->assign(models.size(), std::vector<double>());
+  for (size_t j = 0; j < models.size(); ++j) {
+    std::vector<double> D((size_t)(d * d)), DtD((size_t)(d * d), 0.0), lambda, vectors; // D[row][c]: column c = D e_c
+    for (PetscInt c = 0; c < d; ++c)
+      for (PetscInt row = 0; row < d; ++row) {
+        const size_t at = (j * (size_t)d + (size_t)c) * (size_t)d + (size_t)row;
+        D[row * d + c] = (Y[0][at] - mean[at]) / r;
+      }
+    for (PetscInt a = 0; a < d; ++a)
+      for (PetscInt b = 0; b < d; ++b)
+        for (PetscInt row = 0; row < d; ++row) DtD[a * d + b] += D[row * d + a] * D[row * d + b];
+    PetscCall(SymmetricEigenvalues(DtD, d, &lambda, &vectors));
+    (*tokens)[j].assign(vectors.end() - d, vectors.end()); // the largest eigenvalue's
+    for (double &v : (*tokens)[j]) v *= r;
+  }
+  PetscFunctionReturn(0);
+}
+
+// Every model's collapsed token: CollapsedLinear's (model.norm = none), or
+// the best input of a one-token search from the common starts and +-r e_c
+// (sphere, pre: the one-token map is not linear).
+PetscErrorCode Collapsed(MPI_Comm comm, const Settings &s, const std::vector<WorstSide> &models,
+                         const std::vector<WorstSide> &references, std::vector<std::vector<double>> *tokens) {
+  const PetscInt d = models[0].settings.model.d;
+  PetscFunctionBeginUser;
+  if (s.model.norm == TokenNorm::none) PetscCall(CollapsedLinear(comm, s, models, references, tokens));
+  if (s.model.norm == TokenNorm::none) PetscFunctionReturn(0);
+  Settings one = s;
+  one.data.N = 1, one.worst.atoms = 0;
+  std::vector<ModelStart> axes;
+  for (PetscInt c = 0; c < 2 * d; ++c) {
+    WorstInput e{std::vector<double>((size_t)d, 0.0), {}};
+    e.tokens[c / 2] = c % 2 ? -s.worst.radius : s.worst.radius;
+    WorstProject(one, d, &e.tokens);
+    axes.push_back({"axis/" + std::to_string(c), std::vector<WorstInput>(models.size(), e)});
+  }
+  std::vector<WorstResult> found;
+  PetscCall(Search(comm, one, models, references, "", axes, &found));
+  tokens->clear();
+  for (const WorstResult &r : found) tokens->push_back(r.tokens);
+  PetscFunctionReturn(0);
+}
+
+// Each model's own starts: the collapsed input, and an earlier input (from)
+// as it is and perturbed (each coordinate by 0.01 r N(0, 1), then back into
+// the domain: copies of one token can then part).
+PetscErrorCode OwnStarts(MPI_Comm comm, const Settings &s, const std::vector<WorstSide> &models,
+                         const std::vector<WorstSide> &references, const std::vector<WorstInput> &from,
+                         std::vector<ModelStart> *own) {
+  const PetscInt d = models[0].settings.model.d, n = s.worst.atoms > 0 ? s.worst.atoms : s.data.N;
+  const bool measure = s.worst.atoms > 0;
+  std::vector<std::vector<double>> collapsed;
+  PetscFunctionBeginUser;
+  PetscCall(Collapsed(comm, s, models, references, &collapsed));
+  own->assign(1, ModelStart{"collapsed", {}});
+  for (const std::vector<double> &token : collapsed) {
+    own->back().inputs.emplace_back();
+    PetscCall(WorstInputAs(comm, WorstInput{token, {}}, d, n, measure, "the collapsed input", &own->back().inputs.back()));
+  }
+  bool any = false;
+  for (const WorstInput &f : from) any = any || !f.tokens.empty();
+  if (!any) PetscFunctionReturn(0);
+  own->push_back({"start", {}});
+  own->push_back({"start+noise", {}});
+  for (size_t j = 0; j < models.size(); ++j) {
+    WorstInput start = j < from.size() && !from[j].tokens.empty() ? from[j] : (*own)[0].inputs[j];
+    if (j < from.size() && !from[j].tokens.empty())
+      PetscCall(WorstInputAs(comm, from[j], d, n, measure, "the start (worst.start)", &start));
+    WorstInput noisy = start;
+    Stream st(s.worst.seed, kWorstPerturb, (std::uint64_t)j);
+    for (double &x : noisy.tokens) x += 0.01 * s.worst.radius * st.normal();
+    WorstProject(s, d, &noisy.tokens);
+    (*own)[1].inputs.push_back(start), (*own)[2].inputs.push_back(noisy);
+  }
+  PetscFunctionReturn(0);
+}
+
+} // namespace
+
+PetscErrorCode WorstSearch(MPI_Comm comm, const Settings &s, const std::vector<WorstSide> &models,
+                           const std::vector<WorstSide> &references, const std::string &progress,
+                           std::vector<WorstResult> *results, const std::vector<WorstInput> &from) {
+  std::vector<ModelStart> own;
+  PetscFunctionBeginUser;
+  PetscCheck(!models.empty(), comm, PETSC_ERR_ARG_SIZ, "the worst input of no model");
+  const double t0 = seconds();
+  PetscCall(OwnStarts(comm, s, models, references, from, &own));
+  PetscCall(Search(comm, s, models, references, progress, own, results));
+  for (WorstResult &r : *results) r.seconds = seconds() - t0;
+  if (!s.worst.check) PetscFunctionReturn(0);
+  Settings twice = s; // the budget check: the same starts and twice as many, twice the steps
+  twice.worst.starts *= 2, twice.worst.steps *= 2, twice.worst.keep *= 2;
+  std::vector<WorstResult> again;
+  PetscCall(Search(comm, twice, models, references, progress.empty() ? "" : progress + "check: ", own, &again));
+  for (size_t j = 0; j < results->size(); ++j) {
+    (*results)[j].check_raw = again[j].raw;
+    (*results)[j].check_gain = again[j].raw / (*results)[j].raw - 1.0;
+  }
+  PetscFunctionReturn(0);
+}
+
 PetscErrorCode WorstObjective(MPI_Comm comm, const Settings &s, const std::vector<WorstSide> &models,
                               const std::vector<WorstSide> &references, const std::vector<double> &x,
-                              std::vector<double> *F, std::vector<double> *G) {
+                              const std::vector<double> &weights, std::vector<double> *F, std::vector<double> *G,
+                              std::vector<double> *GW) {
   Sides w;
   PetscFunctionBeginUser;
-  const PetscInt per = s.data.N * (models.empty() ? 0 : models[0].settings.model.d);
+  const PetscInt n = s.worst.atoms > 0 ? s.worst.atoms : s.data.N;
+  const PetscInt per = n * (models.empty() ? 0 : models[0].settings.model.d);
   PetscCheck(per > 0 && x.size() % ((size_t)per * models.size()) == 0, comm, PETSC_ERR_ARG_SIZ,
              "%zu entries are not whole sequences of every model", x.size());
   PetscCall(SidesCreate(comm, s, models, references, (PetscInt)(x.size() / ((size_t)per * models.size())), &w));
-  PetscCall(Objective(w, x, F, G));
+  PetscCall(Objective(w, Inputs{x, weights}, F, G, GW));
   PetscCall(SidesDestroy(&w));
   PetscFunctionReturn(0);
 }

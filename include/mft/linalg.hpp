@@ -40,8 +40,10 @@ void gemm(bool ta, bool tb, PetscInt m, PetscInt n, PetscInt k, double alpha, co
 void transpose(const double *B, PetscInt rows, PetscInt cols, double *Bt, PetscInt ld = -1);
 
 // Eigenvalues (ascending) of the symmetric n x n matrix A (row-major; only
-// its upper triangle is read).
-PetscErrorCode SymmetricEigenvalues(std::vector<double> A, PetscInt n, std::vector<double> *eigenvalues);
+// its upper triangle is read); with `vectors`, their unit eigenvectors too,
+// eigenvector k at [k n, (k + 1) n).
+PetscErrorCode SymmetricEigenvalues(std::vector<double> A, PetscInt n, std::vector<double> *eigenvalues,
+                                    std::vector<double> *vectors = nullptr);
 
 // Solves S X = B for symmetric positive definite S (n x n) and B (n x r, row-major), in place in B.
 PetscErrorCode SolveSPD(std::vector<double> S, PetscInt n, PetscInt r, std::vector<double> &B);

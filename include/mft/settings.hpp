@@ -129,6 +129,7 @@ struct StudySettings {
   double task_seconds = 3600;         // --list, plan_cores: the Slurm packing's target of predicted seconds a task
   bool worst = false;                 // also the worst-input error of every case at every time (worst.hpp)
   std::string worst_N;                // tokens of the worst inputs searched (several: one search each); empty: data.N
+  PetscInt worst_atoms = 0;           // > 0: also the worst measure of this many weighted atoms (N = infinity)
 };
 
 // mft worst: the input of largest error against references (worst.hpp).
@@ -141,6 +142,9 @@ struct WorstSettings {
   std::uint64_t seed = 8;      // the random starts
   PetscInt log_every = 10;     // progress every this many iterations
   bool crossfit = true;        // search against half the references, score on the other half
+  PetscInt atoms = 0;          // > 0: search measures of this many weighted atoms instead of sequences of data.N tokens
+  std::string start;           // an earlier search's result file: its input is one more start
+  bool check = false;          // search again with twice the starts and steps and report the relative gain
 };
 
 struct BenchSettings {

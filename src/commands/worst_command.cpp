@@ -37,24 +37,34 @@ PetscErrorCode ReferenceSettings(MPI_Comm comm, const std::vector<std::string> &
              "of d = %" PetscInt_FMT " with the %s loss: a reference must share d, head kind and loss",
              path.c_str(), to_string(b.head_kind), b.d, to_string(rs->loss.kind), model.params_file.c_str(),
              to_string(a.head_kind), a.d, to_string(model.loss.kind));
+  PetscCheck(a.causal == b.causal && a.norm == b.norm, comm, PETSC_ERR_USER_INPUT,
+             "worst.references: %s is a model with model.causal = %s and model.norm = %s, params.file %s one with "
+             "model.causal = %s and model.norm = %s: a reference must be the same model in the limit",
+             path.c_str(), b.causal ? "true" : "false", to_string(b.norm), model.params_file.c_str(),
+             a.causal ? "true" : "false", to_string(a.norm));
   PetscFunctionReturn(0);
 }
 
 PetscErrorCode WorstFileWrite(MPI_Comm comm, const Settings &s, const WorstResult &r) {
   const unsigned long long N = r.N, d = r.d, S = r.starts;
-  std::vector<ResultArray> arrays = {{"/worst/tokens", {1, N, d}, r.tokens.data()},
+  std::vector<ResultArray> arrays = {{r.measure ? "/worst/atoms" : "/worst/tokens", {1, N, d}, r.tokens.data()},
                                      {"/worst/output", {1, N, d}, r.output.data()},
                                      {"/worst/reference_output", {1, N, d}, r.reference_output.data()},
                                      {"/worst/objective", {r.objective.size()}, r.objective.data()},
                                      {"/worst/start_err", {S}, r.start_err.data()},
                                      {"/worst/heldout_e2", {r.heldout_e2.size()}, r.heldout_e2.data()}};
   if (!r.heldout_output.empty()) arrays.push_back({"/worst/heldout_output", {1, N, d}, r.heldout_output.data()});
+  if (r.measure) arrays.push_back({"/worst/weights", {1, N}, r.weights.data()});
   auto text = [](double v) { return study::num(v); };
   PetscFunctionBeginUser;
   PetscCall(ResultFileWrite(comm, s, arrays,
                             {{"worst.err", text(r.err)},
                              {"worst.err_raw", text(r.raw)},
                              {"worst.err_heldout_raw", text(r.heldout_raw)},
+                             {"worst.input", r.measure ? "measure" : "sequence"},
+                             {"worst.err_collapsed", text(r.collapsed)},
+                             {"worst.check_raw", text(r.check_raw)},
+                             {"worst.check_gain", text(r.check_gain)},
                              {"worst.floor", text(r.floor)},
                              {"worst.estimator", r.estimator},
                              {"worst.best_start", r.start_names[r.best]},
@@ -88,24 +98,37 @@ PetscErrorCode CommandWorst(MPI_Comm comm, const std::vector<std::string> &args,
     PetscCall(ReferenceSettings(comm, args, s, paths[i], &references[i].settings));
     references[i].file = paths[i];
   }
+  std::vector<WorstInput> from(1);
+  if (!s.worst.start.empty()) PetscCall(WorstInputRead(comm, s.worst.start, s.model.d, &from[0]));
+  const std::string what = s.worst.atoms > 0 ? "measures of " + std::to_string(s.worst.atoms) + " weighted atoms"
+                                             : "N = " + std::to_string(s.data.N) + " tokens";
+  const std::string where = s.model.norm == TokenNorm::sphere ? "on the unit sphere"
+                                                              : "in the ball of radius " + study::num(s.worst.radius);
   PetscCall(PetscPrintf(comm,
                         "mft worst: %s model %" PetscInt_FMT " x %" PetscInt_FMT " (%s) against %zu references, "
-                        "N = %" PetscInt_FMT " tokens in the ball of radius %s in R^%" PetscInt_FMT
-                        ", %" PetscInt_FMT " random starts and the probe families, %" PetscInt_FMT " iterations\n",
+                        "%s %s in R^%" PetscInt_FMT ", %" PetscInt_FMT " random starts, the probe families and the "
+                        "collapsed input%s, %" PetscInt_FMT " iterations\n",
                         to_string(s.model.head_kind), s.model.L, s.model.H, s.params_file.c_str(), paths.size(),
-                        s.data.N, study::num(s.worst.radius).c_str(), s.model.d, s.worst.starts, s.worst.steps));
-  PetscCall(WorstSearch(comm, s, {WorstSide{s, s.params_file, nullptr}}, references, "worst: ", &found));
+                        what.c_str(), where.c_str(), s.model.d, s.worst.starts,
+                        s.worst.start.empty() ? "" : (", " + s.worst.start).c_str(), s.worst.steps));
+  PetscCall(WorstSearch(comm, s, {WorstSide{s, s.params_file, nullptr}}, references, "worst: ", &found, from));
   const WorstResult &r = found[0];
   PetscCall(WorstFileWrite(comm, s, r));
   PetscCall(PetscPrintf(comm,
                         "worst input: start %s, err %.6e (%s; against the search references %.6e, best start before "
-                        "the search %.6e), a lower bound on the supremum; %.2f s, wrote %s\n",
-                        r.start_names[r.best].c_str(), r.err, r.estimator.c_str(), r.raw, r.initial, r.seconds,
-                        s.output.file.c_str()));
+                        "the search %.6e, collapsed input %.6e), a lower bound on the supremum; %.2f s, wrote %s\n",
+                        r.start_names[r.best].c_str(), r.err, r.estimator.c_str(), r.raw, r.initial, r.collapsed,
+                        r.seconds, s.output.file.c_str()));
+  if (s.worst.check)
+    PetscCall(PetscPrintf(comm, "worst.check: twice the starts and steps reach %.6e against the search references, "
+                                "a gain of %.3g%%\n", r.check_raw, 100 * r.check_gain));
   Summary sum;
-  sum.add("command", std::string("worst")).add("worst_err", r.err).add("estimator", r.estimator);
+  sum.add("command", std::string("worst")).add("input", std::string(r.measure ? "measure" : "sequence"));
+  sum.add("worst_err", r.err).add("estimator", r.estimator);
   sum.add("worst_err_raw", r.raw).add("worst_err_heldout_raw", r.heldout_raw).add("floor", r.floor);
-  sum.add("initial_err", r.initial).add("bound", std::string("lower"));
+  sum.add("initial_err", r.initial).add("collapsed_err", r.collapsed).add("bound", std::string("lower"));
+  if (s.worst.check) sum.add("check_err_raw", r.check_raw).add("check_gain", r.check_gain);
+  sum.add("N", (long long)r.N);
   sum.add("starts", (long long)r.starts).add("iterations", (long long)r.iterations);
   sum.add("evaluations", (long long)r.evaluations).add("search_references", (long long)r.search_references);
   sum.add("heldout_references", (long long)r.heldout_references).add("seconds", r.seconds);

@@ -98,9 +98,13 @@ for norm in sphere pre; do
 done
 expect 0 "" -- "$MFT" forward --data.file zero_token.h5 --output.file zero_none.h5 # without a norm it is a token
 expect 2 "model.norm 'ball' is not one of none.sphere.pre" -- "$MFT" forward --model.norm ball
-expect 2 "study.worst searches a ball of inputs, not the sphere" -- \
-  "$MFT" study --study.worst true --model.norm sphere --study.dir sphere_worst
-[ ! -e run.h5 ] && [ ! -e sphere_worst ] && ok || bad "a refused run wrote its output"
+expect 2 "study.worst_N: 6 after 4 is not a larger multiple of it" -- \
+  "$MFT" study --study.worst true --study.worst_N "1 4 6" --study.dir worst_n
+expect 2 "study.worst_atoms = 8 is fewer than the largest N searched \\(16\\)" -- \
+  "$MFT" study --study.worst true --study.worst_N "4 16" --study.worst_atoms 8 --study.dir worst_n
+expect 2 "study.worst_atoms: a measure of weighted atoms has no order" -- \
+  "$MFT" study --study.worst true --study.worst_atoms 8 --model.causal true --study.dir worst_n
+[ ! -e run.h5 ] && [ ! -e worst_n ] && ok || bad "a refused run wrote its output"
 # A config saved with a UTF-8 byte-order mark (as Windows editors do) reads as without it.
 printf '\xef\xbb\xbf[model]\r\nL = 2\r\n' > bom.cfg
 expect 0 "" -- "$MFT" forward --config bom.cfg --output.file bom.h5

@@ -130,7 +130,7 @@ printf '[model]\nd = 3\n[train]\nlr = 0.5\n[output]\nfile = lse.h5\n' > shared.c
 expect 0 "" -- "$MFT" lse --config shared.cfg
 
 # A params file of a normalized run brings its model.norm (the header says
-# it, the output records it); the worst-input search refuses the sphere.
+# it, the output records it); the worst-input search takes it to the sphere.
 expect 0 "" -- "$MFT" train --model.norm sphere --train.steps 2 --output.file sphere.h5
 expect 0 "" -- "$MFT" forward --params.file sphere.h5 --output.file sphere_f.h5
 grep -q "norm=sphere" out.txt && ok || bad "forward --params.file did not take model.norm = sphere: $(head -1 out.txt)"
@@ -138,9 +138,9 @@ grep -q "norm=sphere" out.txt && ok || bad "forward --params.file did not take m
   bad "sphere_f.h5 does not record model.norm = sphere"
 expect 0 "" -- "$MFT" info sphere_f.h5
 grep -q "qkv, beta = 1, norm sphere; loss token" out.txt && ok || bad "mft info does not name the norm: $(grep model: out.txt)"
-expect 2 "searches a ball of inputs, not the sphere" -- "$MFT" worst --params.file sphere.h5 \
-  --worst.references "sphere.h5 sphere.h5" --output.file sphere_w.h5
-[ ! -e sphere_w.h5 ] && ok || bad "a refused search wrote its file"
+expect 0 "" -- "$MFT" worst --params.file sphere.h5 --worst.references "sphere.h5 sphere.h5" --worst.steps 3 \
+  --output.file sphere_w.h5
+grep -q "on the unit sphere" out.txt && ok || bad "mft worst does not say it searches the sphere: $(head -1 out.txt)"
 
 # A picture of the run.
 /usr/bin/python3 "$here/../../jobs/plot_run.py" run.h5 run.png > plot.txt 2>&1 && ok || { bad "plot_run.py failed"; cat plot.txt; }
