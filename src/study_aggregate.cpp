@@ -200,17 +200,18 @@ StudyScalar CurvesOf(const VariantCases &vc, const StudyErrors &e, PetscInt time
 // corrected squared error on the held-out references at its input found,
 // clipped at 0 (with one held out, that one's raw squared error; with none,
 // the raw one against the search references); held-out reference `out` left
-// out when out >= 0. search: the raw figure that was maximised instead.
+// out when out >= 0. raw: instead, one of the raw figures against the
+// search references (w.raw, what was maximised; w.collapsed; w.check).
 std::vector<StudyValue> WorstValues(const WorstCases &w, const VariantCases &vc, const StudyErrors &e, long long out,
-                                    bool search = false) {
+                                    const std::vector<double> *raw = nullptr) {
   std::map<PetscInt, size_t> at;
   for (size_t m = 0; m < vc.models.size(); ++m) at[vc.models[m].first.index] = m;
   std::vector<StudyValue> values;
   for (size_t i = 0; i < w.index.size(); ++i) {
     const auto it = at.find(w.index[i]);
-    if (it == at.end()) continue;
-    double v = w.raw[i] * w.raw[i];
-    if (!search && w.heldout > 0) {
+    if (it == at.end() || (raw && raw->size() != w.index.size())) continue;
+    double v = raw ? (*raw)[i] * (*raw)[i] : w.raw[i] * w.raw[i];
+    if (!raw && w.heldout > 0) {
       double e2 = 0, pairs = 0;
       size_t kept = 0, kept_pairs = 0, k = 0;
       for (size_t b = 0; b < w.heldout; ++b)
@@ -226,20 +227,23 @@ std::vector<StudyValue> WorstValues(const WorstCases &w, const VariantCases &vc,
   return values;
 }
 
-// The worst-input figures of one variant at one time and N: per cell the
-// root of the mean over seeds, with the jackknife over seeds and (three or
-// more held out) over the held-out references; the search's raw figure.
+// The worst-input figures of one variant at one time and N (or K atoms):
+// per cell the root of the mean over seeds, with the jackknife over seeds and
+// (three or more held out) over the held-out references; the search's raw
+// figure, the collapsed start's, and with worst.check the doubled search's.
 struct WorstFigure {
   PetscInt N = 0;
-  StudyScalar err, search;
+  bool measure = false;
+  StudyScalar err, search, collapsed, check;
   std::vector<StudyValue> values; // per model case, its squared figure
   double seconds = NAN;
 };
 
-// The N searched (the files there: study.worst_N, or each variant's data.N).
-std::vector<PetscInt> WorstSearched(const std::string &dir, size_t v, PetscInt time) {
-  const std::string lead = std::filesystem::path(worst_path(dir, v, time, 0)).filename().string();
-  const std::string stem = lead.substr(0, lead.size() - 4); // "worst-v<v>-t<t>-N"
+// The N searched (the files there: study.worst_N, or each variant's data.N),
+// or with `measure` the K of the measures searched.
+std::vector<PetscInt> WorstSearched(const std::string &dir, size_t v, PetscInt time, bool measure) {
+  const std::string lead = std::filesystem::path(worst_path(dir, v, time, 0, measure)).filename().string();
+  const std::string stem = lead.substr(0, lead.size() - 4); // "worst-v<v>-t<t>-N" (-K)
   std::vector<PetscInt> Ns;
   std::error_code ec;
   for (const auto &f : std::filesystem::directory_iterator(dir, ec)) {
@@ -259,14 +263,16 @@ PetscErrorCode WorstOf(const Settings &s, const std::string &dir, size_t v, Pets
   PetscFunctionBeginUser;
   out->clear();
   if (!s.study.worst) PetscFunctionReturn(0);
-  const std::vector<PetscInt> Ns = WorstSearched(dir, v, time);
-  if (Ns.empty() && name)
+  std::vector<std::pair<PetscInt, bool>> searched;
+  for (bool measure : {false, true})
+    for (PetscInt N : WorstSearched(dir, v, time, measure)) searched.emplace_back(N, measure);
+  if (searched.empty() && name)
     PetscCall(PetscPrintf(PETSC_COMM_SELF, "mft study: variant %zu t=%" PetscInt_FMT " has no worst inputs in %s\n", v,
                           time, dir.c_str()));
-  for (PetscInt N : Ns) {
+  for (auto [N, measure] : searched) {
     WorstCases w;
     std::string problem;
-    PetscCall(ReadWorst(worst_path(dir, v, time, N), &w, &problem));
+    PetscCall(ReadWorst(worst_path(dir, v, time, N, measure), &w, &problem));
     if (!problem.empty()) {
       if (name) PetscCall(PetscPrintf(PETSC_COMM_SELF, "mft study: no worst inputs: %s\n", problem.c_str()));
       continue;
@@ -275,10 +281,12 @@ PetscErrorCode WorstOf(const Settings &s, const std::string &dir, size_t v, Pets
     if (w.heldout >= 3)
       for (size_t b = 0; b < w.heldout; ++b) reference_out.push_back(WorstValues(w, vc, e, (long long)b));
     WorstFigure f;
-    f.N = N, f.seconds = w.seconds;
+    f.N = N, f.measure = measure, f.seconds = w.seconds;
     f.values = WorstValues(w, vc, e, -1);
     f.err = StudyScalarCompute(e.L, e.H, f.values, 0.95, reference_out, true);
-    f.search = StudyScalarCompute(e.L, e.H, WorstValues(w, vc, e, -1, true), 0.95, {}, true);
+    f.search = StudyScalarCompute(e.L, e.H, WorstValues(w, vc, e, -1, &w.raw), 0.95, {}, true);
+    f.collapsed = StudyScalarCompute(e.L, e.H, WorstValues(w, vc, e, -1, &w.collapsed), 0.95, {}, true);
+    if (!w.check.empty()) f.check = StudyScalarCompute(e.L, e.H, WorstValues(w, vc, e, -1, &w.check), 0.95, {}, true);
     out->push_back(std::move(f));
   }
   PetscFunctionReturn(0);
@@ -402,14 +410,18 @@ PetscErrorCode WriteWorst(Outputs &out, std::ofstream &table, std::ofstream &slo
                           const Training &training, const std::vector<WorstFigure> &figures) {
   const size_t nH = e.H.size();
   PetscFunctionBeginUser;
+  std::vector<const WorstFigure *> sequences;
   for (const WorstFigure &f : figures) {
-    const std::string quantity = "tokens_worst" + (figures.size() > 1 ? "_N" + std::to_string(f.N) : "");
+    const std::string quantity = "tokens_worst" + (figures.size() > 1 ? (f.measure ? "_K" : "_N") + std::to_string(f.N) : "");
     WriteFit(out, v, variant, quantity.c_str(), time, 1, f.err.fit, training);
+    if (!f.measure) sequences.push_back(&f);
     for (size_t k = 0; k < st.cells.size(); ++k)
       table << csv({v, quoted(variant), std::to_string(e.L[k / nH]), std::to_string(e.H[k % nH]), std::to_string(time),
-                    std::to_string(f.N), std::to_string(st.cells[k].seeds), num(f.err.mean[k]), num(f.err.ci[k].lo),
-                    num(f.err.ci[k].hi), num(f.search.mean[k]), num(st.cells[k].err[1]),
-                    num(f.err.mean[k] / st.cells[k].err[1]), num(f.seconds)});
+                    f.measure ? "inf" : std::to_string(f.N), f.measure ? std::to_string(f.N) : "",
+                    std::to_string(st.cells[k].seeds), num(f.err.mean[k]), num(f.err.ci[k].lo), num(f.err.ci[k].hi),
+                    num(f.search.mean[k]), num(st.cells[k].err[1]), num(f.err.mean[k] / st.cells[k].err[1]),
+                    num(f.seconds), num(f.collapsed.mean.empty() ? NAN : f.collapsed.mean[k]),
+                    num(f.check.mean.empty() ? NAN : f.check.mean[k] / f.search.mean[k] - 1)});
     const StudyFit &x = f.err.fit;
     PetscCall(PetscPrintf(PETSC_COMM_SELF,
                           "mft study: v%s %s t=%" PetscInt_FMT " (lower bounds on the supremum): slope_L %s, slope_H "
@@ -420,14 +432,14 @@ PetscErrorCode WriteWorst(Outputs &out, std::ofstream &table, std::ofstream &slo
                           with_interval(x.b, x.b_ci, x.flags, "b: ab: joint:").c_str(), x.flags.empty() ? "" : "; flags: ",
                           x.flags.c_str()));
   }
-  if (figures.size() < 2) PetscFunctionReturn(0);
+  if (sequences.size() < 2) PetscFunctionReturn(0);
   // Per cell, N as the grid's second axis: StudyScalar's slope in H is the slope in N.
   std::vector<long long> Ns;
-  for (const WorstFigure &f : figures) Ns.push_back(f.N);
+  for (const WorstFigure *f : sequences) Ns.push_back(f->N);
   for (size_t k = 0; k < st.cells.size(); ++k) {
     std::vector<StudyValue> values;
-    for (size_t n = 0; n < figures.size(); ++n)
-      for (const StudyValue &x : figures[n].values)
+    for (size_t n = 0; n < sequences.size(); ++n)
+      for (const StudyValue &x : sequences[n]->values)
         if (x.cell == k) values.push_back({n, x.seed, x.value});
     const StudyScalar byN = StudyScalarCompute({1}, Ns, values, 0.95, {}, true);
     slopes << csv({v, quoted(variant), std::to_string(e.L[k / nH]), std::to_string(e.H[k % nH]), std::to_string(time),
@@ -461,8 +473,9 @@ PetscErrorCode StudyAggregate(MPI_Comm comm, const Settings &s, const std::strin
     std::ofstream worst_table, worst_slopes;
     if (s.study.worst) {
       worst_table.open(dir + "/worst.csv"), worst_slopes.open(dir + "/worst_N.csv");
-      worst_table << "variant,overrides,L,H,time,N,seeds,err_worst_x,err_worst_x_lo,err_worst_x_hi,err_worst_search_x,"
-                     "err_corrected_x,worst_ratio_x,search_seconds\n";
+      worst_table << "variant,overrides,L,H,time,N,atoms,seeds,err_worst_x,err_worst_x_lo,err_worst_x_hi,"
+                     "err_worst_search_x,err_corrected_x,worst_ratio_x,search_seconds,err_collapsed_search_x,"
+                     "check_gain\n";
       worst_slopes << "variant,overrides,L,H,time,worst_slope_N,worst_slope_N_lo,worst_slope_N_hi,flags\n";
     }
     out.fits << "variant,overrides,quantity,slope_L,slope_L_lo,slope_L_hi,slope_H,slope_H_lo,slope_H_hi,a,b,C1,C2,"
@@ -495,7 +508,7 @@ PetscErrorCode StudyAggregate(MPI_Comm comm, const Settings &s, const std::strin
         std::vector<WorstFigure> worst;
         PetscCall(WorstOf(s, dir, v, time, out.last, vc, e[0], &worst));
         WriteCells(out, vs, variants[v], time, e[0], st, vc.references[0].d, training, curves,
-                   worst.empty() ? nullptr : &worst[0]);
+                   worst.empty() ? nullptr : &worst.back()); // the largest N's, or the measure's
         PetscCall(WriteWorst(out, worst_table, worst_slopes, vs, variants[v], time, e[0], st[0], training, worst));
         if (s.study.state == StudyState::trained)
           PetscCall(PetscPrintf(PETSC_COMM_SELF,

@@ -19,10 +19,6 @@ namespace mft {
 
 namespace {
 
-std::string claim_path(const std::string &dir, PetscInt i) {
-  return dir + "/case-" + std::to_string(i) + ".claim";
-}
-
 // Removes every claim in dir (rank 0): a new run's, or a killed run's left over.
 void RemoveClaims(const std::string &dir) {
   std::error_code ec;
@@ -30,9 +26,9 @@ void RemoveClaims(const std::string &dir) {
     if (entry.path().extension() == ".claim") std::filesystem::remove(entry.path(), ec);
 }
 
-// Claims case i for the calling group: true when no group had.
-bool Claim(const std::string &dir, PetscInt i) {
-  const int fd = open(claim_path(dir, i).c_str(), O_CREAT | O_EXCL | O_WRONLY, 0644);
+// Claims a task (case i: "case-<i>") for the calling group: true when no group had.
+bool Claim(const std::string &dir, const std::string &task) {
+  const int fd = open((dir + "/" + task + ".claim").c_str(), O_CREAT | O_EXCL | O_WRONLY, 0644);
   if (fd < 0) return false;
   close(fd);
   return true;
@@ -85,7 +81,7 @@ PetscErrorCode RunSize(MPI_Comm group, const std::vector<std::string> &args, con
     PetscInt next = -1;
     if (!run->signal && grank == 0)
       while (next < 0 && k < order.size())
-        if (Claim(s.study.dir, cases[order[k++]].index)) next = (PetscInt)order[k - 1];
+        if (Claim(s.study.dir, "case-" + std::to_string(cases[order[k++]].index))) next = (PetscInt)order[k - 1];
     PetscCallMPI(MPI_Bcast(&next, 1, MPIU_INT, 0, group));
     if (next < 0) break;
     CasesRun one;
@@ -130,6 +126,50 @@ PetscErrorCode RunGroups(MPI_Comm comm, const std::vector<std::string> &args, co
 }
 
 } // namespace
+
+PetscErrorCode StudyRunTasks(MPI_Comm comm, const Settings &s, const std::string &dir, size_t n,
+                             const std::function<std::string(size_t)> &name,
+                             const std::function<PetscErrorCode(MPI_Comm, size_t)> &run) {
+  PetscMPIInt rank, size, grank;
+  MPI_Comm group;
+  PetscInt failed = 0;
+  int signal = 0;
+  PetscFunctionBeginUser;
+  if (n == 0) PetscFunctionReturn(0);
+  SignalsInstall();
+  PetscCallMPI(MPI_Comm_rank(comm, &rank));
+  PetscCallMPI(MPI_Comm_size(comm, &size));
+  const PetscMPIInt groups = s.study.schedule == StudySchedule::groups ? std::min<PetscMPIInt>(size, (PetscMPIInt)n) : 1;
+  const PetscMPIInt g = size / groups; // every task on g ranks: its results do not depend on which group took it
+  if (rank == 0) RemoveClaims(dir);
+  PetscCallMPI(MPI_Barrier(comm));
+  PetscCallMPI(MPI_Comm_split(comm, rank < groups * g ? rank / g : MPI_UNDEFINED, rank, &group));
+  if (group != MPI_COMM_NULL) {
+    PetscCallMPI(MPI_Comm_rank(group, &grank));
+    for (size_t k = 0; !signal;) {
+      PetscCall(SignalsPending(group, &signal));
+      PetscInt next = -1;
+      while (!signal && grank == 0 && next < 0 && k < n)
+        if (Claim(dir, name(k++))) next = (PetscInt)k - 1;
+      PetscCallMPI(MPI_Bcast(&next, 1, MPIU_INT, 0, group));
+      if (next < 0) break;
+      PetscCall(PetscPushErrorHandler(ErrorCapture, nullptr));
+      const PetscErrorCode err = run(group, (size_t)next);
+      PetscCall(PetscPopErrorHandler());
+      if (err) {
+        failed += grank == 0;
+        PetscCall(PetscPrintf(group, "mft study: %s failed: %s\n", name((size_t)next).c_str(), captured_error()));
+        if (exit_code(err) == kExitInternal) PetscFunctionReturn(err);
+      }
+    }
+    PetscCallMPI(MPI_Comm_free(&group));
+  }
+  PetscCallMPI(MPI_Allreduce(MPI_IN_PLACE, &failed, 1, MPIU_INT, MPI_SUM, comm));
+  if (rank == 0) RemoveClaims(dir);
+  PetscCall(PetscPrintf(comm, "mft study: %zu tasks on %d group%s of %d rank%s%s\n", n, groups, groups > 1 ? "s" : "",
+                        g, g > 1 ? "s" : "", failed ? (", " + std::to_string(failed) + " failed").c_str() : ""));
+  PetscFunctionReturn(0);
+}
 
 PetscErrorCode StudyRunCases(MPI_Comm comm, const std::vector<std::string> &args, const Settings &s,
                              const std::vector<StudyCase> &cases, CasesRun *run) {

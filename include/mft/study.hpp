@@ -19,6 +19,7 @@
 
 #include "mft/settings.hpp"
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -76,12 +77,25 @@ struct CasesRun {
 PetscErrorCode StudyRunCases(MPI_Comm comm, const std::vector<std::string> &args, const Settings &s,
                              const std::vector<StudyCase> &cases, CasesRun *run);
 
+// Runs tasks 0 .. n-1 (a study's phase after its cases) on groups of ranks:
+// with study.schedule = groups, min(P, n) groups of P / min(P, n) ranks
+// each (the ranks left over wait), else one group of all; a group's first
+// rank claims the next task by creating study.dir/<name(i)>.claim
+// exclusively, and the group runs it on its own communicator. A failed task
+// is named and the group claims the next; on SIGUSR1/SIGTERM no task starts.
+PetscErrorCode StudyRunTasks(MPI_Comm comm, const Settings &s, const std::string &dir, size_t n,
+                             const std::function<std::string(size_t)> &name,
+                             const std::function<PetscErrorCode(MPI_Comm, size_t)> &run);
+
 // With study.worst: every model's worst input (worst.hpp) at every recorded
-// time and every N of study.worst_N, each variant's models at one time in
-// one batch against that variant's references at that time (trained cases
-// keep their heads at every time for it); the worst.* options set the
-// budget. A search whose file is already there (verified) is not made
-// again. *seconds: the time spent searching.
+// time, one chain of searches for each variant and time (StudyRunTasks'
+// tasks): every N of study.worst_N in order, each variant's models in one
+// batch against that variant's references at that time (trained cases keep
+// their heads at every time for it), each N started from the inputs of the
+// N before (so its figure is never below that N's), then with
+// study.worst_atoms the measure of that many atoms from the largest N's;
+// the worst.* options set the budget. A search whose file is already there
+// (verified) is not made again. *seconds: the most any rank spent searching.
 PetscErrorCode StudyWorst(MPI_Comm comm, const std::vector<std::string> &args, const Settings &s, const std::string &dir,
                           double *seconds);
 

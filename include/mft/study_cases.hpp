@@ -69,17 +69,22 @@ std::vector<std::string> CaseModel(const Settings &s, const mft::StudyCase &c);
 
 // With study.worst: the worst inputs of one variant's models at one time
 // and N, searched in one batch (study_worst.cpp), in
-// study.dir/worst-v<v>-t<time>-N<n>.h5; per model case, its raw err against
-// the search references, the best of its starts before the search, and its
-// squared errors against each held-out reference and the held-out pairs'
-// terms 1/2 (1/N)|x^a - x^b|^2 at its input found (worst.hpp).
-std::string worst_path(const std::string &dir, size_t variant, PetscInt time, PetscInt N);
+// study.dir/worst-v<v>-t<time>-N<n>.h5 (a measure of K atoms,
+// study.worst_atoms: -K<K>.h5); per model case, its raw err against the
+// search references, the best of its starts before the search, the
+// collapsed start's, its squared errors against each held-out reference and
+// the held-out pairs' terms 1/2 sum_i w_i |x^a - x^b|^2 at its input found
+// (worst.hpp), and that input (tokens, a measure's weights).
+std::string worst_path(const std::string &dir, size_t variant, PetscInt time, PetscInt N, bool measure = false);
 std::vector<PetscInt> worst_Ns(const Settings &variant); // study.worst_N, or the variant's data.N
 struct WorstCases {
   std::vector<PetscInt> index;            // the model cases searched
   std::vector<double> raw, initial;       // per case
+  std::vector<double> collapsed, check;   // per case: the collapsed start's raw err; with worst.check the doubled search's
   size_t heldout = 0, pairs = 0;          // held-out references, their pairs
   std::vector<double> e2, pair_terms;     // (cases, heldout), (cases, pairs)
+  std::vector<double> tokens, weights;    // (cases, N, d) and a measure's (cases, N)
+  PetscInt N = 0, d = 0;
   double seconds = NAN;                   // the search's time
 };
 PetscErrorCode ReadWorst(const std::string &path, WorstCases *out, std::string *problem);

@@ -2,6 +2,10 @@
 # A trained study with study.worst end to end:
 # - worst.csv, worst_N.csv, the err_worst columns of study.csv and the
 #   tokens_worst fits are written, with finite figures;
+# - each model's figure never falls from one N to the next (each N starts
+#   from the one before) nor from the largest N to the measure of 16 atoms
+#   (study.worst_atoms, N = inf in worst.csv); the collapsed start's figure
+#   and worst.check's gain are in worst.csv;
 # - 1 and 2 ranks give the same inputs and figures (1e-9);
 # - a rerun keeps the searches already made (no search time);
 # - as under Slurm: every case alone (--study.only), then --aggregate makes
@@ -35,10 +39,12 @@ references = 4
 probe_M = 2
 worst = true
 worst_N = 1 4 16
+worst_atoms = 16
 [worst]
 starts = 2
 keep = 2
 steps = 8
+check = true
 CFG
 run() { mpiexec --oversubscribe -n "$@"; }
 # The numeric columns of two tables (all but search_seconds) agree to a relative 1e-9.
@@ -64,24 +70,37 @@ for f in worst.csv worst_N.csv study.csv fits.csv; do [ -s two/$f ] && ok || bad
 /usr/bin/python3 - <<'PY' && ok || bad "worst figures missing or not finite"
 import csv, math, sys
 w = list(csv.DictReader(open("two/worst.csv")))
-assert sorted({int(r["N"]) for r in w}) == [1, 4, 16], "N searched"
+assert sorted({r["N"] for r in w}) == ["1", "16", "4", "inf"], "N searched"
+assert all(r["atoms"] == ("16" if r["N"] == "inf" else "") for r in w), "the measure's atoms"
+assert all(float(r["check_gain"]) >= -1e-12 and float(r["err_collapsed_search_x"]) > 0 for r in w), "check, collapsed"
 assert {int(r["time"]) for r in w} == {0, 10, 20}, "times"
 assert all(math.isfinite(float(r["err_worst_x"])) and float(r["err_worst_search_x"]) > 0 for r in w)
 s = list(csv.DictReader(open("two/study.csv")))
 assert all(r["err_worst_x"] != "" and float(r["worst_ratio_x"]) > 0 for r in s)
 f = [r for r in csv.DictReader(open("two/fits.csv")) if r["quantity"].startswith("tokens_worst")]
-assert {r["quantity"] for r in f} == {"tokens_worst_N1", "tokens_worst_N4", "tokens_worst_N16"}, "fits"
+assert {r["quantity"] for r in f} == {"tokens_worst_N1", "tokens_worst_N4", "tokens_worst_N16", "tokens_worst_K16"}, "fits"
 n = list(csv.DictReader(open("two/worst_N.csv")))
 assert len(n) == 18 and all(r["worst_slope_N"] != "" for r in n), "slopes in N"
 PY
 grep -q 'lower bounds on the supremum' two.txt && ok || bad "the fits are not printed as lower bounds"
+/usr/bin/python3 - <<'PY' && ok || bad "a model's figure fell from one N to the next, or to the measure"
+import glob, re, sys, h5py, numpy as np
+for v in (0,):
+    for t in (0, 10, 20):
+        chain = [f"two/worst-v{v}-t{t}-N{n}.h5" for n in (1, 4, 16)] + [f"two/worst-v{v}-t{t}-K16.h5"]
+        raw = [dict(zip(h5py.File(f)["/case"][...], h5py.File(f)["/raw"][...])) for f in chain]
+        for a, b in zip(raw, raw[1:]):
+            for case in a:
+                if b[case] < a[case] * (1 - 1e-12): sys.exit(f"t={t} case {case}: {a[case]} then {b[case]}")
+print("every model's raw figure: nondecreasing along N = 1, 4, 16 and the measure")
+PY
 
 run 1 "$MFT" study --config base.cfg --study.dir one >one.txt 2>&1 || bad "the study on 1 rank failed"
 same_table one/worst.csv two/worst.csv && ok || bad "1 and 2 ranks differ"
 /usr/bin/python3 - <<'PY' && ok || bad "the worst inputs on 1 and 2 ranks differ"
 import glob, os, sys, h5py, numpy as np
 worst, files = 0.0, sorted(os.path.basename(f) for f in glob.glob("one/worst-*.h5"))
-assert len(files) == 9, files
+assert len(files) == 12, files
 for f in files:
     with h5py.File("one/" + f) as a, h5py.File("two/" + f) as b:
         for n in ("raw", "initial", "heldout_e2", "heldout_pairs", "tokens"):
