@@ -153,39 +153,55 @@ std::vector<double> SquaredDistance(const std::vector<double> &a, const std::vec
   return e;
 }
 
-// The search objective err^2 per start (of every model) at the inputs, its
-// gradient G in the tokens and (measures) GW in the weights: one adjoint
-// solve a side (worst.hpp). Y[0] holds every model's outputs; references follow.
-PetscErrorCode Objective(Sides &w, const Inputs &in, std::vector<double> *F, std::vector<double> *G,
-                         std::vector<double> *GW) {
+// The forward half of the objective at the inputs: every model's and
+// search reference's outputs at the active starts (Y[0] holds every model's;
+// references follow), their mean over the search references, and err^2 per
+// start (of every model).
+struct Evaluation {
   std::vector<std::vector<double>> Y;
-  std::vector<double> lam(in.x.size()), g;
+  std::vector<double> mean, F;
+};
+
+PetscErrorCode Evaluate(Sides &w, const Inputs &in, Evaluation *e) {
   PetscFunctionBeginUser;
-  PetscCall(Outputs(w, in, w.models + w.searched, &Y));
-  const std::vector<double> mean = Mean(Y, w.models, w.searched);
-  *F = SquaredDistance(Y[0], mean, w.per, w.N, in.w);
+  PetscCall(Outputs(w, in, w.models + w.searched, &e->Y));
+  e->mean = Mean(e->Y, w.models, w.searched);
+  e->F = SquaredDistance(e->Y[0], e->mean, w.per, w.N, in.w);
+  w.evaluations++;
+  PetscFunctionReturn(0);
+}
+
+// The gradient half, after Evaluate at the same inputs: G in the tokens and
+// (measures) GW in the weights of the starts in `which` (one adjoint solve a
+// side, the other starts left out of it: their entries zero; worst.hpp).
+PetscErrorCode Gradient(Sides &w, const Inputs &in, const Evaluation &e, const std::vector<char> &which,
+                        std::vector<double> *G, std::vector<double> *GW) {
+  std::vector<double> lam(in.x.size()), g;
+  const std::vector<double> &Y0 = e.Y[0], &mean = e.mean;
+  PetscFunctionBeginUser;
   G->assign(in.x.size(), 0.0);
   GW->assign(in.w.size(), 0.0);
+  if (std::find(which.begin(), which.end(), 1) == which.end()) PetscFunctionReturn(0);
   for (size_t i = 0; i < in.x.size(); ++i) // the objective's own part: |x_i - xbar_i|^2
-    if (w.measure) (*GW)[i / (size_t)w.d] += (Y[0][i] - mean[i]) * (Y[0][i] - mean[i]);
+    if (w.measure) (*GW)[i / (size_t)w.d] += (Y0[i] - mean[i]) * (Y0[i] - mean[i]);
   for (size_t k = 0; k < w.models + w.searched; ++k) {
     Problem &p = w.at(k);
+    const size_t first = w.reference(k) ? 0 : k * (size_t)w.S;
+    p.active.assign(which.begin() + (std::ptrdiff_t)first, which.begin() + (std::ptrdiff_t)first + (std::ptrdiff_t)p.tokens.M);
     if (w.measure) { // p(1) = 2 w_i (x - xbar), or -2 w_i (x - xbar) / |A|
       const double scale = w.reference(k) ? -2.0 / (double)w.searched : 2.0;
-      for (size_t i = 0; i < lam.size(); ++i) lam[i] = scale * in.w[i / (size_t)w.d] * (Y[0][i] - mean[i]);
+      for (size_t i = 0; i < lam.size(); ++i) lam[i] = scale * in.w[i / (size_t)w.d] * (Y0[i] - mean[i]);
     } else {
       const double scale = w.reference(k) ? -2.0 / ((double)w.N * (double)w.searched) : 2.0 / (double)w.N;
-      for (size_t i = 0; i < lam.size(); ++i) lam[i] = scale * (Y[0][i] - mean[i]);
+      for (size_t i = 0; i < lam.size(); ++i) lam[i] = scale * (Y0[i] - mean[i]);
     }
     PetscCall(SetFromAll(p.adjoint, SideSlice(w, k, lam, w.per)));
     PetscCall(FlowAdjoint(&p.flow, p.adjoint, p.grad));
     PetscCall(GatherAll(p.adjoint, &g));
-    const size_t first = w.reference(k) ? 0 : k * (size_t)w.S;
     for (size_t i = 0; i < g.size(); ++i) (*G)[first * w.per + i] += g[i];
     for (size_t i = 0; w.measure && i < p.flow.weight_grad.size(); ++i)
       (*GW)[first * (size_t)w.N + i] += p.flow.weight_grad[i];
   }
-  w.evaluations++;
   PetscFunctionReturn(0);
 }
 
@@ -279,36 +295,42 @@ void Accept(const Sides &w, size_t m, const Inputs &trial, const std::vector<dou
 // Projected gradient ascent of every active start at once: a step that
 // raises its objective is kept and its eta doubles, else eta halves. Ends
 // after worst.steps iterations, or when every start's eta is below 1e-9 r.
-// history: per model, its largest raw err before the search and after each
-// iteration; F0: every start's objective before the search.
+// The gradient is taken only where it is used: of the starts kept after the
+// first evaluation, then of the steps accepted. history: per model, its
+// largest raw err before the search and after each iteration; F0: every
+// start's objective before the search.
 PetscErrorCode Ascend(MPI_Comm comm, const Settings &s, Sides &w, const std::string &progress, Inputs *X,
                       std::vector<double> *F, std::vector<double> *F0, std::vector<std::vector<double>> *history,
                       PetscInt *iterations) {
   const double radius = s.worst.radius;
-  std::vector<double> G, GW, Ft, Gt, GWt;
+  std::vector<double> G, GW, Gt, GWt;
   std::vector<double> eta(w.active.size(), 0.25 * radius);
+  Evaluation e;
   PetscFunctionBeginUser;
   const double t0 = seconds();
-  PetscCall(Objective(w, *X, F, &G, &GW));
-  *F0 = *F;
+  PetscCall(Evaluate(w, *X, &e));
+  *F = *F0 = e.F;
   Record(w, *F, history);
   KeepBest(w, s.worst.keep, *F);
+  PetscCall(Gradient(w, *X, e, w.active, &G, &GW));
   for (PetscInt it = 1; it <= s.worst.steps; ++it) {
     const Inputs trial = Step(w, s, *X, G, GW, *F, eta);
-    PetscCall(Objective(w, trial, &Ft, &Gt, &GWt));
+    PetscCall(Evaluate(w, trial, &e));
+    std::vector<char> accepted(w.active.size(), 0);
     PetscInt moved = 0, ascending = 0;
     for (size_t m = 0; m < w.active.size(); ++m) {
       if (!w.active[m]) continue;
       ascending++;
-      if (Ft[m] > (*F)[m]) {
-        Accept(w, m, trial, Gt, GWt, X, &G, &GW);
-        (*F)[m] = Ft[m];
-        eta[m] = std::min(2 * eta[m], 1e3 * radius);
-        moved++;
-      } else {
-        eta[m] *= 0.5;
-      }
+      accepted[m] = e.F[m] > (*F)[m];
+      moved += accepted[m];
+      eta[m] = accepted[m] ? std::min(2 * eta[m], 1e3 * radius) : 0.5 * eta[m];
     }
+    PetscCall(Gradient(w, trial, e, accepted, &Gt, &GWt));
+    for (size_t m = 0; m < w.active.size(); ++m)
+      if (accepted[m]) {
+        Accept(w, m, trial, Gt, GWt, X, &G, &GW);
+        (*F)[m] = e.F[m];
+      }
     const double largest = Record(w, *F, history);
     *iterations = it;
     double largest_eta = 0;
@@ -561,7 +583,11 @@ PetscErrorCode WorstObjective(MPI_Comm comm, const Settings &s, const std::vecto
   PetscCheck(per > 0 && x.size() % ((size_t)per * models.size()) == 0, comm, PETSC_ERR_ARG_SIZ,
              "%zu entries are not whole sequences of every model", x.size());
   PetscCall(SidesCreate(comm, s, models, references, (PetscInt)(x.size() / ((size_t)per * models.size())), &w));
-  PetscCall(Objective(w, Inputs{x, weights}, F, G, GW));
+  const Inputs in{x, weights};
+  Evaluation e;
+  PetscCall(Evaluate(w, in, &e));
+  PetscCall(Gradient(w, in, e, w.active, G, GW));
+  *F = e.F;
   PetscCall(SidesDestroy(&w));
   PetscFunctionReturn(0);
 }
