@@ -93,12 +93,16 @@ bool parse_bool(const std::string &v) {
   throw BadValue("'" + v + "' is not true or false");
 }
 
-// Integer option with a lower bound.
-Option integer(const std::string &key, PetscInt *dst, PetscInt lo, const std::string &help) {
-  return {key, std::to_string(*dst), help + " [integer >= " + std::to_string(lo) + "]", [=](const std::string &v) {
+// Integer option with a lower bound (and an upper one, hi, where a larger value cannot be served).
+Option integer(const std::string &key, PetscInt *dst, PetscInt lo, const std::string &help,
+               PetscInt hi = std::numeric_limits<PetscInt>::max()) {
+  const std::string range = " [integer >= " + std::to_string(lo) +
+                            (hi < std::numeric_limits<PetscInt>::max() ? ", <= " + std::to_string(hi) : "") + "]";
+  return {key, std::to_string(*dst), help + range, [=](const std::string &v) {
             long long x = parse_integer(v);
             if (x < lo) throw BadValue("must be at least " + std::to_string(lo) + ", got " + v);
             if (x > std::numeric_limits<PetscInt>::max()) throw BadValue("is too large: " + v);
+            if (x > hi) throw BadValue("must be at most " + std::to_string(hi) + ", got " + v);
             *dst = (PetscInt)x;
           }};
 }
@@ -355,7 +359,7 @@ std::vector<Option> declare(Settings &s) {
              "a group sized by its predicted cost, a free group taking the next largest case (docs/design.md)"),
       integer("study.plan_cores", &s.study.plan_cores, 0,
               "--list: the plan on this many cores (its groups, predicted makespan and efficiency) and its Slurm "
-              "array tasks; 0: none"),
+              "array tasks; 0: none", kPlanCoresMost),
       real("study.task_seconds", &s.study.task_seconds, 0.0, true,
            "--list with study.plan_cores: predicted seconds of the cases packed into one Slurm array task"),
       flag("study.worst", &s.study.worst,

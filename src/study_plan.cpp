@@ -192,10 +192,18 @@ StudyPlan Simulate(const std::vector<std::vector<double>> &seconds, PetscInt P, 
   }
   plan.start.assign(n, 0.0), plan.end.assign(n, 0.0);
   const std::vector<PetscInt> count = GroupCounts(plan.sizes, work, P, top);
-  std::vector<std::vector<double>> arrive(S); // per size: when each of its groups is free
+  // Per size: when each of its groups is free. No more than n groups of a
+  // size can ever take a case (there are n cases): the others are left out
+  // of the simulation (they stay idle; on a huge plan_cores there are millions).
+  std::vector<std::vector<double>> arrive(S);
   for (size_t j = S; j-- > 0;) {
-    for (PetscInt g = 0; g < count[j]; ++g) plan.groups.push_back(plan.sizes[j]), arrive[j].push_back(0.0);
-    std::priority_queue<double, std::vector<double>, std::greater<double>> free(arrive[j].begin(), arrive[j].end());
+    for (PetscInt g = 0; g < count[j]; ++g) {
+      plan.groups.push_back(plan.sizes[j]);
+      if ((size_t)g < n) arrive[j].push_back(0.0);
+    }
+    std::vector<double> &a = arrive[j];
+    if (a.size() > n) std::nth_element(a.begin(), a.begin() + (std::ptrdiff_t)n, a.end()), a.resize(n); // the earliest n
+    std::priority_queue<double, std::vector<double>, std::greater<double>> free(a.begin(), a.end());
     const std::vector<size_t> order = PlanOrder(plan, seconds, j);
     if (!order.empty() && free.empty()) plan.makespan = INFINITY; // cases of a size no group reaches
     for (size_t i : order) {
@@ -205,7 +213,7 @@ StudyPlan Simulate(const std::vector<std::vector<double>> &seconds, PetscInt P, 
       free.pop(), free.push(plan.end[i]);
       plan.makespan = std::max(plan.makespan, plan.end[i]);
     }
-    for (; !free.empty(); free.pop())
+    for (size_t split = 0; !free.empty() && split < n; free.pop(), ++split) // the earliest free n are enough
       for (PetscInt piece : SplitGroup(plan.sizes[j], plan.sizes))
         arrive[SizeIndex(plan.sizes, piece)].push_back(free.top());
   }

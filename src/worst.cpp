@@ -3,10 +3,12 @@
 // collapsed start, cross-fitted scoring (worst.hpp).
 #include "mft/worst.hpp"
 
+#include "mft/study_plan.hpp"
 #include "mft/linalg.hpp"
 #include "mft/random.hpp"
 #include "mft/report.hpp"
 #include "mft/runfile.hpp"
+#include "mft/study_cases.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -27,6 +29,7 @@ struct Sides {
   std::list<Problem> problems; // Problem is not movable: the flow points into it
   size_t models = 0, searched = 0, heldout = 0;
   PetscInt S = 0, N = 0, d = 0;
+  PetscInt common = 0; // the starts every model has (the others are its own: KeepBest)
   size_t per = 0; // entries a start: N d
   bool measure = false, sphere = false;
   PetscInt evaluations = 0;
@@ -222,16 +225,19 @@ double Record(const Sides &w, const std::vector<double> &F, std::vector<std::vec
   return *std::max_element(f.begin(), f.end());
 }
 
-// After the first evaluation: the worst.keep starts of largest objective of
-// each model stay active (ties to the earlier start).
-void KeepBest(Sides &w, PetscInt keep, const std::vector<double> &F) {
-  if (keep <= 0 || keep >= w.S) return;
+// After the first evaluation: of each model's `common` starts (the first),
+// the worst.keep of largest objective stay active (ties to the earlier
+// start), and so do its own starts after them (the collapsed input, an
+// earlier one): an earlier input, whose objective is that search's figure,
+// would otherwise take the place of every fresh start.
+void KeepBest(Sides &w, PetscInt keep, PetscInt common, const std::vector<double> &F) {
+  if (keep <= 0 || keep >= common) return;
   for (size_t j = 0; j < w.models; ++j) {
-    std::vector<PetscInt> order((size_t)w.S);
-    for (PetscInt m = 0; m < w.S; ++m) order[m] = m;
+    std::vector<PetscInt> order((size_t)common);
+    for (PetscInt m = 0; m < common; ++m) order[m] = m;
     const double *f = F.data() + j * (size_t)w.S;
     std::stable_sort(order.begin(), order.end(), [&](PetscInt a, PetscInt b) { return f[a] > f[b]; });
-    for (PetscInt i = 0; i < w.S; ++i) w.active[j * (size_t)w.S + order[i]] = i < keep;
+    for (PetscInt i = 0; i < common; ++i) w.active[j * (size_t)w.S + order[i]] = i < keep;
   }
 }
 
@@ -311,7 +317,7 @@ PetscErrorCode Ascend(MPI_Comm comm, const Settings &s, Sides &w, const std::str
   PetscCall(Evaluate(w, *X, &e));
   *F = *F0 = e.F;
   Record(w, *F, history);
-  KeepBest(w, s.worst.keep, *F);
+  KeepBest(w, s.worst.keep, w.common, *F);
   PetscCall(Gradient(w, *X, e, w.active, &G, &GW));
   for (PetscInt it = 1; it <= s.worst.steps; ++it) {
     const Inputs trial = Step(w, s, *X, G, GW, *F, eta);
@@ -422,8 +428,10 @@ PetscErrorCode Search(MPI_Comm comm, const Settings &s, const std::vector<WorstS
   const PetscInt d = models[0].settings.model.d, n = s.worst.atoms > 0 ? s.worst.atoms : s.data.N;
   const bool measure = s.worst.atoms > 0;
   const std::vector<double> starts = WorstStarts(s, n, d, measure, &names, &weights);
+  const PetscInt common = (PetscInt)names.size();
   for (const ModelStart &o : own) names.push_back(o.name);
   PetscCall(SidesCreate(comm, s, models, references, (PetscInt)names.size(), &w));
+  w.common = common;
   Inputs X;
   for (size_t j = 0; j < w.models; ++j) {
     X.x.insert(X.x.end(), starts.begin(), starts.end());
@@ -548,6 +556,42 @@ PetscErrorCode OwnStarts(MPI_Comm comm, const Settings &s, const std::vector<Wor
   PetscFunctionReturn(0);
 }
 
+// The search's sizes, checked before any work: every reference runs every
+// model's S starts (models S sequences of n tokens in R^d), which must be a
+// vector PETSc can index; every rank holds the inputs, gradients and outputs
+// of all of them (about 10 + sides copies), and each side's states along
+// depth (its layers' states twice: the trajectory and the kept states;
+// kLimitEvaluations for an adaptive reference) are shared by the ranks:
+// together within the node's available memory.
+PetscErrorCode SearchFits(MPI_Comm comm, const Settings &s, const std::vector<WorstSide> &models,
+                          const std::vector<WorstSide> &references, PetscInt own) {
+  PetscMPIInt ranks, node_ranks;
+  double available;
+  PetscFunctionBeginUser;
+  const double n = (double)(s.worst.atoms > 0 ? s.worst.atoms : s.data.N), d = (double)models[0].settings.model.d;
+  const double probes = (double)(study::probe_sets(s).size() * (size_t)s.study.probe_M);
+  const double S = (probes + (double)s.worst.starts + (double)own) * (s.worst.check ? 2.0 : 1.0);
+  const double numbers = (double)models.size() * S * n * d; // a reference's state
+  PetscCheck(numbers <= (double)PETSC_MAX_INT, comm, PETSC_ERR_USER_INPUT,
+             "the worst-input search of %zu models x %.0f starts x %.0f tokens in R^%.0f needs vectors of %.0f "
+             "numbers, more than this PETSc can index (%.0f): search fewer tokens, starts or models",
+             models.size(), S, n, d, numbers, (double)PETSC_MAX_INT);
+  double depth = 0; // states along depth, over all sides, in units of a reference's state
+  for (const WorstSide &m : models) depth += (2.0 * (double)m.settings.model.L + 4) / (double)models.size();
+  for (const WorstSide &r : references)
+    depth += 2.0 * (r.settings.scheme.adaptive ? kLimitEvaluations : (double)r.settings.model.L) + 4;
+  PetscCallMPI(MPI_Comm_size(comm, &ranks));
+  PetscCall(NodeMemory(comm, &available, &node_ranks));
+  const double sides = (double)(models.size() + references.size());
+  const double bytes = 8.0 * numbers * ((10 + sides) * node_ranks + depth * node_ranks / ranks);
+  PetscCheck(bytes <= available, comm, PETSC_ERR_USER_INPUT,
+             "the worst-input search of %zu models x %.0f starts x %.0f tokens in R^%.0f needs %.3g GiB on this node "
+             "(every rank holds every start's tokens, gradients and outputs), more than its %.3g GiB: search fewer "
+             "tokens, starts or models",
+             models.size(), S, n, d, bytes / 1073741824.0, available / 1073741824.0);
+  PetscFunctionReturn(0);
+}
+
 } // namespace
 
 PetscErrorCode WorstSearch(MPI_Comm comm, const Settings &s, const std::vector<WorstSide> &models,
@@ -557,6 +601,7 @@ PetscErrorCode WorstSearch(MPI_Comm comm, const Settings &s, const std::vector<W
   PetscFunctionBeginUser;
   PetscCheck(!models.empty(), comm, PETSC_ERR_ARG_SIZ, "the worst input of no model");
   const double t0 = seconds();
+  PetscCall(SearchFits(comm, s, models, references, from.empty() ? 1 : 3));
   PetscCall(OwnStarts(comm, s, models, references, from, &own));
   PetscCall(Search(comm, s, models, references, progress, own, results));
   for (WorstResult &r : *results) r.seconds = seconds() - t0;

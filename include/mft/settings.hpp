@@ -172,6 +172,10 @@ struct OutputSettings {
   PetscInt trajectory = 0;    // forward, train, limit: tokens (and adjoint) at S + 1 depths (0: off)
 };
 
+// The most cores a study's plan is made for (study.plan_cores): 2^20, more
+// than any machine has, and planned within seconds.
+constexpr PetscInt kPlanCoresMost = 1048576;
+
 // The most threads a rank runs (parallel.threads above it is refused;
 // OMP_NUM_THREADS above it is capped, with a warning).
 constexpr PetscInt kMaxThreads = 1024;

@@ -193,6 +193,11 @@ bad_input)
     "$MFT" "${w[@]}" --worst.references ref1.h5 --worst.atoms 2 --worst.start k3.h5
   expect 2 'worst.start: ref1.h5 holds no worst input' -- "$MFT" "${w[@]}" --worst.references ref1.h5 --worst.start ref1.h5
   expect 2 "cannot open 'nope.h5'.*worst.start" -- "$MFT" "${w[@]}" --worst.references ref1.h5 --worst.start nope.h5
+  # Sizes no machine holds: refused before any work (they ran until killed before).
+  expect 2 "needs vectors of .* numbers, more than this PETSc can index" -- \
+    timeout 60 "$MFT" worst --params.file model.h5 --worst.references ref1.h5 --data.N 100000000
+  expect 2 "needs .* GiB on this node .*more than its .* GiB" -- \
+    timeout 60 "$MFT" worst --params.file model.h5 --worst.references ref1.h5 --data.N 20000000
   [ ! -e run.h5 ] && ok || bad "a refused run wrote run.h5"
   ;;
 *) echo "unknown part '$part'"; exit 2 ;;
