@@ -473,9 +473,8 @@ PetscErrorCode StudyAggregate(MPI_Comm comm, const Settings &s, const std::strin
     std::ofstream worst_table, worst_slopes;
     if (s.study.worst) {
       worst_table.open(dir + "/worst.csv"), worst_slopes.open(dir + "/worst_N.csv");
-      worst_table << "variant,overrides,L,H,time,N,atoms,seeds,err_worst_x,err_worst_x_lo,err_worst_x_hi,"
-                     "err_worst_search_x,err_corrected_x,worst_ratio_x,search_seconds,err_collapsed_search_x,"
-                     "check_gain\n";
+      worst_table << "variant,overrides,L,H,time,N,atoms,seeds,err_worst_x,err_worst_x_lo,err_worst_x_hi,err_worst_search_x,"
+                     "err_corrected_x,worst_ratio_x,search_seconds,err_collapsed_search_x,check_gain\n";
       worst_slopes << "variant,overrides,L,H,time,worst_slope_N,worst_slope_N_lo,worst_slope_N_hi,flags\n";
     }
     out.fits << "variant,overrides,quantity,slope_L,slope_L_lo,slope_L_hi,slope_H,slope_H_lo,slope_H_hi,a,b,C1,C2,"
