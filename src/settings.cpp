@@ -459,6 +459,12 @@ std::vector<Option> declare(Settings &s) {
            "study cost model: seconds a layer of a step takes besides its units"),
       real("parallel.case_overhead", &s.parallel.case_overhead, 0.0, false,
            "study cost model: seconds a case takes to start, and each file it writes"),
+      real("parallel.contention", &s.parallel.contention, 1.0, false,
+           "study cost model: how much slower a mean-field reference runs on a group of ranks that shares its "
+           "node with other groups (its ensemble's heads then share the caches) than alone"),
+      real("parallel.plan_margin", &s.parallel.plan_margin, 0.0, false,
+           "study.schedule = groups: the plan on groups is taken only when predicted this fraction faster than "
+           "the serial schedule (the cost model's own error); else the cases run serially"),
   };
 }
 

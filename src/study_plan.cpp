@@ -111,6 +111,7 @@ PetscErrorCode StudyPrices(MPI_Comm comm, const std::vector<std::string> &args, 
     const Network net = NetworkOf(cs.parallel, node_ranks);
     const PetscInt layers = limit && cs.limit.scheme == LimitScheme::rk ? (PetscInt)kLimitEvaluations : cs.model.L;
     const PetscInt H = limit ? cs.limit.heads : cs.model.H;
+    const PetscInt node = node_ranks > 0 ? node_ranks : P; // other groups share a node with one of fewer ranks
     for (size_t j = 0; j < sizes.size(); ++j) {
       const PetscInt g = sizes[j];
       double t = cs.parallel.case_overhead;
@@ -118,7 +119,7 @@ PetscErrorCode StudyPrices(MPI_Comm comm, const std::vector<std::string> &args, 
         t += s.study.steps * StepSeconds(cs, layers, H, cs.data.M, cs.data.N, g, net) +
              recorded * ProbeSeconds(cs, layers, H, g, net) + cs.parallel.case_overhead;
       else
-        t += ProbeSeconds(cs, layers, H, g, net);
+        t += ProbeSeconds(cs, layers, H, g, net) * (limit && g < node ? cs.parallel.contention : 1.0);
       (*seconds)[i][j] = t;
     }
     priced[key] = (*seconds)[i];
@@ -260,22 +261,23 @@ StudyPlan PlanSerial(const std::vector<std::vector<double>> &seconds, PetscInt P
   return Simulate(seconds, P, SizesFor(seconds, 0), false);
 }
 
-StudyPlan PlanStudy(const std::vector<std::vector<double>> &seconds, PetscInt P) {
+StudyPlan PlanStudy(const std::vector<std::vector<double>> &seconds, PetscInt P, double margin) {
   double serial = 0, longest = 0;
   for (const auto &t : seconds) {
     serial += t[0];
     longest = std::max(longest, *std::min_element(t.begin(), t.end()));
   }
   const double bound = std::max(serial / P, longest);
-  StudyPlan best;
-  best.makespan = INFINITY;
-  // The targets from the bound up to every case on one rank (INFINITY); and
-  // 0: every case on all P ranks, the serial schedule, which no plan kept exceeds.
-  for (double f : std::initializer_list<double>{0.0, 1.0, 1.25, 1.5, 2.0, 3.0, 4.0, 6.0, 8.0, 12.0, 16.0, 32.0, INFINITY})
+  // The serial schedule (every case on all P ranks) first: a plan on groups
+  // replaces it only when predicted `margin` faster.
+  StudyPlan best = PlanSerial(seconds, P);
+  const double serial_makespan = best.makespan;
+  // The targets from the bound up to every case on one rank (INFINITY).
+  for (double f : std::initializer_list<double>{1.0, 1.25, 1.5, 2.0, 3.0, 4.0, 6.0, 8.0, 12.0, 16.0, 32.0, INFINITY})
     for (bool top : {false, true}) {
       StudyPlan plan = Simulate(seconds, P, SizesFor(seconds, bound * f), top);
       // The case that ends last, moved to the next size while that ends no later.
-      for (int step = 0; step < kPlanSteps && f > 0 && std::isfinite(plan.makespan); ++step) {
+      for (int step = 0; step < kPlanSteps && std::isfinite(plan.makespan); ++step) {
         const size_t i = (size_t)(std::max_element(plan.end.begin(), plan.end.end()) - plan.end.begin());
         std::vector<size_t> size_of = plan.size_of;
         if (++size_of[i] >= plan.sizes.size() || !(seconds[i][size_of[i]] < seconds[i][plan.size_of[i]])) break;
@@ -283,7 +285,7 @@ StudyPlan PlanStudy(const std::vector<std::vector<double>> &seconds, PetscInt P)
         if (next.makespan > plan.makespan) break;
         plan = std::move(next);
       }
-      if (plan.makespan < best.makespan) best = std::move(plan);
+      if (plan.makespan < best.makespan && plan.makespan * (1 + margin) < serial_makespan) best = std::move(plan);
     }
   return best;
 }

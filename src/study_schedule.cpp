@@ -184,7 +184,7 @@ PetscErrorCode StudyRunCases(MPI_Comm comm, const std::vector<std::string> &args
   PetscCall(NodeRanks(comm, s.parallel.node_ranks, &node_ranks));
   PetscCall(StudyPrices(comm, args, s, cases, size, node_ranks, &prices));
   const bool groups = s.study.schedule == StudySchedule::groups && size > 1;
-  const StudyPlan plan = groups ? PlanStudy(prices, size) : PlanSerial(prices, size);
+  const StudyPlan plan = groups ? PlanStudy(prices, size, s.parallel.plan_margin) : PlanSerial(prices, size);
   PetscCall(PetscPrintf(comm, "mft study: %zu cases on %d ranks in groups of %s ranks; predicted %.4g s (efficiency %.2f)\n",
                         cases.size(), size, plan.groups_text().c_str(), plan.makespan, plan.efficiency()));
   if (groups) {

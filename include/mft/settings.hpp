@@ -199,6 +199,13 @@ struct ParallelSettings {
   double causal_overhead = 4.7e-7; // seconds more a causal unit takes (short rows, one at a time)
   double layer_overhead = 3.0e-6;  // seconds a layer of a step
   double case_overhead = 0.021;      // seconds a case and each file it writes
+  // A mean-field reference (a large shared ensemble) on a group that shares
+  // its node with other groups runs this much slower than alone (the
+  // ensemble's heads then share the caches); and a plan on groups is taken
+  // only when it is predicted this fraction faster than the serial schedule
+  // (its own error). Measured on the shipped studies (docs/design.md).
+  double contention = 1.3;
+  double plan_margin = 0.03;
 };
 
 // How depth is discretised (set by the commands, not an option): the L-layer

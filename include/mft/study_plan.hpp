@@ -62,8 +62,9 @@ struct StudyPlan {
 };
 
 // The plan of least predicted makespan on P ranks for cases priced by
-// `seconds` (StudyPrices).
-StudyPlan PlanStudy(const std::vector<std::vector<double>> &seconds, PetscInt P);
+// `seconds` (StudyPrices); the serial schedule unless a plan on groups is
+// predicted `margin` faster than it (parallel.plan_margin).
+StudyPlan PlanStudy(const std::vector<std::vector<double>> &seconds, PetscInt P, double margin = 0);
 
 // Where g is among the plan's sizes.
 size_t SizeIndex(const std::vector<PetscInt> &sizes, PetscInt g);

@@ -50,7 +50,8 @@ static PetscErrorCode StudyList(MPI_Comm comm, const std::vector<std::string> &a
   std::vector<std::vector<double>> prices;
   PetscFunctionBeginUser;
   PetscCall(StudyPrices(comm, args, s, cases, P, s.parallel.node_ranks, &prices));
-  const StudyPlan plan = s.study.schedule == StudySchedule::serial ? PlanSerial(prices, P) : PlanStudy(prices, P);
+  const StudyPlan plan = s.study.schedule == StudySchedule::serial ? PlanSerial(prices, P)
+                                                                    : PlanStudy(prices, P, s.parallel.plan_margin);
   for (size_t i = 0; i < cases.size(); ++i) {
     const size_t j = plan.size_of[i];
     std::string where;

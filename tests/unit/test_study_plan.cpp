@@ -1,5 +1,6 @@
 // A study's plan (study_plan.hpp) on synthetic prices: its makespan against
 // closed forms and an independent replay, its groups, its Slurm tasks.
+#include "helpers.hpp"
 #include "mft/study_plan.hpp"
 
 #include <gtest/gtest.h>
@@ -169,4 +170,42 @@ TEST(StudyPlan, TasksHoldEveryCaseOnceWithinTheLimit) {
   }
   EXPECT_EQ(seen.size(), t.size());
   for (auto [i, n] : seen) EXPECT_EQ(n, 1) << "case " << i;
+}
+
+// The margin (parallel.plan_margin): two equal cases that scale at 0.97 on
+// 2 ranks are predicted 3.1% faster side by side on one rank each than one
+// after the other on both; that plan is taken with a margin of 3% and the
+// serial schedule with one of 5%.
+TEST(StudyPlan, AGainWithinTheMarginKeepsTheSerialSchedule) {
+  const std::vector<std::vector<double>> t(2, spread(2.0, 0.97, 2));
+  const StudyPlan loose = PlanStudy(t, 2, 0.03), strict = PlanStudy(t, 2, 0.05);
+  expect_consistent(loose, t), expect_consistent(strict, t);
+  EXPECT_EQ(loose.groups, std::vector<PetscInt>({1, 1}));
+  EXPECT_DOUBLE_EQ(loose.makespan, 2.0);
+  EXPECT_EQ(strict.groups, std::vector<PetscInt>({2}));
+  EXPECT_DOUBLE_EQ(strict.makespan, PlanSerial(t, 2).makespan);
+}
+
+// A mean-field reference on a group that shares its node with another is
+// priced parallel.contention times its time alone (the case overhead aside);
+// on all the node's ranks, and every discrete model anywhere, as before.
+TEST(StudyPlan, ReferencesBesideOthersArePricedWithTheContention) {
+  const std::vector<std::string> study = {"--study.L", "2", "--study.H", "2", "--study.seeds", "1", "--limit.heads", "64"};
+  auto prices = [&](const char *contention) {
+    std::vector<std::string> args = study;
+    args.insert(args.end(), {"--parallel.contention", contention});
+    const Settings s = mft::test::settings(args, "study");
+    std::vector<std::vector<double>> t;
+    EXPECT_EQ(StudyPrices(PETSC_COMM_SELF, args, s, StudyCases(s), 2, 0, &t), 0);
+    return t;
+  };
+  const Settings s = mft::test::settings(study, "study");
+  const std::vector<StudyCase> cases = StudyCases(s);
+  const std::vector<std::vector<double>> alone = prices("1"), beside = prices("1.5");
+  const double overhead = s.parallel.case_overhead;
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const double factor = cases[i].reference ? 1.5 : 1.0;
+    EXPECT_NEAR(beside[i][0] - overhead, factor * (alone[i][0] - overhead), 1e-12 * alone[i][0]) << i;
+    EXPECT_DOUBLE_EQ(beside[i][1], alone[i][1]) << i << " on both ranks";
+  }
 }
