@@ -1,7 +1,7 @@
 // The instruction sets this build uses, checked against the CPU before any
 // other code of the program runs: a build for another CPU (e.g. -march=native
 // on a login node) stops with one clear line instead of SIGILL.
-#include "mft/error.hpp"
+#include "mft/settings/error.hpp"
 
 #include <cstdio>
 #include <cstdlib>

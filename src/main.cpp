@@ -1,10 +1,10 @@
 // mft: the mean-field transformer solver. `mft COMMAND [options]`, one
 // command of the table below (each in src/commands/); `mft COMMAND --help`
 // lists its options. Arguments with one dash go to PETSc.
-#include "mft/commands.hpp"
-#include "mft/error.hpp"
-#include "mft/linalg.hpp"
-#include "mft/settings.hpp"
+#include "mft/commands/commands.hpp"
+#include "mft/settings/error.hpp"
+#include "mft/kernels/linalg.hpp"
+#include "mft/settings/settings.hpp"
 
 #include <cstdio>
 #include <cstdlib>

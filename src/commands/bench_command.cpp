@@ -1,15 +1,15 @@
 // mft bench: one training step and the forward pass alone, timed at the
 // standard sizes (or the settings given), with rates, memory and a time split.
-#include "mft/attention.hpp"
-#include "mft/softmax.hpp"
-#include "mft/bench.hpp"
-#include "mft/commands.hpp"
-#include "mft/cost.hpp"
-#include "mft/linalg.hpp"
-#include "mft/optimizer.hpp"
-#include "mft/report.hpp"
-#include "mft/runfile.hpp"
-#include "mft/velocity.hpp"
+#include "mft/kernels/attention.hpp"
+#include "mft/kernels/softmax.hpp"
+#include "mft/analyses/bench.hpp"
+#include "mft/commands/commands.hpp"
+#include "mft/flow/cost.hpp"
+#include "mft/kernels/linalg.hpp"
+#include "mft/flow/optimizer.hpp"
+#include "mft/files/report.hpp"
+#include "mft/files/runfile.hpp"
+#include "mft/flow/velocity.hpp"
 
 #include <algorithm>
 #include <dlfcn.h>

@@ -2,10 +2,10 @@
 // the initial heads, or at those of --params.file (a trained model evaluated
 // on any data of its d); writes the run file (with --output.trajectory, the
 // tokens at S + 1 depths too) and one summary line.
-#include "mft/commands.hpp"
-#include "mft/report.hpp"
-#include "mft/runfile.hpp"
-#include "mft/settings_files.hpp"
+#include "mft/commands/commands.hpp"
+#include "mft/files/report.hpp"
+#include "mft/files/runfile.hpp"
+#include "mft/files/settings_files.hpp"
 
 namespace mft {
 

@@ -1,9 +1,9 @@
 // mft info FILE: what an HDF5 file of mft is (run file, checkpoint, data file,
 // study case or study results), its sizes and settings, step and risk, the
 // datasets it holds with their shapes, and whether its checksum verifies.
-#include "mft/commands.hpp"
-#include "mft/h5.hpp"
-#include "mft/report.hpp"
+#include "mft/commands/commands.hpp"
+#include "mft/layout/h5.hpp"
+#include "mft/files/report.hpp"
 
 #include <sstream>
 

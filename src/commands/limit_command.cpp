@@ -1,11 +1,11 @@
 // mft limit: the mean-field reference x(1), p(0) for the probe tokens of the
 // data settings (with --output.trajectory, x(s) and p(s) at S + 1 depths).
-#include "mft/commands.hpp"
-#include "mft/data.hpp"
-#include "mft/limit.hpp"
-#include "mft/report.hpp"
-#include "mft/runfile.hpp"
-#include "mft/settings_files.hpp"
+#include "mft/commands/commands.hpp"
+#include "mft/files/data.hpp"
+#include "mft/flow/limit.hpp"
+#include "mft/files/report.hpp"
+#include "mft/files/runfile.hpp"
+#include "mft/files/settings_files.hpp"
 
 namespace mft {
 

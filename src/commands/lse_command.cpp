@@ -1,8 +1,8 @@
 // mft lse: the log-sum-exp independence test of the data's token distributions.
-#include "mft/commands.hpp"
-#include "mft/lse.hpp"
-#include "mft/report.hpp"
-#include "mft/runfile.hpp"
+#include "mft/commands/commands.hpp"
+#include "mft/analyses/lse.hpp"
+#include "mft/files/report.hpp"
+#include "mft/files/runfile.hpp"
 
 namespace mft {
 

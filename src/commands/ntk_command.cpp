@@ -1,10 +1,10 @@
 // mft ntk: the NTK Gram matrix at the initial heads (or those of --params.file),
 // its spectrum, and whether it is positive definite.
-#include "mft/commands.hpp"
-#include "mft/ntk.hpp"
-#include "mft/report.hpp"
-#include "mft/runfile.hpp"
-#include "mft/settings_files.hpp"
+#include "mft/commands/commands.hpp"
+#include "mft/analyses/ntk.hpp"
+#include "mft/files/report.hpp"
+#include "mft/files/runfile.hpp"
+#include "mft/files/settings_files.hpp"
 
 namespace mft {
 

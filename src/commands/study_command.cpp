@@ -1,12 +1,12 @@
 // mft study: run the cases of a convergence study (all, or --study.only as a
 // Slurm array task), list and plan them (--list), or aggregate a study folder
 // (--aggregate DIR).
-#include "mft/commands.hpp"
-#include "mft/error.hpp"
-#include "mft/report.hpp"
-#include "mft/study.hpp"
-#include "mft/study_cases.hpp"
-#include "mft/study_plan.hpp"
+#include "mft/commands/commands.hpp"
+#include "mft/settings/error.hpp"
+#include "mft/files/report.hpp"
+#include "mft/studies/study.hpp"
+#include "mft/studies/study_cases.hpp"
+#include "mft/studies/study_plan.hpp"
 
 #include <algorithm>
 #include <cmath>

@@ -1,15 +1,15 @@
 // mft train: training of the heads (gd, adamw, adamw-block), progress on rank
 // 0, checkpoints, restart, signals; the run file at the end and one summary line.
-#include "mft/checkpoint.hpp"
-#include "mft/commands.hpp"
-#include "mft/error.hpp"
-#include "mft/exchange.hpp"
-#include "mft/heldout.hpp"
-#include "mft/ntk.hpp"
-#include "mft/report.hpp"
-#include "mft/signals.hpp"
-#include "mft/training.hpp"
-#include "mft/settings_files.hpp"
+#include "mft/files/checkpoint.hpp"
+#include "mft/commands/commands.hpp"
+#include "mft/settings/error.hpp"
+#include "mft/layout/exchange.hpp"
+#include "mft/files/heldout.hpp"
+#include "mft/analyses/ntk.hpp"
+#include "mft/files/report.hpp"
+#include "mft/settings/signals.hpp"
+#include "mft/files/training.hpp"
+#include "mft/files/settings_files.hpp"
 
 #include <cmath>
 #include <csignal>

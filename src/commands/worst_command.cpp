@@ -4,13 +4,13 @@
 // /worst/reference_output (and /worst/heldout_output) in the run-file layout,
 // the objective along the search, and one summary line with "worst_err": a
 // lower bound on the supremum, since the search may miss the maximum.
-#include "mft/commands.hpp"
-#include "mft/error.hpp"
-#include "mft/report.hpp"
-#include "mft/runfile.hpp"
-#include "mft/study_cases.hpp"
-#include "mft/worst.hpp"
-#include "mft/settings_files.hpp"
+#include "mft/commands/commands.hpp"
+#include "mft/settings/error.hpp"
+#include "mft/files/report.hpp"
+#include "mft/files/runfile.hpp"
+#include "mft/studies/study_cases.hpp"
+#include "mft/studies/worst.hpp"
+#include "mft/files/settings_files.hpp"
 
 #include <algorithm>
 

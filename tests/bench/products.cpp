@@ -6,9 +6,9 @@
 // the two rates measured as mft bench measures them (bench.hpp), on one
 // rank. A benchmark, not a test.
 //   products [N d k]   (default 128 16 8: S2's shape; S1 64 16 8, S3 1024 32 16)
-#include "mft/attention.hpp"
-#include "mft/bench.hpp"
-#include "mft/linalg.hpp"
+#include "mft/kernels/attention.hpp"
+#include "mft/analyses/bench.hpp"
+#include "mft/kernels/linalg.hpp"
 
 #include <algorithm>
 #include <chrono>

@@ -7,8 +7,8 @@
 //   roofline [-b /path/to/libblas.so]...
 // Prints one line per measurement: what, rate, error. tests/bench/roofline.sh
 // runs it for every BLAS and OpenBLAS kernel set here.
-#include "mft/attention.hpp"
-#include "mft/softmax.hpp"
+#include "mft/kernels/attention.hpp"
+#include "mft/kernels/softmax.hpp"
 
 #include <dlfcn.h>
 #include <immintrin.h>

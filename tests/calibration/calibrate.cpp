@@ -21,8 +21,8 @@
 //
 //   study_calibration [--replicates 1000] [--seeds 8] [--references 4] [--floor 0.5] [--spread 0.5]
 //                     [--design width|depth|both] [--figure random|worst] [--min 0.90] [--max 0.98]
-#include "mft/random.hpp"
-#include "mft/study_statistics.hpp"
+#include "mft/layout/random.hpp"
+#include "mft/studies/study_statistics.hpp"
 
 #include <algorithm>
 #include <cmath>

@@ -1,7 +1,7 @@
 // Test helpers: problems from option lists, whole vectors on every rank.
 #pragma once
 
-#include "mft/problem.hpp"
+#include "mft/flow/problem.hpp"
 
 #include <gtest/gtest.h>
 

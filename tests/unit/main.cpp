@@ -8,8 +8,8 @@
 #include <filesystem>
 #include <unistd.h>
 
-#include "mft/error.hpp"
-#include "mft/linalg.hpp"
+#include "mft/settings/error.hpp"
+#include "mft/kernels/linalg.hpp"
 
 int main(int argc, char **argv) {
   mft::BlasSetup(argv); // the tests check the numerics under the kernels mft runs with

@@ -8,9 +8,9 @@
 // kernels' exponential against the C library's. Run with
 // MFT_NO_LIBXSMM=1 too (ctest unit_blas): every product through the BLAS.
 #include "helpers.hpp"
-#include "mft/attention.hpp"
-#include "mft/softmax.hpp"
-#include "mft/random.hpp"
+#include "mft/kernels/attention.hpp"
+#include "mft/kernels/softmax.hpp"
+#include "mft/layout/random.hpp"
 
 #include <algorithm>
 #include <cmath>

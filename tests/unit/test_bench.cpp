@@ -1,7 +1,7 @@
 // The benchmark's operation counts and its roofline bound, against counts
 // made by hand from the kernels (attention.cpp) on small shapes.
-#include "mft/attention.hpp"
-#include "mft/bench.hpp"
+#include "mft/kernels/attention.hpp"
+#include "mft/analyses/bench.hpp"
 
 #include <gtest/gtest.h>
 

@@ -1,10 +1,10 @@
 // The cost model and the memory check at sizes whose products pass 2^31
 // (PetscInt is 32 bits in Debian's PETSc): figures formed in 64 bits.
 #include "helpers.hpp"
-#include "mft/attention.hpp"
-#include "mft/cost.hpp"
-#include "mft/exchange.hpp"
-#include "mft/velocity.hpp"
+#include "mft/kernels/attention.hpp"
+#include "mft/flow/cost.hpp"
+#include "mft/layout/exchange.hpp"
+#include "mft/flow/velocity.hpp"
 
 using namespace mft;
 

@@ -1,6 +1,6 @@
 // User data files: a round trip through the docs/model.md layout, and bad files refused.
 #include "helpers.hpp"
-#include "mft/runfile.hpp"
+#include "mft/files/runfile.hpp"
 
 #include <hdf5.h>
 

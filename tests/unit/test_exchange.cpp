@@ -1,8 +1,8 @@
 // The program's own collectives: reduce-scatter and allgather against MPI's,
 // uneven and empty segments, and the message counts the cost model reads.
 #include "helpers.hpp"
-#include "mft/exchange.hpp"
-#include "mft/tokens.hpp"
+#include "mft/layout/exchange.hpp"
+#include "mft/layout/tokens.hpp"
 
 #include <algorithm>
 #include <cmath>

@@ -1,6 +1,6 @@
 // HDF5 attributes: text that looks like a number stays text when asked.
 #include "helpers.hpp"
-#include "mft/h5.hpp"
+#include "mft/layout/h5.hpp"
 
 using namespace mft;
 

@@ -2,7 +2,7 @@
 // Euler model with the same ensemble converging to it at first order, and
 // rank independence.
 #include "helpers.hpp"
-#include "mft/limit.hpp"
+#include "mft/flow/limit.hpp"
 
 #include <cmath>
 

@@ -4,8 +4,8 @@
 // other leading dimensions: every product must get the kernel of its own
 // shape, leading dimensions and form (op(A), beta).
 #include "helpers.hpp"
-#include "mft/linalg.hpp"
-#include "mft/random.hpp"
+#include "mft/kernels/linalg.hpp"
+#include "mft/layout/random.hpp"
 
 #include <vector>
 

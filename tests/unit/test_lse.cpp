@@ -1,7 +1,7 @@
 // The log-sum-exp independence test against its closed forms, for equal and
 // distinct distributions; the same on every rank count.
 #include "helpers.hpp"
-#include "mft/lse.hpp"
+#include "mft/analyses/lse.hpp"
 
 #include <cmath>
 

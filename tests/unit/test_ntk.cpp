@@ -1,7 +1,7 @@
 // NTK against finite-difference Jacobians; symmetry, positivity, rank
 // independence, singularity for repeated sequences.
 #include "helpers.hpp"
-#include "mft/ntk.hpp"
+#include "mft/analyses/ntk.hpp"
 
 #include <cmath>
 

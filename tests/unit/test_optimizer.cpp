@@ -1,7 +1,7 @@
 // Optimizers against hand-computed updates on a tiny case, every entry; the
 // limits of AdamW; the learning-rate schedule; mini-batches.
 #include "helpers.hpp"
-#include "mft/optimizer.hpp"
+#include "mft/flow/optimizer.hpp"
 
 #include <cmath>
 

@@ -4,7 +4,7 @@
 // count nor running the heads' exchanges behind the kernels changes anything,
 // bitwise.
 #include "helpers.hpp"
-#include "mft/optimizer.hpp"
+#include "mft/flow/optimizer.hpp"
 
 #include <algorithm>
 

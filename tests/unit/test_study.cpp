@@ -1,9 +1,9 @@
 // Study aggregation on synthetic case files with known exponents.
 #include "helpers.hpp"
-#include "mft/h5.hpp"
-#include "mft/runfile.hpp"
-#include "mft/study.hpp"
-#include "mft/study_statistics.hpp"
+#include "mft/layout/h5.hpp"
+#include "mft/files/runfile.hpp"
+#include "mft/studies/study.hpp"
+#include "mft/studies/study_statistics.hpp"
 
 #include <cmath>
 #include <sys/stat.h>

@@ -1,7 +1,7 @@
 // A study's plan (study_plan.hpp) on synthetic prices: its makespan against
 // closed forms and an independent replay, its groups, its Slurm tasks.
 #include "helpers.hpp"
-#include "mft/study_plan.hpp"
+#include "mft/studies/study_plan.hpp"
 
 #include <gtest/gtest.h>
 

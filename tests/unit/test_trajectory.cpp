@@ -3,7 +3,7 @@
 // starts from and its adjoint what that model's adjoint returns, the same on
 // any number of ranks; sizes that cannot work are refused before any work.
 #include "helpers.hpp"
-#include "mft/limit.hpp"
+#include "mft/flow/limit.hpp"
 
 #include <algorithm>
 

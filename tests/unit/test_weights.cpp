@@ -9,9 +9,9 @@
 // sequences shared as tokens and as projections, against the run on one.
 // ctest runs them as weights_np1 and weights_np3.
 #include "helpers.hpp"
-#include "mft/attention.hpp"
-#include "mft/limit.hpp"
-#include "mft/random.hpp"
+#include "mft/kernels/attention.hpp"
+#include "mft/flow/limit.hpp"
+#include "mft/layout/random.hpp"
 
 #include <cmath>
 #include <numeric>

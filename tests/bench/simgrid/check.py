@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The cost model's network between nodes (src/cost.cpp) against SimGrid's
+"""The cost model's network between nodes (src/flow/cost.cpp) against SimGrid's
 SMPI, on the exchange that bounds the long-context shape at scale: one share
 of a cut sequence's rows as tokens (share.c replays it: rank (a, b) sends
 share a of its token group's rows to rank (a, b') of every other group, all

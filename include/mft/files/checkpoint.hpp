@@ -1,0 +1,32 @@
+// Checkpoints and restart.
+//
+// A checkpoint is a run file holding the whole training state (data, targets,
+// params, optimizer moments, step, history, every setting), written as
+// checkpoint.dir/checkpoint-<step>.h5 through a temporary name, verified
+// against its checksum, then renamed; the newest checkpoint.keep are kept.
+// A restart continues bitwise the run it interrupted on the same number of
+// ranks, and to round-off on another: the state is read, not regenerated.
+#pragma once
+
+#include "mft/files/runfile.hpp"
+
+#include <string>
+
+namespace mft {
+
+std::string CheckpointPath(const CheckpointSettings &s, PetscInt step);
+
+// Writes the checkpoint of `step` updates and removes the oldest beyond checkpoint.keep.
+PetscErrorCode CheckpointWrite(const Problem &p, const History &h, const Optimizer &opt, PetscInt step);
+
+// The checkpoint to restart from: --restart FILE (verified, or an error), or
+// --restart auto: the newest checkpoint in checkpoint.dir that verifies,
+// skipping damaged ones with a warning; empty for a fresh start.
+PetscErrorCode CheckpointResolve(MPI_Comm comm, const Settings &s, std::string *path);
+
+// Refuses a checkpoint whose run-defining settings (model, data, init, loss,
+// optimizer and schedule) differ from s; steps, output, logging, checkpoint
+// cadence and the process grid may change.
+PetscErrorCode CheckpointCompatible(MPI_Comm comm, const Settings &s, const std::string &path);
+
+} // namespace mft

@@ -1,0 +1,30 @@
+// What a run prints on rank 0: a header that says what is being solved, and
+// one machine-readable summary line at the end:
+//   mft-summary {"command": "train", "final_risk": 1.2e-05, ...}
+#pragma once
+
+#include "mft/flow/problem.hpp"
+
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace mft {
+
+PetscErrorCode ReportHeader(const Problem &p);
+
+class Summary {
+public:
+  Summary &add(const std::string &key, double value);
+  Summary &add(const std::string &key, long long value);
+  Summary &add(const std::string &key, const std::string &value);
+  PetscErrorCode print(MPI_Comm comm) const; // the last line of a run
+
+private:
+  std::vector<std::pair<std::string, std::string>> items_;
+};
+
+// Wall-clock seconds (MPI_Wtime).
+double seconds();
+
+} // namespace mft

@@ -1,0 +1,65 @@
+// HDF5 run files and result files in the docs/model.md 'Files' layout (data files: data.hpp).
+//
+// Arrays are row-major float64 written collectively; each rank writes the rows
+// (tokens, heads) it owns. Root attributes record every setting under its
+// dotted key, plus the short names of docs/model.md (L, H, d, k, M, N, beta,
+// head_kind, loss, causal, optimizer, lr, weight_decay, beta1, beta2, eps,
+// seed, step), and a checksum of every dataset. A file is written under
+// NAME.tmp, flushed, read back and verified against the checksum of what was
+// written, and only then renamed to NAME: a crash never leaves a partial file
+// under the final name.
+#pragma once
+
+#include "mft/flow/optimizer.hpp"
+#include "mft/flow/problem.hpp"
+
+#include <string>
+#include <vector>
+
+namespace mft {
+
+struct History {
+  std::vector<double> loss;            // risk before each training step
+  std::vector<double> max_param_norm;  // largest head norm before each step
+  // mft train with data.heldout: rows (step, held-out risk, held-out accuracy,
+  // training accuracy) at the logged steps, before their update (NaN: no accuracy).
+  std::vector<double> heldout;
+};
+
+// What a file holds besides /data, /params, /optimizer (when opt has moments)
+// and /history: a run file adds /output/tokens (and /grad), both at the
+// stored params, and /trajectory when the flow recorded one; a checkpoint
+// holds the training state only.
+enum class Content { run, run_with_gradient, checkpoint };
+
+// Writes p, h and opt to path; `step` is the number of updates done.
+PetscErrorCode RunFileWrite(const Problem &p, const History &h, const Optimizer *opt, PetscInt step, Content what,
+                            const std::string &path);
+
+// Reads back a training state written by RunFileWrite on any number of ranks:
+// data, targets, params, optimizer moments, history and step. The caller has
+// verified the file and checked its settings.
+PetscErrorCode RunFileRead(const std::string &path, Problem *p, Optimizer *opt, History *h, PetscInt *step);
+
+// Reads only the heads (/params) of a run or checkpoint file into p.
+PetscErrorCode RunFileReadParams(const std::string &path, Problem *p);
+
+// A small array known on every rank, for ResultFileWrite.
+struct ResultArray {
+  std::string name;
+  std::vector<unsigned long long> dims;
+  const double *data;
+};
+
+// Writes arrays and attributes (with every setting) to path, verified and
+// renamed like a run file: the output of the analysis commands (and a
+// trajectory, when given one).
+PetscErrorCode ResultFileWrite(MPI_Comm comm, const Settings &s, const std::vector<ResultArray> &arrays,
+                               const std::vector<std::pair<std::string, std::string>> &attributes,
+                               const std::string &path, const Trajectory *trajectory = nullptr);
+
+// Root attributes of a run file as text (numbers with 17 digits); empty when absent.
+PetscErrorCode RunFileAttributes(MPI_Comm comm, const std::string &path, const std::vector<std::string> &keys,
+                                 std::vector<std::string> *values);
+
+} // namespace mft

@@ -1,0 +1,42 @@
+// Training updates of the heads from g = L H dR/dtheta (docs/model.md, 'Training').
+//
+//   gd:          theta <- theta - lr g, the conditional Wasserstein gradient
+//                flow explicit in training time;
+//   adamw:       per entry, m <- b1 m + (1-b1) g, v <- b2 v + (1-b2) g^2,
+//                theta <- theta - lr (mhat / (sqrt(vhat) + eps) + lambda theta),
+//                mhat = m / (1 - b1^t), vhat = v / (1 - b2^t);
+//   adamw-block: the same with one second moment per block (one matrix Q, K,
+//                V or O of one head): v_b <- b2 v_b + (1-b2) |g_b|^2 / size(b).
+// Heads never change layer: the marginal of the parameter law over depth is
+// preserved. The moments live in Vecs of theta's layout (whole heads per
+// rank), so that blocks are never split and the state is checkpointed whole.
+#pragma once
+
+#include "mft/layout/heads.hpp"
+#include "mft/settings/settings.hpp"
+
+#include <petscvec.h>
+
+namespace mft {
+
+struct Optimizer {
+  TrainSettings settings;
+  OptimizerKind kind = OptimizerKind::gd;
+  HeadShape shape;
+  PetscInt heads = 0;   // heads owned by this rank (of theta)
+  PetscInt step = 0;    // updates done: t of the bias corrections is step + 1
+  Vec m = nullptr;      // first moment, theta's layout (adamw, adamw-block)
+  Vec v = nullptr;      // second moment: theta's layout (adamw), or one entry per block (adamw-block)
+};
+
+PetscErrorCode OptimizerCreate(const TrainSettings &s, const Heads &h, Optimizer *o);
+PetscErrorCode OptimizerDestroy(Optimizer *o);
+
+// The learning rate of update number `step` (0-based): linear warm-up over
+// train.warmup steps, then constant or cosine down to train.lr_min at train.steps.
+double learning_rate(const TrainSettings &s, PetscInt step);
+
+// One update of theta from the gradient g (at learning rate learning_rate(step)).
+PetscErrorCode OptimizerStep(Optimizer *o, Vec theta, Vec g);
+
+} // namespace mft

@@ -1,0 +1,102 @@
+// A study's cases and their files, shared by running the cases
+// (study_run.cpp) and aggregating them (study_aggregate.cpp): the option
+// text they are read from, the probe sets, the case files and their reader.
+#pragma once
+
+#include "mft/settings/settings.hpp"
+#include "mft/studies/study.hpp"
+
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace mft::study {
+
+// The words of a text (separated by sep, trimmed) and its integers.
+std::vector<std::string> words(const std::string &text, char sep = ' ');
+std::vector<PetscInt> integers(const std::string &text);
+
+// "data.N=16 model.d=4" -> --data.N 16 --model.d 4
+std::vector<std::string> overrides(const std::string &variant);
+
+// The study's settings with `extra` options appended to its arguments; with
+// a data file, its sizes (N, d, ...) as the run will see them. A probe's
+// settings (probe) have zero targets and the token loss.
+PetscErrorCode CaseSettings(MPI_Comm comm, std::vector<std::string> args, const std::vector<std::string> &extra,
+                            Settings *s, bool probe = false);
+
+// study.dir/case-<i>.h5, and a trained case's file at one recorded step.
+std::string case_path(const std::string &dir, PetscInt i);
+std::string partial_path(const std::string &dir, PetscInt i, PetscInt t);
+
+// The probe sets: each family of study.probes, with study.probe_M sequences
+// of its own seed, at each N of study.probe_N (default data.N); named by the
+// family, and "<family>_N<n>" when study.probe_N is given; then, with
+// study.probe_file, the first study.probe_M sequences of that data file
+// (their tokens; N and d are the file's), named after the file.
+struct ProbeSet {
+  std::string family, name;
+  PetscInt N;         // 0 for a file: its own
+  std::uint64_t seed; // data.seed + 7919 (f + 1) for family f, + 104729 N when study.probe_N is given
+  std::string file;
+};
+std::vector<ProbeSet> probe_sets(const Settings &s);
+std::vector<std::string> probe_names(const Settings &s);
+std::vector<std::string> probe_overrides(const Settings &s, const ProbeSet &p);
+
+// The probe outputs of one case: per probe set, tokens and adjoints.
+struct CaseData {
+  std::vector<std::vector<double>> tokens, adjoint;
+  std::vector<std::vector<double>> weights; // per set, its probes' weights (M, N); empty: 1/N each
+  std::vector<PetscInt> N; // per set, from the arrays' shapes (M, N, d)
+  PetscInt d = 0;
+  // A trained case at this time: |theta_t - theta_0| / |theta_0| and the full risk (NaN at initialisation).
+  double head_change = NAN, risk = NAN, reduction = NAN; // reduction: risk at step 0 / risk now
+  double heldout_risk = NAN; // with data.heldout: the held-out file's risk at these heads
+  std::vector<double> loss; // a trained case: its risk before every training step (the whole run)
+  std::vector<double> heads; // with study.worst, a trained case's heads at this time (all of theta, natural order)
+};
+
+// Reads a case file (verified) at `prefix` (a trained case's /times/<step>,
+// or ""); on failure *problem says why.
+PetscErrorCode ReadCase(const std::string &path, const std::vector<std::string> &families, const std::string &prefix,
+                        CaseData *out, std::string *problem);
+
+// The case's options: the variant's overrides, its size and seed, and in a
+// trained study the teacher's shape (study_run.cpp).
+std::vector<std::string> CaseModel(const Settings &s, const mft::StudyCase &c);
+
+// With study.worst: the worst inputs of one variant's models at one time
+// and N, searched in one batch (study_worst.cpp), in
+// study.dir/worst-v<v>-t<time>-N<n>.h5 (a measure of K atoms,
+// study.worst_atoms: -K<K>.h5); per model case, its raw err against the
+// search references, the best of its starts before the search, the
+// collapsed start's, its squared errors against each held-out reference and
+// the held-out pairs' terms 1/2 sum_i w_i |x^a - x^b|^2 at its input found
+// (worst.hpp), and that input (tokens, a measure's weights).
+std::string worst_path(const std::string &dir, size_t variant, PetscInt time, PetscInt N, bool measure = false);
+std::vector<PetscInt> worst_Ns(const Settings &variant); // study.worst_N, or the variant's data.N
+struct WorstCases {
+  std::vector<PetscInt> index;            // the model cases searched
+  std::vector<double> raw, initial;       // per case
+  std::vector<double> collapsed, check;   // per case: the collapsed start's raw err; with worst.check the doubled search's
+  size_t heldout = 0, pairs = 0;          // held-out references, their pairs
+  std::vector<double> e2, pair_terms;     // (cases, heldout), (cases, pairs)
+  std::vector<double> tokens, weights;    // (cases, N, d) and a measure's (cases, N)
+  PetscInt N = 0, d = 0;
+  double seconds = NAN;                   // the search's time
+};
+PetscErrorCode ReadWorst(const std::string &path, WorstCases *out, std::string *problem);
+
+// What makes a case's results, as text: the settings of its model, data,
+// initialisation, loss, training and reference solve (those that define a
+// run), and the study's own that shape a case file (state, steps, times,
+// probes, worst). A case file keeps it (attribute study.case_identity); a
+// rerun keeps a file whose identity is the case's.
+std::string case_identity(const Settings &case_settings);
+
+// A number as the tables write it (empty when not finite).
+std::string num(double v);
+
+} // namespace mft::study

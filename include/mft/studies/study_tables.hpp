@@ -1,0 +1,92 @@
+// The pieces a study's aggregation shares between its rooms
+// (study_aggregate.cpp: the errors, fits and tables; study_rates.cpp: a
+// learning-rate study's tables): the case files of a variant, the rows and
+// arrays written, the CSV and summary formats.
+#pragma once
+
+#include "mft/files/runfile.hpp"
+#include "mft/studies/study_cases.hpp"
+#include "mft/studies/study_statistics.hpp"
+
+#include <cmath>
+#include <fstream>
+#include <initializer_list>
+#include <list>
+#include <string>
+#include <vector>
+
+namespace mft {
+
+// The case files of one variant at one recorded time: its references and its models.
+struct VariantCases {
+  std::vector<study::CaseData> references;
+  std::vector<std::pair<StudyCase, study::CaseData>> models;
+};
+
+// What training did, per cell (mean over seeds of the heads' movement,
+// geometric mean of the risk reduction) and for the references; NaN at initialisation.
+struct Training {
+  std::vector<double> change, reduction;
+  double reference_change = NAN, reference_reduction = NAN;
+};
+
+// The rows and arrays of one variant at one time.
+struct Outputs {
+  std::ofstream table, fits, sets;
+  std::vector<ResultArray> arrays;
+  std::list<std::vector<double>> keep; // storage behind the arrays
+  std::vector<std::pair<std::string, std::string>> attributes;
+  std::string at, at_key;
+  bool last = false;
+  void store(const std::string &name, std::vector<unsigned long long> dims, std::vector<double> values) {
+    keep.push_back(std::move(values));
+    arrays.push_back({at + name, dims, keep.back().data()});
+    if (last) arrays.push_back({name, dims, keep.back().data()});
+  }
+  void attribute(const std::string &key, const std::string &value) {
+    attributes.emplace_back(at_key + key, value);
+    if (last) attributes.emplace_back(key, value);
+  }
+};
+
+// A CSV row: the fields joined by commas; a field in quotes.
+std::string csv(std::initializer_list<std::string> fields);
+std::string quoted(const std::string &s);
+
+// A figure of the printed summary with its interval; "(not determined)" when
+// one of the flags `undecided` (space-separated) is raised.
+std::string with_interval(double x, StudyInterval ci, const std::string &flags, const std::string &undecided);
+
+// A row of fits.csv.
+void WriteFit(Outputs &out, const std::string &v, const std::string &variant, const char *quantity, PetscInt time,
+              int corrected, const StudyFit &f, const Training &t);
+
+// A learning-rate study (study.learning_rates): every model case's training
+// (and held-out) risk at the last step, per base variant, rate and cell.
+struct RateRisk {
+  size_t base, rate, cell;
+  long long seed;
+  double risk, heldout;
+};
+
+// The rates and grid of a learning-rate study, and its model cases' risks.
+struct RateStudy {
+  std::vector<std::string> words;  // the rates as given
+  std::vector<double> rates;       // their values
+  std::vector<size_t> order;       // indices of the rates in increasing order
+  std::vector<long long> L, H;     // sorted
+  std::vector<std::string> bases;  // the base variants' overrides
+  PetscInt last = 0;               // the step the risks are taken at
+  std::vector<RateRisk> all;
+  size_t cells() const { return L.size() * H.size(); }
+};
+
+// The rates and grid of a learning-rate study (its risks come from the
+// models AddRateRisks is given).
+RateStudy RateStudyOf(const Settings &s);
+// The risks of variant v's models at the last step.
+void AddRateRisks(RateStudy *r, size_t v, const VariantCases &vc);
+// A learning-rate study's tables: lr.csv, best_lr.csv and the drift fits.
+PetscErrorCode WriteLearningRates(Outputs &out, const RateStudy &r, const std::string &dir);
+
+} // namespace mft

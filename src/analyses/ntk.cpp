@@ -1,0 +1,125 @@
+// NTK: per-output adjoint rows, a reduced Gram matrix, its spectrum.
+#include "mft/analyses/ntk.hpp"
+
+#include "mft/files/data.hpp"
+#include "mft/studies/fit.hpp"
+#include "mft/kernels/linalg.hpp"
+#include "mft/flow/optimizer.hpp"
+
+#include <petscblaslapack.h>
+
+#include <cmath>
+
+namespace mft {
+
+PetscInt NtkOutputs(const Problem &p) {
+  const TokenLayout &t = p.tokens;
+  return p.targets.kind == LossKind::pooled ? t.M * p.targets.c : t.M * t.N * t.d;
+}
+
+// dF_o/dx(1) into lam: e_(m,i,c) (token), or (1/N) W[r, :] (w_i W[r, :] with
+// weighted tokens) on every token of m (pooled).
+static PetscErrorCode SeedOutput(const Problem &p, PetscInt o, PetscInt *sequence, Vec lam) {
+  const TokenLayout &t = p.tokens;
+  const bool pooled = p.targets.kind == LossKind::pooled;
+  const PetscInt m = pooled ? o / p.targets.c : o / (t.N * t.d);
+  PetscScalar *a;
+  PetscFunctionBeginUser;
+  *sequence = m;
+  PetscCall(VecSet(lam, 0.0));
+  PetscCall(VecGetArray(lam, &a));
+  for (PetscInt tok = std::max(t.owned.begin, m * t.N); tok < std::min(t.owned.end, (m + 1) * t.N); ++tok)
+    for (PetscInt c = 0; c < t.d; ++c) {
+      PetscScalar &e = a[(tok - t.owned.begin) * t.d + c];
+      if (pooled && t.weighted()) e = p.targets.W[(o % p.targets.c) * t.d + c] * t.weights[tok];
+      else if (pooled) e = p.targets.W[(o % p.targets.c) * t.d + c] / (double)t.N;
+      else e = (tok * t.d + c == o) ? 1.0 : 0.0;
+    }
+  PetscCall(VecRestoreArray(lam, &a));
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode NtkCompute(Problem *p, NtkPart part, Ntk *k) {
+  MPI_Comm comm = p->grid.comm;
+  const Heads &h = p->heads;
+  const HeadShape &shape = h.shape;
+  const PetscInt n = NtkOutputs(*p), P = h.owned.size() * shape.size;
+  PetscFunctionBeginUser;
+  // Memory: the Jacobian rows of this rank's heads and the matrix.
+  const double gib = ((double)n * (double)P + 2.0 * (double)n * n) * 8.0 / (1024.0 * 1024.0 * 1024.0);
+  PetscCheck(gib <= p->settings.ntk.max_gb, comm, PETSC_ERR_USER_INPUT,
+             "the NTK of %" PetscInt_FMT " outputs needs %.3g GiB per rank, above ntk.max_gb = %g (use fewer "
+             "sequences or tokens, the pooled loss, more ranks, or raise ntk.max_gb)",
+             n, gib, p->settings.ntk.max_gb);
+  // Which entries of a head count: every block, or those of the value map A.
+  std::vector<char> counted((size_t)shape.size, part == NtkPart::full);
+  for (PetscInt b = 2; b < shape.blocks(); ++b)
+    for (PetscInt e = 0; e < shape.block_rows(b) * shape.block_cols(b); ++e) counted[shape.block_offset(b) + e] = 1;
+
+  std::vector<double> rows((size_t)n * (size_t)P);
+  const std::vector<char> all = p->active;
+  for (PetscInt o = 0; o < n; ++o) {
+    PetscInt m;
+    p->active.assign(all.size(), 0);
+    PetscCall(SeedOutput(*p, o, &m, p->adjoint));
+    p->active[m] = 1;
+    PetscCall(VecCopy(p->x0, p->x1));
+    PetscCall(FlowForward(&p->flow, p->x1));
+    PetscCall(FlowAdjoint(&p->flow, p->adjoint, p->grad));
+    const PetscScalar *g;
+    PetscCall(VecGetArrayRead(p->grad, &g));
+    for (PetscInt e = 0; e < P; ++e) rows[o * P + e] = counted[e % shape.size] ? g[e] : 0.0;
+    PetscCall(VecRestoreArrayRead(p->grad, &g));
+  }
+  p->active = all;
+
+  // NTK = L H J J^T: the local part is one product, rows row-major = J^T column-major.
+  std::vector<double> local((size_t)(n * n), 0.0);
+  if (P > 0 && n > 0) {
+    PetscBLASInt bn, bp;
+    const double alpha = (double)(h.L * h.H), beta = 0.0;
+    PetscCall(PetscBLASIntCast(n, &bn));
+    PetscCall(PetscBLASIntCast(P, &bp));
+    BLASgemm_("T", "N", &bn, &bn, &bp, &alpha, rows.data(), &bp, rows.data(), &bp, &beta, local.data(), &bn);
+  }
+  k->n = n;
+  k->matrix.assign(local.size(), 0.0);
+  PetscCallMPI(MPI_Allreduce(local.data(), k->matrix.data(), (int)local.size(), MPI_DOUBLE, MPI_SUM, comm));
+  PetscCall(SymmetricEigenvalues(k->matrix, n, &k->eigenvalues));
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode NtkRatePredict(Problem *p, const TrainSettings &t, NtkRate *r) {
+  Ntk k;
+  PetscFunctionBeginUser;
+  PetscCheck(!p->tokens.weighted() || UniformWeights(p->tokens), p->grid.comm, PETSC_ERR_USER_INPUT,
+             "train.ntk predicts the rate of the unweighted risk (every token 1/N); the data's /data/weights are "
+             "not uniform");
+  PetscCall(NtkCompute(p, t.ntk, &k));
+  r->lambda_min = k.eigenvalues.front(), r->lambda_max = k.eigenvalues.back();
+  const double n = p->targets.kind == LossKind::pooled ? (double)p->tokens.M : (double)(p->tokens.M * p->tokens.N);
+  r->predicted = 2.0 * r->lambda_min / n;
+  r->discrete = -2.0 * std::log(std::fabs(1.0 - t.lr * r->lambda_min / n)) / t.lr;
+  PetscCall(PetscPrintf(p->grid.comm,
+                        "NTK (%s part) at the start: lambda_min %.6e, lambda_max %.6e; predicted rate of log R in "
+                        "training time %.6e (for gd steps of lr %g: %.6e)\n",
+                        to_string(t.ntk), r->lambda_min, r->lambda_max, r->predicted, t.lr, r->discrete));
+  PetscFunctionReturn(0);
+}
+
+bool NtkRateFit(const std::vector<double> &loss, const TrainSettings &t, NtkRate *r) {
+  if (loss.size() < 4) return false;
+  std::vector<double> tau, logR;
+  double now = 0;
+  size_t above = 0;
+  while (above < loss.size() && loss[above] > 1e-24 * loss.front()) ++above;
+  for (size_t k = 0; k < above; ++k) {
+    if (k >= above / 2) tau.push_back(now), logR.push_back(std::log(loss[k]));
+    now += learning_rate(t, (PetscInt)k);
+  }
+  const LineFit f = fit_line(tau, logR);
+  r->fitted = -f.slope, r->fit_rms = f.rms, r->from = above / 2, r->to = above;
+  return true;
+}
+
+} // namespace mft

@@ -1,0 +1,74 @@
+// Run header and summary line.
+#include "mft/files/report.hpp"
+
+#include <cmath>
+#include <sstream>
+
+namespace mft {
+
+PetscErrorCode ReportHeader(const Problem &p) {
+  const Settings &s = p.settings;
+  const ModelSettings &m = s.model;
+  PetscFunctionBeginUser;
+  PetscCall(PetscPrintf(p.grid.comm,
+                        "mft %s: L=%" PetscInt_FMT " H=%" PetscInt_FMT " d=%" PetscInt_FMT " k=%" PetscInt_FMT
+                        " %s beta=%g%s%s | M=%" PetscInt_FMT " N=%" PetscInt_FMT " %s | loss %s | %d ranks (%" PetscInt_FMT
+                        " head groups x %" PetscInt_FMT " token groups)\n",
+                        s.command.c_str(), m.L, m.H, m.d, m.k, to_string(m.head_kind), m.beta,
+                        m.causal ? " causal" : "",
+                        m.norm == TokenNorm::none ? "" : (std::string(" norm=") + to_string(m.norm)).c_str(), p.tokens.M,
+                        p.tokens.N,
+                        s.data.file.empty() ? s.data.family.c_str() : s.data.file.c_str(), to_string(s.loss.kind),
+                        p.grid.size, p.grid.Ph, p.grid.Pt));
+  if (p.grid.size > 1) {
+    const StepCost &c = p.predicted;
+    const std::string cut = c.cuts ? std::string(", sequences cut across token groups shared as ") + to_string(c.form)
+                                   : std::string();
+    PetscCall(PetscPrintf(p.grid.comm,
+                          "grid %s%s: predicted training step %.3g s = compute %.3g s + communication %.3g s (%.0f "
+                          "messages, %.3g MB a rank; %.3g us, %.3g GB/s, %.3g Gop/s a rank)\n",
+                          s.is_explicit("parallel.head_groups") ? "given" : "chosen by the cost model", cut.c_str(),
+                          c.seconds(),
+                          c.compute, c.communication, c.messages, c.bytes / 1e6, s.parallel.latency * 1e6,
+                          s.parallel.bandwidth / 1e9, s.parallel.rate / 1e9));
+  }
+  PetscFunctionReturn(0);
+}
+
+static std::string number(double v) {
+  if (!std::isfinite(v)) return "null";
+  std::ostringstream os;
+  os.precision(17);
+  os << v;
+  return os.str();
+}
+
+Summary &Summary::add(const std::string &key, double value) {
+  items_.emplace_back(key, number(value));
+  return *this;
+}
+
+Summary &Summary::add(const std::string &key, long long value) {
+  items_.emplace_back(key, std::to_string(value));
+  return *this;
+}
+
+Summary &Summary::add(const std::string &key, const std::string &value) {
+  std::string quoted = "\"";
+  for (char c : value) quoted += (c == '"' || c == '\\') ? std::string("\\") + c : std::string(1, c);
+  items_.emplace_back(key, quoted + "\"");
+  return *this;
+}
+
+PetscErrorCode Summary::print(MPI_Comm comm) const {
+  std::string line = "mft-summary {";
+  for (size_t i = 0; i < items_.size(); ++i) line += (i ? ", \"" : "\"") + items_[i].first + "\": " + items_[i].second;
+  line += "}\n";
+  PetscFunctionBeginUser;
+  PetscCall(PetscPrintf(comm, "%s", line.c_str()));
+  PetscFunctionReturn(0);
+}
+
+double seconds() { return MPI_Wtime(); }
+
+} // namespace mft

@@ -1,0 +1,278 @@
+// Run files and result files: what goes where in the docs/model.md layout.
+#include "mft/files/runfile.hpp"
+
+#include "mft/files/data.hpp"
+#include "mft/settings/error.hpp"
+#include "mft/layout/h5.hpp"
+
+#include <algorithm>
+#include <map>
+#include <numeric>
+#include <cmath>
+#include <cstdio>
+#include <fcntl.h>
+#include <sstream>
+#include <unistd.h>
+
+namespace mft {
+
+namespace {
+
+using h5::File;
+
+std::vector<hsize_t> block_dims(const Heads &h, PetscInt b, bool scalar) {
+  if (scalar) return {(hsize_t)h.L, (hsize_t)h.H};
+  return {(hsize_t)h.L, (hsize_t)h.H, (hsize_t)h.shape.block_rows(b), (hsize_t)h.shape.block_cols(b)};
+}
+
+// Writes (read = false) or reads the blocks of the owned heads of v as
+// group/Q, group/K, ...: whole blocks in theta's layout, or one entry per
+// block (scalar: adamw-block's second moment).
+PetscErrorCode TransferHeads(File &f, const std::string &group, const Heads &h, Vec v, bool scalar, bool read) {
+  const HeadShape &shape = h.shape;
+  PetscScalar *a;
+  PetscFunctionBeginUser;
+  PetscCall(VecGetArray(v, &a));
+  for (PetscInt b = 0; b < shape.blocks(); ++b) {
+    const PetscInt n = scalar ? 1 : shape.block_rows(b) * shape.block_cols(b);
+    const PetscInt stride = scalar ? shape.blocks() : shape.size, offset = scalar ? b : shape.block_offset(b);
+    std::vector<double> buf((size_t)(h.owned.size() * n));
+    const std::string name = group + "/" + block_name(b);
+    if (!read) {
+      for (PetscInt g = 0; g < h.owned.size(); ++g)
+        for (PetscInt e = 0; e < n; ++e) buf[g * n + e] = a[g * stride + offset + e];
+      PetscCall(h5::WriteRows(f, name, block_dims(h, b, scalar), 2, h.owned, buf.data()));
+    } else {
+      const auto dims = h5::Shape(f, name);
+      PetscCheck(dims == block_dims(h, b, scalar), f.comm, PETSC_ERR_FILE_UNEXPECTED, "%s has shape %s, expected %s",
+                 name.c_str(), h5::ShapeText(dims).c_str(), h5::ShapeText(block_dims(h, b, scalar)).c_str());
+      PetscCall(h5::ReadRows(f, name, dims, 2, h.owned, buf.data()));
+      for (PetscInt g = 0; g < h.owned.size(); ++g)
+        for (PetscInt e = 0; e < n; ++e) a[g * stride + offset + e] = buf[g * n + e];
+    }
+  }
+  PetscCall(VecRestoreArray(v, &a));
+  PetscFunctionReturn(0);
+}
+
+std::string text(double v) {
+  std::ostringstream os;
+  os.precision(17);
+  os << v;
+  return os.str();
+}
+
+// Makes a renamed file durable: fsync the file, then its folder.
+void sync_path(const std::string &path) {
+  int fd = open(path.c_str(), O_RDONLY);
+  if (fd >= 0) {
+    fsync(fd);
+    close(fd);
+  }
+  const size_t slash = path.rfind('/');
+  const std::string dir = slash == std::string::npos ? "." : path.substr(0, slash + 1);
+  fd = open(dir.c_str(), O_RDONLY | O_DIRECTORY);
+  if (fd >= 0) {
+    fsync(fd);
+    close(fd);
+  }
+}
+
+// The end of every file: the list of datasets and their checksum as
+// attributes, close, flush, read back and compare, rename tmp to path.
+PetscErrorCode Finish(File &f, const std::string &tmp, const std::string &path) {
+  MPI_Comm comm = f.comm;
+  PetscMPIInt rank;
+  std::uint64_t written, read_back, stored;
+  PetscFunctionBeginUser;
+  PetscCallMPI(MPI_Comm_rank(comm, &rank));
+  std::string list;
+  for (auto &name : f.datasets) list += (list.empty() ? "" : ";") + name;
+  h5::WriteAttribute(f, "datasets", list, true);
+  PetscCall(h5::Checksum(f, &written));
+  h5::WriteAttribute(f, "checksum", h5::ChecksumText(written), true);
+  PetscCall(h5::Close(&f));
+  if (rank == 0) sync_path(tmp);
+  // Read everything back before the file may take its final name.
+  PetscCall(h5::Verify(comm, tmp, &stored, &read_back));
+  PetscCheck(read_back == written && stored == written, comm, PETSC_ERR_FILE_WRITE,
+             "%s did not read back as written (checksum %s, read %s): disk or file system fault", tmp.c_str(),
+             h5::ChecksumText(written).c_str(), h5::ChecksumText(read_back).c_str());
+  PetscCallMPI(MPI_Barrier(comm));
+  if (rank == 0) {
+    PetscCheck(std::rename(tmp.c_str(), path.c_str()) == 0, PETSC_COMM_SELF, PETSC_ERR_FILE_WRITE,
+               "cannot rename %s to %s", tmp.c_str(), path.c_str());
+    sync_path(path);
+  }
+  PetscCallMPI(MPI_Barrier(comm));
+  PetscFunctionReturn(0);
+}
+
+} // namespace
+
+namespace {
+
+
+PetscErrorCode WriteRun(File &f, const Problem &p, const History &h, const Optimizer *opt, PetscInt step,
+                        Content what) {
+  const Settings &s = p.settings;
+  const TokenLayout &t = p.tokens;
+  PetscFunctionBeginUser;
+  PetscCall(WriteTokens(f, "/data/tokens", t, p.x0));
+  if (t.weighted()) PetscCall(WriteReplicated(f, "/data/weights", {(hsize_t)t.M, (hsize_t)t.N}, t.weights.data()));
+  if (p.targets.kind == LossKind::token) {
+    PetscCall(WriteTokens(f, "/data/targets", t, p.targets.y));
+  } else {
+    PetscCall(WriteReplicated(f, "/data/targets", {(hsize_t)t.M, (hsize_t)p.targets.c}, p.targets.z.data()));
+    PetscCall(WriteReplicated(f, "/data/readout", {(hsize_t)p.targets.c, (hsize_t)t.d}, p.targets.W.data()));
+  }
+  PetscCall(TransferHeads(f, "/params", p.heads, p.heads.theta, false, false));
+  if (what == Content::run_with_gradient) PetscCall(TransferHeads(f, "/grad", p.heads, p.grad, false, false));
+  if (what == Content::run_with_gradient && t.weighted() && p.weight_grad.size() == t.weights.size()) // dR/dw (no L H)
+    PetscCall(WriteReplicated(f, "/grad/weights", {(hsize_t)t.M, (hsize_t)t.N}, p.weight_grad.data()));
+  if (opt && opt->m) {
+    PetscCall(TransferHeads(f, "/optimizer/m", p.heads, opt->m, false, false));
+    PetscCall(TransferHeads(f, "/optimizer/v", p.heads, opt->v, opt->kind == OptimizerKind::adamw_block, false));
+  }
+  if (what != Content::checkpoint) PetscCall(WriteTokens(f, "/output/tokens", t, p.x1));
+  if (what != Content::checkpoint && p.flow.trajectory) PetscCall(TrajectoryWrite(f, *p.flow.trajectory));
+  const hsize_t n = h.loss.size();
+  PetscCall(WriteReplicated(f, "/history/loss", {n}, h.loss.data()));
+  PetscCall(WriteReplicated(f, "/history/max_param_norm", {n}, h.max_param_norm.data()));
+  if (!h.heldout.empty()) PetscCall(WriteReplicated(f, "/history/heldout", {h.heldout.size() / 4, 4}, h.heldout.data()));
+
+  for (auto &kv : s.record) h5::WriteAttribute(f, kv.first, kv.second);
+  const std::pair<const char *, const char *> short_names[] = {
+      {"L", "model.L"}, {"H", "model.H"}, {"d", "model.d"}, {"k", "model.k"}, {"M", "data.M"}, {"N", "data.N"},
+      {"beta", "model.beta"}, {"head_kind", "model.head_kind"}, {"causal", "model.causal"}, {"loss", "loss.kind"},
+      {"optimizer", "train.optimizer"}, {"lr", "train.lr"}, {"weight_decay", "train.weight_decay"},
+      {"beta1", "train.beta1"}, {"beta2", "train.beta2"}, {"eps", "train.eps"}, {"seed", "init.seed"}};
+  for (auto &sn : short_names)
+    for (auto &kv : s.record)
+      if (kv.first == sn.second) h5::WriteAttribute(f, sn.first, kv.second);
+  h5::WriteAttribute(f, "step", std::to_string(step));
+  if (what != Content::checkpoint) h5::WriteAttribute(f, "risk", text(p.risk));
+  h5::WriteAttribute(f, "command", s.command);
+  h5::WriteAttribute(f, "content", what == Content::checkpoint ? "checkpoint" : "run");
+  h5::WriteAttribute(f, "ranks", std::to_string(p.grid.size));
+  h5::WriteAttribute(f, "grid", std::to_string(p.grid.Ph) + "x" + std::to_string(p.grid.Pt));
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode WriteResult(File &f, const Settings &s, const std::vector<ResultArray> &arrays,
+                           const std::vector<std::pair<std::string, std::string>> &attributes,
+                           const Trajectory *trajectory) {
+  PetscFunctionBeginUser;
+  for (auto &a : arrays) {
+    std::vector<hsize_t> dims(a.dims.begin(), a.dims.end());
+    PetscCall(WriteReplicated(f, a.name, dims, a.data));
+  }
+  if (trajectory) PetscCall(TrajectoryWrite(f, *trajectory));
+  for (auto &kv : s.record) h5::WriteAttribute(f, kv.first, kv.second);
+  for (auto &kv : attributes) h5::WriteAttribute(f, kv.first, kv.second);
+  h5::WriteAttribute(f, "command", s.command);
+  PetscFunctionReturn(0);
+}
+
+// Writes path through its tmp file: `write` first on a counting file (the
+// room the file needs, reserved before its first write), then on the file;
+// Finish then checks and renames it. On any failure the partial tmp file is
+// removed (a file already at path is never touched) and the error carries on.
+template <class Write> PetscErrorCode WriteThrough(MPI_Comm comm, const std::string &path, Write write) {
+  File f, room;
+  PetscFunctionBeginUser;
+  room.comm = comm, room.counting = true;
+  PetscCall(write(room));
+  PetscErrorCode err = h5::Open(comm, path + ".tmp", true, &f);
+  if (!err) err = h5::Reserve(f, room.bytes);
+  if (!err) err = write(f);
+  if (!err) err = Finish(f, path + ".tmp", path);
+  if (err) h5::Discard(&f);
+  PetscCall(err);
+  PetscFunctionReturn(0);
+}
+
+} // namespace
+
+PetscErrorCode RunFileWrite(const Problem &p, const History &h, const Optimizer *opt, PetscInt step, Content what,
+                            const std::string &path) {
+  PetscFunctionBeginUser;
+  PetscCall(WriteThrough(p.grid.comm, path, [&](File &f) { return WriteRun(f, p, h, opt, step, what); }));
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode ResultFileWrite(MPI_Comm comm, const Settings &s, const std::vector<ResultArray> &arrays,
+                               const std::vector<std::pair<std::string, std::string>> &attributes,
+                               const std::string &path, const Trajectory *trajectory) {
+  PetscFunctionBeginUser;
+  PetscCall(WriteThrough(comm, path, [&](File &f) { return WriteResult(f, s, arrays, attributes, trajectory); }));
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode RunFileReadParams(const std::string &path, Problem *p) {
+  File f;
+  PetscFunctionBeginUser;
+  PetscCall(h5::Open(p->grid.comm, path, false, &f));
+  PetscCall(TransferHeads(f, "/params", p->heads, p->heads.theta, false, true));
+  PetscCall(h5::Close(&f));
+  PetscCall(ProblemSetHeads(p));
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode RunFileRead(const std::string &path, Problem *p, Optimizer *opt, History *h, PetscInt *step) {
+  MPI_Comm comm = p->grid.comm;
+  File f;
+  std::string value;
+  PetscFunctionBeginUser;
+  PetscCall(h5::Open(comm, path, false, &f));
+  PetscCall(ReadTokens(f, "/data/tokens", p->tokens, p->x0));
+  PetscCall(ReadWeights(f, path, p->tokens.M, p->tokens.N, &p->tokens.weights));
+  PetscCall(ReadTargets(f, p->tokens, &p->targets));
+  PetscCall(TransferHeads(f, "/params", p->heads, p->heads.theta, false, true));
+  if (opt && opt->m) {
+    PetscCall(TransferHeads(f, "/optimizer/m", p->heads, opt->m, false, true));
+    PetscCall(TransferHeads(f, "/optimizer/v", p->heads, opt->v, opt->kind == OptimizerKind::adamw_block, true));
+  }
+  const auto n = h5::Shape(f, "/history/loss");
+  PetscCheck(n.size() == 1, comm, PETSC_ERR_FILE_UNEXPECTED, "%s: /history/loss is missing", path.c_str());
+  h->loss.resize(n[0]);
+  h->max_param_norm.resize(n[0]);
+  PetscCall(ReadReplicated(f, "/history/loss", n, h->loss.data()));
+  PetscCall(ReadReplicated(f, "/history/max_param_norm", n, h->max_param_norm.data()));
+  const auto nh = h5::Shape(f, "/history/heldout");
+  h->heldout.assign(nh.size() == 2 && nh[1] == 4 ? nh[0] * 4 : 0, 0.0);
+  if (!h->heldout.empty()) PetscCall(ReadReplicated(f, "/history/heldout", nh, h->heldout.data()));
+  PetscCheck(h5::ReadAttribute(f, "step", &value), comm, PETSC_ERR_FILE_UNEXPECTED, "%s has no step attribute",
+             path.c_str());
+  *step = (PetscInt)std::stoll(value);
+  PetscCall(h5::Close(&f));
+  PetscCheck((size_t)*step == h->loss.size(), comm, PETSC_ERR_FILE_UNEXPECTED,
+             "%s: step %" PetscInt_FMT " but %zu history entries", path.c_str(), *step, h->loss.size());
+  if (opt) opt->step = *step;
+  PetscCall(ProblemSetHeads(p));
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode RunFileAttributes(MPI_Comm comm, const std::string &path, const std::vector<std::string> &keys,
+                                 std::vector<std::string> *values) {
+  File f;
+  PetscFunctionBeginUser;
+  PetscCall(h5::Open(comm, path, false, &f));
+  // The documented short names (L, H, d, k, head_kind, beta, causal, loss)
+  // stand for the dotted keys in files that other programs wrote.
+  static const std::map<std::string, std::string> short_names = {
+      {"model.L", "L"},       {"model.H", "H"},       {"model.d", "d"},           {"model.k", "k"},
+      {"model.beta", "beta"}, {"model.causal", "causal"}, {"model.head_kind", "head_kind"}, {"loss.kind", "loss"}};
+  values->assign(keys.size(), "");
+  for (size_t i = 0; i < keys.size(); ++i) {
+    std::string &v = (*values)[i];
+    const auto alias = short_names.find(keys[i]);
+    if (!h5::ReadAttribute(f, keys[i], &v) && !(alias != short_names.end() && h5::ReadAttribute(f, alias->second, &v)))
+      v.clear();
+    if (keys[i] == "model.causal" && (v == "0" || v == "1")) v = v == "1" ? "true" : "false";
+  }
+  PetscCall(h5::Close(&f));
+  PetscFunctionReturn(0);
+}
+
+} // namespace mft

@@ -1,0 +1,87 @@
+// gd, AdamW and blockwise AdamW on the owned heads of theta.
+#include "mft/flow/optimizer.hpp"
+
+#include <cmath>
+
+namespace mft {
+
+PetscErrorCode OptimizerCreate(const TrainSettings &s, const Heads &h, Optimizer *o) {
+  PetscFunctionBeginUser;
+  o->settings = s;
+  o->kind = s.optimizer;
+  o->shape = h.shape;
+  o->heads = h.owned.size();
+  o->step = 0;
+  if (o->kind == OptimizerKind::gd) PetscFunctionReturn(0);
+  PetscCall(VecDuplicate(h.theta, &o->m));
+  PetscCall(VecSet(o->m, 0.0));
+  if (o->kind == OptimizerKind::adamw) {
+    PetscCall(VecDuplicate(h.theta, &o->v));
+  } else {
+    PetscCall(VecCreateMPI(PetscObjectComm((PetscObject)h.theta), o->heads * h.shape.blocks(),
+                           h.L * h.H * h.shape.blocks(), &o->v));
+  }
+  PetscCall(VecSet(o->v, 0.0));
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode OptimizerDestroy(Optimizer *o) {
+  PetscFunctionBeginUser;
+  PetscCall(VecDestroy(&o->m));
+  PetscCall(VecDestroy(&o->v));
+  PetscFunctionReturn(0);
+}
+
+double learning_rate(const TrainSettings &s, PetscInt step) {
+  if (step < s.warmup) return s.lr * (double)(step + 1) / (double)s.warmup;
+  if (s.schedule == Schedule::constant) return s.lr;
+  const PetscInt span = s.steps - s.warmup;
+  const double progress = span > 1 ? (double)(step - s.warmup) / (double)(span - 1) : 1.0;
+  return s.lr_min + 0.5 * (s.lr - s.lr_min) * (1.0 + std::cos(M_PI * std::fmin(progress, 1.0)));
+}
+
+PetscErrorCode OptimizerStep(Optimizer *o, Vec theta, Vec g) {
+  const TrainSettings &s = o->settings;
+  const double lr = learning_rate(s, o->step);
+  PetscFunctionBeginUser;
+  if (o->kind == OptimizerKind::gd) {
+    PetscCall(VecAXPY(theta, -lr, g));
+    ++o->step;
+    PetscFunctionReturn(0);
+  }
+  const double t = (double)(o->step + 1);
+  const double c1 = 1.0 - std::pow(s.beta1, t), c2 = 1.0 - std::pow(s.beta2, t);
+  PetscScalar *th, *m, *v;
+  const PetscScalar *ga;
+  PetscCall(VecGetArray(theta, &th));
+  PetscCall(VecGetArrayRead(g, &ga));
+  PetscCall(VecGetArray(o->m, &m));
+  PetscCall(VecGetArray(o->v, &v));
+  const HeadShape &sh = o->shape;
+  for (PetscInt h = 0; h < o->heads; ++h)
+    for (PetscInt b = 0; b < sh.blocks(); ++b) {
+      const PetscInt n = sh.block_rows(b) * sh.block_cols(b), off = h * sh.size + sh.block_offset(b);
+      double *vb = nullptr;
+      if (o->kind == OptimizerKind::adamw_block) {
+        double g2 = 0;
+        for (PetscInt e = off; e < off + n; ++e) g2 += ga[e] * ga[e];
+        vb = &v[h * sh.blocks() + b];
+        *vb = s.beta2 * *vb + (1.0 - s.beta2) * g2 / (double)n;
+      }
+      for (PetscInt e = off; e < off + n; ++e) {
+        m[e] = s.beta1 * m[e] + (1.0 - s.beta1) * ga[e];
+        double ve;
+        if (vb) ve = *vb;
+        else ve = v[e] = s.beta2 * v[e] + (1.0 - s.beta2) * ga[e] * ga[e];
+        th[e] -= lr * ((m[e] / c1) / (std::sqrt(ve / c2) + s.eps) + s.weight_decay * th[e]);
+      }
+    }
+  PetscCall(VecRestoreArray(o->v, &v));
+  PetscCall(VecRestoreArray(o->m, &m));
+  PetscCall(VecRestoreArrayRead(g, &ga));
+  PetscCall(VecRestoreArray(theta, &th));
+  ++o->step;
+  PetscFunctionReturn(0);
+}
+
+} // namespace mft

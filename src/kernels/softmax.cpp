@@ -1,0 +1,290 @@
+// The softmax's row passes and the kernels' vectorised exp (AVX-512, AVX2
+// with FMA, or plain).
+#include "mft/kernels/softmax.hpp"
+
+#include "mft/kernels/simd.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+namespace mft {
+
+namespace {
+
+#if defined(__AVX2__)
+// The vector exps' constants (below, AVX-512 and AVX2 alike): 1 / ln 2 and
+// 16 / ln 2; ln 2 split into a 32-bit head and its remainder (and both / 16);
+// the Horner coefficients of q(r) / r ~ 1 + r/2 + ... + r^5/6!, q(r) ~ e^r - 1
+// of degree 6 on |r| <= ln(2)/32: a near-minimax fit (mpmath's chebyfit at 50
+// digits, then rounded to doubles), 1.4e-17 relative error in 1 + q(r) there,
+// where the Taylor polynomial of the same degree is 4.4e-16 off.
+constexpr double kInverseLn2 = 1.4426950408889634, kSixteenOverLn2 = 16 * kInverseLn2;
+constexpr double kLn2Head = 6.93147180369123816490e-01, kLn2Tail = 1.90821492927058770002e-10;
+constexpr double kLn2Over16Head = kLn2Head / 16, kLn2Over16Tail = kLn2Tail / 16;
+constexpr double kExpLeading = 0.0013889063440655327;
+constexpr double kExpCoefficients[] = {0.008333472974951229, 0.041666666663595475, 0.16666666664209706,
+                                       0.5000000000000001, 1.0000000000000007};
+// 2^(j/16), j = 0..15, correctly rounded (checked against 60-digit decimals).
+alignas(64) const double kPowersOfTwo[16] = {
+    1.0, 0x1.0b5586cf9890fp+0, 0x1.172b83c7d517bp+0, 0x1.2387a6e756238p+0, 0x1.306fe0a31b715p+0,
+    0x1.3dea64c123422p+0, 0x1.4bfdad5362a27p+0, 0x1.5ab07dd485429p+0, 0x1.6a09e667f3bcdp+0, 0x1.7a11473eb0187p+0,
+    0x1.8ace5422aa0dbp+0, 0x1.9c49182a3f09p+0, 0x1.ae89f995ad3adp+0, 0x1.c199bdd85529cp+0, 0x1.d5818dcfba487p+0,
+    0x1.ea4afa2a490dap+0};
+#endif
+
+#if defined(__AVX512F__)
+// exp(x) of 8 arguments x <= 0 (the softmax's), within 1.5 ulp where exp(x)
+// > 1e-300: x = (16 n + j) ln2 / 16 + r with m = 16 n + j = round(16 x /
+// ln 2) and |r| <= ln(2)/32; exp(x) = 2^n (T_j + T_j q(r)) with T_j =
+// 2^(j/16) from a 16-entry table in two registers (one permute) and q(r) ~
+// e^r - 1 of degree 6 (above). m is kept as m / 16 = x / ln 2 rounded to
+// four bits after the point (one roundscale), so that r = x - (m / 16) ln 2
+// takes two FMA steps (the head's product is exact), 2^n is scalef's own
+// floor(m / 16), and j = m mod 16 is the low bits of m / 16 + 1.5 2^48,
+// whose last place is 1/16 (an addition, not a conversion). Arguments below
+// -708 give exp(-708) ~ 3e-308 (their share of a softmax row is zero to
+// round-off). Measured: tests/bench/roofline.sh.
+inline __m512d exp_nonpositive(__m512d x) {
+  x = _mm512_max_pd(x, _mm512_set1_pd(-708.0));
+  const __m512d m16 = _mm512_roundscale_pd(_mm512_mul_pd(x, _mm512_set1_pd(kInverseLn2)),
+                                           (4 << 4) | _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m512d r = _mm512_fnmadd_pd(m16, _mm512_set1_pd(kLn2Head), x);
+  r = _mm512_fnmadd_pd(m16, _mm512_set1_pd(kLn2Tail), r);
+  const __m512i j = _mm512_castpd_si512(_mm512_add_pd(m16, _mm512_set1_pd(0x1.8p48)));
+  const __m512d T = _mm512_permutex2var_pd(_mm512_load_pd(kPowersOfTwo), j, _mm512_load_pd(kPowersOfTwo + 8));
+  __m512d p = _mm512_set1_pd(kExpLeading);
+  for (double c : kExpCoefficients) p = _mm512_fmadd_pd(p, r, _mm512_set1_pd(c));
+  const __m512d e = _mm512_fmadd_pd(T, _mm512_mul_pd(p, r), T); // T (1 + q)
+  return _mm512_scalef_pd(e, m16);
+}
+#elif defined(__AVX2__) && defined(__FMA__)
+// The same exp on 4 arguments with AVX2 and FMA: m as a 64-bit integer from
+// the bits of m + 1.5 2^52, T_j by a gather from the table, and 2^n built in
+// the exponent bits ((m - j) 2^48 = n 2^52, as m - j = 16 n).
+inline __m256d exp_nonpositive(__m256d x) {
+  x = _mm256_max_pd(x, _mm256_set1_pd(-708.0));
+  const __m256d m = _mm256_round_pd(_mm256_mul_pd(x, _mm256_set1_pd(kSixteenOverLn2)),
+                                    _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m256d r = _mm256_fnmadd_pd(m, _mm256_set1_pd(kLn2Over16Head), x);
+  r = _mm256_fnmadd_pd(m, _mm256_set1_pd(kLn2Over16Tail), r);
+  const __m256d shifter = _mm256_set1_pd(6755399441055744.0); // 1.5 2^52
+  const __m256i mi = _mm256_sub_epi64(_mm256_castpd_si256(_mm256_add_pd(m, shifter)), _mm256_castpd_si256(shifter));
+  const __m256i j = _mm256_and_si256(mi, _mm256_set1_epi64x(15));
+  const __m256d T = _mm256_i64gather_pd(kPowersOfTwo, j, 8);
+  __m256d p = _mm256_set1_pd(kExpLeading);
+  for (double c : kExpCoefficients) p = _mm256_fmadd_pd(p, r, _mm256_set1_pd(c));
+  const __m256d e = _mm256_fmadd_pd(T, _mm256_mul_pd(p, r), T); // T (1 + q)
+  const __m256i two_n =
+      _mm256_add_epi64(_mm256_slli_epi64(_mm256_sub_epi64(mi, j), 48), _mm256_set1_epi64x(1023LL << 52));
+  return _mm256_mul_pd(e, _mm256_castsi256_pd(two_n));
+}
+#endif
+
+// row[j] <- exp(beta (row[j] - shift)) for j < n (arguments <= 0); returns
+// their sum (two running sums of vectors, then the rest in order). The rest
+// (fewer than a vector: a causal row's, a short row's) is exponentiated in
+// one vector padded with zeros, not by the C library one at a time. `scaled`:
+// beta != 1 (at beta = 1 the product is skipped: the same numbers, one
+// multiplication an entry less). What the pass does besides with each new
+// entry e_j (Along): nothing; *dot <- sum_j e_j with[j], summed as row_dot
+// sums (one running sum of vectors in order, then the rest): the reverse's
+// delta in the same pass; or with[j] <- (f e_j) (with[j] - c), the reverse's
+// dS in place of dP, as softmax_rows_reverse makes it (bitwise).
+enum class Along { nothing, dot, softmax_reverse };
+template <bool scaled, Along along>
+double row_exp_at(double *row, PetscInt n, double beta, double shift, double *with, double f, double c, double *dot) {
+  double Z = 0, D = 0;
+  PetscInt j = 0;
+  bool made = false; // the rest's exponentials made already (in a padded vector)
+#if defined(__AVX512F__)
+  const __m512d sh = _mm512_set1_pd(shift), sc = _mm512_set1_pd(beta), vf = _mm512_set1_pd(f), vc = _mm512_set1_pd(c);
+  __m512d d = _mm512_setzero_pd();
+  auto at = [&](PetscInt i) {
+    const __m512d a = _mm512_sub_pd(_mm512_loadu_pd(row + i), sh);
+    const __m512d e = exp_nonpositive(scaled ? _mm512_mul_pd(sc, a) : a);
+    _mm512_storeu_pd(row + i, e);
+    if constexpr (along == Along::dot) d = _mm512_fmadd_pd(e, _mm512_loadu_pd(with + i), d);
+    if constexpr (along == Along::softmax_reverse)
+      _mm512_storeu_pd(with + i, _mm512_mul_pd(_mm512_mul_pd(vf, e), _mm512_sub_pd(_mm512_loadu_pd(with + i), vc)));
+    return e;
+  };
+  __m512d s0 = _mm512_setzero_pd(), s1 = s0;
+  for (; j + 16 <= n; j += 16) s0 = _mm512_add_pd(s0, at(j)), s1 = _mm512_add_pd(s1, at(j + 8));
+  for (; j + 8 <= n; j += 8) s0 = _mm512_add_pd(s0, at(j));
+  Z = _mm512_reduce_add_pd(_mm512_add_pd(s0, s1));
+  if constexpr (along == Along::dot) D = _mm512_reduce_add_pd(d);
+  if (j < n) { // the rest's exponentials in one padded vector (summed below, in order)
+    const __mmask8 m = (__mmask8)((1u << (n - j)) - 1);
+    const __m512d a = _mm512_maskz_sub_pd(m, _mm512_maskz_loadu_pd(m, row + j), sh);
+    _mm512_mask_storeu_pd(row + j, m, exp_nonpositive(scaled ? _mm512_mul_pd(sc, a) : a));
+    made = true;
+  }
+#elif defined(__AVX2__) && defined(__FMA__)
+  const __m256d sh = _mm256_set1_pd(shift), sc = _mm256_set1_pd(beta), vf = _mm256_set1_pd(f), vc = _mm256_set1_pd(c);
+  __m256d d = _mm256_setzero_pd();
+  auto at = [&](PetscInt i) {
+    const __m256d a = _mm256_sub_pd(_mm256_loadu_pd(row + i), sh);
+    const __m256d e = exp_nonpositive(scaled ? _mm256_mul_pd(sc, a) : a);
+    _mm256_storeu_pd(row + i, e);
+    if constexpr (along == Along::dot) d = _mm256_fmadd_pd(e, _mm256_loadu_pd(with + i), d);
+    if constexpr (along == Along::softmax_reverse)
+      _mm256_storeu_pd(with + i, _mm256_mul_pd(_mm256_mul_pd(vf, e), _mm256_sub_pd(_mm256_loadu_pd(with + i), vc)));
+    return e;
+  };
+  __m256d s0 = _mm256_setzero_pd(), s1 = s0;
+  for (; j + 8 <= n; j += 8) s0 = _mm256_add_pd(s0, at(j)), s1 = _mm256_add_pd(s1, at(j + 4));
+  for (; j + 4 <= n; j += 4) s0 = _mm256_add_pd(s0, at(j));
+  alignas(32) double lanes[4];
+  _mm256_store_pd(lanes, _mm256_add_pd(s0, s1));
+  Z = (lanes[0] + lanes[1]) + (lanes[2] + lanes[3]);
+  if constexpr (along == Along::dot) {
+    _mm256_store_pd(lanes, d);
+    D = (lanes[0] + lanes[1]) + (lanes[2] + lanes[3]);
+  }
+  if (j < n) { // the rest's exponentials in one padded vector (summed below, in order)
+    const __m256i m = _mm256_cmpgt_epi64(_mm256_set1_epi64x(n - j), _mm256_setr_epi64x(0, 1, 2, 3));
+    const __m256d a = _mm256_and_pd(_mm256_sub_pd(_mm256_maskload_pd(row + j, m), sh), _mm256_castsi256_pd(m));
+    _mm256_maskstore_pd(row + j, m, exp_nonpositive(scaled ? _mm256_mul_pd(sc, a) : a));
+    made = true;
+  }
+#endif
+  for (; j < n; ++j) { // the rest after the vectors (all of them, plain)
+    Z += (row[j] = made ? row[j] : std::exp(beta * (row[j] - shift)));
+    if constexpr (along == Along::dot) D += row[j] * with[j];
+    if constexpr (along == Along::softmax_reverse) with[j] = f * row[j] * (with[j] - c);
+  }
+  if constexpr (along == Along::dot) *dot = D;
+  return Z;
+}
+
+template <Along along>
+double row_exp_along(double *row, PetscInt n, double beta, double shift, double *with, double f, double c,
+                     double *dot) {
+  return beta == 1.0 ? row_exp_at<false, along>(row, n, beta, shift, with, f, c, dot)
+                     : row_exp_at<true, along>(row, n, beta, shift, with, f, c, dot);
+}
+
+} // namespace
+
+// The softmax's row operations, with AVX-512 (8 wide, exp_nonpositive), with
+// AVX2 and FMA (4 wide, exp_nonpositive), or plain. The scores arrive unscaled:
+// beta >= 0 is applied after the maximum is subtracted (max of beta S = beta max S).
+
+// max_j row[j], j < n (-infinity when n = 0). Four running maxima (a
+// maximum's latency, not the loads, bounded one), exact in any order.
+double row_max(const double *row, PetscInt n) {
+  double mx = -std::numeric_limits<double>::infinity();
+  PetscInt j = 0;
+#if defined(__AVX512F__)
+  __m512d v0 = _mm512_set1_pd(mx), v1 = v0, v2 = v0, v3 = v0;
+  for (; j + 32 <= n; j += 32) {
+    v0 = _mm512_max_pd(v0, _mm512_loadu_pd(row + j));
+    v1 = _mm512_max_pd(v1, _mm512_loadu_pd(row + j + 8));
+    v2 = _mm512_max_pd(v2, _mm512_loadu_pd(row + j + 16));
+    v3 = _mm512_max_pd(v3, _mm512_loadu_pd(row + j + 24));
+  }
+  for (; j + 8 <= n; j += 8) v0 = _mm512_max_pd(v0, _mm512_loadu_pd(row + j));
+  mx = _mm512_reduce_max_pd(_mm512_max_pd(_mm512_max_pd(v0, v1), _mm512_max_pd(v2, v3)));
+#elif defined(__AVX2__) && defined(__FMA__)
+  __m256d v0 = _mm256_set1_pd(mx), v1 = v0, v2 = v0, v3 = v0;
+  for (; j + 16 <= n; j += 16) {
+    v0 = _mm256_max_pd(v0, _mm256_loadu_pd(row + j));
+    v1 = _mm256_max_pd(v1, _mm256_loadu_pd(row + j + 4));
+    v2 = _mm256_max_pd(v2, _mm256_loadu_pd(row + j + 8));
+    v3 = _mm256_max_pd(v3, _mm256_loadu_pd(row + j + 12));
+  }
+  for (; j + 4 <= n; j += 4) v0 = _mm256_max_pd(v0, _mm256_loadu_pd(row + j));
+  alignas(32) double lanes[4];
+  _mm256_store_pd(lanes, _mm256_max_pd(_mm256_max_pd(v0, v1), _mm256_max_pd(v2, v3)));
+  for (double v : lanes) mx = std::max(mx, v);
+#endif
+  for (; j < n; ++j) mx = std::max(mx, row[j]);
+  return mx;
+}
+
+double row_exp(double *row, PetscInt n, double beta, double shift) {
+  return row_exp_along<Along::nothing>(row, n, beta, shift, nullptr, 0, 0, nullptr);
+}
+
+// row_exp, and *dot <- sum_j row[j] with[j] of the new row.
+double row_exp_dot(double *row, PetscInt n, double beta, double shift, double *with, double *dot) {
+  return row_exp_along<Along::dot>(row, n, beta, shift, with, 0, 0, dot);
+}
+
+// row_exp, and dp[j] <- (f row[j]) (dp[j] - c) with the new row: the
+// reverse's dS = beta P (dP - delta) at f = beta / l, c = delta.
+void row_exp_reverse(double *row, PetscInt n, double beta, double shift, double *dp, double f, double c) {
+  row_exp_along<Along::softmax_reverse>(row, n, beta, shift, dp, f, c, nullptr);
+}
+
+// sum_j a[j] b[j], j < n (8 partial sums with AVX-512, 4 with AVX2: the
+// compiler does not reorder a plain loop's sum, which then waits on each
+// addition).
+double row_dot(const double *a, const double *b, PetscInt n) {
+  double sum = 0;
+  PetscInt j = 0;
+#if defined(__AVX512F__)
+  __m512d acc = _mm512_setzero_pd();
+  for (; j + 8 <= n; j += 8) acc = _mm512_fmadd_pd(_mm512_loadu_pd(a + j), _mm512_loadu_pd(b + j), acc);
+  sum = _mm512_reduce_add_pd(acc);
+#elif defined(__AVX2__) && defined(__FMA__)
+  __m256d acc = _mm256_setzero_pd();
+  for (; j + 4 <= n; j += 4) acc = _mm256_fmadd_pd(_mm256_loadu_pd(a + j), _mm256_loadu_pd(b + j), acc);
+  alignas(32) double lanes[4];
+  _mm256_store_pd(lanes, acc);
+  sum = (lanes[0] + lanes[1]) + (lanes[2] + lanes[3]);
+#endif
+  for (; j < n; ++j) sum += a[j] * b[j];
+  return sum;
+}
+
+// (Plain loops, summed in order: weighted rows are not the hot path.)
+double row_weigh(double *row, const double *w, PetscInt n) {
+  double sum = 0;
+  for (PetscInt j = 0; j < n; ++j) sum += (row[j] *= w[j]);
+  return sum;
+}
+
+void row_weigh_reverse(double *row, double *dp, const double *w, PetscInt n, double beta, double l, double c,
+                       double *grad) {
+  const double inverse = 1.0 / l;
+  for (PetscInt j = 0; j < n; ++j) {
+    const double g = row[j] * inverse * (dp[j] - c);
+    if (grad) grad[j] += g;
+    row[j] *= w[j];
+    dp[j] = beta * w[j] * g;
+  }
+}
+
+// row[j] *= f for j < n.
+void row_scale(double *row, PetscInt n, double f) {
+  PetscInt j = 0;
+#if defined(__AVX512F__)
+  const __m512d vf = _mm512_set1_pd(f);
+  for (; j + 8 <= n; j += 8) _mm512_storeu_pd(row + j, _mm512_mul_pd(_mm512_loadu_pd(row + j), vf));
+#endif
+  for (; j < n; ++j) row[j] *= f;
+}
+
+const char *ExponentialPath() {
+#if defined(__AVX512F__)
+  return "own AVX-512 (1.1 ulp)";
+#elif defined(__AVX2__) && defined(__FMA__)
+  return "own AVX2 (1.1 ulp)";
+#else
+  return "libm";
+#endif
+}
+
+void exponentials(double *x, PetscInt n) {
+  PetscInt j = 0;
+#if defined(__AVX512F__)
+  for (; j + 8 <= n; j += 8) _mm512_storeu_pd(x + j, exp_nonpositive(_mm512_loadu_pd(x + j)));
+#elif defined(__AVX2__) && defined(__FMA__)
+  for (; j + 4 <= n; j += 4) _mm256_storeu_pd(x + j, exp_nonpositive(_mm256_loadu_pd(x + j)));
+#endif
+  for (; j < n; ++j) x[j] = std::exp(x[j]);
+}
+
+} // namespace mft

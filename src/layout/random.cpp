@@ -1,0 +1,59 @@
+// xoshiro256** seeded by splitmix64 over the stream's ids; Box-Muller normals.
+#include "mft/layout/random.hpp"
+
+#include <cmath>
+#include <initializer_list>
+
+namespace mft {
+
+namespace {
+std::uint64_t splitmix(std::uint64_t &x) {
+  std::uint64_t z = (x += 0x9e3779b97f4a7c15ULL);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+std::uint64_t rotl(std::uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
+} // namespace
+
+Stream::Stream(std::uint64_t seed, std::uint64_t purpose, std::uint64_t i, std::uint64_t j) {
+  std::uint64_t x = seed;
+  std::uint64_t h = splitmix(x);
+  for (std::uint64_t id : {purpose, i, j}) {
+    x = h ^ (id * 0xd1342543de82ef95ULL + 0x2545f4914f6cdd1dULL);
+    h = splitmix(x);
+  }
+  x = h;
+  for (auto &s : s_) s = splitmix(x);
+}
+
+std::uint64_t Stream::next() {
+  const std::uint64_t result = rotl(s_[1] * 5, 7) * 9;
+  const std::uint64_t t = s_[1] << 17;
+  s_[2] ^= s_[0];
+  s_[3] ^= s_[1];
+  s_[1] ^= s_[2];
+  s_[0] ^= s_[3];
+  s_[2] ^= t;
+  s_[3] = rotl(s_[3], 45);
+  return result;
+}
+
+double Stream::uniform() { return (double)(next() >> 11) * 0x1.0p-53; }
+
+double Stream::normal() {
+  if (has_spare_) {
+    has_spare_ = false;
+    return spare_;
+  }
+  const double u1 = 1.0 - uniform(); // (0, 1]
+  const double u2 = uniform();
+  const double r = std::sqrt(-2.0 * std::log(u1));
+  spare_ = r * std::sin(2.0 * M_PI * u2);
+  has_spare_ = true;
+  return r * std::cos(2.0 * M_PI * u2);
+}
+
+double Stream::exponential() { return -std::log(1.0 - uniform()); }
+
+} // namespace mft

@@ -1,0 +1,217 @@
+// The checks of settings beyond each value's own range: together, against
+// the ranks and PETSc's index range, and the outputs' folders.
+#include "mft/settings/options.hpp"
+#include "mft/flow/trajectory.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <limits>
+#include <set>
+#include <sstream>
+#include <unistd.h>
+
+namespace mft {
+
+// Why a file could not be written at path (empty when it can): a new file
+// beside it is created and removed, by one rank, before any work starts.
+static std::string unwritable(const std::string &path) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (fs::is_directory(path, ec)) return "'" + path + "' is a folder";
+  const fs::path parent = fs::path(path).parent_path().empty() ? fs::path(".") : fs::path(path).parent_path();
+  if (!fs::is_directory(parent, ec)) return "no such folder '" + parent.string() + "'";
+  const fs::path probe = parent / (".mft-write-check-" + std::to_string(::getpid()));
+  { std::ofstream out(probe); if (!out) return "folder '" + parent.string() + "' is not writable"; }
+  fs::remove(probe, ec);
+  return "";
+}
+
+// The same for a folder that a run creates if needed.
+static std::string unwritable_folder(const std::string &dir) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (fs::exists(dir, ec) && !fs::is_directory(dir, ec)) return "'" + dir + "' is not a folder";
+  if (fs::is_directory(dir, ec)) return unwritable((fs::path(dir) / "x").string());
+  fs::path up = fs::path(dir).parent_path();
+  while (!up.empty() && !fs::exists(up, ec)) up = up.parent_path();
+  return unwritable(((up.empty() ? fs::path(".") : up) / "x").string());
+}
+
+// Outputs and input files are checked on rank 0 before any work starts: a
+// day of training must not end in a write that was bound to fail.
+PetscErrorCode SettingsCheckOutputs(MPI_Comm comm, const std::string &command, const Settings &s) {
+  PetscMPIInt rank;
+  char why[1024] = "";
+  PetscFunctionBeginUser;
+  PetscCallMPI(MPI_Comm_rank(comm, &rank));
+  if (rank == 0) {
+    std::string w;
+    const bool writes = command == "forward" || command == "train" || command == "ntk" || command == "limit" ||
+                        command == "lse" || command == "worst";
+    if (writes && !(w = unwritable(s.output.file)).empty()) w = "output.file cannot be written: " + w;
+    else if (command == "train" && !(w = unwritable_folder(s.checkpoint.dir)).empty())
+      w = "checkpoint.dir cannot be written: " + w;
+    else if (command == "study" && !(w = unwritable_folder(s.study.dir)).empty()) w = "study.dir cannot be written: " + w;
+    std::snprintf(why, sizeof why, "%s", w.c_str());
+  }
+  PetscCallMPI(MPI_Bcast(why, sizeof why, MPI_CHAR, 0, comm));
+  PetscCheck(!why[0], comm, PETSC_ERR_USER_INPUT, "%s", why);
+  // Input files named in the options are there and are files (MPI-IO would
+  // print its own lines on a folder, and a study would start its cases).
+  if (rank == 0) {
+    std::string w;
+    std::vector<std::pair<std::string, std::string>> inputs = {
+        {"data.file", s.data.file}, {"data.heldout", s.data.heldout}, {"params.file", s.params_file},
+        {"restart", s.restart == "auto" ? "" : s.restart}, {"worst.start", command == "worst" ? s.worst.start : ""}};
+    std::istringstream references(command == "worst" ? s.worst.references : "");
+    for (std::string r; references >> r;) inputs.emplace_back("worst.references", r);
+    for (const auto &[key, path] : inputs)
+      if (w.empty() && !path.empty() && !h5::NotReadable(path).empty())
+        w = "cannot open '" + path + "': " + h5::NotReadable(path) + " (" + key + ")";
+    std::snprintf(why, sizeof why, "%s", w.c_str());
+  }
+  PetscCallMPI(MPI_Bcast(why, sizeof why, MPI_CHAR, 0, comm));
+  PetscCheck(!why[0], comm, PETSC_ERR_FILE_OPEN, "%s", why);
+  PetscFunctionReturn(0);
+}
+
+// A study's design, checked before any case runs: references that dominate
+// the models, and a teacher that is no model's or reference's own draw.
+static PetscErrorCode StudyCheck(MPI_Comm comm, const Settings &s) {
+  const bool trained = s.study.state == StudyState::trained;
+  std::vector<PetscInt> L, H;
+  std::istringstream l(s.study.L), h(s.study.H);
+  for (PetscInt x; l >> x;) L.push_back(x);
+  for (PetscInt x; h >> x;) H.push_back(x);
+  PetscFunctionBeginUser;
+  const PetscInt Lmax = *std::max_element(L.begin(), L.end()), Hmax = *std::max_element(H.begin(), H.end());
+  const bool varies_L = *std::min_element(L.begin(), L.end()) < Lmax, varies_H = *std::min_element(H.begin(), H.end()) < Hmax;
+  PetscCheck(!s.study.probes.empty() || !s.study.probe_file.empty(), comm, PETSC_ERR_USER_INPUT,
+             "the study has no probes: give study.probes or study.probe_file");
+  for (const auto &[key, grid] : {std::pair<const char *, const std::vector<PetscInt> *>{"study.L", &L}, {"study.H", &H}})
+    for (size_t i = 0; i < grid->size(); ++i)
+      PetscCheck(std::count(grid->begin(), grid->end(), (*grid)[i]) == 1, comm, PETSC_ERR_USER_INPUT,
+                 "%s holds %" PetscInt_FMT " twice: every cell would run twice", key, (*grid)[i]);
+  const bool rates = !s.study.learning_rates.empty();
+  PetscCheck(s.study.references > 0 || rates, comm, PETSC_ERR_USER_INPUT,
+             "study.references = 0: a convergence study needs references (0 only with study.learning_rates)");
+  PetscCheck(!rates || trained, comm, PETSC_ERR_USER_INPUT,
+             "study.learning_rates needs study.state = trained (nothing is trained at initialisation)");
+  std::istringstream lr(s.study.learning_rates);
+  const auto nrates = std::distance(std::istream_iterator<std::string>(lr), std::istream_iterator<std::string>());
+  PetscCheck(!rates || nrates >= 2, comm,
+             PETSC_ERR_USER_INPUT, "study.learning_rates = '%s': a learning-rate study needs two rates or more",
+             s.study.learning_rates.c_str());
+  const double m = s.study.reference_margin;
+  const PetscInt refH = trained ? s.study.reference_H : s.limit.heads;
+  PetscCheck(!varies_H || refH >= m * Hmax, comm, PETSC_ERR_USER_INPUT,
+             "the reference's %" PetscInt_FMT " heads (%s) are fewer than study.reference_margin = %s times the "
+             "largest H = %" PetscInt_FMT " of the grid: its own error would stay in the models' (lower "
+             "study.reference_margin to run anyway)",
+             refH, trained ? "study.reference_H" : "limit.heads", format_real(m).c_str(), Hmax);
+  PetscCheck(!trained || !varies_L || s.study.reference_L >= m * Lmax, comm, PETSC_ERR_USER_INPUT,
+             "the reference's %" PetscInt_FMT " layers (study.reference_L) are fewer than study.reference_margin = %s "
+             "times the largest L = %" PetscInt_FMT " of the grid: its own error would stay in the models' (lower "
+             "study.reference_margin to run anyway)",
+             s.study.reference_L, format_real(m).c_str(), Lmax);
+  if (trained) {
+    PetscCheck(s.data.teacher_perturbation == 0, comm, PETSC_ERR_USER_INPUT,
+               "data.teacher_perturbation = %s in a trained study: its teacher is one model of the reference's shape "
+               "for every case (use data.teacher_init for a teacher of another law)",
+               format_real(s.data.teacher_perturbation).c_str());
+    for (PetscInt k = 1; k <= s.study.seeds; ++k)
+      PetscCheck(s.init.seed + (std::uint64_t)k != s.data.teacher_seed, comm, PETSC_ERR_USER_INPUT,
+                 "init.seed + %" PetscInt_FMT " = %llu is data.teacher_seed: seed %" PetscInt_FMT
+                 "'s models would start from the teacher's own draw (choose another init.seed or data.teacher_seed)",
+                 k, (unsigned long long)s.data.teacher_seed, k);
+    for (PetscInt r = 0; r < s.study.references; ++r)
+      PetscCheck(s.init.seed + 100003 * (std::uint64_t)r != s.data.teacher_seed, comm, PETSC_ERR_USER_INPUT,
+                 "reference %" PetscInt_FMT "'s seed init.seed + %llu = %llu is data.teacher_seed: it would start from "
+                 "the teacher's own draw (choose another init.seed or data.teacher_seed)",
+                 r, 100003ull * (unsigned long long)r, (unsigned long long)s.data.teacher_seed);
+  }
+  PetscFunctionReturn(0);
+}
+
+// The worst-input searches (mft worst, study.worst): each N of study.worst_N
+// starts from the one before (a multiple of it), the measure from the
+// largest N (at least as many atoms), and a measure has no order for the
+// causal mask.
+static PetscErrorCode WorstCheck(MPI_Comm comm, const Settings &s) {
+  std::vector<PetscInt> Ns;
+  std::istringstream n(s.study.worst_N);
+  for (PetscInt x; n >> x;) Ns.push_back(x);
+  PetscFunctionBeginUser;
+  for (size_t i = 1; i < Ns.size(); ++i)
+    PetscCheck(Ns[i] > Ns[i - 1] && Ns[i] % Ns[i - 1] == 0, comm, PETSC_ERR_USER_INPUT,
+               "study.worst_N: %" PetscInt_FMT " after %" PetscInt_FMT " is not a larger multiple of it (each N "
+               "starts from the one before, its tokens repeated)", Ns[i], Ns[i - 1]);
+  const PetscInt largest = Ns.empty() ? s.data.N : Ns.back();
+  PetscCheck(s.study.worst_atoms == 0 || s.study.worst_atoms >= largest, comm, PETSC_ERR_USER_INPUT,
+             "study.worst_atoms = %" PetscInt_FMT " is fewer than the largest N searched (%" PetscInt_FMT
+             "), whose input starts the measure", s.study.worst_atoms, largest);
+  const bool measures = s.command == "worst" ? s.worst.atoms > 0 : s.study.worst && s.study.worst_atoms > 0;
+  PetscCheck(!measures || !s.model.causal, comm, PETSC_ERR_USER_INPUT,
+             "%s: a measure of weighted atoms has no order, and model.causal = true orders the tokens",
+             s.command == "worst" ? "worst.atoms" : "study.worst_atoms");
+  PetscFunctionReturn(0);
+}
+
+// Settings that are valid one by one but not together.
+PetscErrorCode SettingsCheckTogether(MPI_Comm comm, const Settings &s) {
+  PetscFunctionBeginUser;
+  PetscCheck(s.data.param_max >= s.data.param_min, comm, PETSC_ERR_USER_INPUT,
+             "data.param_max (%g) is smaller than data.param_min (%g)", s.data.param_max, s.data.param_min);
+  PetscCheck(!s.output.file.empty(), comm, PETSC_ERR_USER_INPUT, "output.file is empty");
+  PetscCheck(s.train.beta1 < 1 && s.train.beta2 < 1, comm, PETSC_ERR_USER_INPUT,
+             "train.beta1 and train.beta2 must be below 1 (got %g and %g)", s.train.beta1, s.train.beta2);
+  PetscCheck(s.train.lr_min <= s.train.lr, comm, PETSC_ERR_USER_INPUT, "train.lr_min (%g) exceeds train.lr (%g)",
+             s.train.lr_min, s.train.lr);
+  PetscCheck(s.parallel.threads <= kMaxThreads, comm, PETSC_ERR_USER_INPUT,
+             "parallel.threads = %" PetscInt_FMT " is more than %d threads a rank", s.parallel.threads, (int)kMaxThreads);
+  if (s.command == "study") {
+    std::istringstream times(s.study.times);
+    for (PetscInt t; times >> t;)
+      PetscCheck(t <= s.study.steps, comm, PETSC_ERR_USER_INPUT,
+                 "study.times entry %" PetscInt_FMT " is beyond study.steps = %" PetscInt_FMT, t, s.study.steps);
+    PetscCall(StudyCheck(comm, s));
+  }
+  if (s.command == "study" || s.command == "worst") PetscCall(WorstCheck(comm, s));
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode SettingsCheck(MPI_Comm comm, const Settings &s) {
+  const ModelSettings &m = s.model;
+  const DataSettings &d = s.data;
+  PetscMPIInt size;
+  PetscFunctionBeginUser;
+  PetscCallMPI(MPI_Comm_size(comm, &size));
+  PetscCheck(m.k <= m.d, comm, PETSC_ERR_USER_INPUT,
+             "model.k = %" PetscInt_FMT " exceeds model.d = %" PetscInt_FMT ": a head's key dimension is at most d",
+             m.k, m.d);
+  const double limit = (double)std::numeric_limits<PetscInt>::max();
+  const double tokens = (double)d.M * d.N * m.d;
+  PetscCheck(tokens <= limit, comm, PETSC_ERR_USER_INPUT,
+             "data.M * data.N * model.d = %.0f exceeds the largest vector this PETSc can index (%.0f)", tokens, limit);
+  const double head = m.head_kind == HeadKind::qkv ? 2.0 * m.k * m.d + (double)m.d * m.d : 4.0 * m.k * m.d;
+  PetscCheck(head * m.L * m.H <= limit, comm, PETSC_ERR_USER_INPUT,
+             "model.L * model.H * (parameters per head) = %.0f exceeds the largest vector this PETSc can index (%.0f)",
+             head * m.L * m.H, limit);
+  PetscCheck(s.train.batch <= d.M, comm, PETSC_ERR_USER_INPUT,
+             "train.batch = %" PetscInt_FMT " exceeds data.M = %" PetscInt_FMT, s.train.batch, d.M);
+  const PetscInt hg = s.parallel.head_groups;
+  if (hg > 0) {
+    PetscCheck(size % hg == 0, comm, PETSC_ERR_USER_INPUT,
+               "parallel.head_groups = %" PetscInt_FMT " does not divide the %d ranks", hg, size);
+    PetscCheck(hg <= m.H, comm, PETSC_ERR_USER_INPUT,
+               "parallel.head_groups = %" PetscInt_FMT " exceeds model.H = %" PetscInt_FMT, hg, m.H);
+  }
+  if (SettingsReads(s.command, "output.trajectory")) // elsewhere a config's value is not used
+    PetscCall(TrajectoryCheck(comm, s, s.command == "train" || s.command == "limit" || s.gradient));
+  PetscFunctionReturn(0);
+}
+
+} // namespace mft

@@ -1,0 +1,278 @@
+// Convergence studies: the cases of a study, the probe sets and the case
+// files (study_cases.hpp); running a case is in study_run.cpp, the
+// aggregation in study_aggregate.cpp.
+#include "mft/studies/study.hpp"
+#include "mft/files/data.hpp"
+#include "mft/studies/study_cases.hpp"
+
+#include "mft/settings/error.hpp"
+#include "mft/layout/h5.hpp"
+#include "mft/files/runfile.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <sstream>
+
+namespace mft {
+
+namespace study {
+
+std::vector<std::string> words(const std::string &text, char sep) {
+  std::vector<std::string> out;
+  std::istringstream in(text);
+  for (std::string w; std::getline(in, w, sep);) {
+    const size_t a = w.find_first_not_of(" \t"), b = w.find_last_not_of(" \t");
+    if (a != std::string::npos) out.push_back(w.substr(a, b - a + 1));
+  }
+  return out;
+}
+
+std::vector<PetscInt> integers(const std::string &text) {
+  std::vector<PetscInt> out;
+  for (auto &w : words(text)) out.push_back((PetscInt)std::stoll(w));
+  return out;
+}
+
+std::vector<std::string> overrides(const std::string &variant) {
+  std::vector<std::string> out;
+  for (auto &kv : words(variant)) {
+    const size_t eq = kv.find('=');
+    out.push_back("--" + kv.substr(0, eq));
+    out.push_back(eq == std::string::npos ? "" : kv.substr(eq + 1));
+  }
+  return out;
+}
+
+PetscErrorCode CaseSettings(MPI_Comm comm, std::vector<std::string> args, const std::vector<std::string> &extra,
+                            Settings *s, bool probe) {
+  PetscBool help;
+  PetscFunctionBeginUser;
+  args.insert(args.end(), extra.begin(), extra.end());
+  PetscCall(SettingsParse(comm, "study", args, s, &help));
+  if (probe) s->scheme.zero_targets = true, s->loss.kind = LossKind::token;
+  if (!s->data.file.empty()) PetscCall(DataFileConform(comm, s));
+  PetscFunctionReturn(0);
+}
+
+std::string case_path(const std::string &dir, PetscInt i) { return dir + "/case-" + std::to_string(i) + ".h5"; }
+
+std::vector<ProbeSet> probe_sets(const Settings &s) {
+  const auto families = words(s.study.probes);
+  std::vector<PetscInt> Ns = integers(s.study.probe_N);
+  const bool named = !Ns.empty();
+  if (Ns.empty()) Ns.push_back(s.data.N);
+  std::vector<ProbeSet> sets;
+  for (size_t f = 0; f < families.size(); ++f)
+    for (PetscInt N : Ns)
+      sets.push_back({families[f], named ? families[f] + "_N" + std::to_string(N) : families[f], N,
+                      s.data.seed + 7919 * (f + 1) + (named ? 104729 * (std::uint64_t)N : 0), ""});
+  if (!s.study.probe_file.empty())
+    sets.push_back({"file", std::filesystem::path(s.study.probe_file).stem().string(), 0, 0, s.study.probe_file});
+  return sets;
+}
+
+std::vector<std::string> probe_names(const Settings &s) {
+  std::vector<std::string> names;
+  for (const ProbeSet &p : probe_sets(s)) names.push_back(p.name);
+  return names;
+}
+
+std::vector<std::string> probe_overrides(const Settings &s, const ProbeSet &p) {
+  if (!p.file.empty()) return {"--data.file", p.file, "--data.M", std::to_string(s.study.probe_M)};
+  return {"--data.family", p.family, "--data.M", std::to_string(s.study.probe_M), "--data.N", std::to_string(p.N),
+          "--data.seed", std::to_string(p.seed), "--data.file", ""};
+}
+
+std::string partial_path(const std::string &dir, PetscInt i, PetscInt t) {
+  return dir + "/case-" + std::to_string(i) + "-t" + std::to_string(t) + ".h5";
+}
+
+PetscErrorCode ReadCase(const std::string &path, const std::vector<std::string> &families, const std::string &prefix,
+                        CaseData *out, std::string *problem) {
+  std::uint64_t stored = 0, computed = 0;
+  PetscFunctionBeginUser;
+  problem->clear();
+  PetscCall(PetscPushErrorHandler(ErrorCapture, nullptr));
+  PetscErrorCode err = h5::Verify(PETSC_COMM_SELF, path, &stored, &computed);
+  if (!err && stored == computed) {
+    h5::File f;
+    err = h5::Open(PETSC_COMM_SELF, path, false, &f);
+    for (size_t i = 0; !err && i < families.size(); ++i)
+      for (int q = 0; q < 2 && !err; ++q) {
+        const std::string name = prefix + "/probes/" + families[i] + (q ? "/adjoint" : "/tokens");
+        const auto dims = h5::Shape(f, name);
+        if (dims.size() != 3) {
+          *problem = path + " has no " + name;
+          break;
+        }
+        if (q == 0) out->N.push_back((PetscInt)dims[1]);
+        out->d = (PetscInt)dims[2];
+        std::vector<double> a((size_t)(dims[0] * dims[1] * dims[2]));
+        Range all;
+        all.end = (PetscInt)dims[0];
+        err = h5::ReadRows(f, name, dims, 1, all, a.data());
+        (q ? out->adjoint : out->tokens).push_back(a);
+        if (q == 0) { // a weighted probe set's weights (docs/model.md, 'Token measures')
+          const std::string wname = prefix + "/probes/" + families[i] + "/weights";
+          const auto wdims = h5::Shape(f, wname);
+          out->weights.emplace_back(wdims.size() == 2 ? wdims[0] * wdims[1] : 0);
+          if (!err && !out->weights.back().empty()) err = h5::ReadRows(f, wname, wdims, 1, all, out->weights.back().data());
+        }
+      }
+    for (auto [name, value] : {std::pair<const char *, double *>{"/training/head_change", &out->head_change},
+                               {"/training/risk", &out->risk}, {"/training/risk_reduction", &out->reduction},
+                               {"/training/heldout_risk", &out->heldout_risk}}) {
+      const auto dims = h5::Shape(f, prefix + name);
+      Range one;
+      one.end = 1;
+      if (!err && dims.size() == 1 && dims[0] == 1) err = h5::ReadRows(f, prefix + name, dims, 1, one, value);
+    }
+    const auto theta = h5::Shape(f, prefix + "/params/theta");
+    if (!err && theta.size() == 1) {
+      Range all;
+      all.end = (PetscInt)theta[0];
+      out->heads.resize(theta[0]);
+      err = h5::ReadRows(f, prefix + "/params/theta", theta, 1, all, out->heads.data());
+    }
+    const auto curve = h5::Shape(f, "/training/loss");
+    if (!err && curve.size() == 1 && curve[0] > 0) {
+      Range all;
+      all.end = (PetscInt)curve[0];
+      out->loss.resize(curve[0]);
+      err = h5::ReadRows(f, "/training/loss", curve, 1, all, out->loss.data());
+    }
+    if (!err) err = h5::Close(&f);
+  } else if (!err) {
+    *problem = path + " is damaged (checksum)";
+  }
+  PetscCall(PetscPopErrorHandler());
+  if (err) *problem = captured_error();
+  PetscFunctionReturn(0);
+}
+
+std::string case_identity(const Settings &cs) {
+  static const std::vector<std::string> study_keys = {"study.state",   "study.steps",   "study.times",
+                                                      "study.probes",  "study.probe_M", "study.probe_N",
+                                                      "study.probe_file", "study.worst"};
+  std::string text;
+  for (const auto &[key, value] : cs.record) {
+    const std::string section = key.substr(0, key.find('.'));
+    const bool study_key = std::find(study_keys.begin(), study_keys.end(), key) != study_keys.end();
+    if (study_key || section == "limit" || (section != "study" && RunDefining(cs, key)))
+      text += key + "=" + value + "\n";
+  }
+  return text;
+}
+
+std::string num(double v) {
+  if (!std::isfinite(v)) return "";
+  char b[32];
+  std::snprintf(b, sizeof b, "%.6g", v);
+  return b;
+}
+
+} // namespace study
+
+using namespace study;
+
+std::string StudyCase::describe() const {
+  std::ostringstream os;
+  os << "case " << index << " (variant " << variant << ", ";
+  if (reference) os << "reference " << reference_index << ")";
+  else os << "L=" << L << ", H=" << H << ", seed " << seed << ")";
+  return os.str();
+}
+
+std::pair<PetscInt, PetscInt> StudyTeacher(const Settings &s) {
+  return {s.data.teacher_L ? s.data.teacher_L : s.study.reference_L,
+          s.data.teacher_H ? s.data.teacher_H : s.study.reference_H};
+}
+
+std::vector<std::string> StudyVariants(const Settings &s) {
+  auto v = words(s.study.variants, ';');
+  if (v.empty()) v.push_back("");
+  const auto rates = words(s.study.learning_rates);
+  if (rates.empty()) return v;
+  std::vector<std::string> each;
+  for (const std::string &base : v)
+    for (const std::string &lr : rates) each.push_back((base.empty() ? "" : base + " ") + "train.lr=" + lr);
+  return each;
+}
+
+PetscErrorCode StudyProbeFileCheck(MPI_Comm comm, const std::vector<std::string> &args, const Settings &s) {
+  PetscFunctionBeginUser;
+  for (const ProbeSet &p : probe_sets(s)) {
+    Settings ps;
+    if (p.file.empty()) continue;
+    // The file is read as a data file: its errors are said in the study's terms.
+    PetscCall(PetscPushErrorHandler(ErrorCapture, nullptr));
+    const PetscErrorCode err = CaseSettings(comm, args, probe_overrides(s, p), &ps, true);
+    PetscCall(PetscPopErrorHandler());
+    std::string why = err ? captured_error() : "";
+    for (const auto &[from, to] : {std::pair<std::string, std::string>{"data.M", "study.probe_M"}, {"data file", "file"},
+                                   {"(data.file)", "(study.probe_file)"}})
+      for (size_t at = why.find(from); at != std::string::npos; at = why.find(from, at + to.size()))
+        why.replace(at, from.size(), to);
+    PetscCheck(!err, comm, err, "study.probe_file: %s", why.c_str());
+  }
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode StudyCaseFinished(MPI_Comm comm, const std::vector<std::string> &args, const Settings &s,
+                                 const StudyCase &c, bool *finished) {
+  std::uint64_t stored = 0, computed = 0;
+  std::vector<std::string> identity;
+  Settings cs;
+  PetscFunctionBeginUser;
+  *finished = false;
+  const std::string path = case_path(s.study.dir, c.index);
+  PetscMPIInt rank;
+  int exists = 0;
+  PetscCallMPI(MPI_Comm_rank(comm, &rank));
+  if (rank == 0) exists = h5::NotReadable(path).empty();
+  PetscCallMPI(MPI_Bcast(&exists, 1, MPI_INT, 0, comm));
+  if (!exists) PetscFunctionReturn(0);
+  PetscCall(PetscPushErrorHandler(ErrorCapture, nullptr));
+  PetscErrorCode err = h5::Verify(comm, path, &stored, &computed);
+  if (!err) err = RunFileAttributes(comm, path, {"study.case_identity"}, &identity);
+  PetscCall(PetscPopErrorHandler());
+  if (err || stored != computed) PetscFunctionReturn(0);
+  PetscCall(CaseSettings(comm, args, CaseModel(s, c), &cs));
+  *finished = identity[0] == case_identity(cs);
+  PetscFunctionReturn(0);
+}
+
+std::vector<StudyCase> StudyCases(const Settings &s) {
+  std::vector<StudyCase> cases;
+  const auto Ls = integers(s.study.L), Hs = integers(s.study.H);
+  const PetscInt nv = (PetscInt)StudyVariants(s).size();
+  for (PetscInt v = 0; v < nv; ++v) {
+    for (PetscInt r = 0; r < s.study.references; ++r) {
+      StudyCase ref;
+      ref.index = (PetscInt)cases.size(), ref.variant = v, ref.reference = true, ref.reference_index = r;
+      ref.L = s.study.state == StudyState::trained ? s.study.reference_L : 0;
+      ref.H = s.study.state == StudyState::trained ? s.study.reference_H : s.limit.heads;
+      cases.push_back(ref);
+    }
+    for (PetscInt L : Ls)
+      for (PetscInt H : Hs)
+        for (PetscInt seed = 1; seed <= s.study.seeds; ++seed) {
+          StudyCase c;
+          c.index = (PetscInt)cases.size(), c.variant = v, c.L = L, c.H = H, c.seed = seed;
+          cases.push_back(c);
+        }
+  }
+  return cases;
+}
+
+std::vector<PetscInt> StudyTimes(const Settings &s) {
+  if (s.study.state != StudyState::trained) return {0};
+  std::vector<PetscInt> t = integers(s.study.times);
+  t.push_back(0), t.push_back(s.study.steps);
+  std::sort(t.begin(), t.end());
+  t.erase(std::unique(t.begin(), t.end()), t.end());
+  return t;
+}
+
+} // namespace mft

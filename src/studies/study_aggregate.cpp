@@ -1,0 +1,534 @@
+// Aggregating a study: its case files read, the squared errors of every
+// model against every reference handed to the statistics
+// (study_statistics.hpp), and the tables, arrays and printed fits written.
+#include "mft/studies/study.hpp"
+#include "mft/studies/study_cases.hpp"
+#include "mft/studies/study_statistics.hpp"
+#include "mft/studies/study_tables.hpp"
+
+#include "mft/settings/error.hpp"
+#include "mft/files/runfile.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <list>
+#include <filesystem>
+#include <map>
+#include <sstream>
+
+namespace mft {
+
+using namespace study;
+
+// A CSV row: the fields joined by commas.
+std::string csv(std::initializer_list<std::string> fields) {
+  std::string row;
+  for (const std::string &f : fields) row += (row.empty() ? "" : ",") + f;
+  return row + "\n";
+}
+
+std::string quoted(const std::string &s) { return "\"" + s + "\""; }
+
+// A figure of the printed summary with its interval; "(not determined)" when
+// one of the flags `undecided` (space-separated) is raised.
+std::string with_interval(double x, StudyInterval ci, const std::string &flags, const std::string &undecided) {
+  char b[96];
+  std::istringstream in(undecided);
+  for (std::string f; in >> f;)
+    if (flags.find(f) != std::string::npos) {
+      std::snprintf(b, sizeof b, "%.3f (not determined)", x);
+      return b;
+    }
+  if (!std::isfinite(x)) return "-";
+  if (!std::isfinite(ci.lo)) std::snprintf(b, sizeof b, "%.3f [no interval]", x);
+  else std::snprintf(b, sizeof b, "%.3f [%.3f, %.3f]", x, ci.lo, ci.hi);
+  return b;
+}
+
+void WriteFit(Outputs &out, const std::string &v, const std::string &variant, const char *quantity, PetscInt time,
+              int corrected, const StudyFit &f, const Training &t) {
+  out.fits << csv({v, quoted(variant), quantity, num(f.slope_L), num(f.slope_L_ci.lo), num(f.slope_L_ci.hi),
+                   num(f.slope_H), num(f.slope_H_ci.lo), num(f.slope_H_ci.hi), num(f.a), num(f.b), num(f.C1), num(f.C2),
+                   num(f.rms), std::to_string(time), std::to_string(corrected), num(f.a_ci.lo), num(f.a_ci.hi),
+                   num(f.b_ci.lo), num(f.b_ci.hi), quoted(f.flags), std::to_string(f.cells),
+                   num(f.reference_bias), num(t.reference_change), num(t.reference_reduction),
+                   num(f.reference_spread)});
+  const std::string key = "v" + v + "." + quantity + (corrected ? ".corrected." : ".");
+  for (auto &[name, x] : std::vector<std::pair<std::string, double>>{
+           {"slope_L", f.slope_L}, {"slope_L_lo", f.slope_L_ci.lo}, {"slope_L_hi", f.slope_L_ci.hi},
+           {"slope_H", f.slope_H}, {"slope_H_lo", f.slope_H_ci.lo}, {"slope_H_hi", f.slope_H_ci.hi},
+           {"a", f.a}, {"b", f.b}, {"a_lo", f.a_ci.lo}, {"a_hi", f.a_ci.hi}, {"b_lo", f.b_ci.lo},
+           {"b_hi", f.b_ci.hi}, {"C1", f.C1}, {"C2", f.C2}, {"reference_bias", f.reference_bias},
+           {"reference_spread", f.reference_spread}})
+    out.attribute(key + name, num(x));
+  out.attribute(key + "flags", f.flags.empty() ? "(none)" : f.flags);
+}
+
+namespace {
+
+// Per probe sequence, over all probe sets in order: (1/N) sum_i |a_i - b_i|^2
+// (b empty: |a_i|^2); a weighted set's sum_i w_i |a_i - b_i|^2.
+std::vector<double> sequence_errors(const std::vector<std::vector<double>> &a, const std::vector<std::vector<double>> &b,
+                                    const std::vector<PetscInt> &Ns, PetscInt d,
+                                    const std::vector<std::vector<double>> &weights) {
+  std::vector<double> out;
+  for (size_t f = 0; f < a.size(); ++f) {
+    const PetscInt N = Ns[f];
+    const size_t M = a[f].size() / (size_t)(N * d);
+    const std::vector<double> &w = weights[f];
+    for (size_t m = 0; m < M; ++m) {
+      double e = 0;
+      for (size_t k = m * N * d; k < (m + 1) * N * d; ++k) {
+        const double diff = a[f][k] - (b.empty() ? 0.0 : b[f][k]);
+        e += (w.empty() ? 1.0 : w[k / d]) * diff * diff;
+      }
+      out.push_back(w.empty() ? e / (double)N : e);
+    }
+  }
+  return out;
+}
+
+bool same_shapes(const CaseData &a, const CaseData &b) {
+  return a.N == b.N && a.d == b.d && a.tokens.size() == b.tokens.size();
+}
+
+// Reads them; a missing, failed or mismatched case is named (when `name`) and counted in *missing.
+PetscErrorCode ReadVariant(const Settings &s, const std::string &dir, size_t v, const std::string &prefix, bool name,
+                           VariantCases *out, PetscInt *missing) {
+  const auto families = probe_names(s);
+  PetscFunctionBeginUser;
+  for (const StudyCase &c : StudyCases(s)) {
+    if (c.variant != (PetscInt)v) continue;
+    CaseData data;
+    std::string problem;
+    PetscCall(ReadCase(case_path(dir, c.index), families, prefix, &data, &problem));
+    if (problem.empty() && !out->references.empty() && !same_shapes(data, out->references[0]))
+      problem = c.reference ? "does not match reference 0's shapes" : "does not match its reference's shapes";
+    if (!problem.empty()) {
+      if (name) PetscCall(PetscPrintf(PETSC_COMM_SELF, "mft study: %s is missing or failed: %s\n", c.describe().c_str(),
+                                      problem.c_str()));
+      *missing += name;
+      continue;
+    }
+    if (c.reference) out->references.push_back(std::move(data));
+    else out->models.emplace_back(c, std::move(data)); // measured only with references; a learning-rate study's risks without
+  }
+  PetscFunctionReturn(0);
+}
+
+// The squared errors of quantity q (0: tokens x(1), 1: adjoints p(0)) for the statistics.
+StudyErrors ErrorsOf(const Settings &s, const VariantCases &vc, int q) {
+  StudyErrors e;
+  for (PetscInt L : integers(s.study.L)) e.L.push_back(L);
+  for (PetscInt H : integers(s.study.H)) e.H.push_back(H);
+  std::sort(e.L.begin(), e.L.end()), std::sort(e.H.begin(), e.H.end());
+  const auto &refs = vc.references;
+  const std::vector<PetscInt> &N = refs[0].N;
+  const PetscInt d = refs[0].d;
+  auto of = [q](const CaseData &c) -> const std::vector<std::vector<double>> & { return q ? c.adjoint : c.tokens; };
+  e.references = refs.size();
+  for (size_t a = 0; a < refs.size(); ++a) {
+    e.square.push_back(sequence_errors(of(refs[a]), {}, N, d, refs[0].weights));
+    for (size_t b = a + 1; b < refs.size(); ++b) {
+      e.pairs.push_back(sequence_errors(of(refs[a]), of(refs[b]), N, d, refs[0].weights));
+      for (double &x : e.pairs.back()) x *= 0.5;
+    }
+  }
+  e.sequences = e.square[0].size();
+  for (const auto &[c, data] : vc.models) {
+    StudyErrors::Case k;
+    const size_t i = std::find(e.L.begin(), e.L.end(), c.L) - e.L.begin(),
+                 j = std::find(e.H.begin(), e.H.end(), c.H) - e.H.begin();
+    k.cell = i * e.H.size() + j, k.seed = c.seed;
+    for (const CaseData &r : refs) k.e2.push_back(sequence_errors(of(data), of(r), N, d, refs[0].weights));
+    e.cases.push_back(std::move(k));
+  }
+  return e;
+}
+
+Training TrainingOf(const VariantCases &vc, const StudyErrors &e) {
+  Training t;
+  const size_t cells = e.L.size() * e.H.size();
+  std::vector<double> n(cells, 0.0);
+  t.change.assign(cells, 0.0), t.reduction.assign(cells, 0.0);
+  for (size_t m = 0; m < vc.models.size(); ++m) {
+    const size_t k = e.cases[m].cell;
+    t.change[k] += vc.models[m].second.head_change, t.reduction[k] += std::log(vc.models[m].second.reduction), ++n[k];
+  }
+  for (size_t k = 0; k < cells; ++k) t.change[k] /= n[k], t.reduction[k] = std::exp(t.reduction[k] / n[k]);
+  double c = 0, r = 0;
+  for (const CaseData &ref : vc.references) c += ref.head_change, r += std::log(ref.reduction);
+  t.reference_change = c / (double)vc.references.size();
+  t.reference_reduction = std::exp(r / (double)vc.references.size());
+  return t;
+}
+
+// How far each model's training curve sits from the references' mean curve
+// over the steps before `time`, max_t |R(t) - R_ref(t)| / R_ref(t) (the
+// loss-curve collapse of training dynamics); empty without curves or at step
+// 0. The intervals take in the references' spread: every figure again with
+// each reference left out of the mean curve.
+std::vector<StudyValue> CurveDistances(const VariantCases &vc, const StudyErrors &e, size_t n, long long out) {
+  std::vector<double> ref(n, 0.0);
+  const double R = (double)vc.references.size() - (out >= 0 ? 1.0 : 0.0);
+  for (size_t r = 0; r < vc.references.size(); ++r)
+    if ((long long)r != out)
+      for (size_t t = 0; t < n; ++t) ref[t] += vc.references[r].loss[t] / R;
+  std::vector<StudyValue> values;
+  for (size_t m = 0; m < vc.models.size(); ++m) {
+    const std::vector<double> &Rm = vc.models[m].second.loss;
+    double D = Rm.empty() ? NAN : 0.0;
+    for (size_t t = 0; t < std::min(n, Rm.size()); ++t) D = std::fmax(D, std::fabs(Rm[t] - ref[t]) / ref[t]);
+    values.push_back({e.cases[m].cell, e.cases[m].seed, D});
+  }
+  return values;
+}
+
+StudyScalar CurvesOf(const VariantCases &vc, const StudyErrors &e, PetscInt time) {
+  size_t n = (size_t)time;
+  for (const CaseData &r : vc.references) n = std::min(n, r.loss.size());
+  if (n == 0) return StudyScalar();
+  std::vector<std::vector<StudyValue>> reference_out;
+  if (vc.references.size() >= 3) // a left-out mean of one reference would be that reference alone
+    for (size_t r = 0; r < vc.references.size(); ++r) reference_out.push_back(CurveDistances(vc, e, n, (long long)r));
+  return StudyScalarCompute(e.L, e.H, CurveDistances(vc, e, n, -1), 0.95, reference_out);
+}
+
+// Per model case of e found in w, its worst-input figure (squared): the
+// corrected squared error on the held-out references at its input found,
+// clipped at 0 (with one held out, that one's raw squared error; with none,
+// the raw one against the search references); held-out reference `out` left
+// out when out >= 0. raw: instead, one of the raw figures against the
+// search references (w.raw, what was maximised; w.collapsed; w.check).
+std::vector<StudyValue> WorstValues(const WorstCases &w, const VariantCases &vc, const StudyErrors &e, long long out,
+                                    const std::vector<double> *raw = nullptr) {
+  std::map<PetscInt, size_t> at;
+  for (size_t m = 0; m < vc.models.size(); ++m) at[vc.models[m].first.index] = m;
+  std::vector<StudyValue> values;
+  for (size_t i = 0; i < w.index.size(); ++i) {
+    const auto it = at.find(w.index[i]);
+    if (it == at.end() || (raw && raw->size() != w.index.size())) continue;
+    double v = raw ? (*raw)[i] * (*raw)[i] : w.raw[i] * w.raw[i];
+    if (!raw && w.heldout > 0) {
+      double e2 = 0, pairs = 0;
+      size_t kept = 0, kept_pairs = 0, k = 0;
+      for (size_t b = 0; b < w.heldout; ++b)
+        if ((long long)b != out) e2 += w.e2[i * w.heldout + b], ++kept;
+      for (size_t a = 0; a < w.heldout; ++a)
+        for (size_t b = a + 1; b < w.heldout; ++b, ++k)
+          if ((long long)a != out && (long long)b != out) pairs += w.pair_terms[i * w.pairs + k], ++kept_pairs;
+      v = e2 / (double)kept - (kept_pairs ? pairs / (double)kept_pairs : 0.0);
+      v = std::fmax(v, 0.0);
+    }
+    values.push_back({e.cases[it->second].cell, e.cases[it->second].seed, v});
+  }
+  return values;
+}
+
+// The worst-input figures of one variant at one time and N (or K atoms):
+// per cell the root of the mean over seeds, with the jackknife over seeds and
+// (three or more held out) over the held-out references; the search's raw
+// figure, the collapsed start's, and with worst.check the doubled search's.
+struct WorstFigure {
+  PetscInt N = 0;
+  bool measure = false;
+  StudyScalar err, search, collapsed, check;
+  std::vector<StudyValue> values; // per model case, its squared figure
+  double seconds = NAN;
+};
+
+// The N searched (the files there: study.worst_N, or each variant's data.N),
+// or with `measure` the K of the measures searched.
+std::vector<PetscInt> WorstSearched(const std::string &dir, size_t v, PetscInt time, bool measure) {
+  const std::string lead = std::filesystem::path(worst_path(dir, v, time, 0, measure)).filename().string();
+  const std::string stem = lead.substr(0, lead.size() - 4); // "worst-v<v>-t<t>-N" (-K)
+  std::vector<PetscInt> Ns;
+  std::error_code ec;
+  for (const auto &f : std::filesystem::directory_iterator(dir, ec)) {
+    const std::string n = f.path().filename().string();
+    if (n.rfind(stem, 0) == 0 && n.size() > stem.size() + 3 && n.substr(n.size() - 3) == ".h5")
+      try {
+        Ns.push_back((PetscInt)std::stoll(n.substr(stem.size(), n.size() - 3 - stem.size())));
+      } catch (const std::exception &) {
+      }
+  }
+  std::sort(Ns.begin(), Ns.end());
+  return Ns;
+}
+
+PetscErrorCode WorstOf(const Settings &s, const std::string &dir, size_t v, PetscInt time, bool name,
+                       const VariantCases &vc, const StudyErrors &e, std::vector<WorstFigure> *out) {
+  PetscFunctionBeginUser;
+  out->clear();
+  if (!s.study.worst) PetscFunctionReturn(0);
+  std::vector<std::pair<PetscInt, bool>> searched;
+  for (bool measure : {false, true})
+    for (PetscInt N : WorstSearched(dir, v, time, measure)) searched.emplace_back(N, measure);
+  if (searched.empty() && name)
+    PetscCall(PetscPrintf(PETSC_COMM_SELF, "mft study: variant %zu t=%" PetscInt_FMT " has no worst inputs in %s\n", v,
+                          time, dir.c_str()));
+  for (auto [N, measure] : searched) {
+    WorstCases w;
+    std::string problem;
+    PetscCall(ReadWorst(worst_path(dir, v, time, N, measure), &w, &problem));
+    if (!problem.empty()) {
+      if (name) PetscCall(PetscPrintf(PETSC_COMM_SELF, "mft study: no worst inputs: %s\n", problem.c_str()));
+      continue;
+    }
+    std::vector<std::vector<StudyValue>> reference_out;
+    if (w.heldout >= 3)
+      for (size_t b = 0; b < w.heldout; ++b) reference_out.push_back(WorstValues(w, vc, e, (long long)b));
+    WorstFigure f;
+    f.N = N, f.measure = measure, f.seconds = w.seconds;
+    f.values = WorstValues(w, vc, e, -1);
+    f.err = StudyScalarCompute(e.L, e.H, f.values, 0.95, reference_out, true);
+    f.search = StudyScalarCompute(e.L, e.H, WorstValues(w, vc, e, -1, &w.raw), 0.95, {}, true);
+    f.collapsed = StudyScalarCompute(e.L, e.H, WorstValues(w, vc, e, -1, &w.collapsed), 0.95, {}, true);
+    if (!w.check.empty()) f.check = StudyScalarCompute(e.L, e.H, WorstValues(w, vc, e, -1, &w.check), 0.95, {}, true);
+    out->push_back(std::move(f));
+  }
+  PetscFunctionReturn(0);
+}
+
+StudyOptions OptionsOf(const Settings &s) {
+  StudyOptions o;
+  o.resolution = s.study.resolution, o.keep_unresolved = s.study.keep_unresolved;
+  if (s.study.state == StudyState::trained) o.reference_L = (double)s.study.reference_L, o.reference_H = (double)s.study.reference_H;
+  return o;
+}
+
+
+// Per probe set (family and N): the corrected err over its sequences alone,
+// and how often (over seeds) it attains the max over all sets.
+void WriteProbeSets(Outputs &out, const Settings &s, const std::string &v, const std::string &variant, PetscInt time,
+                    const VariantCases &vc, const StudyErrors &ex, const StudyErrors &ep) {
+  const auto families = probe_names(s);
+  const size_t M = (size_t)s.study.probe_M, nH = ex.H.size(), sets = families.size();
+  std::vector<std::vector<double>> e2[2]; // per cell: per seed, per set
+  std::vector<std::vector<PetscInt>> attains(ex.L.size() * nH, std::vector<PetscInt>(sets, 0));
+  std::vector<std::vector<std::vector<double>>> sum[2];
+  for (int q = 0; q < 2; ++q) sum[q].assign(ex.L.size() * nH, std::vector<std::vector<double>>());
+  for (size_t m = 0; m < ex.cases.size(); ++m)
+    for (int q = 0; q < 2; ++q) {
+      const StudyErrors &e = q ? ep : ex;
+      const std::vector<double> c = StudyCorrected(e, e.cases[m]);
+      std::vector<double> per(sets, 0.0);
+      for (size_t k = 0; k < c.size(); ++k) per[std::min(k / M, sets - 1)] = std::fmax(per[std::min(k / M, sets - 1)], c[k]);
+      sum[q][e.cases[m].cell].push_back(per);
+      if (q == 0)
+        for (size_t f = 0; f < sets; ++f) attains[e.cases[m].cell][f] += per[f] >= *std::max_element(per.begin(), per.end());
+    }
+  for (size_t k = 0; k < ex.L.size() * nH; ++k)
+    for (size_t f = 0; f < sets; ++f) {
+      if (sum[0][k].empty()) continue;
+      double e[2] = {0, 0};
+      for (int q = 0; q < 2; ++q) {
+        for (const auto &per : sum[q][k]) e[q] += per[f];
+        e[q] = std::sqrt(e[q] / (double)sum[q][k].size());
+      }
+      out.sets << csv({v, quoted(variant), std::to_string(ex.L[k / nH]), std::to_string(ex.H[k % nH]),
+                       std::to_string(time), families[f], std::to_string(vc.references[0].N[f]), num(e[0]), num(e[1]),
+                       num((double)attains[k][f] / (double)sum[0][k].size())});
+    }
+}
+
+void WriteCells(Outputs &out, const std::string &v, const std::string &variant, PetscInt time, const StudyErrors &e,
+                const StudyStatistics st[2], PetscInt d, const Training &t, const StudyScalar &curves,
+                const WorstFigure *worst) {
+  const size_t nH = e.H.size();
+  const double rd = std::sqrt((double)d);
+  for (size_t k = 0; k < st[0].cells.size(); ++k) {
+    const StudyCell &x = st[0].cells[k], &p = st[1].cells[k];
+    out.table << csv({v, quoted(variant), std::to_string(e.L[k / nH]), std::to_string(e.H[k % nH]),
+                      std::to_string(x.seeds), num(x.err[0]), num(x.ci[0].lo), num(x.ci[0].hi), num(p.err[0]),
+                      num(p.ci[0].lo), num(p.ci[0].hi), std::to_string(time), num(st[0].floor), num(x.err[1]),
+                      num(x.ci[1].lo), num(x.ci[1].hi), num(st[1].floor), num(p.err[1]), num(p.ci[1].lo),
+                      num(p.ci[1].hi), num(x.clipped), num(p.clipped), num(x.err[1] / rd), num(x.relative),
+                      std::to_string(e.references), num(x.ci[1].lo / rd), num(x.ci[1].hi / rd), num(x.relative_ci.lo),
+                      num(x.relative_ci.hi), num(x.floor_ratio), num(p.floor_ratio), std::to_string(x.resolved),
+                      std::to_string(p.resolved), num(t.change[k]), num(t.reduction[k]),
+                      num(curves.mean.empty() ? NAN : curves.mean[k]), num(curves.mean.empty() ? NAN : curves.ci[k].lo),
+                      num(curves.mean.empty() ? NAN : curves.ci[k].hi), num(worst ? worst->err.mean[k] : NAN),
+                      num(worst ? worst->err.ci[k].lo : NAN), num(worst ? worst->err.ci[k].hi : NAN),
+                      num(worst ? worst->search.mean[k] : NAN), num(worst ? worst->err.mean[k] / x.err[1] : NAN)});
+  }
+}
+
+// One quantity (0: tokens x(1), 1: adjoints p(0)) of one variant at one time:
+// its fits (fits.csv, attributes), its err arrays, and the printed corrected fit.
+PetscErrorCode WriteQuantity(Outputs &out, size_t v, const std::string &variant, PetscInt time, int q,
+                             const StudyStatistics &st, const Training &training, size_t nL, size_t nH) {
+  const std::string vs = std::to_string(v);
+  const char *quantity = q ? "adjoint" : "tokens";
+  const std::string name = "/v" + vs + "/" + quantity;
+  PetscFunctionBeginUser;
+  for (int c = 0; c < 2; ++c) {
+    WriteFit(out, vs, variant, quantity, time, c, st.fit[c], training);
+    std::vector<double> err, lo, hi;
+    for (const StudyCell &cell : st.cells) err.push_back(cell.err[c]), lo.push_back(cell.ci[c].lo), hi.push_back(cell.ci[c].hi);
+    const std::string tag = c ? "_corrected" : "";
+    out.store(name + "/err" + tag, {nL, nH}, err);
+    out.store(name + "/err" + tag + "_lo", {nL, nH}, lo);
+    out.store(name + "/err" + tag + "_hi", {nL, nH}, hi);
+  }
+  std::vector<double> resolved;
+  for (const StudyCell &cell : st.cells) resolved.push_back(cell.resolved);
+  out.store(name + "/resolved", {nL, nH}, resolved);
+  out.store(name + "/err_floor", {1}, {st.floor});
+  out.attribute("v" + vs + "." + quantity + ".floor", num(st.floor));
+  const StudyFit &f = st.fit[1];
+  char bias[192] = "";
+  if (std::isfinite(f.reference_bias))
+    std::snprintf(bias, sizeof bias, "; the reference's bias C1/L_ref ~%.2g (%.0f%% of the smallest err), "
+                  "its spread from the fit %.2g (floor %.2g)", f.reference_bias,
+                  100 * f.reference_bias / f.smallest, f.reference_spread, st.floor);
+  PetscCall(PetscPrintf(PETSC_COMM_SELF, "mft study: v%zu %s t=%" PetscInt_FMT ": slope_L %s, slope_H %s, a %s, b %s%s%s%s\n",
+                        v, quantity, time, with_interval(f.slope_L, f.slope_L_ci, f.flags, "slope_L:").c_str(),
+                        with_interval(f.slope_H, f.slope_H_ci, f.flags, "slope_H:").c_str(),
+                        with_interval(f.a, f.a_ci, f.flags, "a: ab: joint:").c_str(),
+                        with_interval(f.b, f.b_ci, f.flags, "b: ab: joint:").c_str(), bias,
+                        f.flags.empty() ? "" : "; flags: ", f.flags.c_str()));
+  PetscFunctionReturn(0);
+}
+
+// The flags of a fit that concern its slope in H (the others are the joint fit's).
+std::string slope_flags(const std::string &flags) {
+  std::string kept;
+  for (const std::string &f : words(flags))
+    if (f.rfind("slope_H", 0) == 0 || f.rfind("dropped", 0) == 0) kept += (kept.empty() ? "" : " ") + f;
+  return kept;
+}
+
+// The worst-input figures of one variant at one time: worst.csv (every N),
+// their fits in fits.csv (quantity tokens_worst, with _N<n> when several N
+// were searched), and with several N the slope of log err_worst in log N
+// per cell (worst_N.csv), its interval from the same jackknife over seeds.
+PetscErrorCode WriteWorst(Outputs &out, std::ofstream &table, std::ofstream &slopes, const std::string &v,
+                          const std::string &variant, PetscInt time, const StudyErrors &e, const StudyStatistics &st,
+                          const Training &training, const std::vector<WorstFigure> &figures) {
+  const size_t nH = e.H.size();
+  PetscFunctionBeginUser;
+  std::vector<const WorstFigure *> sequences;
+  for (const WorstFigure &f : figures) {
+    const std::string quantity = "tokens_worst" + (figures.size() > 1 ? (f.measure ? "_K" : "_N") + std::to_string(f.N) : "");
+    WriteFit(out, v, variant, quantity.c_str(), time, 1, f.err.fit, training);
+    if (!f.measure) sequences.push_back(&f);
+    for (size_t k = 0; k < st.cells.size(); ++k)
+      table << csv({v, quoted(variant), std::to_string(e.L[k / nH]), std::to_string(e.H[k % nH]), std::to_string(time),
+                    f.measure ? "inf" : std::to_string(f.N), f.measure ? std::to_string(f.N) : "",
+                    std::to_string(st.cells[k].seeds), num(f.err.mean[k]), num(f.err.ci[k].lo), num(f.err.ci[k].hi),
+                    num(f.search.mean[k]), num(st.cells[k].err[1]), num(f.err.mean[k] / st.cells[k].err[1]),
+                    num(f.seconds), num(f.collapsed.mean.empty() ? NAN : f.collapsed.mean[k]),
+                    num(f.check.mean.empty() ? NAN : f.check.mean[k] / f.search.mean[k] - 1)});
+    const StudyFit &x = f.err.fit;
+    PetscCall(PetscPrintf(PETSC_COMM_SELF,
+                          "mft study: v%s %s t=%" PetscInt_FMT " (lower bounds on the supremum): slope_L %s, slope_H "
+                          "%s, a %s, b %s%s%s\n",
+                          v.c_str(), quantity.c_str(), time, with_interval(x.slope_L, x.slope_L_ci, x.flags, "slope_L:").c_str(),
+                          with_interval(x.slope_H, x.slope_H_ci, x.flags, "slope_H:").c_str(),
+                          with_interval(x.a, x.a_ci, x.flags, "a: ab: joint:").c_str(),
+                          with_interval(x.b, x.b_ci, x.flags, "b: ab: joint:").c_str(), x.flags.empty() ? "" : "; flags: ",
+                          x.flags.c_str()));
+  }
+  if (sequences.size() < 2) PetscFunctionReturn(0);
+  // Per cell, N as the grid's second axis: StudyScalar's slope in H is the slope in N.
+  std::vector<long long> Ns;
+  for (const WorstFigure *f : sequences) Ns.push_back(f->N);
+  for (size_t k = 0; k < st.cells.size(); ++k) {
+    std::vector<StudyValue> values;
+    for (size_t n = 0; n < sequences.size(); ++n)
+      for (const StudyValue &x : sequences[n]->values)
+        if (x.cell == k) values.push_back({n, x.seed, x.value});
+    const StudyScalar byN = StudyScalarCompute({1}, Ns, values, 0.95, {}, true);
+    slopes << csv({v, quoted(variant), std::to_string(e.L[k / nH]), std::to_string(e.H[k % nH]), std::to_string(time),
+                   num(byN.fit.slope_H), num(byN.fit.slope_H_ci.lo), num(byN.fit.slope_H_ci.hi), quoted(slope_flags(byN.fit.flags))});
+  }
+  PetscFunctionReturn(0);
+}
+
+} // namespace
+
+PetscErrorCode StudyAggregate(MPI_Comm comm, const Settings &s, const std::string &dir, PetscInt *missing) {
+  PetscMPIInt rank;
+  PetscFunctionBeginUser;
+  PetscCallMPI(MPI_Comm_rank(comm, &rank));
+  *missing = 0;
+  if (rank == 0) {
+    const auto variants = StudyVariants(s);
+    const std::vector<PetscInt> times = StudyTimes(s);
+    const StudyOptions options = OptionsOf(s);
+    const bool rates = !s.study.learning_rates.empty();
+    RateStudy rate_study = rates ? RateStudyOf(s) : RateStudy();
+    Outputs out;
+    out.table.open(dir + "/study.csv"), out.fits.open(dir + "/fits.csv"), out.sets.open(dir + "/probes.csv");
+    out.sets << "variant,overrides,L,H,time,probe_set,N,err_corrected_x,err_corrected_p,attains_max_x\n";
+    out.table << "variant,overrides,L,H,seeds,err_x,err_x_lo,err_x_hi,err_p,err_p_lo,err_p_hi,time,err_floor_x,"
+                 "err_corrected_x,err_corrected_x_lo,err_corrected_x_hi,err_floor_p,err_corrected_p,err_corrected_p_lo,"
+                 "err_corrected_p_hi,clipped_x,clipped_p,err_coord_x,err_rel_x,references,err_coord_x_lo,"
+                 "err_coord_x_hi,err_rel_x_lo,err_rel_x_hi,floor_ratio_x,floor_ratio_p,resolved_x,resolved_p,head_change,"
+                 "risk_reduction,curve_distance,curve_distance_lo,curve_distance_hi,err_worst_x,err_worst_x_lo,"
+                 "err_worst_x_hi,err_worst_search_x,worst_ratio_x\n";
+    std::ofstream worst_table, worst_slopes;
+    if (s.study.worst) {
+      worst_table.open(dir + "/worst.csv"), worst_slopes.open(dir + "/worst_N.csv");
+      worst_table << "variant,overrides,L,H,time,N,atoms,seeds,err_worst_x,err_worst_x_lo,err_worst_x_hi,err_worst_search_x,"
+                     "err_corrected_x,worst_ratio_x,search_seconds,err_collapsed_search_x,check_gain\n";
+      worst_slopes << "variant,overrides,L,H,time,worst_slope_N,worst_slope_N_lo,worst_slope_N_hi,flags\n";
+    }
+    out.fits << "variant,overrides,quantity,slope_L,slope_L_lo,slope_L_hi,slope_H,slope_H_lo,slope_H_hi,a,b,C1,C2,"
+                "joint_rms,time,corrected,a_lo,a_hi,b_lo,b_hi,flags,cells,reference_bias,reference_head_change,"
+                "reference_risk_reduction,reference_spread\n";
+    // Every recorded time under /t<step> and t<step>.*; the last one also
+    // without the prefix (the state at the end of training, or at initialisation).
+    for (const PetscInt time : times) {
+      out.last = time == times.back();
+      out.at = "/t" + std::to_string(time), out.at_key = "t" + std::to_string(time) + ".";
+      const std::string prefix = s.study.state == StudyState::trained ? "/times/" + std::to_string(time) : "";
+      for (size_t v = 0; v < variants.size(); ++v) {
+        const std::string vs = std::to_string(v);
+        VariantCases vc;
+        PetscCall(ReadVariant(s, dir, v, prefix, out.last, &vc, missing));
+        if (out.last && rates) AddRateRisks(&rate_study, v, vc);
+        if (vc.references.empty()) { // nothing of this variant can be measured
+          if (out.last && s.study.references > 0) PetscCall(PetscPrintf(PETSC_COMM_SELF, "mft study: variant %zu (%s) has no reference: not measured\n",
+                                              v, variants[v].c_str()));
+          continue;
+        }
+        const StudyErrors e[2] = {ErrorsOf(s, vc, 0), ErrorsOf(s, vc, 1)};
+        const StudyStatistics st[2] = {StudyStatisticsCompute(e[0], options), StudyStatisticsCompute(e[1], options)};
+        const size_t nL = e[0].L.size(), nH = e[0].H.size();
+        const Training training = TrainingOf(vc, e[0]);
+        for (int q = 0; q < 2; ++q) PetscCall(WriteQuantity(out, v, variants[v], time, q, st[q], training, nL, nH));
+        WriteProbeSets(out, s, vs, variants[v], time, vc, e[0], e[1]);
+        const StudyScalar curves = CurvesOf(vc, e[0], time);
+        if (!curves.mean.empty()) WriteFit(out, vs, variants[v], "curve", time, 0, curves.fit, training);
+        std::vector<WorstFigure> worst;
+        PetscCall(WorstOf(s, dir, v, time, out.last, vc, e[0], &worst));
+        WriteCells(out, vs, variants[v], time, e[0], st, vc.references[0].d, training, curves,
+                   worst.empty() ? nullptr : &worst.back()); // the largest N's, or the measure's
+        PetscCall(WriteWorst(out, worst_table, worst_slopes, vs, variants[v], time, e[0], st[0], training, worst));
+        if (s.study.state == StudyState::trained)
+          PetscCall(PetscPrintf(PETSC_COMM_SELF,
+                                "mft study: v%zu t=%" PetscInt_FMT ": references' heads moved %.1f%%, risk reduced %.3gx\n",
+                                v, time, 100 * training.reference_change, training.reference_reduction));
+        out.store("/v" + vs + "/L", {nL}, std::vector<double>(e[0].L.begin(), e[0].L.end()));
+        out.store("/v" + vs + "/H", {nH}, std::vector<double>(e[0].H.begin(), e[0].H.end()));
+        out.attribute("v" + vs + ".overrides", variants[v].empty() ? "(none)" : variants[v]);
+        out.attribute("v" + vs + ".references", std::to_string(e[0].references));
+      }
+    }
+    if (rates) PetscCall(WriteLearningRates(out, rate_study, dir));
+    std::string listed;
+    for (PetscInt t : times) listed += (listed.empty() ? "" : " ") + std::to_string(t);
+    out.attributes.emplace_back("study.recorded_times", listed);
+    out.attributes.emplace_back("study.variants_count", std::to_string(variants.size()));
+    out.attributes.emplace_back("study.missing", std::to_string(*missing));
+    PetscCall(ResultFileWrite(PETSC_COMM_SELF, s, out.arrays, out.attributes, dir + "/study.h5"));
+  }
+  PetscCallMPI(MPI_Bcast(missing, 1, MPIU_INT, 0, comm));
+  PetscFunctionReturn(0);
+}
+
+} // namespace mft
