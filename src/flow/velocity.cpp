@@ -161,15 +161,6 @@ PetscErrorCode Gather(Velocity *v, PetscInt l, Vec x, bool reuse) {
 
 } // namespace
 
-// The cut sequences' rows are in (the second pass of the kernels needs them).
-PetscErrorCode units::RowsArrived(Velocity *v) {
-  PetscFunctionBeginUser;
-  PetscCall(PetscLogEventBegin(MFT_EXCHANGE, 0, 0, 0, 0));
-  PetscCall(TokensShareCutRowsEnd(*v->tokens, &v->sharing));
-  PetscCall(PetscLogEventEnd(MFT_EXCHANGE, 0, 0, 0, 0));
-  PetscFunctionReturn(0);
-}
-
 PetscErrorCode VelocityPrepare(Velocity *v, PetscInt l, Vec x) {
   PetscFunctionBeginUser;
   PetscCall(Gather(v, l, x, true));
