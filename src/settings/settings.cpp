@@ -314,6 +314,14 @@ std::vector<Option> declare(Settings &s) {
              "rk: adaptive embedded Runge-Kutta (TSRK 5dp); euler: model.L Euler steps with the same ensemble"),
       real("limit.rtol", &s.limit.rtol, 0.0, true, "relative tolerance of the adaptive solve"),
       real("limit.atol", &s.limit.atol, 0.0, true, "absolute tolerance of the adaptive solve"),
+      flag("limit.fluctuation", &s.limit.fluctuation,
+           "mft limit: the error's law of the model.L x model.H model at initialisation: its Euler error E(L) and "
+           "the head-sampling fluctuation F_L of every probe sequence, err_predicted = (E^2 + F^2 / (L H))^(1/2)")
+          .read_by({"limit"}),
+      integer("limit.probes", &s.limit.probes, 0,
+              "the fluctuation's trace: Gaussian probe vectors a sequence (0: its N d unit vectors, exact)"),
+      integer("limit.sample_heads", &s.limit.sample_heads, 0,
+              "the fluctuation's expectation over one head: this many of the ensemble's heads (0: all of them)"),
 
       integers("study.L", &s.study.L, 1, "depths L of the grid (space-separated)"),
       integers("study.H", &s.study.H, 1, "widths H of the grid (space-separated)"),

@@ -101,6 +101,9 @@ struct LimitSettings {
   PetscInt heads = 4096;       // H_ref: the ensemble shared by every depth
   LimitScheme scheme = LimitScheme::rk; // rk: adaptive TSRK 5dp; euler: model.L Euler steps, same ensemble
   double rtol = 1e-10, atol = 1e-12;
+  bool fluctuation = false;    // the error's law of the model.L x model.H model at initialisation (fluctuation.hpp)
+  PetscInt probes = 8;         // probe vectors of the trace estimate (0: every one of the N d unit vectors, exact)
+  PetscInt sample_heads = 1024; // heads of the ensemble the expectation over one head is taken over (0: all)
 };
 
 struct StudySettings {
