@@ -86,6 +86,10 @@ PetscErrorCode SidesCreate(MPI_Comm comm, const Settings &s, const std::vector<W
     PetscCall(SideCreate(comm, s, model ? models[k] : references[k - w->models], model ? S : S * (PetscInt)w->models,
                          &w->problems.back()));
   }
+  // The sides live together: each keeps what it may for its adjoint (the
+  // softmax statistics) within its part of the rank's share, not all of it.
+  for (Problem &p : w->problems)
+    if (p.velocity.memory > 0) p.velocity.memory /= (double)w->total();
   PetscFunctionReturn(0);
 }
 

@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <unistd.h>
 
 namespace mft {
 
@@ -133,7 +134,7 @@ PetscErrorCode WorstInputRead(MPI_Comm comm, const std::string &path, PetscInt d
 // of all of them (about 10 + sides copies), and each side's states along
 // depth (its layers' states twice: the trajectory and the kept states;
 // kLimitEvaluations for an adaptive reference) are shared by the ranks:
-// together within the node's available memory.
+// together within the node's memory.
 PetscErrorCode WorstSearchFits(MPI_Comm comm, const Settings &s, const std::vector<WorstSide> &models,
                           const std::vector<WorstSide> &references, PetscInt own) {
   PetscMPIInt ranks, node_ranks;
@@ -153,6 +154,10 @@ PetscErrorCode WorstSearchFits(MPI_Comm comm, const Settings &s, const std::vect
     depth += 2.0 * (r.settings.scheme.adaptive ? kLimitEvaluations : (double)r.settings.model.L) + 4;
   PetscCallMPI(MPI_Comm_size(comm, &ranks));
   PetscCall(NodeMemory(comm, &available, &node_ranks));
+  // Against the node's memory, not what is free now: other groups of a
+  // study may hold some of it for a while (each search's sides keep no more
+  // than their share of it, SidesCreate).
+  available = (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE);
   const double sides = (double)(models.size() + references.size());
   const double bytes = 8.0 * numbers * ((10 + sides) * node_ranks + depth * node_ranks / ranks);
   PetscCheck(bytes <= available, comm, PETSC_ERR_USER_INPUT,
