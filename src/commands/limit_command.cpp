@@ -43,7 +43,7 @@ PetscErrorCode CommandLimit(MPI_Comm comm, const std::vector<std::string> &args,
   double law_seconds = 0;
   if (s.limit.fluctuation) {
     const double t1 = seconds();
-    PetscCall(LimitFluctuation(comm, s, &law));
+    PetscCall(LimitFluctuation(comm, s, &law, ls.scheme.adaptive ? &r.tokens : nullptr)); // X(1): this run's
     law_seconds = seconds() - t1;
     for (PetscInt m = 0; m < law.M; ++m) { // E, F and the standard error of F, per sequence
       columns[0].push_back(std::sqrt(law.euler2[m]));

@@ -139,7 +139,8 @@ PetscErrorCode CommandStudy(MPI_Comm comm, const std::vector<std::string> &args,
       PetscFunctionReturn(0);
     }
   }
-  double searched = 0;
+  double searched = 0, predicted = 0;
+  PetscCall(StudyLaw(comm, args, s, dir, &predicted));
   if (s.study.worst) PetscCall(StudyWorst(comm, args, s, dir, &searched));
   PetscCall(StudyAggregate(comm, s, dir, &missing));
   PetscCall(PetscPrintf(comm, "mft study: aggregated %s: %zu cases, %" PetscInt_FMT " missing or failed; wrote %s/study.csv, fits.csv, study.h5\n",
@@ -148,6 +149,7 @@ PetscErrorCode CommandStudy(MPI_Comm comm, const std::vector<std::string> &args,
   sum.add("command", std::string("study")).add("dir", dir).add("cases", (long long)cases.size());
   sum.add("missing", (long long)missing).add("seconds", seconds() - t0);
   if (s.study.worst) sum.add("worst_seconds", searched);
+  if (s.study.law && s.study.state == StudyState::init) sum.add("law_seconds", predicted);
   PetscCall(sum.print(comm));
   PetscFunctionReturn(0);
 }

@@ -207,6 +207,7 @@ static PetscErrorCode MonitorTrajectoryAdjoint(TS ts, PetscInt step, PetscReal d
                                                Vec *mu, void *ctx) {
   Flow *flow = (Flow *)ctx;
   PetscFunctionBeginUser;
+  if (flow->visit) PetscCall(flow->visit(step, lam));
   if (!flow->trajectory) PetscFunctionReturn(0);
   const PetscInt k = TrajectorySlice(flow, step, depth);
   if (k >= 0) PetscCall(TrajectoryRecord(flow->trajectory, k, lam[0], true));
@@ -373,6 +374,20 @@ PetscErrorCode FlowAdjoint(Flow *f, Vec lam, Vec dtheta) {
   PetscFunctionBeginUser;
   PetscCall(PetscLogStagePush(MFT_ADJOINT));
   const PetscErrorCode failed = Adjoint(f, lam, dtheta);
+  PetscCall(PetscLogStagePop());
+  PetscCall(failed);
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode FlowAdjointStates(Flow *f, PetscInt K, Vec *lam, const AdjointVisit &visit) {
+  PetscFunctionBeginUser;
+  PetscCheck(!f->scheme.adaptive && !f->velocity->tokens->weighted(), PetscObjectComm((PetscObject)f->ts),
+             PETSC_ERR_SUP, "the adjoints of several costs are the Euler model's of unweighted tokens");
+  PetscCall(PetscLogStagePush(MFT_ADJOINT));
+  f->visit = visit;
+  PetscCall(TSSetCostGradients(f->ts, K, lam, nullptr));
+  const PetscErrorCode failed = TSAdjointSolve(f->ts);
+  f->visit = nullptr;
   PetscCall(PetscLogStagePop());
   PetscCall(failed);
   PetscFunctionReturn(0);

@@ -6,8 +6,10 @@
 #include "mft/flow/norm.hpp"
 #include "mft/flow/problem.hpp"
 #include "mft/kernels/attention.hpp"
+#include "mft/kernels/linalg.hpp"
 #include "mft/layout/random.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <numeric>
 
@@ -27,32 +29,51 @@ double FluctuationResult::predicted_se(PetscInt H) const {
 
 namespace {
 
-// The limit's two schemes on the probes: the adaptive solve (X) and the
-// L-step Euler scheme (X_L) with its states at every layer (t).
+// The limit's schemes on the probes: the adaptive solve's X(1) (given, or
+// solved and let go), the L-step Euler scheme (X_L) with its states at every
+// layer (t), and the scheme the probes' adjoints sweep back through: X_L's,
+// or with limit.adjoint_heads the Euler scheme of the ensemble's first heads
+// (`tangent`; its tangent map is X_L's to O(adjoint_heads^-1/2), which moves
+// F_L^2 only at second order).
 struct Schemes {
-  Problem adaptive, euler;
+  Problem adaptive, euler, tangent;
+  Problem *sweep = &euler;
   Trajectory t;
   std::vector<double> limit; // X(1), gathered
 };
 
-PetscErrorCode SchemesCreate(MPI_Comm comm, const Settings &s, Schemes *x) {
+PetscErrorCode SchemesCreate(MPI_Comm comm, const Settings &s, const std::vector<double> *limit, Schemes *x) {
   Settings sa = LimitSettingsFor(s), se = sa;
   PetscFunctionBeginUser;
   sa.scheme.adaptive = true;
   sa.output.trajectory = 0;
   se.scheme.adaptive = false; // model.L Euler steps of the same ensemble
   se.output.trajectory = s.model.L;
-  PetscCall(ProblemCreate(comm, sa, &x->adaptive));
-  PetscCheck(!x->adaptive.tokens.weighted(), comm, PETSC_ERR_SUP,
+  PetscCall(ProblemCreate(comm, se, &x->euler));
+  PetscCheck(!x->euler.tokens.weighted(), comm, PETSC_ERR_SUP,
              "limit.fluctuation: the error's law of weighted tokens is not derived (give a data file without "
              "/data/weights)");
-  PetscCall(VecCopy(x->adaptive.x0, x->adaptive.x1));
-  PetscCall(FlowForward(&x->adaptive.flow, x->adaptive.x1));
-  PetscCall(GatherAll(x->adaptive.x1, &x->limit));
-  PetscCall(ProblemCreate(comm, se, &x->euler));
   PetscCall(ProblemRecordTrajectory(&x->euler, &x->t));
   PetscCall(VecCopy(x->euler.x0, x->euler.x1));
   PetscCall(FlowForward(&x->euler.flow, x->euler.x1));
+  if (s.limit.adjoint_heads > 0 && s.limit.adjoint_heads < se.model.H) {
+    Settings st = se;
+    st.model.H = s.limit.adjoint_heads; // heads are drawn by index: the ensemble's first ones
+    st.output.trajectory = 0;
+    PetscCall(ProblemCreate(comm, st, &x->tangent));
+    PetscCall(VecCopy(x->tangent.x0, x->tangent.x1));
+    PetscCall(FlowForward(&x->tangent.flow, x->tangent.x1));
+    x->sweep = &x->tangent;
+  }
+  if (limit) {
+    x->limit = *limit;
+    PetscFunctionReturn(0);
+  }
+  PetscCall(ProblemCreate(comm, sa, &x->adaptive));
+  PetscCall(VecCopy(x->adaptive.x0, x->adaptive.x1));
+  PetscCall(FlowForward(&x->adaptive.flow, x->adaptive.x1));
+  PetscCall(GatherAll(x->adaptive.x1, &x->limit));
+  PetscCall(ProblemDestroy(&x->adaptive));
   PetscFunctionReturn(0);
 }
 
@@ -60,7 +81,7 @@ PetscErrorCode SchemesDestroy(Schemes *x) {
   PetscFunctionBeginUser;
   PetscCall(TrajectoryDestroy(&x->t));
   PetscCall(ProblemDestroy(&x->euler));
-  PetscCall(ProblemDestroy(&x->adaptive));
+  if (x->sweep == &x->tangent) PetscCall(ProblemDestroy(&x->tangent));
   PetscFunctionReturn(0);
 }
 
@@ -91,20 +112,20 @@ PetscErrorCode Layers(Schemes &x, std::vector<std::vector<double>> *read, std::v
   PetscFunctionReturn(0);
 }
 
-// The velocity's part of layer l's adjoint after a solve, gathered: the
-// adjoint of x^{l+1}, or under sphere what the retraction hands the velocity.
-PetscErrorCode VelocityAdjoint(Schemes &x, PetscInt l, std::vector<double> *q) {
+// The velocity's part of layer l's adjoint, gathered, from lam the adjoint of
+// x^{l+1}: lam itself, or under sphere what the retraction hands the velocity.
+PetscErrorCode VelocityAdjoint(Schemes &x, PetscInt l, Vec lam, std::vector<double> *q) {
   Problem &p = x.euler;
   PetscFunctionBeginUser;
   if (p.settings.model.norm != TokenNorm::sphere) {
-    PetscCall(GatherAll(x.t.adjoint[l + 1], q));
+    PetscCall(GatherAll(lam, q));
     PetscFunctionReturn(0);
   }
   Vec into, out;
   PetscCall(VecDuplicate(p.x0, &into));
   PetscCall(VecDuplicate(p.x0, &out));
-  PetscCall(SphereStepTranspose(x.t.tokens[l], p.flow.velocities[l], p.tokens.d, 1.0 / (double)p.flow.L,
-                                x.t.adjoint[l + 1], into, out));
+  PetscCall(SphereStepTranspose(x.t.tokens[l], p.flow.velocities[l], p.tokens.d, 1.0 / (double)p.flow.L, lam, into,
+                                out));
   PetscCall(GatherAll(into, q));
   PetscCall(VecDestroy(&into));
   PetscCall(VecDestroy(&out));
@@ -120,29 +141,56 @@ std::vector<double> ProbeVector(const Settings &s, bool exact, PetscInt k, size_
   return u;
 }
 
-// g[(k heads + h) M + m] += (q . (Attn_h - vbar))^2 over sequence m at layer
-// l, for this rank's share of the sampled heads (theta: all of them).
+// g[(k heads + h) M + m] += (q_k . (Attn_h - vbar))^2 over sequence m at
+// layer l, for every probe k and this rank's share of the sampled heads
+// (theta: all of them): each head's velocity once, against every q_k. With
+// `gram` (the exact trace: q_k . w is coordinate k of w = J D dv), also the
+// upper triangle of sum over heads of w w^T, sequence m's at [m K^2, (m + 1) K^2).
 void AddLayer(const Schemes &x, const std::vector<double> &theta, const std::vector<double> &read,
-              const std::vector<double> &mean, const std::vector<double> &q, PetscInt k, PetscInt heads, Range mine,
-              std::vector<double> *g) {
+              const std::vector<double> &mean, const std::vector<std::vector<double>> &q, PetscInt heads, Range mine,
+              std::vector<double> *g, std::vector<double> *gram) {
   const Problem &p = x.euler;
   const HeadShape &shape = p.heads.shape;
   const PetscInt M = p.tokens.M, N = p.tokens.N, d = p.tokens.d;
+  const size_t K = q.size();
   AttentionOptions o;
   o.beta = p.settings.model.beta, o.causal = p.settings.model.causal;
   AttentionWork work;
   work.reserve(shape, N);
-  std::vector<double> out((size_t)(N * d));
+  std::vector<double> out((size_t)(N * d)), a(K);
   for (PetscInt m = 0; m < M; ++m) {
     const size_t first = (size_t)(m * N * d);
-    const double qbar = std::inner_product(q.begin() + first, q.begin() + first + N * d, mean.begin() + first, 0.0);
     for (PetscInt h = mine.begin; h < mine.end; ++h) {
       std::fill(out.begin(), out.end(), 0.0);
       attention(shape, theta.data() + h * shape.size, o, read.data() + first, N, Range{0, N}, 1.0, out.data(), work);
-      const double a = std::inner_product(out.begin(), out.end(), q.begin() + first, 0.0) - qbar;
-      (*g)[((size_t)k * heads + h) * M + m] += a * a;
+      for (size_t e = 0; e < out.size(); ++e) out[e] -= mean[first + e];
+      for (size_t k = 0; k < K; ++k) {
+        a[k] = std::inner_product(out.begin(), out.end(), q[k].begin() + first, 0.0);
+        (*g)[(k * heads + h) * M + m] += a[k] * a[k];
+      }
+      for (size_t j = 0; gram && j < K; ++j)
+        for (size_t k = j; k < K; ++k) (*gram)[m * K * K + j * K + k] += a[j] * a[k];
     }
   }
+}
+
+// Sequence m's covariance G = (1/L) E_theta sum_l w w^T (exact trace only:
+// F_L^2 = tr G / N) as its eigenvalues, and the Euler error X_L(1) - X(1) in
+// its eigenvectors (FluctuationResult::spectrum, euler_coords).
+PetscErrorCode Spectra(const std::vector<double> &gram, double scale, const std::vector<double> &euler,
+                       const std::vector<double> &limit, PetscInt M, PetscInt n, FluctuationResult *r) {
+  std::vector<double> G((size_t)(n * n)), values, vectors;
+  PetscFunctionBeginUser;
+  for (PetscInt m = 0; m < M; ++m) {
+    for (PetscInt e = 0; e < n * n; ++e) G[e] = scale * gram[m * n * n + e];
+    PetscCall(SymmetricEigenvalues(G, n, &values, &vectors));
+    for (PetscInt i = 0; i < n; ++i) {
+      double c = 0;
+      for (PetscInt e = 0; e < n; ++e) c += vectors[i * n + e] * (euler[m * n + e] - limit[m * n + e]);
+      r->spectrum.push_back(std::max(values[i], 0.0)), r->euler_coords.push_back(c);
+    }
+  }
+  PetscFunctionReturn(0);
 }
 
 // F^2 of every sequence and its standard error from g (summed over the
@@ -170,15 +218,17 @@ void Estimate(const std::vector<double> &g, PetscInt K, PetscInt Hs, PetscInt M,
 
 } // namespace
 
-PetscErrorCode LimitFluctuation(MPI_Comm comm, const Settings &s, FluctuationResult *r) {
+PetscErrorCode LimitFluctuation(MPI_Comm comm, const Settings &s, FluctuationResult *r,
+                                const std::vector<double> *limit) {
   Schemes x;
-  std::vector<double> theta, q, euler;
+  std::vector<double> theta, euler;
   std::vector<std::vector<double>> read, mean;
   PetscMPIInt rank, size;
+  Vec *lam;
   PetscFunctionBeginUser;
   PetscCallMPI(MPI_Comm_rank(comm, &rank));
   PetscCallMPI(MPI_Comm_size(comm, &size));
-  PetscCall(SchemesCreate(comm, s, &x));
+  PetscCall(SchemesCreate(comm, s, limit, &x));
   Problem &p = x.euler;
   const PetscInt M = p.tokens.M, N = p.tokens.N, d = p.tokens.d, L = p.flow.L;
   const bool exact = s.limit.probes == 0;
@@ -186,19 +236,22 @@ PetscErrorCode LimitFluctuation(MPI_Comm comm, const Settings &s, FluctuationRes
   const PetscInt Hs = s.limit.sample_heads == 0 ? Href : std::min(s.limit.sample_heads, Href);
   PetscCall(GatherAll(p.heads.theta, &theta)); // the ensemble's heads; this rank takes its share of the sample
   PetscCall(Layers(x, &read, &mean));
-  std::vector<double> g((size_t)(K * Hs * M), 0.0);
+  std::vector<double> g((size_t)(K * Hs * M), 0.0), gram(exact ? (size_t)(M * K * K) : 0, 0.0);
   const Range mine = split(Hs, size, rank);
-  for (PetscInt k = 0; k < K; ++k) { // a forward solve before each adjoint one: it takes the trajectory's states
-    if (k > 0) PetscCall(VecCopy(p.x0, p.x1));
-    if (k > 0) PetscCall(FlowForward(&p.flow, p.x1));
-    PetscCall(SetFromAll(p.adjoint, ProbeVector(s, exact, k, (size_t)(M * N * d), (size_t)(N * d))));
-    PetscCall(FlowAdjoint(&p.flow, p.adjoint, p.grad));
-    for (PetscInt l = 0; l < L; ++l) {
-      PetscCall(VelocityAdjoint(x, l, &q));
-      AddLayer(x, theta, read[l], mean[l], q, k, Hs, mine, &g);
-    }
-  }
+  PetscCall(VecDuplicateVecs(x.sweep->adjoint, K, &lam));
+  for (PetscInt k = 0; k < K; ++k)
+    PetscCall(SetFromAll(lam[k], ProbeVector(s, exact, k, (size_t)(M * N * d), (size_t)(N * d))));
+  std::vector<std::vector<double>> q((size_t)K);
+  auto visit = [&](PetscInt step, const Vec *at) -> PetscErrorCode { // the adjoints of x^step: layer step - 1's
+    if (step == 0) return 0;
+    for (PetscInt k = 0; k < K; ++k) PetscCall(VelocityAdjoint(x, step - 1, at[k], &q[k]));
+    AddLayer(x, theta, read[step - 1], mean[step - 1], q, Hs, mine, &g, exact ? &gram : nullptr);
+    return 0;
+  };
+  PetscCall(FlowAdjointStates(&x.sweep->flow, K, lam, visit)); // every probe vector in one backward sweep
+  PetscCall(VecDestroyVecs(K, &lam));
   PetscCallMPI(MPI_Allreduce(MPI_IN_PLACE, g.data(), (int)g.size(), MPI_DOUBLE, MPI_SUM, comm));
+  if (exact) PetscCallMPI(MPI_Allreduce(MPI_IN_PLACE, gram.data(), (int)gram.size(), MPI_DOUBLE, MPI_SUM, comm));
   *r = FluctuationResult();
   r->M = M, r->N = N, r->L = L, r->probes = K, r->heads = Hs, r->exact = exact;
   Estimate(g, K, Hs, M, exact, 1.0 / ((double)N * (double)L), r);
@@ -208,6 +261,7 @@ PetscErrorCode LimitFluctuation(MPI_Comm comm, const Settings &s, FluctuationRes
     for (PetscInt e = m * N * d; e < (m + 1) * N * d; ++e) e2 += (euler[e] - x.limit[e]) * (euler[e] - x.limit[e]);
     r->euler2.push_back(e2 / (double)N);
   }
+  if (exact) PetscCall(Spectra(gram, 1.0 / ((double)L * (double)Hs), euler, x.limit, M, K, r));
   PetscCall(SchemesDestroy(&x));
   PetscFunctionReturn(0);
 }

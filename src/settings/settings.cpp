@@ -322,6 +322,9 @@ std::vector<Option> declare(Settings &s) {
               "the fluctuation's trace: Gaussian probe vectors a sequence (0: its N d unit vectors, exact)"),
       integer("limit.sample_heads", &s.limit.sample_heads, 0,
               "the fluctuation's expectation over one head: this many of the ensemble's heads (0: all of them)"),
+      integer("limit.adjoint_heads", &s.limit.adjoint_heads, 0,
+              "the fluctuation's tangent map: the probes' adjoints through the Euler scheme of the ensemble's first "
+              "this many heads (0: all of them)"),
 
       integers("study.L", &s.study.L, 1, "depths L of the grid (space-separated)"),
       integers("study.H", &s.study.H, 1, "widths H of the grid (space-separated)"),
@@ -370,6 +373,10 @@ std::vector<Option> declare(Settings &s) {
               "array tasks; 0: none", kPlanCoresMost),
       real("study.task_seconds", &s.study.task_seconds, 0.0, true,
            "--list with study.plan_cores: predicted seconds of the cases packed into one Slurm array task"),
+      flag("study.law", &s.study.law,
+           "predict every cell's err at initialisation from the limit alone (the error's law: the Euler error and "
+           "the head-sampling fluctuation of each L; limit.probes, limit.sample_heads, limit.adjoint_heads): "
+           "err_predicted in study.csv (a trained study's at time 0)"),
       flag("study.worst", &s.study.worst,
            "also search every model's worst input at every recorded time (the worst.* budget) against its "
            "references, after the cases: err_worst columns in study.csv, worst.csv, fits"),

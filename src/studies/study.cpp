@@ -88,6 +88,25 @@ std::string partial_path(const std::string &dir, PetscInt i, PetscInt t) {
   return dir + "/case-" + std::to_string(i) + "-t" + std::to_string(t) + ".h5";
 }
 
+PetscErrorCode ReadVerified(const std::string &path, const std::function<PetscErrorCode(h5::File &)> &read,
+                            std::string *problem) {
+  std::uint64_t stored = 0, computed = 0;
+  PetscFunctionBeginUser;
+  problem->clear();
+  PetscCall(PetscPushErrorHandler(ErrorCapture, nullptr));
+  PetscErrorCode err = h5::Verify(PETSC_COMM_SELF, path, &stored, &computed);
+  if (!err && stored != computed) *problem = path + " is damaged (checksum)";
+  if (!err && problem->empty()) {
+    h5::File f;
+    err = h5::Open(PETSC_COMM_SELF, path, false, &f);
+    if (!err) err = read(f);
+    if (!err) err = h5::Close(&f);
+  }
+  PetscCall(PetscPopErrorHandler());
+  if (err) *problem = captured_error();
+  PetscFunctionReturn(0);
+}
+
 PetscErrorCode ReadCase(const std::string &path, const std::vector<std::string> &families, const std::string &prefix,
                         CaseData *out, std::string *problem) {
   std::uint64_t stored = 0, computed = 0;

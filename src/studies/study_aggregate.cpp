@@ -48,13 +48,14 @@ std::string with_interval(double x, StudyInterval ci, const std::string &flags, 
 }
 
 void WriteFit(Outputs &out, const std::string &v, const std::string &variant, const char *quantity, PetscInt time,
-              int corrected, const StudyFit &f, const Training &t) {
+              int corrected, const StudyFit &f, const Training &t, const LawPrediction *law) {
   out.fits << csv({v, quoted(variant), quantity, num(f.slope_L), num(f.slope_L_ci.lo), num(f.slope_L_ci.hi),
                    num(f.slope_H), num(f.slope_H_ci.lo), num(f.slope_H_ci.hi), num(f.a), num(f.b), num(f.C1), num(f.C2),
                    num(f.rms), std::to_string(time), std::to_string(corrected), num(f.a_ci.lo), num(f.a_ci.hi),
                    num(f.b_ci.lo), num(f.b_ci.hi), quoted(f.flags), std::to_string(f.cells),
                    num(f.reference_bias), num(t.reference_change), num(t.reference_reduction),
-                   num(f.reference_spread)});
+                   num(f.reference_spread), num(law ? law->holds : NAN), law ? std::to_string(law->cells) : "",
+                   num(law ? law->C1 : NAN), num(law ? law->C2 : NAN)});
   const std::string key = "v" + v + "." + quantity + (corrected ? ".corrected." : ".");
   for (auto &[name, x] : std::vector<std::pair<std::string, double>>{
            {"slope_L", f.slope_L}, {"slope_L_lo", f.slope_L_ci.lo}, {"slope_L_hi", f.slope_L_ci.hi},
@@ -336,11 +337,12 @@ void WriteProbeSets(Outputs &out, const Settings &s, const std::string &v, const
 
 void WriteCells(Outputs &out, const std::string &v, const std::string &variant, PetscInt time, const StudyErrors &e,
                 const StudyStatistics st[2], PetscInt d, const Training &t, const StudyScalar &curves,
-                const WorstFigure *worst) {
+                const WorstFigure *worst, const LawPrediction &law) {
   const size_t nH = e.H.size();
   const double rd = std::sqrt((double)d);
   for (size_t k = 0; k < st[0].cells.size(); ++k) {
     const StudyCell &x = st[0].cells[k], &p = st[1].cells[k];
+    auto predicted = [&](const std::vector<double> &v) { return num(v.empty() ? NAN : v[k]); };
     out.table << csv({v, quoted(variant), std::to_string(e.L[k / nH]), std::to_string(e.H[k % nH]),
                       std::to_string(x.seeds), num(x.err[0]), num(x.ci[0].lo), num(x.ci[0].hi), num(p.err[0]),
                       num(p.ci[0].lo), num(p.ci[0].hi), std::to_string(time), num(st[0].floor), num(x.err[1]),
@@ -352,20 +354,22 @@ void WriteCells(Outputs &out, const std::string &v, const std::string &variant, 
                       num(curves.mean.empty() ? NAN : curves.mean[k]), num(curves.mean.empty() ? NAN : curves.ci[k].lo),
                       num(curves.mean.empty() ? NAN : curves.ci[k].hi), num(worst ? worst->err.mean[k] : NAN),
                       num(worst ? worst->err.ci[k].lo : NAN), num(worst ? worst->err.ci[k].hi : NAN),
-                      num(worst ? worst->search.mean[k] : NAN), num(worst ? worst->err.mean[k] / x.err[1] : NAN)});
+                      num(worst ? worst->search.mean[k] : NAN), num(worst ? worst->err.mean[k] / x.err[1] : NAN),
+                      predicted(law.err), predicted(law.lo), predicted(law.hi), predicted(law.held)});
   }
 }
 
 // One quantity (0: tokens x(1), 1: adjoints p(0)) of one variant at one time:
 // its fits (fits.csv, attributes), its err arrays, and the printed corrected fit.
 PetscErrorCode WriteQuantity(Outputs &out, size_t v, const std::string &variant, PetscInt time, int q,
-                             const StudyStatistics &st, const Training &training, size_t nL, size_t nH) {
+                             const StudyStatistics &st, const Training &training, size_t nL, size_t nH,
+                             const LawPrediction &law) {
   const std::string vs = std::to_string(v);
   const char *quantity = q ? "adjoint" : "tokens";
   const std::string name = "/v" + vs + "/" + quantity;
   PetscFunctionBeginUser;
   for (int c = 0; c < 2; ++c) {
-    WriteFit(out, vs, variant, quantity, time, c, st.fit[c], training);
+    WriteFit(out, vs, variant, quantity, time, c, st.fit[c], training, c && !q && !law.err.empty() ? &law : nullptr);
     std::vector<double> err, lo, hi;
     for (const StudyCell &cell : st.cells) err.push_back(cell.err[c]), lo.push_back(cell.ci[c].lo), hi.push_back(cell.ci[c].hi);
     const std::string tag = c ? "_corrected" : "";
@@ -448,6 +452,66 @@ PetscErrorCode WriteWorst(Outputs &out, std::ofstream &table, std::ofstream &slo
   PetscFunctionReturn(0);
 }
 
+struct WorstTables {
+  std::ofstream worst, slopes;
+};
+
+// The tables' files and their header lines (worst.csv and worst_N.csv with study.worst).
+void OpenTables(Outputs &out, WorstTables &tables, const Settings &s, const std::string &dir) {
+  out.table.open(dir + "/study.csv"), out.fits.open(dir + "/fits.csv"), out.sets.open(dir + "/probes.csv");
+  out.sets << "variant,overrides,L,H,time,probe_set,N,err_corrected_x,err_corrected_p,attains_max_x\n";
+  out.table << "variant,overrides,L,H,seeds,err_x,err_x_lo,err_x_hi,err_p,err_p_lo,err_p_hi,time,err_floor_x,"
+               "err_corrected_x,err_corrected_x_lo,err_corrected_x_hi,err_floor_p,err_corrected_p,err_corrected_p_lo,"
+               "err_corrected_p_hi,clipped_x,clipped_p,err_coord_x,err_rel_x,references,err_coord_x_lo,"
+               "err_coord_x_hi,err_rel_x_lo,err_rel_x_hi,floor_ratio_x,floor_ratio_p,resolved_x,resolved_p,head_change,"
+               "risk_reduction,curve_distance,curve_distance_lo,curve_distance_hi,err_worst_x,err_worst_x_lo,"
+               "err_worst_x_hi,err_worst_search_x,worst_ratio_x,err_predicted_x,err_predicted_x_lo,"
+               "err_predicted_x_hi,law_holds_x\n";
+  if (s.study.worst) {
+    tables.worst.open(dir + "/worst.csv"), tables.slopes.open(dir + "/worst_N.csv");
+    tables.worst << "variant,overrides,L,H,time,N,atoms,seeds,err_worst_x,err_worst_x_lo,err_worst_x_hi,err_worst_search_x,"
+                   "err_corrected_x,worst_ratio_x,search_seconds,err_collapsed_search_x,check_gain\n";
+    tables.slopes << "variant,overrides,L,H,time,worst_slope_N,worst_slope_N_lo,worst_slope_N_hi,flags\n";
+  }
+  out.fits << "variant,overrides,quantity,slope_L,slope_L_lo,slope_L_hi,slope_H,slope_H_lo,slope_H_hi,a,b,C1,C2,"
+              "joint_rms,time,corrected,a_lo,a_hi,b_lo,b_hi,flags,cells,reference_bias,reference_head_change,"
+              "reference_risk_reduction,reference_spread,law_holds,law_cells,law_C1,law_C2\n";
+}
+
+// One variant at one recorded time: its errors, statistics, fits, cells,
+// probe sets, law and worst inputs into the tables and study.h5.
+PetscErrorCode AggregateVariant(Outputs &out, WorstTables &tables, const Settings &s, const std::string &dir, size_t v,
+                                const std::string &variant, PetscInt time, const VariantCases &vc) {
+  const std::string vs = std::to_string(v);
+  PetscFunctionBeginUser;
+  const StudyErrors e[2] = {ErrorsOf(s, vc, 0), ErrorsOf(s, vc, 1)};
+  const StudyStatistics st[2] = {StudyStatisticsCompute(e[0], OptionsOf(s)), StudyStatisticsCompute(e[1], OptionsOf(s))};
+  const size_t nL = e[0].L.size(), nH = e[0].H.size();
+  const Training training = TrainingOf(vc, e[0]);
+  LawPrediction law; // at initialisation (a trained study's time 0), from the law's files
+  if (time == 0) PetscCall(StudyLawPredict(dir, v, e[0], st[0], &law));
+  if (!law.err.empty()) out.store("/v" + vs + "/tokens/err_predicted", {nL, nH}, law.err);
+  for (int q = 0; q < 2; ++q)
+    PetscCall(WriteQuantity(out, v, variant, time, q, st[q], training, nL, nH, law));
+  WriteProbeSets(out, s, vs, variant, time, vc, e[0], e[1]);
+  const StudyScalar curves = CurvesOf(vc, e[0], time);
+  if (!curves.mean.empty()) WriteFit(out, vs, variant, "curve", time, 0, curves.fit, training);
+  std::vector<WorstFigure> worst;
+  PetscCall(WorstOf(s, dir, v, time, out.last, vc, e[0], &worst));
+  WriteCells(out, vs, variant, time, e[0], st, vc.references[0].d, training, curves,
+             worst.empty() ? nullptr : &worst.back(), law); // the largest N's worst input, or the measure's
+  PetscCall(WriteWorst(out, tables.worst, tables.slopes, vs, variant, time, e[0], st[0], training, worst));
+  if (s.study.state == StudyState::trained)
+    PetscCall(PetscPrintf(PETSC_COMM_SELF,
+                          "mft study: v%zu t=%" PetscInt_FMT ": references' heads moved %.1f%%, risk reduced %.3gx\n",
+                          v, time, 100 * training.reference_change, training.reference_reduction));
+  out.store("/v" + vs + "/L", {nL}, std::vector<double>(e[0].L.begin(), e[0].L.end()));
+  out.store("/v" + vs + "/H", {nH}, std::vector<double>(e[0].H.begin(), e[0].H.end()));
+  out.attribute("v" + vs + ".overrides", variant.empty() ? "(none)" : variant);
+  out.attribute("v" + vs + ".references", std::to_string(e[0].references));
+  PetscFunctionReturn(0);
+}
+
 } // namespace
 
 PetscErrorCode StudyAggregate(MPI_Comm comm, const Settings &s, const std::string &dir, PetscInt *missing) {
@@ -458,28 +522,11 @@ PetscErrorCode StudyAggregate(MPI_Comm comm, const Settings &s, const std::strin
   if (rank == 0) {
     const auto variants = StudyVariants(s);
     const std::vector<PetscInt> times = StudyTimes(s);
-    const StudyOptions options = OptionsOf(s);
     const bool rates = !s.study.learning_rates.empty();
     RateStudy rate_study = rates ? RateStudyOf(s) : RateStudy();
     Outputs out;
-    out.table.open(dir + "/study.csv"), out.fits.open(dir + "/fits.csv"), out.sets.open(dir + "/probes.csv");
-    out.sets << "variant,overrides,L,H,time,probe_set,N,err_corrected_x,err_corrected_p,attains_max_x\n";
-    out.table << "variant,overrides,L,H,seeds,err_x,err_x_lo,err_x_hi,err_p,err_p_lo,err_p_hi,time,err_floor_x,"
-                 "err_corrected_x,err_corrected_x_lo,err_corrected_x_hi,err_floor_p,err_corrected_p,err_corrected_p_lo,"
-                 "err_corrected_p_hi,clipped_x,clipped_p,err_coord_x,err_rel_x,references,err_coord_x_lo,"
-                 "err_coord_x_hi,err_rel_x_lo,err_rel_x_hi,floor_ratio_x,floor_ratio_p,resolved_x,resolved_p,head_change,"
-                 "risk_reduction,curve_distance,curve_distance_lo,curve_distance_hi,err_worst_x,err_worst_x_lo,"
-                 "err_worst_x_hi,err_worst_search_x,worst_ratio_x\n";
-    std::ofstream worst_table, worst_slopes;
-    if (s.study.worst) {
-      worst_table.open(dir + "/worst.csv"), worst_slopes.open(dir + "/worst_N.csv");
-      worst_table << "variant,overrides,L,H,time,N,atoms,seeds,err_worst_x,err_worst_x_lo,err_worst_x_hi,err_worst_search_x,"
-                     "err_corrected_x,worst_ratio_x,search_seconds,err_collapsed_search_x,check_gain\n";
-      worst_slopes << "variant,overrides,L,H,time,worst_slope_N,worst_slope_N_lo,worst_slope_N_hi,flags\n";
-    }
-    out.fits << "variant,overrides,quantity,slope_L,slope_L_lo,slope_L_hi,slope_H,slope_H_lo,slope_H_hi,a,b,C1,C2,"
-                "joint_rms,time,corrected,a_lo,a_hi,b_lo,b_hi,flags,cells,reference_bias,reference_head_change,"
-                "reference_risk_reduction,reference_spread\n";
+    WorstTables tables;
+    OpenTables(out, tables, s, dir);
     // Every recorded time under /t<step> and t<step>.*; the last one also
     // without the prefix (the state at the end of training, or at initialisation).
     for (const PetscInt time : times) {
@@ -496,27 +543,7 @@ PetscErrorCode StudyAggregate(MPI_Comm comm, const Settings &s, const std::strin
                                               v, variants[v].c_str()));
           continue;
         }
-        const StudyErrors e[2] = {ErrorsOf(s, vc, 0), ErrorsOf(s, vc, 1)};
-        const StudyStatistics st[2] = {StudyStatisticsCompute(e[0], options), StudyStatisticsCompute(e[1], options)};
-        const size_t nL = e[0].L.size(), nH = e[0].H.size();
-        const Training training = TrainingOf(vc, e[0]);
-        for (int q = 0; q < 2; ++q) PetscCall(WriteQuantity(out, v, variants[v], time, q, st[q], training, nL, nH));
-        WriteProbeSets(out, s, vs, variants[v], time, vc, e[0], e[1]);
-        const StudyScalar curves = CurvesOf(vc, e[0], time);
-        if (!curves.mean.empty()) WriteFit(out, vs, variants[v], "curve", time, 0, curves.fit, training);
-        std::vector<WorstFigure> worst;
-        PetscCall(WorstOf(s, dir, v, time, out.last, vc, e[0], &worst));
-        WriteCells(out, vs, variants[v], time, e[0], st, vc.references[0].d, training, curves,
-                   worst.empty() ? nullptr : &worst.back()); // the largest N's, or the measure's
-        PetscCall(WriteWorst(out, worst_table, worst_slopes, vs, variants[v], time, e[0], st[0], training, worst));
-        if (s.study.state == StudyState::trained)
-          PetscCall(PetscPrintf(PETSC_COMM_SELF,
-                                "mft study: v%zu t=%" PetscInt_FMT ": references' heads moved %.1f%%, risk reduced %.3gx\n",
-                                v, time, 100 * training.reference_change, training.reference_reduction));
-        out.store("/v" + vs + "/L", {nL}, std::vector<double>(e[0].L.begin(), e[0].L.end()));
-        out.store("/v" + vs + "/H", {nH}, std::vector<double>(e[0].H.begin(), e[0].H.end()));
-        out.attribute("v" + vs + ".overrides", variants[v].empty() ? "(none)" : variants[v]);
-        out.attribute("v" + vs + ".references", std::to_string(e[0].references));
+        PetscCall(AggregateVariant(out, tables, s, dir, v, variants[v], time, vc));
       }
     }
     if (rates) PetscCall(WriteLearningRates(out, rate_study, dir));

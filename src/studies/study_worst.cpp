@@ -53,16 +53,9 @@ PetscErrorCode ReadRowsOf(h5::File &f, const char *name, size_t rows, std::vecto
 } // namespace
 
 PetscErrorCode study::ReadWorst(const std::string &path, WorstCases *out, std::string *problem) {
-  std::uint64_t stored = 0, computed = 0;
   PetscFunctionBeginUser;
   *out = WorstCases();
-  problem->clear();
-  PetscCall(PetscPushErrorHandler(ErrorCapture, nullptr));
-  PetscErrorCode err = h5::Verify(PETSC_COMM_SELF, path, &stored, &computed);
-  if (!err && stored != computed) *problem = path + " is damaged (checksum)";
-  if (!err && problem->empty()) {
-    h5::File f;
-    err = h5::Open(PETSC_COMM_SELF, path, false, &f);
+  auto read = [&](h5::File &f) -> PetscErrorCode {
     const auto n = h5::Shape(f, "/case"), tokens = h5::Shape(f, "/tokens");
     const size_t rows = n.empty() ? 0 : n[0];
     std::vector<double> index;
@@ -72,16 +65,15 @@ PetscErrorCode study::ReadWorst(const std::string &path, WorstCases *out, std::s
                                     {"/heldout_e2", &out->e2, &out->heldout},
                                     {"/heldout_pairs", &out->pair_terms, &out->pairs},
                                     {"/tokens", &out->tokens, nullptr}, {"/weights", &out->weights, nullptr}})
-      if (!err) err = ReadRowsOf(f, name, rows, v, columns);
+      PetscCall(ReadRowsOf(f, name, rows, v, columns));
     if (tokens.size() == 3) out->N = (PetscInt)tokens[1], out->d = (PetscInt)tokens[2];
     std::string seconds;
     if (h5::ReadAttribute(f, "worst.seconds", &seconds)) out->seconds = std::stod(seconds);
-    if (!err) err = h5::Close(&f);
     for (double i : index) out->index.push_back((PetscInt)i);
-    if (!err && (index.empty() || out->raw.size() != index.size())) *problem = path + " holds no worst inputs";
-  }
-  PetscCall(PetscPopErrorHandler());
-  if (err) *problem = captured_error();
+    if (index.empty() || out->raw.size() != index.size()) *problem = path + " holds no worst inputs";
+    return 0;
+  };
+  PetscCall(ReadVerified(path, read, problem));
   PetscFunctionReturn(0);
 }
 

@@ -31,13 +31,21 @@ awk -F, '$1 == 0 && $6 == "" { exit 1 }' tiny/study.csv && ok || bad "a cell of 
 # Four references (the default): a floor and a corrected error in every cell, raw and corrected fits.
 awk -F, 'NR > 1 && $1 == 0 && ($13 == "" || $14 == "" || $25 != 4) { exit 1 }' tiny/study.csv && ok || bad "a cell of variant 0 has no floor or corrected error"
 head -1 tiny/study.csv | grep -q ',time,err_floor_x,err_corrected_x,' && ok || bad "study.csv lacks the floor columns"
-[ "$(grep -c '^0,"model.beta=1",tokens,.*,0,1,[^,]*,[^,]*,[^,]*,[^,]*,"[^"]*",[0-9]*,[^,]*,[^,]*,[^,]*,[^,]*$' tiny/fits.csv)" -eq 1 ] && ok || bad "fits.csv lacks the corrected fit"
-head -1 tiny/fits.csv | grep -q ',flags,cells,reference_bias,reference_head_change,reference_risk_reduction,reference_spread$' && ok || bad "fits.csv lacks the flag column"
+[ "$(grep -c '^0,"model.beta=1",tokens,.*,0,1,[^,]*,[^,]*,[^,]*,[^,]*,"[^"]*",[0-9]*,[^,]*,[^,]*,[^,]*,[^,]*,[^,]*,[^,]*,[^,]*,[^,]*$' tiny/fits.csv)" -eq 1 ] && ok || bad "fits.csv lacks the corrected fit"
+head -1 tiny/fits.csv | grep -q ',flags,cells,reference_bias,reference_head_change,reference_risk_reduction,reference_spread,law_holds,law_cells,law_C1,law_C2$' && ok || bad "fits.csv lacks the flag column"
 grep -qE '^mft study: v0 tokens t=0: slope_L -?[0-9.]+ \[-?[0-9.]+, -?[0-9.]+\], slope_H' out.txt && ok || bad "no printed summary with intervals"
 grep -q '^0,"model.beta=1",tokens,-' tiny/fits.csv && ok || bad "no negative slope in L for variant 0"
 for png in tiny/study_v0_tokens.png tiny/study_v0_adjoint.png; do
   [ -s "$png" ] && file "$png" | grep -q PNG && ok || bad "$png is not a PNG"
 done
+# The error's law (study.law): a file per L of the measured variant, none for the failed one; every
+# cell of variant 0 predicted, inside its own band; the law's constants in the fits.
+[ "$(ls tiny/law-v0-L*.h5 | wc -l)" -eq 3 ] && ! ls tiny/law-v1-* 2>/dev/null && ok || bad "the law files are not one per L of variant 0"
+col() { head -1 tiny/study.csv | tr ',' '\n' | grep -nx "$1" | cut -d: -f1; }
+p=$(col err_predicted_x); lo=$(col err_predicted_x_lo); hi=$(col err_predicted_x_hi)
+[ -n "$p" ] && awk -F, -v p="$p" -v lo="$lo" -v hi="$hi" 'NR > 1 && $1 == 0 { n++; if (!($p > 0 && $lo <= $p && $p <= $hi)) no = 1 } END { exit no || n != 6 }' \
+  tiny/study.csv && ok || bad "a cell of variant 0 has no law prediction inside its band"
+awk -F, '$1 == 0 && $3 == "tokens" && $16 == 1 { n++; if (!($(NF-1) > 0 && $NF > 0)) no = 1 } END { exit no || n != 1 }' tiny/fits.csv && ok || bad "fits.csv lacks the law's constants"
 grep -q "missing or failed" out.txt && ok || bad "the aggregation does not report the failed cases"
 # Variants of data.N probe at their own N (the probes' default), not at the config's.
 expect 0 "" -- "$MFT" study --config tiny.cfg --study.variants "data.N=3; data.N=6" --study.L 1 --study.H 2 \
@@ -49,4 +57,5 @@ rm tiny/case-6.h5
 expect 0 "" -- "$MFT" study --config tiny.cfg --aggregate tiny
 grep -q "case 6 (variant 0, L=1, H=4, seed 1) is missing or failed" out.txt && ok || bad "the lost case is not named"
 grep -q '^0,"model.beta=1",1,4,1,' tiny/study.csv && ok || bad "the cell of the lost case does not keep its other seed"
+grep -q "the law of variant" out.txt && bad "the aggregation computed the law again" || ok
 finish

@@ -126,7 +126,8 @@ TEST(Fluctuation, BetaZeroClosedForm) {
 
 // At beta = 1, with the mask and both norms: the Hutchinson estimate (64
 // Gaussian probes) against the exact trace (every unit vector), within 4 of
-// its standard errors, with every head of the ensemble.
+// its standard errors, with every head of the ensemble; the exact trace's
+// covariance spectrum sums to F^2, its Euler coordinates to E^2.
 TEST(Fluctuation, HutchinsonAgainstExactTrace) {
   for (auto variant : std::vector<std::vector<std::string>>{{"--model.causal", "true"}, {"--model.norm", "sphere"},
                                                             {"--model.norm", "pre", "--model.head_kind", "qkvo"}}) {
@@ -136,6 +137,14 @@ TEST(Fluctuation, HutchinsonAgainstExactTrace) {
     ASSERT_EQ(LimitFluctuation(PETSC_COMM_WORLD, e, &a), 0);
     ASSERT_EQ(LimitFluctuation(PETSC_COMM_WORLD, gauss, &b), 0);
     EXPECT_EQ(a.probes, 12);
+    ASSERT_EQ(a.spectrum.size(), (size_t)(a.M * 12));
+    ASSERT_EQ(b.spectrum.size(), 0u) << "no covariance from Gaussian probes";
+    for (PetscInt m = 0; m < a.M; ++m) { // the spectrum and the Euler coordinates sum to F^2 and E^2
+      double trace = 0, c2 = 0;
+      for (PetscInt i = m * 12; i < (m + 1) * 12; ++i) trace += a.spectrum[i], c2 += a.euler_coords[i] * a.euler_coords[i];
+      EXPECT_NEAR(trace / 4, a.fluctuation2[m], 1e-12 * a.fluctuation2[m]);
+      EXPECT_NEAR(c2 / 4, a.euler2[m], 1e-10 * a.euler2[m] + 1e-300);
+    }
     for (PetscInt m = 0; m < a.M; ++m) {
       EXPECT_LT(std::fabs(b.fluctuation2[m] - a.fluctuation2[m]), 4 * b.fluctuation2_se[m]) << variant[1] << " " << m;
       EXPECT_LT(b.fluctuation2_se[m], 0.5 * a.fluctuation2[m]);
@@ -190,9 +199,30 @@ TEST(Fluctuation, BruteForceOverSeeds) {
   }
 }
 
-// All ranks against one (every estimate to 1e-10).
+// The tangent map of the ensemble's first heads (limit.adjoint_heads) moves
+// F_L^2 by little (here under 2% of 4096 heads' with 512), leaves E(L) as it
+// is; X(1) handed in (a study's reference 0) gives what it solves itself.
+TEST(Fluctuation, TangentOfTheFirstHeadsAndAGivenLimit) {
+  Settings s = settings(law_args({"--limit.heads", "4096", "--limit.probes", "0", "--limit.sample_heads", "512"}), "limit");
+  s.limit.adjoint_heads = 0;
+  FluctuationResult all, first, given;
+  ASSERT_EQ(LimitFluctuation(PETSC_COMM_WORLD, s, &all), 0);
+  LimitResult limit;
+  ASSERT_EQ(LimitSolve(PETSC_COMM_WORLD, LimitSettingsFor(s), &limit), 0);
+  s.limit.adjoint_heads = 512;
+  ASSERT_EQ(LimitFluctuation(PETSC_COMM_WORLD, s, &first), 0);
+  ASSERT_EQ(LimitFluctuation(PETSC_COMM_WORLD, s, &given, &limit.tokens), 0);
+  EXPECT_LT(relative_error(first.euler2, all.euler2), 1e-13);
+  EXPECT_LT(relative_error(first.fluctuation2, all.fluctuation2), 0.02);
+  EXPECT_GT(relative_error(first.fluctuation2, all.fluctuation2), 0.0) << "the tangent is another ensemble's";
+  EXPECT_LT(relative_error(given.euler2, first.euler2), 1e-12);
+  EXPECT_LT(relative_error(given.fluctuation2, first.fluctuation2), 1e-13);
+}
+
+// All ranks against one (every estimate to 1e-10), the tangent of the first heads too.
 TEST(Fluctuation, RanksAgree) {
-  const Settings s = settings(law_args({"--model.causal", "true", "--limit.probes", "3"}), "limit");
+  const Settings s =
+      settings(law_args({"--model.causal", "true", "--limit.probes", "3", "--limit.adjoint_heads", "64"}), "limit");
   FluctuationResult all, one;
   ASSERT_EQ(LimitFluctuation(PETSC_COMM_WORLD, s, &all), 0);
   ASSERT_EQ(LimitFluctuation(PETSC_COMM_SELF, s, &one), 0);

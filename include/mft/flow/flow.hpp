@@ -14,7 +14,13 @@
 
 #include <petscts.h>
 
+#include <functional>
+
 namespace mft {
+
+// What FlowAdjointStates shows at every step of its backward sweep: the step
+// n (x_n's adjoints) and the K adjoint vectors there.
+using AdjointVisit = std::function<PetscErrorCode(PetscInt step, const Vec *lam)>;
 
 struct Flow {
   TS ts = nullptr;
@@ -26,6 +32,7 @@ struct Flow {
   DepthScheme scheme;
   PetscInt steps = 0, rejected = 0; // of the last forward solve
   Trajectory *trajectory = nullptr;  // slices recorded by the solves (FlowRecord)
+  AdjointVisit visit;                // FlowAdjointStates's, during its solve
   // Normalized tokens (norm.hpp): the step around the velocity, and what its
   // transposes need. `read`: pre, n(x) of the current layer; sphere with the
   // adaptive solve, v at the current stage. `velocities`: sphere with L
@@ -74,5 +81,10 @@ PetscErrorCode FlowForward(Flow *f, Vec x);
 // dtheta <- 0. With weighted tokens, f->weight_grad <- the flow's part of
 // dR/dw (both schemes; one sum over the ranks per solve).
 PetscErrorCode FlowAdjoint(Flow *f, Vec lam, Vec dtheta);
+
+// After FlowForward of the Euler model: the state's adjoints of K cost
+// vectors in one backward sweep (lam[k] <- J^T lam[k], no parameter part),
+// `visit` called at every step from L down to 0. Unweighted tokens only.
+PetscErrorCode FlowAdjointStates(Flow *f, PetscInt K, Vec *lam, const AdjointVisit &visit);
 
 } // namespace mft

@@ -37,6 +37,12 @@ struct FluctuationResult {
   std::vector<double> euler2;          // per sequence: E(L)^2
   std::vector<double> fluctuation2;    // per sequence: F_L^2
   std::vector<double> fluctuation2_se; // per sequence: the standard error of F_L^2
+  // The exact trace only, N d entries per sequence: the eigenvalues of the
+  // fluctuation's covariance G (F_L^2 = tr G / N; the L x H model's X(1) is
+  // X_L(1) + a Gaussian of covariance G / (L H) to first order) and the Euler
+  // error X_L(1) - X(1) in its eigenvectors: the law of err^2 of the sequence,
+  // (1/N) sum_i (c_i + (lambda_i / (L H))^(1/2) z_i)^2.
+  std::vector<double> spectrum, euler_coords;
   // err_predicted of H heads a layer: (mean over the sequences of E^2 + F^2 / (L H))^(1/2), and its standard error.
   double predicted(PetscInt H) const;
   double predicted_se(PetscInt H) const;
@@ -44,8 +50,11 @@ struct FluctuationResult {
 
 // The law of the model.L x model.H model of s for the probes of its data
 // settings, against the limit of limit.heads shared heads (the settings
-// mft limit takes; limit.probes, limit.sample_heads). Weighted tokens are
-// refused.
-PetscErrorCode LimitFluctuation(MPI_Comm comm, const Settings &s, FluctuationResult *r);
+// mft limit takes; limit.probes, limit.sample_heads). `limit`: X(1) of the
+// probes, (M, N, d), when the caller has solved it (mft limit, a study's
+// reference 0); else it is solved here. Every probe vector's adjoint comes
+// from one backward sweep (FlowAdjointStates). Weighted tokens are refused.
+PetscErrorCode LimitFluctuation(MPI_Comm comm, const Settings &s, FluctuationResult *r,
+                                const std::vector<double> *limit = nullptr);
 
 } // namespace mft

@@ -102,8 +102,9 @@ struct LimitSettings {
   LimitScheme scheme = LimitScheme::rk; // rk: adaptive TSRK 5dp; euler: model.L Euler steps, same ensemble
   double rtol = 1e-10, atol = 1e-12;
   bool fluctuation = false;    // the error's law of the model.L x model.H model at initialisation (fluctuation.hpp)
-  PetscInt probes = 8;         // probe vectors of the trace estimate (0: every one of the N d unit vectors, exact)
+  PetscInt probes = 0;         // probe vectors of the trace estimate (0: every one of the N d unit vectors, exact)
   PetscInt sample_heads = 1024; // heads of the ensemble the expectation over one head is taken over (0: all)
+  PetscInt adjoint_heads = 512; // the probes' adjoint sweep: the ensemble's first this many heads (0: all)
 };
 
 struct StudySettings {
@@ -130,6 +131,7 @@ struct StudySettings {
   StudySchedule schedule = StudySchedule::groups; // groups: cases on groups of ranks sized by cost (study_plan.hpp)
   PetscInt plan_cores = 0;            // --list: the plan on this many cores (0: none)
   double task_seconds = 3600;         // --list, plan_cores: the Slurm packing's target of predicted seconds a task
+  bool law = true;                    // at initialisation: every cell's err predicted from the limit (fluctuation.hpp)
   bool worst = false;                 // also the worst-input error of every case at every time (worst.hpp)
   std::string worst_N;                // tokens of the worst inputs searched (several: one search each); empty: data.N
   PetscInt worst_atoms = 0;           // > 0: also the worst measure of this many weighted atoms (N = infinity)

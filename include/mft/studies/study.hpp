@@ -99,6 +99,14 @@ PetscErrorCode StudyRunTasks(MPI_Comm comm, const Settings &s, const std::string
 PetscErrorCode StudyWorst(MPI_Comm comm, const std::vector<std::string> &args, const Settings &s, const std::string &dir,
                           double *seconds);
 
+// With study.law at initialisation: the error's law (fluctuation.hpp) of
+// every variant at every L of the grid, for the probe sequences, against the
+// limit of reference 0's ensemble (StudyRunTasks' tasks); a law whose file
+// is already there (verified) is not made again. *seconds: the most any
+// rank spent on them.
+PetscErrorCode StudyLaw(MPI_Comm comm, const std::vector<std::string> &args, const Settings &s, const std::string &dir,
+                        double *seconds);
+
 // Aggregates dir into study.csv, fits.csv and study.h5; *missing counts the
 // cases without a result.
 PetscErrorCode StudyAggregate(MPI_Comm comm, const Settings &s, const std::string &dir, PetscInt *missing);

@@ -8,8 +8,13 @@
 
 #include <cmath>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
+
+namespace mft::h5 {
+struct File;
+}
 
 namespace mft::study {
 
@@ -58,6 +63,13 @@ struct CaseData {
   std::vector<double> heads; // with study.worst, a trained case's heads at this time (all of theta, natural order)
 };
 
+// Reads a study's own file on this rank (a worst search's, a law's): its
+// checksum verified, opened, handed to `read`, closed; an error on the way
+// (captured, not raised) or a damaged file becomes *problem, which `read`
+// may set too (a file that holds too little).
+PetscErrorCode ReadVerified(const std::string &path, const std::function<PetscErrorCode(h5::File &)> &read,
+                            std::string *problem);
+
 // Reads a case file (verified) at `prefix` (a trained case's /times/<step>,
 // or ""); on failure *problem says why.
 PetscErrorCode ReadCase(const std::string &path, const std::vector<std::string> &families, const std::string &prefix,
@@ -88,6 +100,18 @@ struct WorstCases {
   double seconds = NAN;                   // the search's time
 };
 PetscErrorCode ReadWorst(const std::string &path, WorstCases *out, std::string *problem);
+
+// With study.law at initialisation: the error's law of one variant at one
+// depth L (fluctuation.hpp) for its probe sequences, every set in order, in
+// study.dir/law-v<v>-L<L>.h5: per sequence E(L)^2, F_L^2 and the standard
+// error of F_L^2, and N d (the fluctuation's dimensions) per sequence.
+std::string law_path(const std::string &dir, size_t variant, PetscInt L);
+struct LawCases {
+  std::vector<double> euler2, fluctuation2, fluctuation2_se, dims, tokens; // per probe sequence (dims: N d; tokens: N)
+  std::vector<double> spectrum, euler_coords; // the exact trace's: dims[m] entries per sequence, in order (else empty)
+  double seconds = NAN;
+};
+PetscErrorCode ReadLaw(const std::string &path, LawCases *out, std::string *problem);
 
 // What makes a case's results, as text: the settings of its model, data,
 // initialisation, loss, training and reference solve (those that define a

@@ -57,9 +57,28 @@ std::string quoted(const std::string &s);
 // one of the flags `undecided` (space-separated) is raised.
 std::string with_interval(double x, StudyInterval ci, const std::string &flags, const std::string &undecided);
 
-// A row of fits.csv.
+// The error's law at initialisation (study.law) against one variant's cells:
+// per cell the predicted err of x(1), sqrt(E[max over the probe sequences of
+// err_m^2]) with each err_m^2 the law's, (1/N)|e_m + xi_m|^2: |e_m|^2 = N
+// E(L)^2, xi_m Gaussian and isotropic in its N d dimensions with E|xi_m|^2 =
+// N F_L^2 / (L H) (its expectation over 4000 fixed draws), and its range with
+// F_L^2 moved by two standard errors; whether the measured 95% interval of
+// the corrected err holds it, and the fraction of the resolved cells with L H
+// >= 16 that do (holds); the constants the law gives the fit C1/L + C2 L^-a
+// H^-b: C1 = L E(L) and C2 = F_L of the sequence of largest ones, at the
+// largest L. Empty (no err) where the study has no law files.
+struct LawPrediction {
+  std::vector<double> err, lo, hi, held; // per cell (held: 1, 0, or NaN where not counted)
+  double holds = NAN, C1 = NAN, C2 = NAN;
+  size_t cells = 0; // the cells counted in holds
+};
+PetscErrorCode StudyLawPredict(const std::string &dir, size_t v, const StudyErrors &e, const StudyStatistics &st,
+                               LawPrediction *out);
+
+// A row of fits.csv (law: the law's agreement and constants, on the row of
+// the corrected x(1) at initialisation).
 void WriteFit(Outputs &out, const std::string &v, const std::string &variant, const char *quantity, PetscInt time,
-              int corrected, const StudyFit &f, const Training &t);
+              int corrected, const StudyFit &f, const Training &t, const LawPrediction *law = nullptr);
 
 // A learning-rate study (study.learning_rates): every model case's training
 // (and held-out) risk at the last step, per base variant, rate and cell.
