@@ -50,7 +50,7 @@ PetscErrorCode SchemesCreate(MPI_Comm comm, const Settings &s, const std::vector
   se.scheme.adaptive = false; // model.L Euler steps of the same ensemble
   se.output.trajectory = s.model.L;
   PetscCall(ProblemCreate(comm, se, &x->euler));
-  PetscCheck(!x->euler.tokens.weighted(), comm, PETSC_ERR_SUP,
+  PetscCheck(!x->euler.tokens.weighted(), comm, PETSC_ERR_USER_INPUT,
              "limit.fluctuation: the error's law of weighted tokens is not derived (give a data file without "
              "/data/weights)");
   PetscCall(ProblemRecordTrajectory(&x->euler, &x->t));

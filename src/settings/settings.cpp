@@ -376,7 +376,7 @@ std::vector<Option> declare(Settings &s) {
       flag("study.law", &s.study.law,
            "predict every cell's err at initialisation from the limit alone (the error's law: the Euler error and "
            "the head-sampling fluctuation of each L; limit.probes, limit.sample_heads, limit.adjoint_heads): "
-           "err_predicted in study.csv (a trained study's at time 0)"),
+           "err_predicted in study.csv; a trained study only when given (its time 0)"),
       flag("study.worst", &s.study.worst,
            "also search every model's worst input at every recorded time (the worst.* budget) against its "
            "references, after the cases: err_worst columns in study.csv, worst.csv, fits"),

@@ -129,7 +129,7 @@ PetscErrorCode RunGroups(MPI_Comm comm, const std::vector<std::string> &args, co
 
 PetscErrorCode StudyRunTasks(MPI_Comm comm, const Settings &s, const std::string &dir, size_t n,
                              const std::function<std::string(size_t)> &name,
-                             const std::function<PetscErrorCode(MPI_Comm, size_t)> &run) {
+                             const std::function<PetscErrorCode(MPI_Comm, size_t)> &run, bool side_by_side) {
   PetscMPIInt rank, size, grank;
   MPI_Comm group;
   PetscInt failed = 0;
@@ -139,7 +139,8 @@ PetscErrorCode StudyRunTasks(MPI_Comm comm, const Settings &s, const std::string
   SignalsInstall();
   PetscCallMPI(MPI_Comm_rank(comm, &rank));
   PetscCallMPI(MPI_Comm_size(comm, &size));
-  const PetscMPIInt groups = s.study.schedule == StudySchedule::groups ? std::min<PetscMPIInt>(size, (PetscMPIInt)n) : 1;
+  const bool apart = s.study.schedule == StudySchedule::groups && side_by_side;
+  const PetscMPIInt groups = apart ? std::min<PetscMPIInt>(size, (PetscMPIInt)n) : 1;
   const PetscMPIInt g = size / groups; // every task on g ranks: its results do not depend on which group took it
   if (rank == 0) RemoveClaims(dir);
   PetscCallMPI(MPI_Barrier(comm));

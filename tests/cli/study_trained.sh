@@ -67,6 +67,14 @@ expect 0 "" -- $run2 study --config base.cfg --study.steps 6 --study.times "2 4"
 awk -F, 'NR > 1 && $12 == 0 && ($34 != 0 || $35 != 1) { exit 1 }' long/study.csv && ok || bad "study.csv: movement or reduction at step 0"
 awk -F, 'NR > 1 && $12 == 6 && !($34 > 0 && $35 > 1) { exit 1 }' long/study.csv && ok || bad "study.csv: no movement or reduction at step 6"
 grep -q "references' heads moved" out.txt && ok || bad "the references' movement is not printed"
+# The error's law in a trained study only when asked, predicting its time 0 only.
+! ls long/law-* >/dev/null 2>&1 && ok || bad "a trained study computed the law without study.law"
+expect 0 "" -- $run2 study --config base.cfg --study.steps 2 --study.law true --study.dir law
+/usr/bin/python3 - law/study.csv <<'PY' && ok || bad "study.law in a trained study: not its time-0 rows only"
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+assert rows and all((r["err_predicted_x"] != "") == (r["time"] == "0") for r in rows), rows[0]
+PY
 # The training curves: each case keeps its risk before every step; study.csv's
 # curve_distance is the mean over seeds of max_t |R(t) - R_ref(t)| / R_ref(t)
 # (R_ref the references' mean curve), recomputed here from the case files.

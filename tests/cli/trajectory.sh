@@ -44,6 +44,22 @@ check l.h5 'np.array_equal(f["/trajectory/tokens"][-1], f["/limit/tokens"][()])'
 check l.h5 'np.array_equal(f["/trajectory/adjoint"][0], f["/limit/adjoint"][()])'
 check l.h5 'f["/trajectory/tokens"].shape[0] == 5 and np.abs(f["/trajectory/tokens"][2] - f["/trajectory/tokens"][0]).max() > 1e-3'
 
+# limit.fluctuation: the error's law in the run file and the summary line,
+# err_predicted^2 = euler_err^2 + fluctuation^2 / (L H); the same on 3 ranks.
+law=(--limit.heads 64 --limit.fluctuation true)
+for np in 1 3; do
+  expect 0 "" -- mpiexec --oversubscribe -n $np "$MFT" limit "${small[@]}" "${law[@]}" --output.file law$np.h5
+  grep '^mft-summary' out.txt >law$np.txt
+done
+"$py" - law1.txt law3.txt <<'PY' && ok || bad "the law's summary line or its 3-rank figures"
+import json, sys
+a, b = (json.loads(open(n).read().split(" ", 1)[1]) for n in sys.argv[1:])
+law = (a["euler_err"] ** 2 + a["fluctuation"] ** 2 / (a["L"] * a["H"])) ** 0.5
+assert abs(law - a["err_predicted"]) < 1e-12 * law and 0 < a["err_predicted_stderr"] < 0.2 * law, a
+assert all(abs(a[k] - b[k]) < 1e-10 * abs(a[k]) for k in ("euler_err", "fluctuation", "err_predicted")), (a, b)
+PY
+check law1.h5 'all(f["/fluctuation/" + n].shape == (3,) for n in ("euler_err", "fluctuation", "fluctuation_stderr"))'
+
 # Sizes that cannot work, and commands that do not use the option.
 expect 2 "output.trajectory = 4 does not divide model.L = 6" -- "$MFT" forward "${small[@]}" --output.trajectory 4
 expect 2 "output.trajectory = 6000 needs .* GiB on a node .* more than its .* GiB available" -- \

@@ -63,6 +63,9 @@ h5dump -d /data/weights ck2/checkpoint-00000005.h5 >/dev/null 2>&1 && ok || bad 
 # limit, ntk and lse read them (a pooled file for ntk).
 mpiexec --oversubscribe -n 2 "$MFT" limit --data.file measure.h5 --limit.heads 64 --output.file lim.h5 >/dev/null \
   && ok || bad "limit on weights"
+expect 2 "limit.fluctuation: the error's law of weighted tokens is not derived" -- \
+  "$MFT" limit --data.file measure.h5 --limit.heads 64 --limit.fluctuation true --output.file lawm.h5
+[ ! -e lawm.h5 ] && ok || bad "a refused law wrote its file"
 "$MFT" ntk --data.file measure.h5 "${small[@]}" --output.file ntk.h5 >/dev/null && ok || bad "ntk on weights"
 "$MFT" lse --data.file measure.h5 --output.file lse.h5 >/dev/null && ok || bad "lse on weights"
 

@@ -78,14 +78,16 @@ PetscErrorCode StudyRunCases(MPI_Comm comm, const std::vector<std::string> &args
                              const std::vector<StudyCase> &cases, CasesRun *run);
 
 // Runs tasks 0 .. n-1 (a study's phase after its cases) on groups of ranks:
-// with study.schedule = groups, min(P, n) groups of P / min(P, n) ranks
-// each (the ranks left over wait), else one group of all; a group's first
+// with study.schedule = groups and `side_by_side`, min(P, n) groups of
+// P / min(P, n) ranks each (the ranks left over wait), else one group of all
+// (mean-field solves side by side share the node's memory bandwidth and
+// lose: the law's tasks run one after another); a group's first
 // rank claims the next task by creating study.dir/<name(i)>.claim
 // exclusively, and the group runs it on its own communicator. A failed task
 // is named and the group claims the next; on SIGUSR1/SIGTERM no task starts.
 PetscErrorCode StudyRunTasks(MPI_Comm comm, const Settings &s, const std::string &dir, size_t n,
                              const std::function<std::string(size_t)> &name,
-                             const std::function<PetscErrorCode(MPI_Comm, size_t)> &run);
+                             const std::function<PetscErrorCode(MPI_Comm, size_t)> &run, bool side_by_side = true);
 
 // With study.worst: every model's worst input (worst.hpp) at every recorded
 // time, one chain of searches for each variant and time (StudyRunTasks'
