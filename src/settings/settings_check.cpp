@@ -139,7 +139,7 @@ static PetscErrorCode StudyCheck(MPI_Comm comm, const Settings &s) {
 // The worst-input searches (mft worst, study.worst): each N of study.worst_N
 // starts from the one before (a multiple of it), the measure from the
 // largest N (at least as many atoms), and a measure has no order for the
-// causal mask.
+// causal mask (a study of masked variants among others skips their measure).
 static PetscErrorCode WorstCheck(MPI_Comm comm, const Settings &s) {
   std::vector<PetscInt> Ns;
   std::istringstream n(s.study.worst_N);
@@ -153,7 +153,9 @@ static PetscErrorCode WorstCheck(MPI_Comm comm, const Settings &s) {
   PetscCheck(s.study.worst_atoms == 0 || s.study.worst_atoms >= largest, comm, PETSC_ERR_USER_INPUT,
              "study.worst_atoms = %" PetscInt_FMT " is fewer than the largest N searched (%" PetscInt_FMT
              "), whose input starts the measure", s.study.worst_atoms, largest);
-  const bool measures = s.command == "worst" ? s.worst.atoms > 0 : s.study.worst && s.study.worst_atoms > 0;
+  // A study's variants may differ in the mask: a masked variant's chains then skip the measure (study_worst.cpp).
+  const bool measures = s.command == "worst" ? s.worst.atoms > 0
+                                             : s.study.worst && s.study.worst_atoms > 0 && s.study.variants.empty();
   PetscCheck(!measures || !s.model.causal, comm, PETSC_ERR_USER_INPUT,
              "%s: a measure of weighted atoms has no order, and model.causal = true orders the tokens",
              s.command == "worst" ? "worst.atoms" : "study.worst_atoms");

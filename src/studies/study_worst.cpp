@@ -213,7 +213,8 @@ PetscErrorCode Link(Chain &c, PetscInt N, bool measure, std::map<PetscInt, Worst
 }
 
 // Variant v's chain at `time`: every N of study.worst_N in order, each
-// started from the one before, then the measure from the largest N.
+// started from the one before, then the measure from the largest N (none
+// for a variant with the causal mask).
 PetscErrorCode SearchChain(MPI_Comm comm, const std::vector<std::string> &args, const Settings &s,
                            const std::string &dir, size_t v, PetscInt time, double *spent) {
   Chain c{comm, args, s, dir, v, time, false, VariantSides(), Settings(), 0.0};
@@ -221,7 +222,10 @@ PetscErrorCode SearchChain(MPI_Comm comm, const std::vector<std::string> &args, 
   PetscFunctionBeginUser;
   PetscCall(CaseSettings(comm, args, overrides(StudyVariants(s)[v]), &c.ws));
   for (PetscInt N : worst_Ns(c.ws)) PetscCall(Link(c, N, false, &inputs));
-  if (s.study.worst_atoms > 0) PetscCall(Link(c, s.study.worst_atoms, true, &inputs));
+  if (s.study.worst_atoms > 0 && c.ws.model.causal)
+    PetscCall(PetscPrintf(comm, "mft study: worst v%zu t=%" PetscInt_FMT ": no measure (study.worst_atoms): a measure "
+                                "of weighted atoms has no order, and this variant's mask orders the tokens\n", v, time));
+  else if (s.study.worst_atoms > 0) PetscCall(Link(c, s.study.worst_atoms, true, &inputs));
   *spent = c.spent;
   PetscFunctionReturn(0);
 }

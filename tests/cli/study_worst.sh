@@ -9,7 +9,8 @@
 # - 1 and 2 ranks give the same inputs and figures (1e-9);
 # - a rerun keeps the searches already made (no search time);
 # - as under Slurm: every case alone (--study.only), then --aggregate makes
-#   the searches, with the same figures.
+#   the searches, with the same figures;
+# - a variant with the causal mask among others has no measure, said so.
 here="$(cd "$(dirname "$0")" && pwd)"
 source "$here/lib.sh" "$1"
 cat > base.cfg <<CFG
@@ -121,4 +122,13 @@ done
 ls slurm/worst-* >/dev/null 2>&1 && bad "a case searched worst inputs" || ok
 run 1 "$MFT" study --config base.cfg --aggregate slurm >agg.txt 2>&1 || bad "the aggregation failed: $(tail -3 agg.txt)"
 same_table slurm/worst.csv one/worst.csv && ok || bad "the cases one by one and --aggregate differ"
+
+# Variants with and without the causal mask: the masked one's chains search every N and say
+# that it has no measure; the other's end with the measure (the mask is not refused for them).
+expect 0 "" -- run 2 "$MFT" study --config base.cfg --study.dir masked --study.L 1 --study.H 2 --study.worst_N 4 \
+  --study.worst_atoms 4 --study.steps 2 --study.times 1 --worst.check false --study.variants "model.causal=false; model.causal=true"
+grep -q "worst v1 t=2: no measure (study.worst_atoms)" out.txt && ! grep -q "failed:" out.txt && ok ||
+  bad "the masked variant's chain: $(grep -m1 'failed\|no measure' out.txt)"
+[ "$(awk -F, 'NR > 1 { print $1 "/" $6 }' masked/worst.csv | sort -u | tr '\n' ' ')" = "0/4 0/inf 1/4 " ] && ok ||
+  bad "worst.csv of the two variants: $(awk -F, 'NR > 1 { print $1 "/" $6 }' masked/worst.csv | sort -u | tr '\n' ' ')"
 finish
