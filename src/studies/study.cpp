@@ -99,74 +99,75 @@ PetscErrorCode ReadVerified(const std::string &path, const std::function<PetscEr
   if (!err && problem->empty()) {
     h5::File f;
     err = h5::Open(PETSC_COMM_SELF, path, false, &f);
-    if (!err) err = read(f);
-    if (!err) err = h5::Close(&f);
+    if (!err) {
+      err = read(f);
+      const PetscErrorCode closed = h5::Close(&f); // closed also when reading failed
+      if (!err) err = closed;
+    }
   }
   PetscCall(PetscPopErrorHandler());
   if (err) *problem = captured_error();
   PetscFunctionReturn(0);
 }
 
+// One probe set's tokens or adjoint (q) at `prefix`, and with the tokens the
+// set's weights (docs/model.md, 'Token measures'); false when the file has none.
+static PetscErrorCode ReadProbe(h5::File &f, const std::string &set, int q, CaseData *out, bool *found) {
+  PetscFunctionBeginUser;
+  const std::string name = set + (q ? "/adjoint" : "/tokens");
+  const auto dims = h5::Shape(f, name);
+  *found = dims.size() == 3;
+  if (!*found) PetscFunctionReturn(0);
+  if (q == 0) out->N.push_back((PetscInt)dims[1]);
+  out->d = (PetscInt)dims[2];
+  std::vector<double> a((size_t)(dims[0] * dims[1] * dims[2]));
+  Range all;
+  all.end = (PetscInt)dims[0];
+  PetscCall(h5::ReadRows(f, name, dims, 1, all, a.data()));
+  (q ? out->adjoint : out->tokens).push_back(a);
+  if (q) PetscFunctionReturn(0);
+  const auto wdims = h5::Shape(f, set + "/weights");
+  out->weights.emplace_back(wdims.size() == 2 ? wdims[0] * wdims[1] : 0);
+  if (!out->weights.back().empty()) PetscCall(h5::ReadRows(f, set + "/weights", wdims, 1, all, out->weights.back().data()));
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode ReadColumn(h5::File &f, const std::string &name, size_t least, std::vector<double> *v) {
+  PetscFunctionBeginUser;
+  const auto dims = h5::Shape(f, name);
+  if (dims.size() != 1 || dims[0] < least) PetscFunctionReturn(0);
+  Range all;
+  all.end = (PetscInt)dims[0];
+  v->resize(dims[0]);
+  PetscCall(h5::ReadRows(f, name, dims, 1, all, v->data()));
+  PetscFunctionReturn(0);
+}
+
 PetscErrorCode ReadCase(const std::string &path, const std::vector<std::string> &families, const std::string &prefix,
                         CaseData *out, std::string *problem) {
-  std::uint64_t stored = 0, computed = 0;
   PetscFunctionBeginUser;
-  problem->clear();
-  PetscCall(PetscPushErrorHandler(ErrorCapture, nullptr));
-  PetscErrorCode err = h5::Verify(PETSC_COMM_SELF, path, &stored, &computed);
-  if (!err && stored == computed) {
-    h5::File f;
-    err = h5::Open(PETSC_COMM_SELF, path, false, &f);
-    for (size_t i = 0; !err && i < families.size(); ++i)
-      for (int q = 0; q < 2 && !err; ++q) {
-        const std::string name = prefix + "/probes/" + families[i] + (q ? "/adjoint" : "/tokens");
-        const auto dims = h5::Shape(f, name);
-        if (dims.size() != 3) {
-          *problem = path + " has no " + name;
-          break;
-        }
-        if (q == 0) out->N.push_back((PetscInt)dims[1]);
-        out->d = (PetscInt)dims[2];
-        std::vector<double> a((size_t)(dims[0] * dims[1] * dims[2]));
-        Range all;
-        all.end = (PetscInt)dims[0];
-        err = h5::ReadRows(f, name, dims, 1, all, a.data());
-        (q ? out->adjoint : out->tokens).push_back(a);
-        if (q == 0) { // a weighted probe set's weights (docs/model.md, 'Token measures')
-          const std::string wname = prefix + "/probes/" + families[i] + "/weights";
-          const auto wdims = h5::Shape(f, wname);
-          out->weights.emplace_back(wdims.size() == 2 ? wdims[0] * wdims[1] : 0);
-          if (!err && !out->weights.back().empty()) err = h5::ReadRows(f, wname, wdims, 1, all, out->weights.back().data());
+  auto read = [&](h5::File &f) -> PetscErrorCode {
+    for (const std::string &family : families)
+      for (int q = 0; q < 2; ++q) {
+        bool found;
+        PetscCall(ReadProbe(f, prefix + "/probes/" + family, q, out, &found));
+        if (!found) {
+          *problem = path + " has no " + prefix + "/probes/" + family + (q ? "/adjoint" : "/tokens");
+          return 0;
         }
       }
     for (auto [name, value] : {std::pair<const char *, double *>{"/training/head_change", &out->head_change},
                                {"/training/risk", &out->risk}, {"/training/risk_reduction", &out->reduction},
                                {"/training/heldout_risk", &out->heldout_risk}}) {
-      const auto dims = h5::Shape(f, prefix + name);
-      Range one;
-      one.end = 1;
-      if (!err && dims.size() == 1 && dims[0] == 1) err = h5::ReadRows(f, prefix + name, dims, 1, one, value);
+      std::vector<double> one;
+      PetscCall(ReadColumn(f, prefix + name, 1, &one));
+      if (one.size() == 1) *value = one[0];
     }
-    const auto theta = h5::Shape(f, prefix + "/params/theta");
-    if (!err && theta.size() == 1) {
-      Range all;
-      all.end = (PetscInt)theta[0];
-      out->heads.resize(theta[0]);
-      err = h5::ReadRows(f, prefix + "/params/theta", theta, 1, all, out->heads.data());
-    }
-    const auto curve = h5::Shape(f, "/training/loss");
-    if (!err && curve.size() == 1 && curve[0] > 0) {
-      Range all;
-      all.end = (PetscInt)curve[0];
-      out->loss.resize(curve[0]);
-      err = h5::ReadRows(f, "/training/loss", curve, 1, all, out->loss.data());
-    }
-    if (!err) err = h5::Close(&f);
-  } else if (!err) {
-    *problem = path + " is damaged (checksum)";
-  }
-  PetscCall(PetscPopErrorHandler());
-  if (err) *problem = captured_error();
+    PetscCall(ReadColumn(f, prefix + "/params/theta", 0, &out->heads));
+    PetscCall(ReadColumn(f, "/training/loss", 1, &out->loss));
+    return 0;
+  };
+  PetscCall(ReadVerified(path, read, problem));
   PetscFunctionReturn(0);
 }
 

@@ -34,26 +34,20 @@ PetscErrorCode study::ReadLaw(const std::string &path, LawCases *out, std::strin
   PetscFunctionBeginUser;
   *out = LawCases();
   auto read = [&](h5::File &f) -> PetscErrorCode {
-    const auto n = h5::Shape(f, "/euler2");
     for (auto [name, v] : {std::pair<const char *, std::vector<double> *>{"/euler2", &out->euler2},
                            {"/fluctuation2", &out->fluctuation2},
                            {"/fluctuation2_se", &out->fluctuation2_se},
                            {"/dims", &out->dims},
                            {"/tokens", &out->tokens},
-                           {"/spectrum", &out->spectrum},
-                           {"/euler_coords", &out->euler_coords}}) {
-      const bool spectral = v == &out->spectrum || v == &out->euler_coords; // absent with Hutchinson probes
-      const auto dims = h5::Shape(f, name);
-      if (dims.size() != 1 || n.size() != 1 || (!spectral && dims[0] != n[0])) continue;
-      v->resize(dims[0]);
-      Range all;
-      all.end = (PetscInt)dims[0];
-      PetscCall(h5::ReadRows(f, name, dims, 1, all, v->data()));
-    }
+                           {"/spectrum", &out->spectrum}, // these two absent with Hutchinson probes
+                           {"/euler_coords", &out->euler_coords}})
+      PetscCall(ReadColumn(f, name, 0, v));
     std::string seconds;
     if (h5::ReadAttribute(f, "law.seconds", &seconds)) out->seconds = std::stod(seconds);
+    const size_t n = out->euler2.size();
     const double entries = std::accumulate(out->dims.begin(), out->dims.end(), 0.0);
-    if (out->euler2.empty() || out->dims.size() != out->euler2.size() || out->tokens.size() != out->euler2.size())
+    if (n == 0 || out->fluctuation2.size() != n || out->fluctuation2_se.size() != n || out->dims.size() != n ||
+        out->tokens.size() != n)
       *problem = path + " holds no law";
     else if (out->spectrum.size() != out->euler_coords.size() ||
              (!out->spectrum.empty() && (double)out->spectrum.size() != entries))
@@ -179,14 +173,18 @@ PetscErrorCode StudyLawPredict(const std::string &dir, size_t v, const StudyErro
   PetscFunctionReturn(0);
 }
 
+// A trained study's time 0 only when asked: its probes (e.g. N = 128) can make the exact trace cost more than the study.
+bool StudyLawWanted(const Settings &s) {
+  return s.study.law && (s.study.state == StudyState::init || s.is_explicit("study.law"));
+}
+
 PetscErrorCode StudyLaw(MPI_Comm comm, const std::vector<std::string> &args, const Settings &s, const std::string &dir,
                         double *spent) {
   std::vector<std::pair<size_t, PetscInt>> tasks; // (variant, L)
   double local = 0;
   PetscFunctionBeginUser;
   *spent = 0;
-  // A trained study's time 0 only when asked: its probes (e.g. N = 128) can make the exact trace cost more than the study.
-  if (!s.study.law || (s.study.state == StudyState::trained && !s.is_explicit("study.law"))) PetscFunctionReturn(0);
+  if (!StudyLawWanted(s)) PetscFunctionReturn(0);
   std::error_code ec; // a variant whose first reference failed has no law (the aggregate says it is not measured)
   for (const StudyCase &c : StudyCases(s))
     if (c.reference && c.reference_index == 0 && std::filesystem::exists(case_path(dir, c.index), ec))

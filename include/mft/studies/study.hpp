@@ -106,6 +106,7 @@ PetscErrorCode StudyWorst(MPI_Comm comm, const std::vector<std::string> &args, c
 // limit of reference 0's ensemble (StudyRunTasks' tasks); a law whose file
 // is already there (verified) is not made again. *seconds: the most any
 // rank spent on them.
+bool StudyLawWanted(const Settings &s); // study.law at initialisation, or given in a trained study
 PetscErrorCode StudyLaw(MPI_Comm comm, const std::vector<std::string> &args, const Settings &s, const std::string &dir,
                         double *seconds);
 

@@ -70,6 +70,10 @@ struct CaseData {
 PetscErrorCode ReadVerified(const std::string &path, const std::function<PetscErrorCode(h5::File &)> &read,
                             std::string *problem);
 
+// In a `read` of ReadVerified: the whole one-dimensional dataset `name`
+// into *v, if the file has one of at least `least` entries (else *v is left).
+PetscErrorCode ReadColumn(h5::File &f, const std::string &name, size_t least, std::vector<double> *v);
+
 // Reads a case file (verified) at `prefix` (a trained case's /times/<step>,
 // or ""); on failure *problem says why.
 PetscErrorCode ReadCase(const std::string &path, const std::vector<std::string> &families, const std::string &prefix,

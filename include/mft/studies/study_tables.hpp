@@ -59,9 +59,10 @@ std::string with_interval(double x, StudyInterval ci, const std::string &flags, 
 
 // The error's law at initialisation (study.law) against one variant's cells:
 // per cell the predicted err of x(1), sqrt(E[max over the probe sequences of
-// err_m^2]) with each err_m^2 the law's, (1/N)|e_m + xi_m|^2: |e_m|^2 = N
-// E(L)^2, xi_m Gaussian and isotropic in its N d dimensions with E|xi_m|^2 =
-// N F_L^2 / (L H) (its expectation over 4000 fixed draws), and its range with
+// err_m^2]) with each err_m^2 the law's, (1/N)|e_m + xi_m|^2: e_m the Euler
+// error, xi_m Gaussian of covariance G_m / (L H) (its spectrum from the exact
+// trace; isotropic with tr G_m = N F_L^2 from Hutchinson probes), the
+// expectation over 4000 fixed draws, and its range with
 // F_L^2 moved by two standard errors; whether the measured 95% interval of
 // the corrected err holds it, and the fraction of the resolved cells with L H
 // >= 16 that do (holds); the constants the law gives the fit C1/L + C2 L^-a
