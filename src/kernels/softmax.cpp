@@ -13,15 +13,17 @@ namespace mft {
 namespace {
 
 #if defined(__AVX2__)
-// The vector exps' constants (below, AVX-512 and AVX2 alike): 1 / ln 2 and
-// 16 / ln 2; ln 2 split into a 32-bit head and its remainder (and both / 16);
-// the Horner coefficients of q(r) / r ~ 1 + r/2 + ... + r^5/6!, q(r) ~ e^r - 1
-// of degree 6 on |r| <= ln(2)/32: a near-minimax fit (mpmath's chebyfit at 50
-// digits, then rounded to doubles), 1.4e-17 relative error in 1 + q(r) there,
-// where the Taylor polynomial of the same degree is 4.4e-16 off.
-constexpr double kInverseLn2 = 1.4426950408889634, kSixteenOverLn2 = 16 * kInverseLn2;
+// The vector exps' constants: 1 / ln 2, and ln 2 split into a 32-bit head
+// (n ln2_head exact) and its remainder.
+constexpr double kInverseLn2 = 1.4426950408889634;
 constexpr double kLn2Head = 6.93147180369123816490e-01, kLn2Tail = 1.90821492927058770002e-10;
-constexpr double kLn2Over16Head = kLn2Head / 16, kLn2Over16Tail = kLn2Tail / 16;
+#endif
+#if defined(__AVX512F__)
+// The AVX-512 exp's Horner coefficients of q(r) / r ~ 1 + r/2 + ... + r^5/6!,
+// q(r) ~ e^r - 1 of degree 6 on |r| <= ln(2)/32: a near-minimax fit
+// (mpmath's chebyfit at 50 digits, then rounded to doubles), 1.4e-17
+// relative error in 1 + q(r) there, where the Taylor polynomial of the same
+// degree is 4.4e-16 off.
 constexpr double kExpLeading = 0.0013889063440655327;
 constexpr double kExpCoefficients[] = {0.008333472974951229, 0.041666666663595475, 0.16666666664209706,
                                        0.5000000000000001, 1.0000000000000007};
@@ -31,6 +33,14 @@ alignas(64) const double kPowersOfTwo[16] = {
     0x1.3dea64c123422p+0, 0x1.4bfdad5362a27p+0, 0x1.5ab07dd485429p+0, 0x1.6a09e667f3bcdp+0, 0x1.7a11473eb0187p+0,
     0x1.8ace5422aa0dbp+0, 0x1.9c49182a3f09p+0, 0x1.ae89f995ad3adp+0, 0x1.c199bdd85529cp+0, 0x1.d5818dcfba487p+0,
     0x1.ea4afa2a490dap+0};
+#elif defined(__AVX2__) && defined(__FMA__)
+// The AVX2 exp's p(r) ~ (e^r - 1) / r on |r| <= ln(2)/2, degree 10, highest
+// first: mpmath's chebyfit at 50 digits, rounded to doubles; 1 + r p(r) is
+// within 9.8e-18 (relative) of e^r there.
+constexpr double kExpNoTable[] = {2.5105217004720745e-08, 2.7626371065696354e-07, 2.7557255400206422e-06,
+                                  2.480150431378554e-05,  0.00019841269874820627, 0.001388888893251478,
+                                  0.008333333333326136,   0.041666666666573066,   0.1666666666666667,
+                                  0.5000000000000006,     1.0};
 #endif
 
 #if defined(__AVX512F__)
@@ -59,25 +69,27 @@ inline __m512d exp_nonpositive(__m512d x) {
   return _mm512_scalef_pd(e, m16);
 }
 #elif defined(__AVX2__) && defined(__FMA__)
-// The same exp on 4 arguments with AVX2 and FMA: m as a 64-bit integer from
-// the bits of m + 1.5 2^52, T_j by a gather from the table, and 2^n built in
-// the exponent bits ((m - j) 2^48 = n 2^52, as m - j = 16 n).
+// exp(x) of 4 arguments x <= 0 with AVX2 and FMA, within 1.5 ulp where
+// exp(x) > 1e-300, and no table: AVX2 has no two-register permute, and its
+// gather (the 16-entry table's other way in) costs more than the five FMAs it
+// saves. x = n ln 2 + r with n = round(x / ln 2), |r| <= ln(2)/2, and exp(x)
+// = 2^n (1 + r p(r)), p(r) ~ (e^r - 1) / r of degree 10 (kExpNoTable). n is
+// the low bits of x / ln 2 + 1.5 2^52 (one FMA; 2^51 + n in the mantissa), so
+// that n 2^52, those bits shifted up by 52, is added to the exponent of 1 + r
+// p(r) (in [0.70, 1.42]; the result stays normal down to x = -708).
 inline __m256d exp_nonpositive(__m256d x) {
   x = _mm256_max_pd(x, _mm256_set1_pd(-708.0));
-  const __m256d m = _mm256_round_pd(_mm256_mul_pd(x, _mm256_set1_pd(kSixteenOverLn2)),
-                                    _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  __m256d r = _mm256_fnmadd_pd(m, _mm256_set1_pd(kLn2Over16Head), x);
-  r = _mm256_fnmadd_pd(m, _mm256_set1_pd(kLn2Over16Tail), r);
   const __m256d shifter = _mm256_set1_pd(6755399441055744.0); // 1.5 2^52
-  const __m256i mi = _mm256_sub_epi64(_mm256_castpd_si256(_mm256_add_pd(m, shifter)), _mm256_castpd_si256(shifter));
-  const __m256i j = _mm256_and_si256(mi, _mm256_set1_epi64x(15));
-  const __m256d T = _mm256_i64gather_pd(kPowersOfTwo, j, 8);
-  __m256d p = _mm256_set1_pd(kExpLeading);
-  for (double c : kExpCoefficients) p = _mm256_fmadd_pd(p, r, _mm256_set1_pd(c));
-  const __m256d e = _mm256_fmadd_pd(T, _mm256_mul_pd(p, r), T); // T (1 + q)
-  const __m256i two_n =
-      _mm256_add_epi64(_mm256_slli_epi64(_mm256_sub_epi64(mi, j), 48), _mm256_set1_epi64x(1023LL << 52));
-  return _mm256_mul_pd(e, _mm256_castsi256_pd(two_n));
+  const __m256d n_shifted = _mm256_fmadd_pd(x, _mm256_set1_pd(kInverseLn2), shifter);
+  const __m256d n = _mm256_sub_pd(n_shifted, shifter);
+  __m256d r = _mm256_fnmadd_pd(n, _mm256_set1_pd(kLn2Head), x);
+  r = _mm256_fnmadd_pd(n, _mm256_set1_pd(kLn2Tail), r);
+  __m256d p = _mm256_set1_pd(kExpNoTable[0]);
+  for (std::size_t i = 1; i < sizeof kExpNoTable / sizeof *kExpNoTable; ++i)
+    p = _mm256_fmadd_pd(p, r, _mm256_set1_pd(kExpNoTable[i]));
+  const __m256d e = _mm256_fmadd_pd(p, r, _mm256_set1_pd(1.0)); // 1 + r p(r)
+  const __m256i two_n = _mm256_slli_epi64(_mm256_castpd_si256(n_shifted), 52);
+  return _mm256_castsi256_pd(_mm256_add_epi64(_mm256_castpd_si256(e), two_n));
 }
 #endif
 
