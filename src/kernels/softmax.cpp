@@ -94,7 +94,7 @@ inline __m256d exp_nonpositive(__m256d x) {
 #endif
 
 // row[j] <- exp(beta (row[j] - shift)) for j < n (arguments <= 0); returns
-// their sum (two running sums of vectors, then the rest in order). The rest
+// their sum (running sums of vectors, two with AVX-512 and one with AVX2, then the rest in order). The rest
 // (fewer than a vector: a causal row's, a short row's) is exponentiated in
 // one vector padded with zeros, not by the C library one at a time. `scaled`:
 // beta != 1 (at beta = 1 the product is skipped: the same numbers, one
@@ -144,11 +144,12 @@ double row_exp_at(double *row, PetscInt n, double beta, double shift, double *wi
       _mm256_storeu_pd(with + i, _mm256_mul_pd(_mm256_mul_pd(vf, e), _mm256_sub_pd(_mm256_loadu_pd(with + i), vc)));
     return e;
   };
-  __m256d s0 = _mm256_setzero_pd(), s1 = s0;
-  for (; j + 8 <= n; j += 8) s0 = _mm256_add_pd(s0, at(j)), s1 = _mm256_add_pd(s1, at(j + 4));
+  // One running sum: the exp's 22 operations a vector outlast an addition's
+  // latency, and a second sum would be kept on the stack (16 registers).
+  __m256d s0 = _mm256_setzero_pd();
   for (; j + 4 <= n; j += 4) s0 = _mm256_add_pd(s0, at(j));
   alignas(32) double lanes[4];
-  _mm256_store_pd(lanes, _mm256_add_pd(s0, s1));
+  _mm256_store_pd(lanes, s0);
   Z = (lanes[0] + lanes[1]) + (lanes[2] + lanes[3]);
   if constexpr (along == Along::dot) {
     _mm256_store_pd(lanes, d);
