@@ -11,13 +11,24 @@
 # gradients summed every step (as DDP on one node), as it comes and with
 # OPENBLAS_NUM_THREADS=1. OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE of the
 # caller's are unset: both sides run the kernels OpenBLAS or mft picks.
-#   bash tests/bench/compare.sh [MFT] [sizes]      (needs python3-torch, python3-h5py, libtcmalloc-minimal4)
+# With --avx2 both sides run their AVX2 code on any x86-64-v3 CPU: MFT the
+# x86-64-v3 build (build/avx2/mft, which ctest's arch_avx2 makes) with
+# LIBXSMM's hsw target, PyTorch with ATEN_CPU_CAPABILITY=avx2, and both
+# OpenBLAS's Haswell kernels.
+#   bash tests/bench/compare.sh [--avx2] [MFT] [sizes]   (needs python3-torch, python3-h5py, libtcmalloc-minimal4)
 set -euo pipefail
 top="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-MFT="${1:-$top/build/mft}"
+unset OPENBLAS_CORETYPE OPENBLAS_L2_SIZE
+mode="" default="$top/build/mft"
+if [ "${1:-}" = --avx2 ]; then
+  shift
+  mode=", AVX2 mode" default="$top/build/avx2/mft"
+  export OPENBLAS_CORETYPE=Haswell LIBXSMM_TARGET=hsw ATEN_CPU_CAPABILITY=avx2
+fi
+MFT="${1:-$default}"
 sizes="${2:-S1 S2 S3}"
 threads="$(nproc)"
-unset OPENBLAS_CORETYPE OPENBLAS_L2_SIZE
+[ -x "$MFT" ] || { echo "compare.sh: no mft at $MFT (--avx2: run ctest -R arch_avx2 first)" >&2; exit 2; }
 if [ "$(id -u)" -eq 0 ]; then export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1; fi
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
@@ -54,4 +65,4 @@ done
 echo
 echo "the peer's fastest setting per size:$peer_best"
 echo "the peer's steps:$peer_settings"
-echo "machine: $(lscpu | sed -n 's/^Model name: *//p'), $(date -u +%F), $threads cores, dgemm peak $(field peak_gflops <<<"$m") GFLOP/s on all of them (measured by mft bench); OpenBLAS kernels: ${OPENBLAS_CORETYPE:-as detected}"
+echo "machine: $(lscpu | sed -n 's/^Model name: *//p')$mode, $(date -u +%F), $threads cores, dgemm peak $(field peak_gflops <<<"$m") GFLOP/s on all of them (measured by mft bench); OpenBLAS kernels: ${OPENBLAS_CORETYPE:-as detected}"
