@@ -94,15 +94,15 @@ inline __m256d exp_nonpositive(__m256d x) {
 #endif
 
 // row[j] <- exp(beta (row[j] - shift)) for j < n (arguments <= 0); returns
-// their sum (running sums of vectors, two with AVX-512 and one with AVX2, then the rest in order). The rest
-// (fewer than a vector: a causal row's, a short row's) is exponentiated in
-// one vector padded with zeros, not by the C library one at a time. `scaled`:
-// beta != 1 (at beta = 1 the product is skipped: the same numbers, one
-// multiplication an entry less). What the pass does besides with each new
-// entry e_j (Along): nothing; *dot <- sum_j e_j with[j], summed as row_dot
-// sums (one running sum of vectors in order, then the rest): the reverse's
-// delta in the same pass; or with[j] <- (f e_j) (with[j] - c), the reverse's
-// dS in place of dP, as softmax_rows_reverse makes it (bitwise).
+// their sum (running sums of vectors, two with AVX-512 and one with AVX2, then
+// the rest in order). The rest (fewer than a vector: a causal row's, a short
+// row's) is exponentiated in one vector padded with zeros, not by the C library
+// one at a time. `scaled`: beta != 1 (at beta = 1 the product is skipped: the
+// same numbers, one multiplication an entry less). What the pass does besides
+// with each new entry e_j (Along): nothing; *dot <- sum_j e_j with[j], summed
+// as row_dot sums (one running sum of vectors in order, then the rest): the
+// reverse's delta in the same pass; or with[j] <- (f e_j) (with[j] - c), the
+// reverse's dS in place of dP, as softmax_rows_reverse makes it (bitwise).
 enum class Along { nothing, dot, softmax_reverse };
 template <bool scaled, Along along>
 double row_exp_at(double *row, PetscInt n, double beta, double shift, double *with, double f, double c, double *dot) {
@@ -144,7 +144,7 @@ double row_exp_at(double *row, PetscInt n, double beta, double shift, double *wi
       _mm256_storeu_pd(with + i, _mm256_mul_pd(_mm256_mul_pd(vf, e), _mm256_sub_pd(_mm256_loadu_pd(with + i), vc)));
     return e;
   };
-  // One running sum: the exp's 22 operations a vector outlast an addition's
+  // One running sum: the exp's 18 operations a vector outlast an addition's
   // latency, and a second sum would be kept on the stack (16 registers).
   __m256d s0 = _mm256_setzero_pd();
   for (; j + 4 <= n; j += 4) s0 = _mm256_add_pd(s0, at(j));
