@@ -27,7 +27,8 @@ void AttentionWork::reserve(const HeadShape &shape, PetscInt N) {
   const std::pair<Scratch *, size_t> arrays[] = {
       {&q, n * k},   {&kappa, n * k}, {&w, n * dv},  {&p, B * T},    {&dp, B * T},     {&m, B},       {&l, B},
       {&delta, B},   {&y, B * dv},    {&dy, B * dv}, {&dyl, B * dv}, {&dq, k},         {&dqs, n * k}, {&dkappa, n * k},
-      {&dw, n * dv}, {&qt, d * k},    {&kt, d * k},  {&vt, d * dv},  {&kappat, n * k}, {&wt, n * dv}};
+      {&dw, n * dv}, {&qt, d * k},    {&kt, d * k},  {&vt, d * dv},  {&kappat, n * k}, {&wt, n * dv},
+      {&norms, n},   {&bound, B}};
   constexpr size_t line = 64 / sizeof(double);
   const auto lines = [](size_t count) { return (count + line - 1) / line * line; };
   size_t total = line; // room to align the first
@@ -90,6 +91,42 @@ struct QueryBlock {
   bool tiled(const AttentionWork &work) const { return nkb > work.keys_at_once; }
 };
 
+// The keys' reach, max_j |kappa_j|^2 over the nk keys (from kappa^T: the
+// squares summed across the keys a dimension at a time, in w.norms).
+void key_reach(const HeadShape &shape, PetscInt nk, AttentionWork &work) {
+  double *norms = work.norms.data();
+  std::fill(norms, norms + nk, 0.0);
+  for (PetscInt c = 0; c < shape.k; ++c) {
+    const double *kc = work.keys.kappat + c * work.keys.ldt;
+    for (PetscInt j = 0; j < nk; ++j) norms[j] += kc[j] * kc[j];
+  }
+  work.reach = row_max(norms, nk);
+}
+
+// Each row's bound on its scores, b_r = beta |q_r| max_j |kappa_j|
+// (Cauchy-Schwarz: beta S_rj <= b_r), into w.bound. (Causal rows take every
+// key of the call in the maximum: a looser bound, and the same results,
+// since a row's shift scales its exps and their sum by the same power of
+// two.)
+void block_bounds(const HeadShape &shape, const AttentionOptions &o, const QueryBlock &b, AttentionWork &work) {
+  for (PetscInt r = 0; r < b.nb; ++r) {
+    const double *q = work.q.data() + (b.r0 + r) * shape.k;
+    double qq = 0;
+    for (PetscInt c = 0; c < shape.k; ++c) qq += q[c] * q[c];
+    work.bound[r] = o.beta * std::sqrt(qq * work.reach);
+  }
+}
+
+// Row r's shift (softmax.hpp) from its bound b_r when b_r <= kBoundedShift:
+// then every exp is at least exp(-2 b_r - ln 2) ~ 1e-56, and the row needs
+// neither a pass for its maximum nor a clamp. Otherwise (clamped) the row's
+// maximum decides its shift (c NaN here).
+constexpr double kBoundedShift = 64;
+Shift bounded_shift(const AttentionWork &work, PetscInt r) {
+  if (work.bound[r] <= kBoundedShift) return {shift_above(work.bound[r]), false};
+  return {std::numeric_limits<double>::quiet_NaN(), true};
+}
+
 // Scores of the block against the nt keys from t0, unscaled: P = q kappa^T (nb x nt).
 void block_scores(const HeadShape &shape, PetscInt nk, const QueryBlock &b, PetscInt t0, PetscInt nt,
                   AttentionWork &work) {
@@ -98,10 +135,10 @@ void block_scores(const HeadShape &shape, PetscInt nk, const QueryBlock &b, Pets
 }
 
 // All the block's keys at once (nkb <= keys_at_once; nk keys projected): the
-// softmax of beta q kappa^T over them left unnormalised, P~ = exp(beta (S -
-// max S)) (zero where masked), with its row maxima m and sums l (P = P~ /
-// l), and (with_y) Y = P w = (P~ w) / l: the sums divide the small Y, not
-// the rows of P.
+// softmax of beta q kappa^T over them left unnormalised, P~ = exp(beta S)
+// 2^-m (zero where masked), with its rows' shifts m (bounded_shift, or from
+// the row's maximum) and sums l (P = P~ / l), and (with_y) Y = P w = (P~ w)
+// / l: the sums divide the small Y, not the rows of P.
 // With dP (nb x nkb) given, also the reverse's delta_r = sum_j P~_rj dP_rj / l_r.
 void block_attention(const HeadShape &shape, const AttentionOptions &o, PetscInt nk, const QueryBlock &b,
                      AttentionWork &work, bool with_y = true, double *dp = nullptr) {
@@ -109,7 +146,9 @@ void block_attention(const HeadShape &shape, const AttentionOptions &o, PetscInt
   for (PetscInt r = 0; r < b.nb; ++r) {
     double *row = work.p.data() + r * b.nkb;
     const PetscInt nv = b.valid(o, r, 0, b.nkb);
-    const double shift = work.m[r] = row_max(row, nv);
+    Shift shift = bounded_shift(work, r);
+    if (shift.clamped) shift.c = shift_above(o.beta * row_max(row, nv));
+    work.m[r] = shift.c;
     if (dp) { // (the unweighted reverse's pass: a weighted one knows its statistics first)
       double dot;
       work.l[r] = row_exp_dot(row, nv, o.beta, shift, dp + r * b.nkb, &dot);
@@ -127,9 +166,10 @@ void block_attention(const HeadShape &shape, const AttentionOptions &o, PetscInt
 }
 
 // The block's keys in tiles of key_tile (flash attention's online softmax):
-// Y = softmax(beta q kappa^T) w, and each row's maximum score m and sum l,
-// such that P = exp(beta (S - m)) / l. A tile raising a row's maximum rescales
-// the row's sum and Y by exp(beta (m_old - m_new)).
+// Y = softmax(beta q kappa^T) w, and each row's shift m and sum l, such that
+// P = exp(beta S) 2^-m / l. A row whose shift its bound fixes keeps it over
+// every tile; otherwise a tile whose maximum raises it rescales the row's sum
+// and Y by 2^(m_old - m_new) (exactly).
 void block_attention_tiled(const HeadShape &shape, const AttentionOptions &o, PetscInt nk, const QueryBlock &b,
                            AttentionWork &work) {
   std::fill(work.m.begin(), work.m.begin() + b.nb, -std::numeric_limits<double>::infinity());
@@ -143,14 +183,17 @@ void block_attention_tiled(const HeadShape &shape, const AttentionOptions &o, Pe
       const PetscInt nv = b.valid(o, r, t0, nt);
       std::fill(row + nv, row + nt, 0.0);
       if (nv == 0) continue;
-      const double mx = std::max(work.m[r], row_max(row, nv));
-      if (mx > work.m[r] && work.l[r] > 0) { // 0 * -infinity is not 0: the first tile rescales nothing
-        const double a = std::exp(o.beta * (work.m[r] - mx));
-        work.l[r] *= a;
-        for (PetscInt c = 0; c < shape.dv; ++c) work.y[r * shape.dv + c] *= a;
+      Shift shift = bounded_shift(work, r);
+      if (shift.clamped) {
+        shift.c = std::max(work.m[r], shift_above(o.beta * row_max(row, nv)));
+        if (shift.c > work.m[r] && work.l[r] > 0) { // (the first tile rescales nothing)
+          const double a = std::ldexp(1.0, (int)std::max(work.m[r] - shift.c, -2000.0));
+          work.l[r] *= a;
+          for (PetscInt c = 0; c < shape.dv; ++c) work.y[r * shape.dv + c] *= a;
+        }
       }
-      work.m[r] = mx;
-      const double sum = row_exp(row, nv, o.beta, mx);
+      work.m[r] = shift.c;
+      const double sum = row_exp(row, nv, o.beta, shift);
       work.l[r] += work.weights ? row_weigh(row, work.weights + t0, nv) : sum;
     }
     gemm(false, false, b.nb, shape.dv, nt, 1.0, work.p.data(), nt, work.keys.w + t0 * shape.dv, shape.dv, 1.0,
@@ -181,9 +224,11 @@ void take_statistics(const HeadShape &shape, const QueryBlock &b, AttentionWork 
 void projected(const HeadShape &shape, const double *theta, const AttentionOptions &o, PetscInt N, Range q,
                double scale, double *out, AttentionWork &work) {
   const PetscInt nk = key_count(o, N, q);
+  key_reach(shape, nk, work);
   const PetscInt rows = work.rows(nk);
   for (PetscInt r0 = 0; r0 < q.size(); r0 += rows) {
     const QueryBlock b(o, N, q, r0, rows);
+    block_bounds(shape, o, b, work);
     if (b.tiled(work)) block_attention_tiled(shape, o, nk, b, work);
     else block_attention(shape, o, nk, b, work);
     if (work.statistics) keep_statistics(shape, b, work);
@@ -242,7 +287,7 @@ void block_products_reverse(const HeadShape &shape, PetscInt nk, const QueryBloc
 // The reverse against the nt keys from t0 with each row's m, l and delta_r
 // = dY_r . Y_r known first (the forward's statistics, or a tiled block's
 // first sweep): dP = dY w^T, the scores again, and one pass over each row
-// makes P~ = exp(beta (S - m)) and, in place of dP, dS = (beta / l) P~ (dP -
+// makes P~ = exp(beta S) 2^-m and, in place of dP, dS = (beta / l) P~ (dP -
 // delta) (softmax_rows_reverse's numbers; with weighted keys
 // row_weigh_reverse's, which also makes the weights' gradient), then the
 // products.
@@ -253,12 +298,13 @@ void block_tile_reverse(const HeadShape &shape, const AttentionOptions &o, Petsc
   for (PetscInt r = 0; r < b.nb; ++r) {
     double *row = work.p.data() + r * nt, *dpr = work.dp.data() + r * nt;
     const PetscInt nv = b.valid(o, r, t0, nt);
+    const Shift shift{work.m[r], bounded_shift(work, r).clamped};
     if (work.weights) {
-      row_exp(row, nv, o.beta, work.m[r]);
+      row_exp(row, nv, o.beta, shift);
       row_weigh_reverse(row, dpr, work.weights + t0, nv, o.beta, work.l[r], work.delta[r],
                         work.weight_grad ? work.weight_grad + t0 : nullptr);
     } else {
-      row_exp_reverse(row, nv, o.beta, work.m[r], dpr, o.beta / work.l[r], work.delta[r]);
+      row_exp_reverse(row, nv, o.beta, shift, dpr, o.beta / work.l[r], work.delta[r]);
     }
     std::fill(row + nv, row + nt, 0.0);
     std::fill(dpr + nv, dpr + nt, 0.0);
@@ -283,10 +329,12 @@ void projected_reverse(const HeadShape &shape, const double *theta, const Attent
                        PetscInt N, Range q, double scale, const double *lam, double *dxq, double *dtheta,
                        AttentionWork &work) {
   const PetscInt nk = key_count(o, N, q);
+  key_reach(shape, nk, work);
   work.keys.set = 0; // the blocks set the keys' gradients as they reach them (add_to_keys)
   const PetscInt rows = work.rows(work.statistics ? std::min(nk, work.key_tile) : nk);
   for (PetscInt r0 = 0; r0 < q.size(); r0 += rows) {
     const QueryBlock b(o, N, q, r0, rows);
+    block_bounds(shape, o, b, work);
     const bool tiled = b.tiled(work);
     const double *l_blk = lam + r0 * shape.d;
     // dY = scale Lambda (qkv) or scale Lambda O (qkvo).

@@ -8,8 +8,9 @@
 // queries against their keys, in tiles of `key_tile` keys at long context,
 // with small-product or BLAS-3 kernels and a vectorised exp (memory
 // O(N (k + dv) + block key_tile): linear in N, no N x N matrix); the plain
-// one evaluates one softmax row at a time with plain loops. Both subtract the
-// row maximum; the tests hold them to each other.
+// one evaluates one softmax row at a time with plain loops, and subtracts the
+// row maximum (the fast one shifts a row by a power of two, from a bound on
+// its scores where it can: softmax.hpp); the tests hold them to each other.
 #pragma once
 
 #include "mft/layout/grid.hpp"
@@ -32,7 +33,7 @@ struct Scratch {
 
 // Scratch space for the kernels, sized once for the largest sequence.
 // A block of queries with more than keys_at_once keys takes them in tiles of
-// key_tile (flash attention's online softmax: a running maximum m and sum l
+// key_tile (flash attention's online softmax: a running shift m and sum l
 // per query), so that its scores stay in cache: memory O(block key_tile) for
 // them, not O(block N). Tiling costs one more score product and exp in the
 // reverse (none where the forward's statistics are kept), so it pays only
@@ -50,9 +51,13 @@ struct AttentionWork {
   static constexpr double kScoreBytes = 524288.0;
   PetscInt rows(PetscInt nk) const;
   Scratch q, kappa, w, p, y, dy, dyl, dq, dkappa, dw, dp, dqs;
-  // Per query of a block: the (running) maximum score and the sum of the
-  // unnormalised softmax row exp(beta (S - m)), and delta = dY . Y.
+  // Per query of a block: the shift m of its softmax row (softmax.hpp) and
+  // the sum l of the unnormalised row exp(beta S) 2^-m, and delta = dY . Y.
   Scratch m, l, delta;
+  // The keys' |kappa_j|^2 and their maximum (the reach); per query of a
+  // block: beta |q| max_j |kappa_j|, a bound on its scores (its shift's).
+  Scratch norms, bound;
+  double reach = 0;
   // Transposed copies, so that every hot product is op(A) B (the small-product
   // kernels do not take B^T): Q^T, K^T, V^T (d x k, d x k, d x dv), kappa^T, w^T.
   Scratch qt, kt, vt, kappat, wt;
