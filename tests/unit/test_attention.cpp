@@ -298,6 +298,30 @@ TEST(Exponentials, WithinOneAndAHalfUlpOfTheLibrary) {
   EXPECT_EQ(e[x.size() - 8], 1.0); // exp(-0)
 }
 
+// A row's shift c scales its exps exp(beta s) 2^-c and their sum by a power
+// of two, exactly (so the softmax does not depend on c); and the exps are
+// within 1.5 ulp of the C library's exp(beta s - c ln 2), taken in long
+// double, on rows of every length up to two vectors and a rest.
+TEST(Exponentials, ARowsShiftScalesItExactly) {
+  Stream r(7, 1);
+  for (double beta : {1.0, 0.37})
+    for (PetscInt n = 1; n <= 19; ++n) {
+      std::vector<double> s(n);
+      for (double &v : s) v = 6.0 * r.normal();
+      const double c = shift_above(beta * 18.0);
+      std::vector<double> e = s, e7 = s;
+      const double sum = row_exp(e.data(), n, beta, Shift{c, false});
+      const double sum7 = row_exp(e7.data(), n, beta, Shift{c + 7, false});
+      EXPECT_EQ(sum, std::ldexp(sum7, 7)) << n;
+      for (PetscInt j = 0; j < n; ++j) {
+        EXPECT_EQ(e[j], std::ldexp(e7[j], 7)) << n << " " << j;
+        const long double ref = std::exp((long double)beta * s[j] - (long double)c * 0.693147180559945309417L);
+        const double ulp = std::nextafter((double)ref, 2.0) - (double)ref;
+        EXPECT_LE(std::fabs((double)(e[j] - ref)), 1.5 * ulp) << "beta " << beta << ", score " << s[j];
+      }
+    }
+}
+
 // The shapes of the standard benchmark sizes (k = 8 and 16, blocks of 128
 // queries cut at 300 keys), where the small-product kernels take over; the
 // keys at once and in tiles of 64.
