@@ -13,10 +13,11 @@ namespace mft {
 // A row's shift: its exps are exp(beta s_j) 2^-c, c an integer (as a
 // double) from a bound b >= beta s_j over the row (shift_above), so that
 // none passes 2 by more than round-off. `clamped`: a score may lie below
-// (c ln 2 - 708) / beta, and is taken there (its exp ~ 3e-308, zero against
-// the row's largest, which the row's maximum as b makes at least 1/2).
-// Otherwise every beta s_j >= c ln 2 - 708 (a looser bound than the
-// maximum, known before the row: no pass for the maximum and no clamp).
+// (c ln 2 - 708) / beta, and the AVX2 exp takes it there (its exp ~
+// 3e-308, zero against the row's largest, which the row's maximum as b
+// makes at least 1/2; AVX-512's scalef needs no clamp). Otherwise every
+// beta s_j >= c ln 2 - 708 (a looser bound than the maximum, known before
+// the row: no pass for the maximum and no clamp).
 struct Shift {
   double c;
   bool clamped;
