@@ -53,7 +53,8 @@ PetscErrorCode VelocityCreate(const Grid &g, const TokenLayout &t, Heads *h, con
   if (form == CutForm::tokens || t.cuts.empty())
     v->query_chunks = QueryChunks(t.seqs.size() * v->head_chunks, queries, 8.0 * rows);
   if (v->query_chunks > 1) {
-    v->projected.assign((size_t)(2 * rows), 0.0); // kappa, w and their transposes
+    v->projected.assign((size_t)(t.seqs.size() * h->group.size()) * (size_t)attention_keys_size(h->shape, t.N),
+                        0.0); // kappa, w and their transposes
     v->dprojected.assign((size_t)rows * (size_t)v->query_chunks, 0.0);
     v->query_grad.assign((size_t)(t.seqs.size() * v->query_chunks) * h->layer_grad.size(), 0.0);
   }

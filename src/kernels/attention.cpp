@@ -24,10 +24,11 @@ PetscInt AttentionWork::rows(PetscInt nk) const {
 void AttentionWork::reserve(const HeadShape &shape, PetscInt N) {
   const size_t B = (size_t)std::min(block, N), T = (size_t)std::min(std::max(keys_at_once, key_tile), N);
   const size_t n = (size_t)N, d = (size_t)shape.d, k = (size_t)shape.k, dv = (size_t)shape.dv; // 64-bit products
+  const size_t ldt = (size_t)row_stride(N), ldp = (size_t)row_stride((PetscInt)T); // rows apart by odd lines
   const std::pair<Scratch *, size_t> arrays[] = {
-      {&q, n * k},   {&kappa, n * k}, {&w, n * dv},  {&p, B * T},    {&dp, B * T},     {&m, B},       {&l, B},
+      {&q, n * k},   {&kappa, n * k}, {&w, n * dv},  {&p, B * ldp},  {&dp, B * ldp},     {&m, B},       {&l, B},
       {&delta, B},   {&y, B * dv},    {&dy, B * dv}, {&dyl, B * dv}, {&dq, k},         {&dqs, n * k}, {&dkappa, n * k},
-      {&dw, n * dv}, {&qt, d * k},    {&kt, d * k},  {&vt, d * dv},  {&kappat, n * k}, {&wt, n * dv},
+      {&dw, n * dv}, {&qt, d * k},    {&kt, d * k},  {&vt, d * dv},  {&kappat, k * ldt}, {&wt, dv * ldt},
       {&norms, n},   {&bound, B}};
   constexpr size_t line = 64 / sizeof(double);
   const auto lines = [](size_t count) { return (count + line - 1) / line * line; };
@@ -64,9 +65,10 @@ void project_blas(const HeadShape &shape, const double *xq, PetscInt nq, const d
          shape.dv);
   }
   gemm(false, false, nq, shape.k, shape.d, 1.0, xq, shape.d, work.qt.data(), shape.k, 0.0, work.q.data(), shape.k);
-  transpose(work.kappa.data(), nk, shape.k, work.kappat.data());
-  if (reverse) transpose(work.w.data(), nk, shape.dv, work.wt.data());
-  work.keys = {work.kappa.data(),  work.kappat.data(), work.w.data(), work.wt.data(), nk,
+  const PetscInt ldt = row_stride(nk);
+  transpose(work.kappa.data(), nk, shape.k, work.kappat.data(), ldt);
+  if (reverse) transpose(work.w.data(), nk, shape.dv, work.wt.data(), ldt);
+  work.keys = {work.kappa.data(),  work.kappat.data(), work.w.data(), work.wt.data(), ldt,
                work.dkappa.data(), work.dw.data()};
 }
 
@@ -127,11 +129,12 @@ Shift bounded_shift(const AttentionWork &work, PetscInt r) {
   return {std::numeric_limits<double>::quiet_NaN(), true};
 }
 
-// Scores of the block against the nt keys from t0, unscaled: P = q kappa^T (nb x nt).
+// Scores of the block against the nt keys from t0, unscaled: P = q kappa^T
+// (nb x nt, rows row_stride(nt) apart, as dP's).
 void block_scores(const HeadShape &shape, PetscInt nk, const QueryBlock &b, PetscInt t0, PetscInt nt,
                   AttentionWork &work) {
   gemm(false, false, b.nb, nt, shape.k, 1.0, work.q.data() + b.r0 * shape.k, shape.k, work.keys.kappat + t0,
-       work.keys.ldt, 0.0, work.p.data(), nt);
+       work.keys.ldt, 0.0, work.p.data(), row_stride(nt));
 }
 
 // All the block's keys at once (nkb <= keys_at_once; nk keys projected): the
@@ -143,15 +146,16 @@ void block_scores(const HeadShape &shape, PetscInt nk, const QueryBlock &b, Pets
 void block_attention(const HeadShape &shape, const AttentionOptions &o, PetscInt nk, const QueryBlock &b,
                      AttentionWork &work, bool with_y = true, double *dp = nullptr) {
   block_scores(shape, nk, b, 0, b.nkb, work);
+  const PetscInt ld = row_stride(b.nkb);
   for (PetscInt r = 0; r < b.nb; ++r) {
-    double *row = work.p.data() + r * b.nkb;
+    double *row = work.p.data() + r * ld;
     const PetscInt nv = b.valid(o, r, 0, b.nkb);
     Shift shift = bounded_shift(work, r);
     if (shift.clamped) shift.c = shift_above(o.beta * row_max(row, nv));
     work.m[r] = shift.c;
     if (dp) { // (the unweighted reverse's pass: a weighted one knows its statistics first)
       double dot;
-      work.l[r] = row_exp_dot(row, nv, o.beta, shift, dp + r * b.nkb, &dot);
+      work.l[r] = row_exp_dot(row, nv, o.beta, shift, dp + r * ld, &dot);
       work.delta[r] = dot / work.l[r];
     } else {
       work.l[r] = row_exp(row, nv, o.beta, shift);
@@ -160,7 +164,7 @@ void block_attention(const HeadShape &shape, const AttentionOptions &o, PetscInt
     std::fill(row + nv, row + b.nkb, 0.0);
   }
   if (!with_y) return;
-  gemm(false, false, b.nb, shape.dv, b.nkb, 1.0, work.p.data(), b.nkb, work.keys.w, shape.dv, 0.0, work.y.data(),
+  gemm(false, false, b.nb, shape.dv, b.nkb, 1.0, work.p.data(), ld, work.keys.w, shape.dv, 0.0, work.y.data(),
        shape.dv);
   for (PetscInt r = 0; r < b.nb; ++r) row_scale(work.y.data() + r * shape.dv, shape.dv, 1.0 / work.l[r]);
 }
@@ -178,8 +182,9 @@ void block_attention_tiled(const HeadShape &shape, const AttentionOptions &o, Pe
   for (PetscInt t0 = 0; t0 < b.nkb; t0 += work.key_tile) {
     const PetscInt nt = std::min(work.key_tile, b.nkb - t0);
     block_scores(shape, nk, b, t0, nt, work);
+    const PetscInt ld = row_stride(nt);
     for (PetscInt r = 0; r < b.nb; ++r) {
-      double *row = work.p.data() + r * nt;
+      double *row = work.p.data() + r * ld;
       const PetscInt nv = b.valid(o, r, t0, nt);
       std::fill(row + nv, row + nt, 0.0);
       if (nv == 0) continue;
@@ -196,7 +201,7 @@ void block_attention_tiled(const HeadShape &shape, const AttentionOptions &o, Pe
       const double sum = row_exp(row, nv, o.beta, shift);
       work.l[r] += work.weights ? row_weigh(row, work.weights + t0, nv) : sum;
     }
-    gemm(false, false, b.nb, shape.dv, nt, 1.0, work.p.data(), nt, work.keys.w + t0 * shape.dv, shape.dv, 1.0,
+    gemm(false, false, b.nb, shape.dv, nt, 1.0, work.p.data(), ld, work.keys.w + t0 * shape.dv, shape.dv, 1.0,
          work.y.data(), shape.dv);
   }
   for (PetscInt r = 0; r < b.nb; ++r) row_scale(work.y.data() + r * shape.dv, shape.dv, 1.0 / work.l[r]);
@@ -243,12 +248,13 @@ void projected(const HeadShape &shape, const double *theta, const AttentionOptio
 }
 
 // dS = beta P (dP - c_r) = (beta / l_r) P~ (dP - c_r) in place of dP (nb x
-// nt), row r's c_r = dY_r . Y_r.
+// nt, rows row_stride(nt) apart), row r's c_r = dY_r . Y_r.
 void softmax_rows_reverse(double *dp, const double *p, PetscInt nb, PetscInt nt, double beta, const double *l,
                           const double *c) {
+  const PetscInt ld = row_stride(nt);
   for (PetscInt r = 0; r < nb; ++r) {
-    double *dpr = dp + r * nt;
-    const double *pr = p + r * nt;
+    double *dpr = dp + r * ld;
+    const double *pr = p + r * ld;
     const double f = beta / l[r], cr = c[r];
     for (PetscInt j = 0; j < nt; ++j) dpr[j] = f * pr[j] * (dpr[j] - cr);
   }
@@ -258,17 +264,18 @@ void softmax_rows_reverse(double *dp, const double *p, PetscInt nb, PetscInt nt,
 void block_weights_reverse(const HeadShape &shape, PetscInt nk, const QueryBlock &b, PetscInt t0, PetscInt nt,
                            AttentionWork &work) {
   gemm(false, false, b.nb, nt, shape.dv, 1.0, work.dy.data(), shape.dv, work.keys.wt + t0, work.keys.ldt, 0.0,
-       work.dp.data(), nt);
+       work.dp.data(), row_stride(nt));
 }
 
 // Rows [t0, t0 + nt) of a key gradient C (cols wide) += A^T B, A the
-// block's nb x nt weights: rows no block has reached yet (from `set` on) are
-// set instead, so the gradients need no zeros first.
+// block's nb x nt weights (rows row_stride(nt) apart): rows no block has
+// reached yet (from `set` on) are set instead, so the gradients need no zeros
+// first.
 void add_to_keys(PetscInt t0, PetscInt nt, PetscInt nb, const double *A, const double *B, PetscInt cols, double *C,
                  PetscInt set) {
-  const PetscInt e = std::min(std::max(set, t0), t0 + nt);
-  gemm(true, false, e - t0, cols, nb, 1.0, A, nt, B, cols, 1.0, C + t0 * cols, cols);
-  gemm(true, false, t0 + nt - e, cols, nb, 1.0, A + (e - t0), nt, B, cols, 0.0, C + e * cols, cols);
+  const PetscInt e = std::min(std::max(set, t0), t0 + nt), ld = row_stride(nt);
+  gemm(true, false, e - t0, cols, nb, 1.0, A, ld, B, cols, 1.0, C + t0 * cols, cols);
+  gemm(true, false, t0 + nt - e, cols, nb, 1.0, A + (e - t0), ld, B, cols, 0.0, C + e * cols, cols);
 }
 
 // The reverse of the block's scores against the nt keys from t0, with P~
@@ -277,7 +284,7 @@ void add_to_keys(PetscInt t0, PetscInt nt, PetscInt nb, const double *A, const d
 // P~^T (dY / l) (set on the rows no block reached before).
 void block_products_reverse(const HeadShape &shape, PetscInt nk, const QueryBlock &b, PetscInt t0, PetscInt nt,
                             AttentionWork &work) {
-  gemm(false, false, b.nb, shape.k, nt, 1.0, work.dp.data(), nt, work.keys.kappa + t0 * shape.k, shape.k,
+  gemm(false, false, b.nb, shape.k, nt, 1.0, work.dp.data(), row_stride(nt), work.keys.kappa + t0 * shape.k, shape.k,
        t0 == 0 ? 0.0 : 1.0, work.dqs.data() + b.r0 * shape.k, shape.k);
   add_to_keys(t0, nt, b.nb, work.dp.data(), work.q.data() + b.r0 * shape.k, shape.k, work.keys.dkappa, work.keys.set);
   add_to_keys(t0, nt, b.nb, work.p.data(), work.dyl.data(), shape.dv, work.keys.dw, work.keys.set);
@@ -295,8 +302,9 @@ void block_tile_reverse(const HeadShape &shape, const AttentionOptions &o, Petsc
                         PetscInt t0, PetscInt nt, AttentionWork &work) {
   block_weights_reverse(shape, nk, b, t0, nt, work);
   block_scores(shape, nk, b, t0, nt, work);
+  const PetscInt ld = row_stride(nt);
   for (PetscInt r = 0; r < b.nb; ++r) {
-    double *row = work.p.data() + r * nt, *dpr = work.dp.data() + r * nt;
+    double *row = work.p.data() + r * ld, *dpr = work.dp.data() + r * ld;
     const PetscInt nv = b.valid(o, r, t0, nt);
     const Shift shift{work.m[r], bounded_shift(work, r).clamped};
     if (work.weights) {
@@ -458,21 +466,24 @@ bool attention_statistics_pay(const HeadShape &shape, PetscInt N) {
 }
 
 std::ptrdiff_t attention_keys_size(const HeadShape &shape, PetscInt nk) {
-  return 2 * (std::ptrdiff_t)nk * (shape.k + shape.dv);
+  return ((std::ptrdiff_t)nk + row_stride(nk)) * (shape.k + shape.dv);
 }
 
 namespace {
-// Where a store of nk keys holds kappa (at 0), kappa^T, w and w^T (attention.hpp).
+// Where a store of nk keys holds kappa (at 0), kappa^T, w and w^T
+// (attention.hpp; the transposes' rows ldt = row_stride(nk) apart).
 struct StoreParts {
+  PetscInt ldt;
   std::ptrdiff_t kappat, w, wt;
   StoreParts(const HeadShape &shape, PetscInt nk)
-      : kappat((std::ptrdiff_t)nk * shape.k), w(2 * kappat), wt(w + (std::ptrdiff_t)nk * shape.dv) {}
+      : ldt(row_stride(nk)), kappat((std::ptrdiff_t)nk * shape.k), w(kappat + (std::ptrdiff_t)ldt * shape.k),
+        wt(w + (std::ptrdiff_t)nk * shape.dv) {}
 };
 AttentionWork::Keys keys_of(const HeadShape &shape, const double *store, PetscInt nk) {
   const StoreParts at(shape, nk);
   AttentionWork::Keys k;
   k.kappa = store, k.kappat = store + at.kappat, k.w = store + at.w, k.wt = store + at.wt;
-  k.ldt = nk;
+  k.ldt = at.ldt;
   return k;
 }
 } // namespace
@@ -487,8 +498,8 @@ void attention_project_keys(const HeadShape &shape, const double *theta, const d
   transpose_head(shape, theta, false, true, work);
   gemm(false, false, r.size(), shape.k, shape.d, 1.0, xr, shape.d, work.kt.data(), shape.k, 0.0, kappa, shape.k);
   gemm(false, false, r.size(), shape.dv, shape.d, 1.0, xr, shape.d, work.vt.data(), shape.dv, 0.0, values, shape.dv);
-  transpose(kappa, r.size(), shape.k, store + at.kappat + r.begin, nk);
-  if (reverse) transpose(values, r.size(), shape.dv, store + at.wt + r.begin, nk);
+  transpose(kappa, r.size(), shape.k, store + at.kappat + r.begin, at.ldt);
+  if (reverse) transpose(values, r.size(), shape.dv, store + at.wt + r.begin, at.ldt);
 }
 
 void attention_on_keys(const HeadShape &shape, const double *theta, const AttentionOptions &o, const double *xq,

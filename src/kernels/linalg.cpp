@@ -197,6 +197,12 @@ inline void transpose8x8(const double *B, PetscInt ldb, double *Bt, PetscInt ld)
 // column's line falls in the same L1 set and they evict each other.) With
 // AVX-512, 8 x 8 blocks in registers.
 // Bt's leading dimension is ld (rows by default).
+PetscInt row_stride(PetscInt n) {
+  constexpr PetscInt kLine = 8, kShort = 128;
+  const PetscInt lines = (n + kLine - 1) / kLine;
+  return kLine * (n > kShort && lines % 2 == 0 ? lines + 1 : lines);
+}
+
 void transpose(const double *B, PetscInt rows, PetscInt cols, double *Bt, PetscInt ld) {
   constexpr PetscInt kLine = 8;
   if (ld < 0) ld = rows;

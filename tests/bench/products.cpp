@@ -68,15 +68,16 @@ int main(int argc, char **argv) {
       {"dV += dw^T X", true, dv, d, N, 1.0, 1},
       {"dx += dw V", false, N, d, dv, 1.0, 1},
   };
-  const size_t big = (size_t)std::max(N, d) * (size_t)std::max(N, d);
+  const size_t big = (size_t)row_stride(std::max(N, d)) * (size_t)std::max(N, d);
   std::vector<double> A(big, 0.5), B(big, 0.25), C(big, 0.0);
   std::printf("one (sequence, head) unit of a step, N = %d, d = %d, k = %d (qkv, keys at once), one core\n", (int)N,
               (int)d, (int)k);
   double products = 0, flops = 0;
   for (const Site &s : sites) {
-    const PetscInt lda = s.ta ? s.m : s.k;
+    // Rows as attention.cpp lays them (row_stride: the scores, kappa^T, w^T).
+    const PetscInt lda = row_stride(s.ta ? s.m : s.k), ld = row_stride(s.n);
     const double t = seconds_per_call(
-        [&] { gemm(s.ta, false, s.m, s.n, s.k, 1.0, A.data(), lda, B.data(), s.n, s.beta, C.data(), s.n); });
+        [&] { gemm(s.ta, false, s.m, s.n, s.k, 1.0, A.data(), lda, B.data(), ld, s.beta, C.data(), ld); });
     const double f = 2.0 * s.m * s.n * s.k;
     products += t * s.calls, flops += f * s.calls;
     std::printf("  %-38s %5d x %5d x %5d  %8.3f us  %6.1f GFLOP/s  x%d\n", s.what, (int)s.m, (int)s.n, (int)s.k,

@@ -9,6 +9,7 @@
 // MFT_NO_LIBXSMM=1 too (ctest unit_blas): every product through the BLAS.
 #include "helpers.hpp"
 #include "mft/kernels/attention.hpp"
+#include "mft/kernels/linalg.hpp"
 #include "mft/kernels/softmax.hpp"
 #include "mft/layout/random.hpp"
 
@@ -363,11 +364,13 @@ TEST(Kernels, EachWorkArrayOnLinesOfItsOwn) {
     std::vector<std::pair<std::uintptr_t, std::uintptr_t>> lines; // [first, past last) byte of each array
     for (AttentionWork &w : works) {
       const PetscInt B = std::min(AttentionWork::block, N), T = std::min(w.keys_at_once, N);
+      const PetscInt ldt = row_stride(N), ldp = row_stride(T); // (rows apart by odd lines)
       const std::pair<const Scratch *, PetscInt> arrays[] = {
-          {&w.q, N * s.k},      {&w.kappa, N * s.k},  {&w.w, N * s.dv},      {&w.p, B * T},       {&w.dp, B * T},
+          {&w.q, N * s.k},      {&w.kappa, N * s.k},  {&w.w, N * s.dv},      {&w.p, B * ldp},     {&w.dp, B * ldp},
           {&w.m, B},            {&w.l, B},            {&w.delta, B},         {&w.y, B * s.dv},    {&w.dy, B * s.dv},
           {&w.dyl, B * s.dv},   {&w.dq, s.k},         {&w.dqs, N * s.k},     {&w.dkappa, N * s.k}, {&w.dw, N * s.dv},
-          {&w.qt, s.d * s.k},   {&w.kt, s.d * s.k},   {&w.vt, s.d * s.dv},   {&w.kappat, N * s.k}, {&w.wt, N * s.dv}};
+          {&w.qt, s.d * s.k},   {&w.kt, s.d * s.k},   {&w.vt, s.d * s.dv},   {&w.kappat, ldt * s.k},
+          {&w.wt, ldt * s.dv}};
       for (const auto &[a, n] : arrays) {
         EXPECT_EQ(a->size(), (size_t)n) << "N " << N;
         const auto first = reinterpret_cast<std::uintptr_t>(a->data());

@@ -7,6 +7,7 @@
 #include "mft/kernels/linalg.hpp"
 #include "mft/layout/random.hpp"
 
+#include <algorithm>
 #include <vector>
 
 using namespace mft;
@@ -48,4 +49,21 @@ TEST(Products, EveryShapeGetsItsOwnKernel) {
           << (s.ta ? "A^T B, " : "A B, ") << s.m << " x " << s.n << " x " << s.k << ", pad " << s.pad << ", beta "
           << s.beta << ", round " << round;
     }
+}
+
+// Rows row_stride(n) apart start on cache lines and hold n numbers, with at
+// most a line and a half to spare; past 128 numbers a column of 64 such rows
+// meets all 64 line slots of a 4 KiB page (an odd count of lines apart), not
+// a few of them as a stride of a power of two does.
+TEST(Products, RowStridesSpreadAColumnOverTheCacheSets) {
+  for (PetscInt n = 1; n <= 20000; ++n) {
+    const PetscInt ld = row_stride(n);
+    ASSERT_EQ(ld % 8, 0) << n;
+    ASSERT_GE(ld, n);
+    ASSERT_LT(ld - n, n > 128 ? 16 : 8) << n;
+    if (n <= 128) continue;
+    std::vector<bool> slot(64, false);
+    for (PetscInt r = 0; r < 64; ++r) slot[(size_t)(r * ld / 8 % 64)] = true;
+    ASSERT_EQ(std::count(slot.begin(), slot.end(), true), 64) << n;
+  }
 }

@@ -36,6 +36,14 @@ std::string BlasLibrary();
 void gemm(bool ta, bool tb, PetscInt m, PetscInt n, PetscInt k, double alpha, const double *A, PetscInt lda,
           const double *B, PetscInt ldb, double beta, double *C, PetscInt ldc);
 
+// A leading dimension for rows of n doubles: whole cache lines (rows start
+// on a line), and an odd count of them past 128 doubles. A stride of a
+// power of two puts a long column's entries in one cache set, so a product
+// whose operand or result has such rows (the score blocks, kappa^T and w^T at
+// N = 1024) loses them from L1 as it walks the column: S3's products ran
+// 10-20% slower on AVX2 (docs/performance.md, "Rows apart by odd lines").
+PetscInt row_stride(PetscInt n);
+
 // B (rows x cols, row-major) -> Bt (cols x rows, leading dimension ld, rows by default).
 void transpose(const double *B, PetscInt rows, PetscInt cols, double *Bt, PetscInt ld = -1);
 
