@@ -164,6 +164,12 @@ PetscErrorCode SolveSPD(std::vector<double> S, PetscInt n, PetscInt r, std::vect
   PetscFunctionReturn(0);
 }
 
+PetscInt row_stride(PetscInt n) {
+  constexpr PetscInt kLine = 8, kShort = 128;
+  const PetscInt lines = (n + kLine - 1) / kLine;
+  return kLine * (n > kShort && lines % 2 == 0 ? lines + 1 : lines);
+}
+
 #if defined(__AVX512F__)
 namespace {
 
@@ -189,20 +195,34 @@ inline void transpose8x8(const double *B, PetscInt ldb, double *Bt, PetscInt ld)
   }
 }
 } // namespace
+#elif defined(__AVX2__)
+namespace {
+
+// Eight rows by four columns of B (row-major, leading dimension ldb) into Bt
+// (ld): two 4 x 4 blocks, each with pairs of rows interleaved, then their
+// 128-bit lanes; each column of B then makes one cache line of Bt.
+inline void transpose8x4(const double *B, PetscInt ldb, double *Bt, PetscInt ld) {
+  for (int h = 0; h < 8; h += 4) {
+    const double *b = B + h * ldb;
+    const __m256d r0 = _mm256_loadu_pd(b), r1 = _mm256_loadu_pd(b + ldb), r2 = _mm256_loadu_pd(b + 2 * ldb),
+                  r3 = _mm256_loadu_pd(b + 3 * ldb);
+    const __m256d t0 = _mm256_unpacklo_pd(r0, r1), t1 = _mm256_unpackhi_pd(r0, r1), t2 = _mm256_unpacklo_pd(r2, r3),
+                  t3 = _mm256_unpackhi_pd(r2, r3);
+    _mm256_storeu_pd(Bt + h, _mm256_permute2f128_pd(t0, t2, 0x20));
+    _mm256_storeu_pd(Bt + ld + h, _mm256_permute2f128_pd(t1, t3, 0x20));
+    _mm256_storeu_pd(Bt + 2 * ld + h, _mm256_permute2f128_pd(t0, t2, 0x31));
+    _mm256_storeu_pd(Bt + 3 * ld + h, _mm256_permute2f128_pd(t1, t3, 0x31));
+  }
+}
+} // namespace
 #endif
 
 // B (rows x cols, row-major) -> Bt (cols x rows), eight rows of B at a time:
 // each column then writes one cache line of Bt whole. (Row by row, the
 // columns' writes are `rows` doubles apart: at rows = 1024, 8 KiB, every
 // column's line falls in the same L1 set and they evict each other.) With
-// AVX-512, 8 x 8 blocks in registers.
+// AVX-512, 8 x 8 blocks in registers; with AVX2, 8 x 4.
 // Bt's leading dimension is ld (rows by default).
-PetscInt row_stride(PetscInt n) {
-  constexpr PetscInt kLine = 8, kShort = 128;
-  const PetscInt lines = (n + kLine - 1) / kLine;
-  return kLine * (n > kShort && lines % 2 == 0 ? lines + 1 : lines);
-}
-
 void transpose(const double *B, PetscInt rows, PetscInt cols, double *Bt, PetscInt ld) {
   constexpr PetscInt kLine = 8;
   if (ld < 0) ld = rows;
@@ -211,6 +231,8 @@ void transpose(const double *B, PetscInt rows, PetscInt cols, double *Bt, PetscI
     PetscInt c = 0;
 #if defined(__AVX512F__)
     for (; c + kLine <= cols; c += kLine) transpose8x8(B + r0 * cols + c, cols, Bt + c * ld + r0, ld);
+#elif defined(__AVX2__)
+    for (; c + 4 <= cols; c += 4) transpose8x4(B + r0 * cols + c, cols, Bt + c * ld + r0, ld);
 #endif
     for (; c < cols; ++c)
       for (PetscInt r = 0; r < kLine; ++r) Bt[c * ld + r0 + r] = B[(r0 + r) * cols + c];

@@ -8,6 +8,7 @@
 #include "mft/layout/random.hpp"
 
 #include <algorithm>
+#include <utility>
 #include <vector>
 
 using namespace mft;
@@ -65,5 +66,21 @@ TEST(Products, RowStridesSpreadAColumnOverTheCacheSets) {
     std::vector<bool> slot(64, false);
     for (PetscInt r = 0; r < 64; ++r) slot[(size_t)(r * ld / 8 % 64)] = true;
     ASSERT_EQ(std::count(slot.begin(), slot.end(), true), 64) << n;
+  }
+}
+
+// transpose against its definition, on shapes with whole register blocks
+// (8 x 8, 8 x 4) and with rows and columns left over, into a wider ld: every
+// entry lands where it belongs, the padding is left alone.
+TEST(Products, TransposeMovesEveryEntry) {
+  for (auto [rows, cols] : {std::pair<PetscInt, PetscInt>{8, 8}, {8, 4}, {64, 16}, {13, 7}, {17, 9}, {3, 5}, {40, 12}}) {
+    const PetscInt ld = row_stride(rows) + 8;
+    std::vector<double> B((size_t)(rows * cols)), Bt((size_t)(cols * ld), -1.0);
+    for (size_t e = 0; e < B.size(); ++e) B[e] = (double)e;
+    transpose(B.data(), rows, cols, Bt.data(), ld);
+    for (PetscInt c = 0; c < cols; ++c)
+      for (PetscInt r = 0; r < ld; ++r)
+        ASSERT_EQ(Bt[(size_t)(c * ld + r)], r < rows ? B[(size_t)(r * cols + c)] : -1.0)
+            << rows << " x " << cols << ", column " << c << ", row " << r;
   }
 }
