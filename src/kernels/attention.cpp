@@ -370,8 +370,10 @@ void projected_reverse(const HeadShape &shape, const double *theta, const Attent
     if (shape.kind == HeadKind::qkvo)
       gemm(true, false, shape.d, shape.k, b.nb, scale, l_blk, shape.d, work.y.data(), shape.k, 1.0, dtheta + shape.offO,
            shape.k);
-    for (PetscInt r = 0; r < b.nb; ++r)
-      for (PetscInt e = 0; e < shape.dv; ++e) work.dyl[r * shape.dv + e] = work.dy[r * shape.dv + e] / work.l[r];
+    for (PetscInt r = 0; r < b.nb; ++r) { // dY / l, one division a row (as Y's)
+      const double inv = 1.0 / work.l[r];
+      for (PetscInt e = 0; e < shape.dv; ++e) work.dyl[r * shape.dv + e] = work.dy[r * shape.dv + e] * inv;
+    }
     if (!known) { // dS from dP, then back through it
       softmax_rows_reverse(work.dp.data(), work.p.data(), b.nb, b.nkb, o.beta, work.l.data(), work.delta.data());
       block_products_reverse(shape, nk, b, 0, b.nkb, work);
