@@ -26,7 +26,7 @@ void AttentionWork::reserve(const HeadShape &shape, PetscInt N) {
   const size_t n = (size_t)N, d = (size_t)shape.d, k = (size_t)shape.k, dv = (size_t)shape.dv; // 64-bit products
   const size_t ldt = (size_t)row_stride(N), ldp = (size_t)row_stride((PetscInt)T); // rows apart by odd lines
   const std::pair<Scratch *, size_t> arrays[] = {
-      {&q, n * k},   {&kappa, n * k}, {&w, n * dv},  {&p, B * ldp},  {&dp, B * ldp},     {&m, B},       {&l, B},
+      {&q, n * k},   {&kappa, n * k}, {&w, n * dv},  {&p, B * ldp},  {&dp, B * ldp},   {&m, B},       {&l, B},
       {&delta, B},   {&y, B * dv},    {&dy, B * dv}, {&dyl, B * dv}, {&dq, k},         {&dqs, n * k}, {&dkappa, n * k},
       {&dw, n * dv}, {&qt, d * k},    {&kt, d * k},  {&vt, d * dv},  {&kappat, k * ldt}, {&wt, dv * ldt},
       {&norms, n},   {&bound, B}};

@@ -52,10 +52,10 @@ TEST(Products, EveryShapeGetsItsOwnKernel) {
     }
 }
 
-// Rows row_stride(n) apart start on cache lines and hold n numbers, with at
-// most a line and a half to spare; past 128 numbers a column of 64 such rows
-// meets all 64 line slots of a 4 KiB page (an odd count of lines apart), not
-// a few of them as a stride of a power of two does.
+// Rows row_stride(n) apart start on cache lines and hold n numbers, with
+// less than a line to spare up to 128 numbers and less than two past them,
+// where a column of 64 such rows meets all 64 line slots of a 4 KiB page (an
+// odd count of lines apart), not a few of them as a power of two does.
 TEST(Products, RowStridesSpreadAColumnOverTheCacheSets) {
   for (PetscInt n = 1; n <= 20000; ++n) {
     const PetscInt ld = row_stride(n);
