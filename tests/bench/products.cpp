@@ -4,7 +4,11 @@
 // alone on one core through mft's gemm (LIBXSMM or the BLAS), and the
 // unit's exps at the kernels' exp rate, against the dgemm peak (n = 1024);
 // the two rates measured as mft bench measures them (bench.hpp), on one
-// rank. A benchmark, not a test.
+// rank. Then the whole unit through the kernels (attention and
+// attention_reverse on the same shape, over a layer's worth of distinct
+// sequences and heads, as a step calls them) against its roofline bound
+// (step_bound's count): what the kernels spend beyond their products and
+// exps. A benchmark, not a test.
 //   products [N d k]   (default 128 16 8: S2's shape; S1 64 16 8, S3 1024 32 16)
 #include "mft/kernels/attention.hpp"
 #include "mft/analyses/bench.hpp"
@@ -12,8 +16,10 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <random>
 #include <vector>
 
 using namespace mft;
@@ -37,6 +43,44 @@ template <class F> double seconds_per_call(F f) {
     best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / 200);
   }
   return best;
+}
+
+// Seconds a unit of the kernels takes: attention, then attention_reverse,
+// of qkv heads on N tokens (keys at once), as a step's layer calls them:
+// each of `sequences` sequences with each of `heads` heads in turn, a
+// sequence's velocity and token gradients summed over its heads (the best of
+// five rounds).
+double unit_seconds(PetscInt N, PetscInt d, PetscInt k, PetscInt sequences, PetscInt heads) {
+  const HeadShape shape = head_shape(HeadKind::qkv, d, k);
+  const size_t tokens = (size_t)(sequences * N * d), entries = (size_t)(heads * shape.size);
+  std::vector<double> x(tokens), lam(tokens), out(tokens, 0.0), dx(tokens, 0.0), theta(entries), dtheta(entries, 0.0);
+  std::mt19937_64 gen(1);
+  std::normal_distribution<double> normal(0.0, 1.0);
+  for (double &v : x) v = normal(gen);
+  for (double &v : lam) v = normal(gen);
+  for (double &v : theta) v = normal(gen) / std::sqrt((double)d);
+  AttentionWork work;
+  work.reserve(shape, N);
+  const AttentionOptions o;
+  const double scale = 1.0 / (double)heads;
+  auto sweep = [&] {
+    for (PetscInt m = 0; m < sequences; ++m)
+      for (PetscInt h = 0; h < heads; ++h)
+        attention(shape, theta.data() + h * shape.size, o, x.data() + m * N * d, N, {0, N}, scale,
+                  out.data() + m * N * d, work);
+    for (PetscInt m = 0; m < sequences; ++m)
+      for (PetscInt h = 0; h < heads; ++h)
+        attention_reverse(shape, theta.data() + h * shape.size, o, x.data() + m * N * d, N, {0, N}, scale,
+                          lam.data() + m * N * d, dx.data() + m * N * d, dtheta.data() + h * shape.size, work);
+  };
+  sweep();
+  double best = 1e30;
+  for (int rep = 0; rep < 5; ++rep) {
+    const auto t0 = std::chrono::steady_clock::now();
+    sweep();
+    best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  }
+  return best / (double)(sequences * heads);
 }
 
 } // namespace
@@ -98,6 +142,18 @@ int main(int argc, char **argv) {
   std::printf("  dgemm peak (n = 1024) %.1f GFLOP/s: the unit's %.2f MFLOP counted by mft bench take %.2f us at it; "
               "products and exps alone reach %.0f%% of it\n",
               peak / 1e9, counted / 1e6, counted / peak * 1e6, 100 * counted / peak / (products + exps * exp_each));
+  // The whole unit, as S1's layer makes 128 of them on a rank (16 heads
+  // over 8 sequences; fewer at longer N), against step_bound's count of one
+  // unit at these rates.
+  Settings one;
+  one.model.L = one.model.H = 1, one.data.M = 1, one.data.N = N, one.model.d = d, one.model.k = k;
+  const PetscInt heads = std::clamp(8192 / N, (PetscInt)2, (PetscInt)16), sequences = std::max((PetscInt)1, 512 / N);
+  const double unit = unit_seconds(N, d, k, sequences, heads), bound = step_bound(one, peak / 1e9, gexps);
+  const double parts = products + exps * exp_each;
+  std::printf("  the unit through the kernels (attention, attention_reverse; %d heads over %d sequences) %.2f us: products and exps "
+              "above %.2f us, the rest %.2f us (%.0f%%); its bound %.2f us = %.0f%% of it\n",
+              (int)heads, (int)sequences, unit * 1e6, parts * 1e6, (unit - parts) * 1e6, 100 * (unit - parts) / unit, bound * 1e6,
+              100 * bound / unit);
   PetscCall(PetscFinalize());
   return 0;
 }
