@@ -137,12 +137,21 @@ void block_scores(const HeadShape &shape, PetscInt nk, const QueryBlock &b, Pets
        work.keys.ldt, 0.0, work.p.data(), row_stride(nt));
 }
 
+// A row of dS = beta P (dP - c) = (beta / l) P~ (dP - c) in place of its
+// row of dP (nt entries; f = beta / l, c = dY . Y).
+void softmax_row_reverse(double *dp, const double *p, PetscInt nt, double f, double c) {
+  for (PetscInt j = 0; j < nt; ++j) dp[j] = f * p[j] * (dp[j] - c);
+}
+
 // All the block's keys at once (nkb <= keys_at_once; nk keys projected): the
 // softmax of beta q kappa^T over them left unnormalised, P~ = exp(beta S)
 // 2^-m (zero where masked), with its rows' shifts m (bounded_shift, or from
 // the row's maximum) and sums l (P = P~ / l), and (with_y) Y = P w = (P~ w)
 // / l: the sums divide the small Y, not the rows of P.
-// With dP (nb x nkb) given, also the reverse's delta_r = sum_j P~_rj dP_rj / l_r.
+// With dP (nb x nkb) given, also the reverse's delta_r = sum_j P~_rj dP_rj /
+// l_r, and then dS in place of dP, each row's while it is in L1 (with a pass
+// over the block after all its rows, S1's unit took 26.3 us, not 25.4: the
+// AVX2 build, tests/bench/products).
 void block_attention(const HeadShape &shape, const AttentionOptions &o, PetscInt nk, const QueryBlock &b,
                      AttentionWork &work, bool with_y = true, double *dp = nullptr) {
   block_scores(shape, nk, b, 0, b.nkb, work);
@@ -162,6 +171,7 @@ void block_attention(const HeadShape &shape, const AttentionOptions &o, PetscInt
       if (work.weights) work.l[r] = row_weigh(row, work.weights, nv);
     }
     std::fill(row + nv, row + b.nkb, 0.0);
+    if (dp) softmax_row_reverse(dp + r * ld, row, b.nkb, o.beta / work.l[r], work.delta[r]);
   }
   if (!with_y) return;
   gemm(false, false, b.nb, shape.dv, b.nkb, 1.0, work.p.data(), ld, work.keys.w, shape.dv, 0.0, work.y.data(),
@@ -247,19 +257,6 @@ void projected(const HeadShape &shape, const double *theta, const AttentionOptio
   }
 }
 
-// dS = beta P (dP - c_r) = (beta / l_r) P~ (dP - c_r) in place of dP (nb x
-// nt, rows row_stride(nt) apart), row r's c_r = dY_r . Y_r.
-void softmax_rows_reverse(double *dp, const double *p, PetscInt nb, PetscInt nt, double beta, const double *l,
-                          const double *c) {
-  const PetscInt ld = row_stride(nt);
-  for (PetscInt r = 0; r < nb; ++r) {
-    double *dpr = dp + r * ld;
-    const double *pr = p + r * ld;
-    const double f = beta / l[r], cr = c[r];
-    for (PetscInt j = 0; j < nt; ++j) dpr[j] = f * pr[j] * (dpr[j] - cr);
-  }
-}
-
 // dP = dY w^T (nb x nt) against the nt keys from t0, into w.dp.
 void block_weights_reverse(const HeadShape &shape, PetscInt nk, const QueryBlock &b, PetscInt t0, PetscInt nt,
                            AttentionWork &work) {
@@ -295,7 +292,7 @@ void block_products_reverse(const HeadShape &shape, PetscInt nk, const QueryBloc
 // = dY_r . Y_r known first (the forward's statistics, or a tiled block's
 // first sweep): dP = dY w^T, the scores again, and one pass over each row
 // makes P~ = exp(beta S) 2^-m and, in place of dP, dS = (beta / l) P~ (dP -
-// delta) (softmax_rows_reverse's numbers; with weighted keys
+// delta) (softmax_row_reverse's numbers; with weighted keys
 // row_weigh_reverse's, which also makes the weights' gradient), then the
 // products.
 void block_tile_reverse(const HeadShape &shape, const AttentionOptions &o, PetscInt nk, const QueryBlock &b,
@@ -374,8 +371,7 @@ void projected_reverse(const HeadShape &shape, const double *theta, const Attent
       const double inv = 1.0 / work.l[r];
       for (PetscInt e = 0; e < shape.dv; ++e) work.dyl[r * shape.dv + e] = work.dy[r * shape.dv + e] * inv;
     }
-    if (!known) { // dS from dP, then back through it
-      softmax_rows_reverse(work.dp.data(), work.p.data(), b.nb, b.nkb, o.beta, work.l.data(), work.delta.data());
+    if (!known) { // dS made with P~ (block_attention): back through it
       block_products_reverse(shape, nk, b, 0, b.nkb, work);
       continue;
     }

@@ -133,7 +133,7 @@ double exp_scaled(double s, const RowExp &e, bool clamped) {
 // new entry e_j (Along): nothing; *dot <- sum_j e_j with[j], summed as
 // row_dot sums (one running sum of vectors in order, then the rest): the
 // reverse's delta in the same pass; or with[j] <- (f e_j) (with[j] - c), the
-// reverse's dS in place of dP, as softmax_rows_reverse makes it (bitwise).
+// reverse's dS in place of dP, as softmax_row_reverse makes it (bitwise).
 enum class Along { nothing, dot, softmax_reverse };
 template <bool scaled, bool clamped, Along along>
 double row_exp_at(double *row, PetscInt n, const RowExp &x, double *with, double f, double c, double *dot) {
