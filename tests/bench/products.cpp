@@ -150,10 +150,10 @@ int main(int argc, char **argv) {
   const PetscInt heads = std::clamp(8192 / N, (PetscInt)2, (PetscInt)16), sequences = std::max((PetscInt)1, 512 / N);
   const double unit = unit_seconds(N, d, k, sequences, heads), bound = step_bound(one, peak / 1e9, gexps);
   const double parts = products + exps * exp_each;
-  std::printf("  the unit through the kernels (attention, attention_reverse; %d heads over %d sequence%s) %.2f us: products and exps "
-              "above %.2f us, the rest %.2f us (%.0f%%); its bound %.2f us = %.0f%% of it\n",
-              (int)heads, (int)sequences, sequences > 1 ? "s" : "", unit * 1e6, parts * 1e6, (unit - parts) * 1e6, 100 * (unit - parts) / unit, bound * 1e6,
-              100 * bound / unit);
+  std::printf("  the unit through the kernels (attention, attention_reverse; %d heads over %d sequence%s) %.2f us: "
+              "products and exps above %.2f us, the rest %.2f us (%.0f%%); its bound %.2f us = %.0f%% of it\n",
+              (int)heads, (int)sequences, sequences > 1 ? "s" : "", unit * 1e6, parts * 1e6, (unit - parts) * 1e6,
+              100 * (unit - parts) / unit, bound * 1e6, 100 * bound / unit);
   PetscCall(PetscFinalize());
   return 0;
 }
