@@ -73,11 +73,14 @@ PetscErrorCode NtkCompute(Problem *p, NtkPart part, Ntk *k) {
   }
   p->active = all;
 
-  // NTK = L H J J^T: the local part is one product, rows row-major = J^T column-major.
+  // NTK = (1/(L H)) sum (g J)(g J)^T with g = L^a H^c (L H J J^T at a = c = 1):
+  // the local part is one product, rows row-major = J^T column-major.
   std::vector<double> local((size_t)(n * n), 0.0);
   if (P > 0 && n > 0) {
     PetscBLASInt bn, bp;
-    const double alpha = (double)(h.L * h.H), beta = 0.0;
+    const double g = GradientScale(p->settings.model, h.L, h.H);
+    const double alpha = p->settings.model.mean_field() ? (double)(h.L * h.H) : g * g / ((double)h.L * (double)h.H),
+                 beta = 0.0;
     PetscCall(PetscBLASIntCast(n, &bn));
     PetscCall(PetscBLASIntCast(P, &bp));
     BLASgemm_("T", "N", &bn, &bn, &bp, &alpha, rows.data(), &bp, rows.data(), &bp, &beta, local.data(), &bn);

@@ -6,8 +6,48 @@
 #include "mft/files/report.hpp"
 #include "mft/files/runfile.hpp"
 #include "mft/files/settings_files.hpp"
+#include "mft/flow/samples.hpp"
+#include "mft/settings/options.hpp"
 
 namespace mft {
+
+// --init.samples S: S initialisations of the model, their x(1) and the Gram
+// means of every probe sequence; one summary line.
+static PetscErrorCode ForwardSamples(MPI_Comm comm, const Settings &s) {
+  Samples r;
+  PetscFunctionBeginUser;
+  PetscCheck(s.params_file.empty() && !s.gradient && s.output.trajectory == 0, comm, PETSC_ERR_USER_INPUT,
+             "init.samples = %" PetscInt_FMT " draws the heads anew for every sample: it takes no params.file, "
+             "--gradient or output.trajectory", s.init.samples);
+  PetscMPIInt size;
+  PetscCallMPI(MPI_Comm_size(comm, &size));
+  PetscCall(PetscPrintf(comm,
+                        "mft forward: %" PetscInt_FMT " samples of the %" PetscInt_FMT " x %" PetscInt_FMT
+                        " %s model (a = %s, c = %s), seeds %llu ..., on %d rank(s) | probes: M=%" PetscInt_FMT
+                        " N=%" PetscInt_FMT " d=%" PetscInt_FMT "\n",
+                        s.init.samples, s.model.L, s.model.H, to_string(s.model.head_kind),
+                        format_real(s.model.depth_exponent).c_str(), format_real(s.model.head_exponent).c_str(), (unsigned long long)s.init.seed, size, s.data.M, s.data.N, s.model.d));
+  PetscCall(SamplesForward(comm, s, s.init.samples, &r));
+  const unsigned long long S = r.S, M = r.M, N = r.N, d = r.d;
+  PetscCall(ResultFileWrite(comm, s,
+                            {{"/data/tokens", {M, N, d}, r.inputs.data()},
+                             {"/output/samples", {S, M, N, d}, r.tokens.data()},
+                             {"/output/gram_mean", {M, N, N}, r.gram_mean.data()},
+                             {"/output/gram_stderr", {M, N, N}, r.gram_stderr.data()}},
+                            {{"samples", std::to_string(S)}}, s.output.file));
+  double trace = 0; // E (1/N) sum_i |x_i(1)|^2, over the probe sequences
+  for (unsigned long long m = 0; m < M; ++m)
+    for (unsigned long long i = 0; i < N; ++i) trace += r.gram_mean[(m * N + i) * N + i] / (double)(M * N);
+  const double rate = (double)S / r.seconds;
+  PetscCall(PetscPrintf(comm, "%llu samples in %.3f s (%.1f a second); mean |x_i(1)|^2 %.6e; wrote %s\n", S, r.seconds,
+                        rate, trace, s.output.file.c_str()));
+  Summary sum;
+  sum.add("command", std::string("forward")).add("samples", (long long)S).add("mean_square", trace);
+  sum.add("seconds", r.seconds).add("samples_per_second", rate).add("ranks", (long long)size);
+  sum.add("file", s.output.file);
+  PetscCall(sum.print(comm));
+  PetscFunctionReturn(0);
+}
 
 PetscErrorCode CommandForward(MPI_Comm comm, const std::vector<std::string> &args, int *status) {
   Settings s;
@@ -19,6 +59,10 @@ PetscErrorCode CommandForward(MPI_Comm comm, const std::vector<std::string> &arg
   PetscCall(SettingsParse(comm, "forward", args, &s, &help));
   if (help) PetscFunctionReturn(0);
   PetscCall(SettingsFromFiles(comm, "forward", args, &s));
+  if (s.init.samples > 0) {
+    PetscCall(ForwardSamples(comm, s));
+    PetscFunctionReturn(0);
+  }
   PetscCall(ProblemCreate(comm, s, &p));
   PetscCall(ReportHeader(p));
   if (!s.params_file.empty()) PetscCall(RunFileReadParams(s.params_file, &p)); // a trained model on any data

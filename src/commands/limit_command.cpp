@@ -8,10 +8,57 @@
 #include "mft/files/report.hpp"
 #include "mft/files/runfile.hpp"
 #include "mft/files/settings_files.hpp"
+#include "mft/settings/options.hpp"
 
 #include <cmath>
 
 namespace mft {
+
+// E (1/N) sum_i |x_i(1)|^2 over the probe sequences, from Gram means (M, N, N).
+static double MeanSquare(const std::vector<double> &gram, PetscInt M, PetscInt N) {
+  double t = 0;
+  for (PetscInt m = 0; m < M; ++m)
+    for (PetscInt i = 0; i < N; ++i) t += gram[(m * N + i) * N + i] / (double)(M * N);
+  return t;
+}
+
+// a = c = 1/2: the SDE's paths and their Gram means (limit.hpp, LimitPathsSolve).
+static PetscErrorCode LimitDiffusive(MPI_Comm comm, const Settings &s) {
+  LimitPaths r;
+  PetscFunctionBeginUser;
+  PetscCheck(!s.limit.fluctuation, comm, PETSC_ERR_USER_INPUT,
+             "limit.fluctuation is the error's law of the mean-field (a = c = 1) model; the diffusive model is "
+             "compared with its limit in law (mft forward --init.samples against these paths)");
+  const PetscInt n = s.limit.steps;
+  PetscCall(PetscPrintf(comm,
+                        "mft limit: the diffusive SDE (a = c = 1/2), %" PetscInt_FMT " paths, weak Euler scheme of %"
+                        PetscInt_FMT "%s steps, %" PetscInt_FMT " fresh heads a step, sigma^2 = %s | probes: M=%"
+                        PetscInt_FMT " N=%" PetscInt_FMT " d=%" PetscInt_FMT "\n",
+                        s.limit.paths, n, s.limit.richardson ? (" and " + std::to_string(2 * n)).c_str() : "",
+                        s.limit.step_heads, format_real(ValueVariance(s)).c_str(), s.data.M, s.data.N, s.model.d));
+  const double t0 = seconds();
+  PetscCall(LimitPathsSolve(comm, s, &r));
+  const double elapsed = seconds() - t0;
+  const unsigned long long S = r.fine.S, M = r.fine.M, N = r.fine.N, d = r.fine.d;
+  std::vector<ResultArray> arrays = {{"/data/tokens", {M, N, d}, r.fine.inputs.data()},
+                                     {"/limit/samples", {S, M, N, d}, r.fine.tokens.data()},
+                                     {"/limit/gram_mean", {M, N, N}, r.gram_mean.data()},
+                                     {"/limit/gram_stderr", {M, N, N}, r.gram_stderr.data()}};
+  if (s.limit.richardson) arrays.push_back({"/limit/samples_coarse", {S, M, N, d}, r.coarse.tokens.data()});
+  const PetscInt fine_steps = s.limit.richardson ? 2 * n : n;
+  PetscCall(ResultFileWrite(comm, s, arrays,
+                            {{"limit.regime", "diffusive"}, {"limit.fine_steps", std::to_string(fine_steps)}},
+                            s.output.file));
+  const double square = MeanSquare(r.gram_mean, r.fine.M, r.fine.N);
+  PetscCall(PetscPrintf(comm, "%llu paths, %.2f s; E |x_i(1)|^2 %.6e%s; wrote %s\n", S, elapsed, square,
+                        s.limit.richardson ? " (extrapolated from n and 2n steps)" : "", s.output.file.c_str()));
+  Summary sum;
+  sum.add("command", std::string("limit")).add("regime", std::string("diffusive")).add("paths", (long long)S);
+  sum.add("steps", (long long)n).add("fine_steps", (long long)fine_steps).add("mean_square", square);
+  sum.add("seconds", elapsed).add("file", s.output.file);
+  PetscCall(sum.print(comm));
+  PetscFunctionReturn(0);
+}
 
 PetscErrorCode CommandLimit(MPI_Comm comm, const std::vector<std::string> &args, int *status) {
   Settings s;
@@ -23,6 +70,10 @@ PetscErrorCode CommandLimit(MPI_Comm comm, const std::vector<std::string> &args,
   if (help) PetscFunctionReturn(0);
   PetscCall(SettingsFromFiles(comm, "limit", args, &s)); // a run file as probes: its model settings
   if (!s.data.file.empty()) PetscCall(DataFileConform(comm, &s)); // the probes' sizes, for the header
+  if (!s.model.mean_field()) {
+    PetscCall(LimitDiffusive(comm, s));
+    PetscFunctionReturn(0);
+  }
   const Settings ls = LimitSettingsFor(s);
   PetscCall(PetscPrintf(comm, "mft limit: ensemble of %" PetscInt_FMT " %s heads shared by every depth, %s, d=%" PetscInt_FMT
                               " k=%" PetscInt_FMT " | probes: M=%" PetscInt_FMT " N=%" PetscInt_FMT " %s\n",

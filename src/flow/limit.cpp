@@ -1,6 +1,10 @@
 // The mean-field reference: one shared ensemble, an adaptive solve, its adjoint.
 #include "mft/flow/limit.hpp"
 
+#include "mft/settings/options.hpp"
+
+#include <cmath>
+
 namespace mft {
 
 Settings LimitSettingsFor(const Settings &in) {
@@ -57,6 +61,50 @@ PetscErrorCode LimitSolve(MPI_Comm comm, const Settings &s, LimitResult *r, cons
   PetscCall(GatherAll(p.adjoint, &r->adjoint));
   r->weights = p.tokens.weights;
   PetscCall(ProblemDestroy(&p));
+  PetscFunctionReturn(0);
+}
+
+double ValueVariance(const Settings &s) {
+  const double v = s.init.v_gain * s.init.v_gain;
+  return s.model.head_kind == HeadKind::qkv ? v : s.init.o_gain * s.init.o_gain * v;
+}
+
+Settings DiffusiveSchemeFor(const Settings &s, PetscInt n) {
+  Settings q = s;
+  q.model.L = n;
+  q.model.H = s.limit.step_heads;
+  q.model.head_kind = HeadKind::qkv; // A itself: only its covariance enters the SDE
+  q.model.depth_exponent = q.model.head_exponent = 0.5;
+  q.init.v_gain = std::sqrt(ValueVariance(s));
+  q.init.v_mean = 0;
+  return q;
+}
+
+PetscErrorCode LimitPathsSolve(MPI_Comm comm, const Settings &s, LimitPaths *r) {
+  const PetscInt S = s.limit.paths, n = s.limit.steps;
+  PetscFunctionBeginUser;
+  PetscCheck(s.model.depth_exponent == 0.5 && s.model.head_exponent == 0.5, comm, PETSC_ERR_USER_INPUT,
+             "the diffusive limit is that of model.depth_exponent = model.head_exponent = 0.5 (given %s and %s)",
+             format_real(s.model.depth_exponent).c_str(), format_real(s.model.head_exponent).c_str());
+  PetscCheck(s.init.v_mean == 0 && (s.model.head_kind == HeadKind::qkv || s.init.o_mean == 0), comm,
+             PETSC_ERR_USER_INPUT,
+             "the diffusive limit needs value maps of mean zero and covariance sigma^2/d I: init.v_mean = 0%s (given "
+             "init.v_mean = %s, init.o_mean = %s); with a drift the 1/sqrt(L) model has no limit",
+             s.model.head_kind == HeadKind::qkvo ? " and init.o_mean = 0" : "", format_real(s.init.v_mean).c_str(),
+             format_real(s.init.o_mean).c_str());
+  if (!s.limit.richardson) {
+    PetscCall(SamplesForward(comm, DiffusiveSchemeFor(s, n), S, &r->fine));
+    r->gram_mean = r->fine.gram_mean, r->gram_stderr = r->fine.gram_stderr;
+    PetscFunctionReturn(0);
+  }
+  PetscCall(SamplesForward(comm, DiffusiveSchemeFor(s, n), S, &r->coarse));
+  PetscCall(SamplesForward(comm, DiffusiveSchemeFor(s, 2 * n), S, &r->fine, (std::uint64_t)S));
+  const size_t G = r->fine.gram_mean.size();
+  r->gram_mean.resize(G), r->gram_stderr.resize(G);
+  for (size_t e = 0; e < G; ++e) { // independent paths: the variances add
+    r->gram_mean[e] = 2 * r->fine.gram_mean[e] - r->coarse.gram_mean[e];
+    r->gram_stderr[e] = std::sqrt(4 * std::pow(r->fine.gram_stderr[e], 2) + std::pow(r->coarse.gram_stderr[e], 2));
+  }
   PetscFunctionReturn(0);
 }
 

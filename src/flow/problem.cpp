@@ -286,7 +286,7 @@ PetscErrorCode ProblemEvaluate(Problem *p, PetscBool gradient) {
   if (gradient) {
     PetscCall(FlowAdjoint(&p->flow, p->adjoint, p->grad));
     for (size_t e = 0; weights && e < p->weight_grad.size(); ++e) p->weight_grad[e] += p->flow.weight_grad[e];
-    PetscCall(VecScale(p->grad, (PetscScalar)(p->heads.L * p->heads.H)));
+    PetscCall(VecScale(p->grad, (PetscScalar)GradientScale(p->settings.model, p->heads.L, p->heads.H)));
     // On the sphere the input is normalized first: dR/dx(0) through it, the
     // part tangent to the sphere (the same for the L-layer model and the limit).
     if (p->settings.model.norm == TokenNorm::sphere) PetscCall(SphereTangent(p->x0, p->tokens.d, p->adjoint));

@@ -27,6 +27,7 @@ PetscErrorCode VelocityCreate(const Grid &g, const TokenLayout &t, Heads *h, con
   v->heads = h;
   v->options.beta = m.beta;
   v->options.causal = m.causal;
+  v->scale = HeadSumScale(m, m.L, h->H);
   PetscCall(VecDuplicate(t.local, &v->x_local));
   PetscCall(VecDuplicate(t.local, &v->lam_local));
   PetscCall(VecDuplicate(t.local, &v->dx_local));
@@ -171,7 +172,7 @@ PetscErrorCode VelocityPrepare(Velocity *v, PetscInt l, Vec x) {
 PetscErrorCode VelocityEvaluate(Velocity *v, PetscInt l, Vec x, Vec f) {
   const TokenLayout &t = *v->tokens;
   const Heads &h = *v->heads;
-  const double scale = 1.0 / (double)h.H;
+  const double scale = v->scale;
   const PetscScalar *xs;
   PetscScalar *fa;
   PetscFunctionBeginUser;

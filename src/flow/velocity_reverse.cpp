@@ -191,7 +191,7 @@ PetscErrorCode VelocityReverse(Velocity *v, Vec lam, Vec dx) {
   const TokenLayout &t = *v->tokens;
   Heads &h = *v->heads;
   const PetscInt l = v->layer;
-  const double scale = 1.0 / (double)h.H;
+  const double scale = v->scale;
   const PetscScalar *xs, *ls;
   PetscScalar *ds;
   PetscFunctionBeginUser;

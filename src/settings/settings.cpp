@@ -39,6 +39,16 @@ const char *to_string(LseMode v) { return kLseMode[(size_t)v].c_str(); }
 const char *to_string(CutSequences v) { return kCutSequences[(size_t)v].c_str(); }
 const char *to_string(TokenNorm v) { return kTokenNorm[(size_t)v].c_str(); }
 
+double HeadSumScale(const ModelSettings &m, PetscInt L, PetscInt H) {
+  if (m.mean_field()) return 1.0 / (double)H; // today's model, bitwise
+  return std::pow((double)L, 1.0 - m.depth_exponent) * std::pow((double)H, -m.head_exponent);
+}
+
+double GradientScale(const ModelSettings &m, PetscInt L, PetscInt H) {
+  if (m.mean_field()) return (double)(L * H);
+  return std::pow((double)L, m.depth_exponent) * std::pow((double)H, m.head_exponent);
+}
+
 bool Settings::is_explicit(const std::string &key) const {
   return std::find(explicit_keys.begin(), explicit_keys.end(), key) != explicit_keys.end();
 }
@@ -238,6 +248,10 @@ std::vector<Option> declare(Settings &s) {
       choice("model.norm", &m.norm, kTokenNorm,
              "normalized tokens: none; sphere (tokens on the unit sphere, each layer's step projected and retracted); "
              "pre (attention reads sqrt(d) x / |x|, the residual stream is not normalized)"),
+      real("model.depth_exponent", &m.depth_exponent, 0.0, true,
+           "a: a layer adds L^-a H^-c sum_h Attn (1: the mean-field ODE; 1/2 with centred value maps: the SDE)"),
+      real("model.head_exponent", &m.head_exponent, 0.0, true,
+           "c: a layer adds L^-a H^-c sum_h Attn (1: the mean of the heads; 1/2: their sum over sqrt(H))"),
 
       integer("data.M", &d.M, 1, "sequences in the data set (with data.file: its first data.M; default all)"),
       integer("data.N", &d.N, 1, "tokens per sequence"),
@@ -276,6 +290,10 @@ std::vector<Option> declare(Settings &s) {
       real("init.k_mean", &i.k_mean, -1e300, false, "K mean: multiple of the identity"),
       real("init.v_mean", &i.v_mean, -1e300, false, "V mean: multiple of the identity (nonzero: limit velocity != 0)"),
       real("init.o_mean", &i.o_mean, -1e300, false, "O mean: multiple of the identity"),
+      integer("init.samples", &i.samples, 0,
+              "forward: this many independent initialisations (seeds init.seed, init.seed + 1, ...), spread over the "
+              "ranks: /output/samples and the Gram means (0: one model)")
+          .read_by({"forward"}),
 
       choice("loss.kind", &l.kind, kLossKind, "risk: token targets y[m,i] or pooled targets z[m] through a readout W"),
       integer("loss.c", &l.c, 1, "pooled: outputs per sequence (rows of the readout W)"),
@@ -310,6 +328,17 @@ std::vector<Option> declare(Settings &s) {
            "settings are taken from it"),
 
       integer("limit.heads", &s.limit.heads, 1, "H_ref: heads of the ensemble shared by every depth"),
+      integer("limit.paths", &s.limit.paths, 2,
+              "diffusive limit (a = c = 1/2): sample paths of the SDE (each path drives every probe sequence)")
+          .read_by({"limit"}),
+      integer("limit.steps", &s.limit.steps, 1, "diffusive limit: n, steps of the weak Euler scheme in depth")
+          .read_by({"limit"}),
+      integer("limit.step_heads", &s.limit.step_heads, 1,
+              "diffusive limit: heads drawn afresh at every step, with value maps of the model's covariance")
+          .read_by({"limit"}),
+      flag("limit.richardson", &s.limit.richardson,
+           "diffusive limit: paths at n and 2n steps, the Gram means extrapolated as 2 E_2n - E_n (bias O(1/n^2))")
+          .read_by({"limit"}),
       choice("limit.scheme", &s.limit.scheme, kLimitScheme,
              "rk: adaptive embedded Runge-Kutta (TSRK 5dp); euler: model.L Euler steps with the same ensemble"),
       real("limit.rtol", &s.limit.rtol, 0.0, true, "relative tolerance of the adaptive solve"),

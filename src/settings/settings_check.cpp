@@ -163,8 +163,36 @@ static PetscErrorCode WorstCheck(MPI_Comm comm, const Settings &s) {
 }
 
 // Settings that are valid one by one but not together.
+// Depth and head exponents (docs/model.md, 'Depth and head exponents'): the
+// limits mft computes, and a drift that grows without bound said once.
+static PetscErrorCode ExponentCheck(MPI_Comm comm, const Settings &s) {
+  const ModelSettings &m = s.model;
+  const double a = m.depth_exponent, c = m.head_exponent;
+  PetscFunctionBeginUser;
+  if (m.mean_field()) PetscFunctionReturn(0);
+  PetscCheck(s.command != "limit" || (a == 0.5 && c == 0.5), comm, PETSC_ERR_USER_INPUT,
+             "mft limit computes the mean-field ODE (model.depth_exponent = model.head_exponent = 1) and the diffusive "
+             "SDE (both 0.5, centred value maps); a = %s, c = %s has no limit it computes", format_real(a).c_str(),
+             format_real(c).c_str());
+  PetscCheck(s.command != "study" || s.study.state == StudyState::trained, comm, PETSC_ERR_USER_INPUT,
+             "a study at initialisation compares every model, seed by seed, with the mean-field ODE reference of "
+             "a = c = 1; with a = %s, c = %s compare in law (mft forward --init.samples against mft limit) or train "
+             "(study.state = trained)", format_real(a).c_str(), format_real(c).c_str());
+  const bool drift = !s.init.centred(m.head_kind) && (a < 1 || c < 1);
+  static bool said = false;
+  if (drift && !said && s.command != "info")
+    PetscCall(PetscPrintf(comm,
+                          "mft: warning: value maps of mean init.v_mean = %s with a = %s, c = %s: the drift "
+                          "L^(1-a) H^(1-c) E[Attn] grows without bound with L or H, so the model has no limit "
+                          "(centred value maps, init.v_mean = 0, have none)\n",
+                          format_real(s.init.v_mean).c_str(), format_real(a).c_str(), format_real(c).c_str()));
+  said = said || drift;
+  PetscFunctionReturn(0);
+}
+
 PetscErrorCode SettingsCheckTogether(MPI_Comm comm, const Settings &s) {
   PetscFunctionBeginUser;
+  PetscCall(ExponentCheck(comm, s));
   PetscCheck(s.data.param_max >= s.data.param_min, comm, PETSC_ERR_USER_INPUT,
              "data.param_max (%g) is smaller than data.param_min (%g)", s.data.param_max, s.data.param_min);
   PetscCheck(!s.output.file.empty(), comm, PETSC_ERR_USER_INPUT, "output.file is empty");

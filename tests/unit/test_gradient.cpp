@@ -11,7 +11,15 @@ namespace {
 
 struct Variant {
   const char *head_kind, *loss, *causal, *norm = "none";
+  const char *a = "1", *c = "1"; // depth and head exponents
 };
+
+std::string VariantName(const Variant &v) {
+  const std::string norm = v.norm, a = v.a, c = v.c;
+  auto digits = [](std::string x) { return x.erase(std::min(x.find('.'), x.size()), 1); };
+  return std::string(v.head_kind) + "_" + v.loss + (std::string(v.causal) == "true" ? "_causal" : "") +
+         (norm == "none" ? "" : "_" + norm) + (a == "1" && c == "1" ? "" : "_a" + digits(a) + "_c" + digits(c));
+}
 
 class GradientVariants : public ::testing::TestWithParam<Variant> {
 protected:
@@ -19,7 +27,8 @@ protected:
     const Variant v = GetParam();
     return make_problem(PETSC_COMM_WORLD, tiny({"--model.head_kind", v.head_kind, "--loss.kind", v.loss,
                                                 "--model.causal", v.causal, "--loss.c", "2", "--init.seed", "11",
-                                                "--model.beta", "1.3", "--model.norm", v.norm}));
+                                                "--model.beta", "1.3", "--model.norm", v.norm,
+                                                "--model.depth_exponent", v.a, "--model.head_exponent", v.c}));
   }
 };
 
@@ -50,11 +59,12 @@ double norm_relative_error(const std::vector<double> &a, const std::vector<doubl
   return std::sqrt(diff / ref);
 }
 
-// g = L H dR/dtheta for every parameter entry of every head.
+// g = L^a H^c dR/dtheta (L H at a = c = 1) for every parameter entry of every head.
 void expect_heads_match_finite_differences(Problem *p, const std::string &what) {
   ASSERT_EQ(ProblemEvaluate(p, PETSC_TRUE), 0);
   const std::vector<double> g = gather(p->grad), theta = gather(p->heads.theta);
-  const double LH = (double)(p->settings.model.L * p->settings.model.H);
+  const ModelSettings &m = p->settings.model;
+  const double LH = std::pow((double)m.L, m.depth_exponent) * std::pow((double)m.H, m.head_exponent);
   std::vector<double> fd(theta.size()), adj(theta.size());
   for (size_t i = 0; i < theta.size(); ++i) {
     fd[i] = central_difference(p, p->heads.theta, (PetscInt)i, theta[i], 1e-6, true);
@@ -106,12 +116,17 @@ INSTANTIATE_TEST_SUITE_P(All, GradientVariants,
                                            Variant{"qkvo", "pooled", "true", "sphere"},
                                            Variant{"qkv", "pooled", "true", "pre"},
                                            Variant{"qkvo", "token", "false", "pre"}),
-                         [](const auto &info) {
-                           const std::string norm = info.param.norm;
-                           return std::string(info.param.head_kind) + "_" + info.param.loss +
-                                  (std::string(info.param.causal) == "true" ? "_causal" : "") +
-                                  (norm == "none" ? "" : "_" + norm);
-                         });
+                         [](const auto &info) { return VariantName(info.param); });
+
+// Depth and head exponents: the diffusive model (a = c = 1/2) and others,
+// every head kind, loss, mask and norm (ctest diffusive_np1, diffusive_np3).
+INSTANTIATE_TEST_SUITE_P(Diffusive, GradientVariants,
+                         ::testing::Values(Variant{"qkv", "token", "false", "none", "0.5", "0.5"},
+                                           Variant{"qkvo", "pooled", "true", "none", "0.5", "0.5"},
+                                           Variant{"qkv", "pooled", "false", "sphere", "0.5", "0.5"},
+                                           Variant{"qkvo", "token", "true", "pre", "0.75", "1"},
+                                           Variant{"qkv", "token", "true", "none", "1", "0.5"}),
+                         [](const auto &info) { return VariantName(info.param); });
 
 // Threads over a sequence's queries (Velocity::query_chunks): one sequence
 // of 2100 tokens on one rank is cut into 8 query chunks, its keys projected

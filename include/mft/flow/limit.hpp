@@ -7,6 +7,7 @@
 #pragma once
 
 #include "mft/flow/problem.hpp"
+#include "mft/flow/samples.hpp"
 
 #include <vector>
 
@@ -31,5 +32,32 @@ Settings LimitSettingsFor(const Settings &s);
 // adjoint p(s) at the S + 1 depths k / S (the caller destroys it).
 PetscErrorCode LimitSolve(MPI_Comm comm, const Settings &s, LimitResult *r, const std::vector<double> *heads = nullptr,
                           Trajectory *trajectory = nullptr);
+
+// The diffusive limit (docs/model.md, 'The diffusive limit'): with a = c =
+// 1/2 and centred value maps, x(1) is random, the end of the Ito SDE
+// dX_i = W(ds, X_i; mu(s)) whose Gaussian field W (covariance C of one head)
+// all tokens of all sequences share. Its weak Euler scheme of n steps draws
+// step_heads heads afresh at every step, queries and keys of the model's law
+// and value maps of the same covariance sigma^2/d I as the model's A (qkv
+// heads, V of gain sigma): an increment of mean zero, covariance C h and
+// odd moments zero, hence weak order 1 for any number of heads. It is the
+// n x step_heads model at a = c = 1/2, and its paths are that model's samples.
+struct LimitPaths {
+  Samples fine;   // the paths at 2n steps (at n without the extrapolation)
+  Samples coarse; // with the extrapolation: other paths at n steps
+  std::vector<double> gram_mean, gram_stderr; // (M, N, N): 2 E_2n - E_n (or E_n) and its standard error
+};
+
+// sigma^2 with E A^T A = sigma^2 I for one head's value map: v_gain^2 (qkv), o_gain^2 v_gain^2 (qkvo).
+double ValueVariance(const Settings &s);
+
+// The settings of the weak scheme of n steps for the model of s.
+Settings DiffusiveSchemeFor(const Settings &s, PetscInt n);
+
+// Collective on comm. limit.paths paths of the SDE of the model of s (the
+// data of s as probes) with limit.steps steps (and twice as many, with
+// limit.richardson); path p is drawn from seed init.seed + p (n steps) or
+// init.seed + paths + p (2n steps). Every rank holds the result.
+PetscErrorCode LimitPathsSolve(MPI_Comm comm, const Settings &s, LimitPaths *r);
 
 } // namespace mft

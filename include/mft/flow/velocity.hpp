@@ -2,6 +2,9 @@
 //
 //   f(x)_i = (1/H) sum_h Attn_{theta[l,h]}(x_i)            (docs/model.md, 'Depth as time')
 //
+// or, with depth and head exponents a and c, L^(1-a) H^-c sum_h Attn: the
+// Euler step 1/L then adds L^-a H^-c sum_h Attn (HeadSumScale).
+//
 // Forward: each rank gathers the tokens of its token group (and, for a
 // sequence cut across token groups, the other groups' tokens or key
 // projections: tokens.hpp), adds the contributions of its head group for the
@@ -39,6 +42,7 @@ struct Velocity {
   const TokenLayout *tokens = nullptr;
   Heads *heads = nullptr;
   AttentionOptions options;
+  double scale = 0;        // of the head sum (HeadSumScale)
   const std::vector<char> *active = nullptr; // sequences in the current batch (null: all)
   Vec x_local = nullptr;   // the group's tokens of the state
   Vec lam_local = nullptr; // the group's tokens of the adjoint

@@ -38,7 +38,19 @@ struct ModelSettings {
   double beta = 1.0;          // inverse temperature of the softmax
   bool causal = false;        // decoder mask j <= i
   TokenNorm norm = TokenNorm::none; // sphere: tokens on the unit sphere; pre: attention reads sqrt(d) x / |x|
+  // A layer adds L^-a H^-c sum_h Attn (docs/model.md, 'Depth and head
+  // exponents'): a = depth_exponent, c = head_exponent; 1 and 1 are the
+  // mean-field (ODE) model, 1/2 and 1/2 with centred value maps the diffusive one.
+  double depth_exponent = 1.0, head_exponent = 1.0;
+  bool mean_field() const { return depth_exponent == 1.0 && head_exponent == 1.0; }
 };
+
+// The factor of a layer's head sum in the velocity f_l = scale sum_h Attn
+// that an Euler step of 1/L applies: L^(1-a) H^-c, exactly 1/H when a = c = 1.
+double HeadSumScale(const ModelSettings &m, PetscInt L, PetscInt H);
+
+// The reported gradient's factor, g = L^a H^c dR/dtheta: exactly L H when a = c = 1.
+double GradientScale(const ModelSettings &m, PetscInt L, PetscInt H);
 
 // The token distribution families of data.family (families.hpp samples them).
 inline const std::vector<std::string> kFamilies = {"discrete", "uniform_cube", "laplace", "gauss_mix2", "gaussian"};
@@ -66,6 +78,9 @@ struct InitSettings {
   // Entry spread of each block: gain / sqrt(fan-in); block mean: mean * I (rectangular).
   double q_gain = 1.0, k_gain = 1.0, v_gain = 1.0, o_gain = 1.0;
   double q_mean = 0.0, k_mean = 0.0, v_mean = 0.0, o_mean = 0.0;
+  PetscInt samples = 0;       // forward: this many initialisations (seeds seed, seed + 1, ...): samples of the law
+  // Value maps of mean zero, E A = 0 (A = V, or O V with O and V independent).
+  bool centred(HeadKind kind) const { return v_mean == 0.0 || (kind == HeadKind::qkvo && o_mean == 0.0); }
 };
 
 struct LossSettings {
@@ -105,6 +120,11 @@ struct LimitSettings {
   PetscInt probes = 0;         // probe vectors of the trace estimate (0: every one of the N d unit vectors, exact)
   PetscInt sample_heads = 1024; // heads of the ensemble the expectation over one head is taken over (0: all)
   PetscInt adjoint_heads = 512; // the probes' adjoint sweep: the ensemble's first this many heads (0: all)
+  // The diffusive limit (a = c = 1/2): the SDE's paths (limit.hpp, LimitPaths).
+  PetscInt paths = 1024;       // sample paths of the probe tokens (their noise shared by every sequence)
+  PetscInt steps = 64;         // n: steps of the weak Euler scheme (and 2n for the Richardson extrapolation)
+  PetscInt step_heads = 16;    // fresh heads drawn at every step (the increment's law; any number gives the SDE)
+  bool richardson = true;      // the Gram means extrapolated from n and 2n steps: 2 E_2n - E_n
 };
 
 struct StudySettings {
