@@ -119,18 +119,21 @@ PetscErrorCode HeadsInitialize(Heads *h, const InitSettings &s, std::uint64_t se
   PetscScalar *t;
   PetscFunctionBeginUser;
   PetscCall(VecGetArray(theta, &t));
+  std::vector<double> xi((size_t)sh.size);
   for (PetscInt flat = h->owned.begin; flat < h->owned.end; ++flat) {
     Stream r(seed, kHeads, (std::uint64_t)(flat / h->H), (std::uint64_t)(flat % h->H));
     double *head = t + (flat - h->owned.begin) * sh.size;
+    // The head's draws in the order of its entries (the blocks in order, each row-major).
+    if (s.law == InitLaw::gaussian) r.normals(xi.data(), sh.size);
+    else
+      for (double &u : xi) u = std::sqrt(3.0) * (2.0 * r.uniform() - 1.0);
+    const double *next = xi.data();
     for (PetscInt b = 0; b < sh.blocks(); ++b) {
       const PetscInt rows = sh.block_rows(b), cols = sh.block_cols(b);
       const double spread = gain[b] / std::sqrt((double)cols);
       double *block = head + sh.block_offset(b);
       for (PetscInt i = 0; i < rows; ++i)
-        for (PetscInt j = 0; j < cols; ++j) {
-          const double xi = s.law == InitLaw::gaussian ? r.normal() : std::sqrt(3.0) * (2.0 * r.uniform() - 1.0);
-          block[i * cols + j] = (i == j ? mean[b] : 0.0) + spread * xi;
-        }
+        for (PetscInt j = 0; j < cols; ++j) block[i * cols + j] = (i == j ? mean[b] : 0.0) + spread * *next++;
     }
   }
   PetscCall(VecRestoreArray(theta, &t));

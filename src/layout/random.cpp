@@ -1,6 +1,7 @@
 // xoshiro256** seeded by splitmix64 over the stream's ids; Box-Muller normals.
 #include "mft/layout/random.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <initializer_list>
 
@@ -52,6 +53,24 @@ double Stream::normal() {
   spare_ = r * std::sin(2.0 * M_PI * u2);
   has_spare_ = true;
   return r * std::cos(2.0 * M_PI * u2);
+}
+
+void Stream::normals(double *out, long n) {
+  long e = 0;
+  if (n > 0 && has_spare_) out[e++] = normal();
+  constexpr long kPairs = 64;
+  double u1[kPairs], u2[kPairs];
+  while (n - e >= 2) {
+    const long pairs = std::min(kPairs, (n - e) / 2);
+    for (long p = 0; p < pairs; ++p) u1[p] = 1.0 - uniform(), u2[p] = uniform();
+    for (long p = 0; p < pairs; ++p) {
+      const double r = std::sqrt(-2.0 * std::log(u1[p]));
+      out[e + 2 * p] = r * std::cos(2.0 * M_PI * u2[p]);
+      out[e + 2 * p + 1] = r * std::sin(2.0 * M_PI * u2[p]);
+    }
+    e += 2 * pairs;
+  }
+  if (e < n) out[e] = normal(); // keeps the spare, as normal() would
 }
 
 double Stream::exponential() { return -std::log(1.0 - uniform()); }

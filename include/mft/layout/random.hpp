@@ -14,6 +14,10 @@ public:
   std::uint64_t next();   // 64 random bits (xoshiro256**)
   double uniform();       // in [0, 1), 53 bits
   double normal();        // standard normal (Box-Muller, platform-independent)
+  // n normals into out: bitwise the next n calls of normal(), its pairs'
+  // uniforms drawn first and their logarithms and sines taken in a loop of
+  // independent iterations (a head's entries at once, HeadsInitialize).
+  void normals(double *out, long n);
   double exponential();   // Exp(1)
 
 private:
