@@ -14,7 +14,6 @@ std::uint64_t splitmix(std::uint64_t &x) {
   z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
   return z ^ (z >> 31);
 }
-std::uint64_t rotl(std::uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
 } // namespace
 
 Stream::Stream(std::uint64_t seed, std::uint64_t purpose, std::uint64_t i, std::uint64_t j) {
@@ -27,20 +26,6 @@ Stream::Stream(std::uint64_t seed, std::uint64_t purpose, std::uint64_t i, std::
   x = h;
   for (auto &s : s_) s = splitmix(x);
 }
-
-std::uint64_t Stream::next() {
-  const std::uint64_t result = rotl(s_[1] * 5, 7) * 9;
-  const std::uint64_t t = s_[1] << 17;
-  s_[2] ^= s_[0];
-  s_[3] ^= s_[1];
-  s_[1] ^= s_[2];
-  s_[0] ^= s_[3];
-  s_[2] ^= t;
-  s_[3] = rotl(s_[3], 45);
-  return result;
-}
-
-double Stream::uniform() { return (double)(next() >> 11) * 0x1.0p-53; }
 
 double Stream::normal() {
   if (has_spare_) {

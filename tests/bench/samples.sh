@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # Samples of a model's law a second: `mft forward --init.samples` on 2 ranks
-# against its batched PyTorch peer (tests/bench/samples_peer.py) on 2
-# threads, in one run, at L x H = 64 x 16, N = 8, d = 4 (k = 2, qkv, one
+# against its batched PyTorch peer (tests/bench/samples_peer.py) at its best
+# on the 2 cores (one process of 2 threads, or 2 processes of one thread;
+# tcmalloc as its allocator where installed), in one run, at L x H = 64 x 16, N = 8, d = 4 (k = 2, qkv, one
 # probe sequence, a = c = 1/2). Prints each side's samples a second (the best
 # of `repeats` runs of each) and the ratio MFT / torch.
-#   bash tests/bench/samples.sh [MFT] [samples] [repeats]   (needs python3-torch, python3-h5py)
+#   bash tests/bench/samples.sh [MFT] [samples] [repeats]
+# (needs python3-torch, python3-h5py; libtcmalloc-minimal4 for the peer's best)
 set -euo pipefail
 top="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 MFT="${1:-$top/build/mft}"
@@ -25,10 +27,14 @@ for r in $(seq "$repeats"); do
   echo "mft   2 ranks, $S samples: $rate samples/s"
   mft_best=$(python3 -c "print(max($mft_best, $rate))")
 done
+tcmalloc=/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4
+[ -f "$tcmalloc" ] || tcmalloc=
 torch_best=0
 for r in $(seq "$repeats"); do
-  rate=$(/usr/bin/python3 "$top/tests/bench/samples_peer.py" "$work/one.h5" --samples "$S" --threads 2 |
-         tee /dev/stderr | sed -n 's/^samples-peer .*"samples_per_second": \([0-9.e+-]*\).*/\1/p')
-  torch_best=$(python3 -c "print(max($torch_best, $rate))")
+  for mode in "--threads 2 --streams 1" "--threads 1 --streams 2"; do
+    rate=$(LD_PRELOAD=$tcmalloc /usr/bin/python3 "$top/tests/bench/samples_peer.py" "$work/one.h5" --samples "$S" \
+           $mode | tee /dev/stderr | sed -n 's/^samples-peer .*"samples_per_second": \([0-9.e+-]*\).*/\1/p')
+    torch_best=$(python3 -c "print(max($torch_best, $rate))")
+  done
 done
 python3 -c "print(f'best: mft {$mft_best:.1f} samples/s, torch {$torch_best:.1f} samples/s, mft / torch {$mft_best / $torch_best:.2f}')"

@@ -6,16 +6,20 @@ sample's heads of a layer drawn in one randn and applied in batched einsums,
 stable softmax), timed at several batch sizes and two formulations; the best
 is reported.
 
-    /usr/bin/python3 tests/bench/samples_peer.py run.h5 --samples 4096 [--threads 2]
+    /usr/bin/python3 tests/bench/samples_peer.py run.h5 --samples 4096 [--threads 2] [--streams 1]
 
 run.h5 is an `mft forward` run file of the same model (one initialisation):
 the peer first applies its forward to that file's /params and checks x(1)
 against /output/tokens (relative 1e-12), so that both compute the same
 function; then it draws its own heads (torch's generator) and times them.
-Prints one line: samples-peer {...}, samples a second of the best variant.
+With --streams P it runs as P processes of --threads threads each would (the
+samples are independent: data parallel), each on S/P samples, timed from the
+barrier that starts them to the last one's end. Prints one line:
+samples-peer {...}, samples a second of the best variant.
 """
 import argparse
 import json
+import multiprocessing as mp
 import time
 
 import h5py
@@ -76,30 +80,56 @@ def sample(layer, x0, S, L, H, k, d, beta, scale, batch, gen):
     return torch.cat(outs)
 
 
+def stream(args, layer, run, S, batch, seed, threads, barrier):
+    torch.set_num_threads(threads)
+    gen = torch.Generator().manual_seed(seed)
+    sample(layer, run[7], min(batch, S), *run[:2], run[4], run[3], run[5], run[6], batch, gen)  # warm
+    barrier.wait()
+    sample(layer, run[7], S, *run[:2], run[4], run[3], run[5], run[6], batch, gen)
+
+
+def timed(args, layer, run, batch):
+    """Seconds for args.samples samples on args.streams processes."""
+    if args.streams == 1:
+        L, H, N, d, k, beta, scale, x0 = run
+        gen = torch.Generator().manual_seed(1)
+        sample(layer, x0, min(batch, args.samples), L, H, k, d, beta, scale, batch, gen)  # warm
+        t0 = time.perf_counter()
+        sample(layer, x0, args.samples, L, H, k, d, beta, scale, batch, gen)
+        return time.perf_counter() - t0
+    barrier = mp.Barrier(args.streams + 1)
+    procs = [mp.get_context("fork").Process(target=stream, args=(args, layer, run, args.samples // args.streams, batch,
+                                                                 1 + p, args.threads, barrier))
+             for p in range(args.streams)]
+    for p in procs:
+        p.start()
+    barrier.wait()
+    t0 = time.perf_counter()
+    for p in procs:
+        p.join()
+    return time.perf_counter() - t0
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("run")
     ap.add_argument("--samples", type=int, default=4096)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--batches", default="256 1024 4096")
+    ap.add_argument("--streams", type=int, default=1)
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     results = []
     for name, layer in (("einsum", layer_einsum), ("bilinear", layer_bilinear)):
-        L, H, N, d, k, beta, scale, x0 = check(args.run, layer)
+        run = check(args.run, layer)
         for batch in map(int, args.batches.split()):
-            gen = torch.Generator().manual_seed(1)
-            sample(layer, x0, min(batch, args.samples), L, H, k, d, beta, scale, batch, gen)  # warm
-            t0 = time.perf_counter()
-            x = sample(layer, x0, args.samples, L, H, k, d, beta, scale, batch, gen)
-            t = time.perf_counter() - t0
-            ms = (x * x).sum(-1).mean().item()
-            results.append({"variant": name, "batch": batch, "seconds": t, "samples_per_second": args.samples / t,
-                            "mean_square": ms})
-            print(f"torch {name:8s} batch {batch:5d}: {args.samples / t:9.1f} samples/s  (mean |x_i(1)|^2 {ms:.4f})",
-                  flush=True)
+            t = timed(args, layer, run, batch)
+            results.append({"variant": name, "batch": batch, "seconds": t, "samples_per_second": args.samples / t})
+            print(f"torch {name:8s} batch {batch:5d}, {args.streams} x {args.threads} threads: "
+                  f"{args.samples / t:9.1f} samples/s", flush=True)
     best = max(results, key=lambda r: r["samples_per_second"])
-    best.update({"threads": args.threads, "samples": args.samples, "torch": torch.__version__})
+    best.update({"threads": args.threads, "streams": args.streams, "samples": args.samples,
+                 "torch": torch.__version__})
     print("samples-peer " + json.dumps(best))
 
 
