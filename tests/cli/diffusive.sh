@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# The diffusive regime from the command line: input/diffusive.cfg's samples
+# and limit on 2 ranks (their files' layout, the rank count changes no
+# sample), the exponents recorded and taken from a params file, and the
+# refusals of what has no limit.
+source "$(dirname "$0")/lib.sh" "$1"
+cfg="$2/diffusive.cfg"
+small=(--model.L 16 --model.H 4)
+samples=(--init.samples 64)
+paths=(--limit.paths 64 --limit.steps 8 --limit.step_heads 4)
+
+expect 0 "" -- mpiexec --oversubscribe -n 2 "$MFT" forward --config "$cfg" "${small[@]}" "${samples[@]}" --output.file s2.h5
+grep -q '^mft-summary .*"samples": 64' out.txt && ok || bad "no summary of 64 samples"
+expect 0 "" -- "$MFT" forward --config "$cfg" "${small[@]}" "${samples[@]}" --output.file s1.h5
+h5ls s2.h5/output | grep -q 'samples *Dataset {64, 2, 8, 4}' && ok || bad "/output/samples is not (S, M, N, d)"
+h5ls s2.h5/output | grep -q 'gram_stderr *Dataset {2, 8, 8}' && ok || bad "/output/gram_stderr is not (M, N, N)"
+# A sample is computed on one rank whatever the rank count: the same binary gives the same numbers.
+h5diff -q s1.h5 s2.h5 /output/samples /output/samples && ok || bad "2 ranks changed the samples"
+h5dump -a model.depth_exponent s2.h5 | grep -q '(0): 0.5' && ok || bad "the run file does not record model.depth_exponent"
+
+expect 0 "" -- mpiexec --oversubscribe -n 2 "$MFT" limit --config "$cfg" "${small[@]}" "${paths[@]}" --output.file l.h5
+grep -q '^mft-summary .*"regime": "diffusive".*"fine_steps": 16' out.txt && ok || bad "no diffusive summary"
+for ds in 'samples *Dataset {64, 2, 8, 4}' 'samples_coarse *Dataset {64, 2, 8, 4}' 'gram_mean *Dataset {2, 8, 8}'; do
+  h5ls l.h5/limit | grep -q "$ds" && ok || bad "/limit lacks $ds"
+done
+
+# A model at a = c = 1/2 evaluated from its run file keeps its exponents.
+expect 0 "" -- "$MFT" forward --config "$cfg" --model.L 4 --model.H 2 --init.samples 0 --output.file one.h5
+expect 0 "" -- "$MFT" forward --params.file one.h5 --data.M 2 --data.N 8 --output.file again.h5
+h5diff -q one.h5 again.h5 /output/tokens /output/tokens && ok || bad "the params file's exponents were not taken"
+
+# What has no limit, or no meaning, is refused in one line.
+expect 2 "computes the mean-field ODE .* and the diffusive" -- "$MFT" limit --model.depth_exponent 0.75 \
+  --model.head_exponent 0.75
+expect 2 "value maps of mean zero" -- "$MFT" limit --config "$cfg" --init.v_mean 0.5
+expect 2 "error's law of the mean-field" -- "$MFT" limit --config "$cfg" --limit.fluctuation true
+expect 2 "study at initialisation" -- "$MFT" study --config "$2/study_depth.cfg" --model.depth_exponent 0.5 --list
+expect 2 "draws the heads anew" -- "$MFT" forward --params.file one.h5 --init.samples 4
+expect 2 "model.depth_exponent" -- "$MFT" forward --model.depth_exponent 0
+# A drift that grows with L is said once, and the run goes on.
+expect 0 "" -- "$MFT" forward --model.depth_exponent 0.5 --init.v_mean 1 --output.file drift.h5
+[ "$(grep -c 'warning: value maps of mean init.v_mean = 1 .*grows without bound' out.txt)" -eq 1 ] && ok ||
+  bad "no single warning of the drift"
+finish
