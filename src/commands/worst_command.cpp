@@ -11,6 +11,7 @@
 #include "mft/studies/study_cases.hpp"
 #include "mft/studies/worst.hpp"
 #include "mft/files/settings_files.hpp"
+#include "mft/settings/options.hpp"
 
 #include <algorithm>
 
@@ -42,6 +43,11 @@ PetscErrorCode ReferenceSettings(MPI_Comm comm, const std::vector<std::string> &
              "model.causal = %s and model.norm = %s: a reference must be the same model in the limit",
              path.c_str(), b.causal ? "true" : "false", to_string(b.norm), model.params_file.c_str(),
              a.causal ? "true" : "false", to_string(a.norm));
+  PetscCheck(a.depth_exponent == b.depth_exponent && a.head_exponent == b.head_exponent, comm, PETSC_ERR_USER_INPUT,
+             "worst.references: %s is a model with exponents a = %s, c = %s, params.file %s one with a = %s, c = %s: "
+             "a reference must be the same model in the limit",
+             path.c_str(), format_real(b.depth_exponent).c_str(), format_real(b.head_exponent).c_str(),
+             model.params_file.c_str(), format_real(a.depth_exponent).c_str(), format_real(a.head_exponent).c_str());
   PetscFunctionReturn(0);
 }
 

@@ -31,9 +31,14 @@ tcmalloc=/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4
 [ -f "$tcmalloc" ] || tcmalloc=
 torch_best=0
 for r in $(seq "$repeats"); do
-  for mode in "--threads 2 --streams 1" "--threads 1 --streams 2"; do
-    rate=$(LD_PRELOAD=$tcmalloc /usr/bin/python3 "$top/tests/bench/samples_peer.py" "$work/one.h5" --samples "$S" \
-           $mode | tee /dev/stderr | sed -n 's/^samples-peer .*"samples_per_second": \([0-9.e+-]*\).*/\1/p')
+  for mode in "--threads 2 --streams 1" "OMP_WAIT_POLICY=passive --threads 2 --streams 1" \
+              "OPENBLAS_NUM_THREADS=1 --threads 1 --streams 2"; do
+    envs=(); args=()
+    for w in $mode; do case "$w" in *=*) envs+=("$w");; *) args+=("$w");; esac; done
+    out=$(env LD_PRELOAD=$tcmalloc "${envs[@]}" /usr/bin/python3 "$top/tests/bench/samples_peer.py" "$work/one.h5" \
+          --samples "$S" "${args[@]}")
+    echo "$out" | sed "s/^/[${envs[*]}] /"
+    rate=$(echo "$out" | sed -n 's/^samples-peer .*"samples_per_second": \([0-9.e+-]*\).*/\1/p')
     torch_best=$(python3 -c "print(max($torch_best, $rate))")
   done
 done

@@ -36,6 +36,9 @@ expect 2 "value maps of mean zero" -- "$MFT" limit --config "$cfg" --init.v_mean
 expect 2 "error's law of the mean-field" -- "$MFT" limit --config "$cfg" --limit.fluctuation true
 expect 2 "study at initialisation" -- "$MFT" study --config "$2/study_depth.cfg" --model.depth_exponent 0.5 --list
 expect 2 "draws the heads anew" -- "$MFT" forward --params.file one.h5 --init.samples 4
+expect 0 "" -- "$MFT" forward --model.L 8 --output.file mean_field.h5
+expect 2 "exponents a = 1, c = 1, params.file one.h5 one with a = 0.5" -- "$MFT" worst --params.file one.h5 \
+  --worst.references mean_field.h5
 expect 2 "model.depth_exponent" -- "$MFT" forward --model.depth_exponent 0
 # A drift that grows with L is said once, and the run goes on.
 expect 0 "" -- "$MFT" forward --model.depth_exponent 0.5 --init.v_mean 1 --output.file drift.h5
