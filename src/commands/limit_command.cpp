@@ -130,7 +130,12 @@ PetscErrorCode CommandLimit(MPI_Comm comm, const std::vector<std::string> &args,
     sum.add("fluctuation", std::sqrt(f2)).add("err_predicted", law.predicted(s.model.H));
     sum.add("err_predicted_stderr", law.predicted_se(s.model.H)).add("fluctuation_seconds", law_seconds);
   }
-  sum.add("file", ls.output.file);
+  const bool centred = s.init.centred(s.model.head_kind); // E A = 0: the ODE's velocity is zero
+  if (centred)
+    PetscCall(PetscPrintf(comm, "the heads are centred (value maps of mean zero): the limit velocity is zero and the "
+                                "limit is the identity, x(1) = x(0); what moves the tokens here is the ensemble's "
+                                "own sampling error (docs/model.md, 'Depth and head exponents')\n"));
+  sum.add("limit_velocity", std::string(centred ? "zero" : "nonzero")).add("file", ls.output.file);
   PetscCall(sum.print(comm));
   PetscFunctionReturn(0);
 }

@@ -29,6 +29,13 @@ expect 0 "" -- "$MFT" forward --config "$cfg" --model.L 4 --model.H 2 --init.sam
 expect 0 "" -- "$MFT" forward --params.file one.h5 --data.M 2 --data.N 8 --output.file again.h5
 h5diff -q one.h5 again.h5 /output/tokens /output/tokens && ok || bad "the params file's exponents were not taken"
 
+# The mean-field limit of centred heads is the identity, and mft limit says so.
+expect 0 "" -- "$MFT" limit --limit.heads 32 --output.file ode.h5
+grep -q 'limit velocity is zero' out.txt && grep -q '"limit_velocity": "zero"' out.txt && ok || bad "no word of a zero velocity"
+expect 0 "" -- "$MFT" limit --limit.heads 32 --init.v_mean 1 --output.file ode.h5
+grep -q '"limit_velocity": "nonzero"' out.txt && ! grep -q 'limit velocity is zero' out.txt && ok ||
+  bad "a nonzero velocity called zero"
+
 # What has no limit, or no meaning, is refused in one line.
 expect 2 "computes the mean-field ODE .* and the diffusive" -- "$MFT" limit --model.depth_exponent 0.75 \
   --model.head_exponent 0.75
