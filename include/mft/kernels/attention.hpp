@@ -105,7 +105,7 @@ private:
   // where they lie does not depend on what the heap held before, and no two
   // threads' works share a line. Left to the allocator one by one, the
   // 2-thread S2 step took 0.51 s after another size in the same process and
-  // 0.45 s with this buffer (docs/performance.md, fifth session).
+  // 0.45 s with this buffer (docs/bench/, 2026-12-03).
   std::vector<double> space;
 };
 
