@@ -25,6 +25,7 @@ static PetscErrorCode AllTokens(MPI_Comm comm, const Settings &s, std::vector<do
   }
   h5::File f;
   PetscCall(h5::Open(comm, s.data.file, false, &f));
+  f.finite = true;
   const auto dims = h5::Shape(f, "/data/tokens");
   if (dims.size() != 3) PetscCall(h5::Close(&f));
   PetscCheck(dims.size() == 3, comm, PETSC_ERR_FILE_UNEXPECTED, "data file %s: /data/tokens is not of shape (M, N, d)",

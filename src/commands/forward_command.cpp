@@ -9,6 +9,8 @@
 #include "mft/flow/samples.hpp"
 #include "mft/settings/options.hpp"
 
+#include <cmath>
+
 namespace mft {
 
 // --init.samples S: S initialisations of the model, their x(1) and the Gram
@@ -58,6 +60,7 @@ PetscErrorCode CommandForward(MPI_Comm comm, const std::vector<std::string> &arg
   PetscFunctionBeginUser;
   PetscCall(SettingsParse(comm, "forward", args, &s, &help));
   if (help) PetscFunctionReturn(0);
+  PetscCall(InputsVerify(comm, s)); // the files mft wrote, whole, before any work
   PetscCall(SettingsFromFiles(comm, "forward", args, &s));
   if (s.init.samples > 0) {
     PetscCall(ForwardSamples(comm, s));
@@ -70,6 +73,9 @@ PetscErrorCode CommandForward(MPI_Comm comm, const std::vector<std::string> &arg
   const double t0 = seconds();
   PetscCall(ProblemEvaluate(&p, s.gradient ? PETSC_TRUE : PETSC_FALSE));
   const double elapsed = seconds() - t0;
+  PetscCheck(std::isfinite(p.risk), comm, PETSC_ERR_NOT_CONVERGED,
+             "the risk is not finite (%s): the forward pass overflowed (lower the heads' scale or model.beta)",
+             std::isnan(p.risk) ? "NaN" : "Inf");
   if (s.gradient) PetscCall(VecNorm(p.grad, NORM_2, &gnorm));
   PetscCall(RunFileWrite(p, History(), nullptr, 0, s.gradient ? Content::run_with_gradient : Content::run, s.output.file));
   PetscCall(PetscPrintf(comm, "risk %.10e%s, %.3f s, wrote %s\n", p.risk,

@@ -68,6 +68,7 @@ PetscErrorCode CommandLimit(MPI_Comm comm, const std::vector<std::string> &args,
   PetscFunctionBeginUser;
   PetscCall(SettingsParse(comm, "limit", args, &s, &help));
   if (help) PetscFunctionReturn(0);
+  PetscCall(InputsVerify(comm, s)); // the files mft wrote, whole, before any work
   PetscCall(SettingsFromFiles(comm, "limit", args, &s)); // a run file as probes: its model settings
   if (!s.data.file.empty()) PetscCall(DataFileConform(comm, &s)); // the probes' sizes, for the header
   if (!s.model.mean_field()) {

@@ -1,5 +1,6 @@
 // mft lse: the log-sum-exp independence test of the data's token distributions.
 #include "mft/commands/commands.hpp"
+#include "mft/files/settings_files.hpp"
 #include "mft/analyses/lse.hpp"
 #include "mft/files/report.hpp"
 #include "mft/files/runfile.hpp"
@@ -13,6 +14,7 @@ PetscErrorCode CommandLse(MPI_Comm comm, const std::vector<std::string> &args, i
   PetscFunctionBeginUser;
   PetscCall(SettingsParse(comm, "lse", args, &s, &help));
   if (help) PetscFunctionReturn(0);
+  PetscCall(InputsVerify(comm, s)); // the files mft wrote, whole, before any work
   PetscCall(PetscPrintf(comm, "mft lse: %s, %s lse of %" PetscInt_FMT " distributions at %" PetscInt_FMT
                               " points in the ball of radius %g\n",
                         s.data.file.empty() ? s.data.family.c_str() : s.data.file.c_str(), to_string(s.lse.mode),

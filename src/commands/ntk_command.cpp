@@ -16,6 +16,7 @@ PetscErrorCode CommandNtk(MPI_Comm comm, const std::vector<std::string> &args, i
   PetscFunctionBeginUser;
   PetscCall(SettingsParse(comm, "ntk", args, &s, &help));
   if (help) PetscFunctionReturn(0);
+  PetscCall(InputsVerify(comm, s)); // the files mft wrote, whole, before any work
   PetscCall(SettingsFromFiles(comm, "ntk", args, &s));
   PetscCall(ProblemCreate(comm, s, &p));
   PetscCall(ReportHeader(p));

@@ -2,6 +2,7 @@
 // Slurm array task), list and plan them (--list), or aggregate a study folder
 // (--aggregate DIR).
 #include "mft/commands/commands.hpp"
+#include "mft/files/settings_files.hpp"
 #include "mft/settings/error.hpp"
 #include "mft/files/report.hpp"
 #include "mft/studies/study.hpp"
@@ -107,6 +108,7 @@ PetscErrorCode CommandStudy(MPI_Comm comm, const std::vector<std::string> &args,
   PetscCallMPI(MPI_Comm_rank(comm, &rank));
   PetscCall(SettingsParse(comm, "study", args, &s, &help));
   if (help) PetscFunctionReturn(0);
+  PetscCall(InputsVerify(comm, s)); // the files mft wrote, whole, before any work
   const auto cases = StudyCases(s);
   if (s.list_cases) PetscFunctionReturn(StudyList(comm, args, s, cases));
   const std::string dir = s.aggregate.empty() ? s.study.dir : s.aggregate;

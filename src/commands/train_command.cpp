@@ -92,6 +92,7 @@ PetscErrorCode CommandTrain(MPI_Comm comm, const std::vector<std::string> &args,
   PetscFunctionBeginUser;
   PetscCall(SettingsParse(comm, "train", args, &s, &help));
   if (help) PetscFunctionReturn(0);
+  PetscCall(InputsVerify(comm, s)); // the files mft wrote, whole, before any work
   PetscCall(SettingsFromFiles(comm, "train", args, &s));
   PetscCall(ProblemCreate(comm, s, &p));
   PetscCall(ReportHeader(p));

@@ -91,6 +91,7 @@ PetscErrorCode CommandWorst(MPI_Comm comm, const std::vector<std::string> &args,
   PetscCallMPI(MPI_Comm_size(comm, &ranks));
   PetscCall(SettingsParse(comm, "worst", args, &s, &help));
   if (help) PetscFunctionReturn(0);
+  PetscCall(InputsVerify(comm, s)); // the files mft wrote, whole, before any work
   PetscCheck(!s.params_file.empty(), comm, PETSC_ERR_USER_INPUT, "mft worst needs the model: give --params.file RUN.h5");
   const auto paths = study::words(s.worst.references);
   PetscCheck(!paths.empty(), comm, PETSC_ERR_USER_INPUT,

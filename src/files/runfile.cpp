@@ -213,6 +213,7 @@ PetscErrorCode RunFileReadParams(const std::string &path, Problem *p) {
   File f;
   PetscFunctionBeginUser;
   PetscCall(h5::Open(p->grid.comm, path, false, &f));
+  f.finite = true;
   PetscCall(TransferHeads(f, "/params", p->heads, p->heads.theta, false, true));
   PetscCall(h5::Close(&f));
   PetscCall(ProblemSetHeads(p));
@@ -225,6 +226,7 @@ PetscErrorCode RunFileRead(const std::string &path, Problem *p, Optimizer *opt, 
   std::string value;
   PetscFunctionBeginUser;
   PetscCall(h5::Open(comm, path, false, &f));
+  f.finite = true; // the model's inputs and state; the history is the run's own record
   PetscCall(ReadTokens(f, "/data/tokens", p->tokens, p->x0));
   PetscCall(ReadWeights(f, path, p->tokens.M, p->tokens.N, &p->tokens.weights));
   PetscCall(ReadTargets(f, p->tokens, &p->targets));
@@ -233,6 +235,7 @@ PetscErrorCode RunFileRead(const std::string &path, Problem *p, Optimizer *opt, 
     PetscCall(TransferHeads(f, "/optimizer/m", p->heads, opt->m, false, true));
     PetscCall(TransferHeads(f, "/optimizer/v", p->heads, opt->v, opt->kind == OptimizerKind::adamw_block, true));
   }
+  f.finite = false;
   const auto n = h5::Shape(f, "/history/loss");
   PetscCheck(n.size() == 1, comm, PETSC_ERR_FILE_UNEXPECTED, "%s: /history/loss is missing", path.c_str());
   h->loss.resize(n[0]);

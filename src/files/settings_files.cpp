@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <map>
+#include <sstream>
 
 namespace mft {
 
@@ -98,6 +99,32 @@ PetscErrorCode SettingsFromFiles(MPI_Comm comm, const std::string &command, cons
     }
   }
   PetscCall(SettingsParse(comm, command, extra, s, &help));
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode InputsVerify(MPI_Comm comm, const Settings &s) {
+  PetscFunctionBeginUser;
+  for (const char *key : {"params.file", "data.file", "data.heldout", "study.probe_file", "worst.start",
+                          "worst.references"}) {
+    if (!SettingsReads(s.command, key)) continue;
+    std::string paths;
+    for (const auto &kv : s.record)
+      if (kv.first == key) paths = kv.second;
+    std::istringstream each(paths); // worst.references: a list
+    for (std::string path; each >> path;) {
+      h5::File f;
+      std::string sum;
+      PetscCall(h5::Open(comm, path, false, &f));
+      const bool summed = h5::ReadAttribute(f, "checksum", &sum);
+      PetscCall(h5::Close(&f));
+      if (!summed) continue; // another program's file
+      std::uint64_t stored = 0, computed = 0;
+      PetscCall(h5::Verify(comm, path, &stored, &computed));
+      PetscCheck(stored == computed, comm, PETSC_ERR_FILE_UNEXPECTED,
+                 "%s is damaged: its checksum is %s but its contents sum to %s (%s); nothing was run",
+                 path.c_str(), h5::ChecksumText(stored).c_str(), h5::ChecksumText(computed).c_str(), key);
+    }
+  }
   PetscFunctionReturn(0);
 }
 

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <climits>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -251,6 +252,25 @@ PetscErrorCode WriteSlices(File &f, const std::string &name, const std::vector<h
   PetscFunctionReturn(0);
 }
 
+// The first entry of a dataset that is NaN or Inf, over the ranks that read
+// its parts (entries [first, first + n) here), named with its index.
+static PetscErrorCode RefuseNonFinite(const File &f, const std::string &name, const std::vector<hsize_t> &dims,
+                                      std::uint64_t first, const double *buf, std::uint64_t n) {
+  unsigned long long bad = ULLONG_MAX;
+  PetscFunctionBeginUser;
+  for (std::uint64_t e = 0; e < n && bad == ULLONG_MAX; ++e)
+    if (!std::isfinite(buf[e])) bad = first + e;
+  PetscCallMPI(MPI_Allreduce(MPI_IN_PLACE, &bad, 1, MPI_UNSIGNED_LONG_LONG, MPI_MIN, f.comm));
+  if (bad == ULLONG_MAX) PetscFunctionReturn(0);
+  std::string at;
+  for (size_t k = dims.size(); k-- > 0;) { // the row-major index, last dimension first
+    at = std::to_string(bad % dims[k]) + (at.empty() ? "" : ", ") + at;
+    bad /= dims[k];
+  }
+  SETERRQ(f.comm, PETSC_ERR_FILE_UNEXPECTED, "%s: %s holds NaN or Inf at [%s]: a model's inputs must be finite",
+          f.path.c_str(), name.c_str(), at.c_str());
+}
+
 PetscErrorCode ReadRows(File &f, const std::string &name, const std::vector<hsize_t> &dims, int lead, Range r,
                         double *buf) {
   PetscFunctionBeginUser;
@@ -264,6 +284,7 @@ PetscErrorCode ReadRows(File &f, const std::string &name, const std::vector<hsiz
   PetscCheck(err >= 0, f.comm, PETSC_ERR_FILE_UNEXPECTED, "cannot read dataset %s (damaged file?)", name.c_str());
   const hsize_t row = RowSize(dims, lead);
   f.sum += entries_sum(name, (std::uint64_t)r.begin * row, buf, (std::uint64_t)r.size() * row);
+  if (f.finite) PetscCall(RefuseNonFinite(f, name, dims, (std::uint64_t)r.begin * row, buf, (std::uint64_t)r.size() * row));
   PetscFunctionReturn(0);
 }
 

@@ -111,6 +111,7 @@ PetscErrorCode WorstInputRead(MPI_Comm comm, const std::string &path, PetscInt d
   h5::File f;
   PetscFunctionBeginUser;
   PetscCall(h5::Open(comm, path, false, &f));
+  f.finite = true;
   const bool measure = !h5::Shape(f, "/worst/atoms").empty();
   const std::string name = measure ? "/worst/atoms" : "/worst/tokens";
   const auto dims = h5::Shape(f, name), wdims = h5::Shape(f, "/worst/weights");

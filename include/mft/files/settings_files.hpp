@@ -23,4 +23,14 @@ namespace mft {
 PetscErrorCode SettingsFromFiles(MPI_Comm comm, const std::string &command, const std::vector<std::string> &args,
                                  Settings *s);
 
+// Collective on comm. Every input file the command reads that mft wrote (it
+// carries a checksum) is read whole and checked against its checksum before
+// any work: params.file, data.file, data.heldout, study.probe_file,
+// worst.start, each of worst.references (a checkpoint to restart from is
+// checked as it is taken). A damaged one is one error naming the file and
+// the option. A file another program wrote has no checksum and is taken as
+// it is; NaN and Inf in the model's inputs are refused as they are read
+// (h5::File::finite), whoever wrote them.
+PetscErrorCode InputsVerify(MPI_Comm comm, const Settings &s);
+
 } // namespace mft

@@ -24,6 +24,9 @@ struct File {
   hid_t id = -1, dxpl = -1;
   std::uint64_t sum = 0;             // this rank's part of the checksum of what was written or read
   std::vector<std::string> datasets; // names written, in order
+  // Reads refuse a NaN or Inf entry, naming the file, the dataset and the
+  // entry (the model's inputs: tokens, targets, readout, weights, heads).
+  bool finite = false;
   // A counting file writes nothing: it adds up the bytes its writes would
   // take (with HDF5's overhead), so that a file's room can be reserved first.
   bool counting = false;
