@@ -8,9 +8,12 @@ trap 'rm -rf "$work"' EXIT
 cd "$work"
 passed=0
 failed=0
+skipped=0
 
 ok() { passed=$((passed + 1)); }
 bad() { echo "FAIL: $*"; failed=$((failed + 1)); }
+# A check that cannot run here, said with its reason and counted in the last line.
+skip() { echo "SKIP: $*"; skipped=$((skipped + 1)); }
 
 # expect CODE PATTERN -- command...: exit code CODE, and exactly one line
 # "mft: error: ..." on stderr matching PATTERN (skipped when CODE is 0).
@@ -32,6 +35,6 @@ expect() {
 }
 
 finish() {
-  echo "$passed passed, $failed failed"
+  if [ "$skipped" -gt 0 ]; then echo "$passed passed, $failed failed, $skipped skipped"; else echo "$passed passed, $failed failed"; fi
   [ "$failed" -eq 0 ]
 }

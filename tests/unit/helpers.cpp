@@ -33,10 +33,10 @@ std::vector<double> gather(Vec v) {
 
 void set_entry(Vec v, PetscInt i, double value) {
   PetscInt lo, hi;
-  VecGetOwnershipRange(v, &lo, &hi);
-  if (i >= lo && i < hi) VecSetValue(v, i, value, INSERT_VALUES);
-  VecAssemblyBegin(v);
-  VecAssemblyEnd(v);
+  EXPECT_EQ(VecGetOwnershipRange(v, &lo, &hi), 0);
+  if (i >= lo && i < hi) EXPECT_EQ(VecSetValue(v, i, value, INSERT_VALUES), 0);
+  EXPECT_EQ(VecAssemblyBegin(v), 0);
+  EXPECT_EQ(VecAssemblyEnd(v), 0);
 }
 
 double relative_error(const std::vector<double> &a, const std::vector<double> &b) {

@@ -58,7 +58,7 @@ TEST(Forward, SphereKeepsEveryLayerOnTheSphere) {
       EXPECT_NEAR(std::sqrt(x[o] * x[o] + x[o + 1] * x[o + 1] + x[o + 2] * x[o + 2]), 1.0, 1e-12) << k;
   }
   EXPECT_GT(relative_error(gather(p->x1), gather(p->x0)), 1e-2);
-  TrajectoryDestroy(&t);
+  EXPECT_EQ(TrajectoryDestroy(&t), 0);
 }
 
 TEST(Forward, PreReadsDirectionsOnly) {

@@ -47,13 +47,13 @@ TEST_P(NtkCases, MatchesFiniteDifferenceJacobian) {
     if (c.part == NtkPart::value && within < s.offV) continue; // Q and K are not in the V part
     const double eps = 1e-6;
     set_entry(p->heads.theta, (PetscInt)e, theta[e] + eps);
-    ProblemSetHeads(p.get());
+    EXPECT_EQ(ProblemSetHeads(p.get()), 0);
     const auto plus = outputs(p.get());
     set_entry(p->heads.theta, (PetscInt)e, theta[e] - eps);
-    ProblemSetHeads(p.get());
+    EXPECT_EQ(ProblemSetHeads(p.get()), 0);
     const auto minus = outputs(p.get());
     set_entry(p->heads.theta, (PetscInt)e, theta[e]);
-    ProblemSetHeads(p.get());
+    EXPECT_EQ(ProblemSetHeads(p.get()), 0);
     for (PetscInt o = 0; o < n; ++o)
       for (PetscInt q = 0; q < n; ++q)
         fd[o * n + q] += (double)(p->heads.L * p->heads.H) * (plus[o] - minus[o]) * (plus[q] - minus[q]) / (4 * eps * eps);

@@ -19,20 +19,20 @@ struct Tiny {
     extra.insert(extra.end(), {"--model.L", "2", "--model.H", "2"});
     p = make_problem(PETSC_COMM_WORLD, tiny(extra));
     EXPECT_EQ(OptimizerCreate(p->settings.train, p->heads, &opt), 0);
-    VecDuplicate(p->heads.theta, &g);
+    EXPECT_EQ(VecDuplicate(p->heads.theta, &g), 0);
   }
   ~Tiny() {
-    VecDestroy(&g);
-    OptimizerDestroy(&opt);
+    EXPECT_EQ(VecDestroy(&g), 0);
+    EXPECT_EQ(OptimizerDestroy(&opt), 0);
   }
   // theta_i and g_i from simple formulas of the global index i and the step.
   void set(Vec v, double a, double b) {
     PetscInt lo, hi;
     PetscScalar *x;
-    VecGetOwnershipRange(v, &lo, &hi);
-    VecGetArray(v, &x);
+    EXPECT_EQ(VecGetOwnershipRange(v, &lo, &hi), 0);
+    EXPECT_EQ(VecGetArray(v, &x), 0);
     for (PetscInt i = lo; i < hi; ++i) x[i - lo] = a * std::sin(1.0 + i) + b * std::cos(0.3 * i);
-    VecRestoreArray(v, &x);
+    EXPECT_EQ(VecRestoreArray(v, &x), 0);
   }
   std::vector<double> step(double ga, double gb) {
     set(g, ga, gb);

@@ -34,7 +34,7 @@ TEST(Teacher, PooledLossAndPerturbationRefused) {
   const PetscErrorCode err =
       ProblemCreate(PETSC_COMM_WORLD, settings(tiny({"--data.teacher_L", "5", "--data.teacher_perturbation", "0.1"})), &p);
   EXPECT_EQ(err, PETSC_ERR_USER_INPUT);
-  if (!err) ProblemDestroy(&p);
+  if (!err) EXPECT_EQ(ProblemDestroy(&p), 0);
 }
 
 } // namespace

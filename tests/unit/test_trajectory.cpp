@@ -33,21 +33,21 @@ Recorded record(MPI_Comm comm, const std::vector<std::string> &args) {
   // dR/dx(1) from the risk alone.
   Vec p1;
   double risk;
-  VecDuplicate(p->x1, &p1);
-  RiskEvaluate(p->tokens, p->targets, nullptr, p->x1, p1, &risk);
+  EXPECT_EQ(VecDuplicate(p->x1, &p1), 0);
+  EXPECT_EQ(RiskEvaluate(p->tokens, p->targets, nullptr, p->x1, p1, &risk), 0);
   r.p1 = gather(p1);
-  VecDestroy(&p1);
-  TrajectoryDestroy(&t);
+  EXPECT_EQ(VecDestroy(&p1), 0);
+  EXPECT_EQ(TrajectoryDestroy(&t), 0);
   return r;
 }
 
 void set_all(Vec v, const std::vector<double> &all) {
   PetscInt lo, hi;
   PetscScalar *a;
-  VecGetOwnershipRange(v, &lo, &hi);
-  VecGetArray(v, &a);
+  EXPECT_EQ(VecGetOwnershipRange(v, &lo, &hi), 0);
+  EXPECT_EQ(VecGetArray(v, &a), 0);
   for (PetscInt i = lo; i < hi; ++i) a[i - lo] = all[i];
-  VecRestoreArray(v, &a);
+  EXPECT_EQ(VecRestoreArray(v, &a), 0);
 }
 
 const std::vector<std::string> kArgs = {"--model.L", "8", "--output.trajectory", "4", "--parallel.head_groups", "1"};
@@ -84,7 +84,7 @@ TEST(Trajectory, MiddleSliceIsWhereTheRemainingLayersStart) {
     for (size_t h = 0; h < theta.size() / (size_t)sh.size; ++h)
       for (PetscInt e = 0; e < sh.dv * sh.d; ++e) theta[h * sh.size + sh.offV + e] *= (double)rest / (double)L;
     set_all(p->heads.theta, theta);
-    ProblemSetHeads(p.get());
+    EXPECT_EQ(ProblemSetHeads(p.get()), 0);
     set_all(p->x0, r.tokens[k]);
     set_all(p->targets.y, r.targets);
     ASSERT_EQ(ProblemEvaluate(p.get(), PETSC_TRUE), 0);
@@ -131,7 +131,7 @@ TEST(Trajectory, LimitLandsOnTheDepths) {
   ASSERT_EQ(LimitSolve(PETSC_COMM_WORLD, plain, &without), 0);
   EXPECT_LT(relative_error(with.tokens, without.tokens), 1e-8);
   EXPECT_LT(relative_error(with.adjoint, without.adjoint), 1e-8);
-  TrajectoryDestroy(&t);
+  EXPECT_EQ(TrajectoryDestroy(&t), 0);
 }
 
 TEST(Trajectory, ImpossibleSizesRefusedBeforeWork) {
