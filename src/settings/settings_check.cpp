@@ -145,6 +145,9 @@ static PetscErrorCode WorstCheck(MPI_Comm comm, const Settings &s) {
   std::istringstream n(s.study.worst_N);
   for (PetscInt x; n >> x;) Ns.push_back(x);
   PetscFunctionBeginUser;
+  PetscCheck(s.command != "study" || s.study.worst || s.study.worst_atoms == 0, comm, PETSC_ERR_USER_INPUT,
+             "study.worst_atoms = %" PetscInt_FMT " without study.worst = true: no search would run (set "
+             "study.worst = true, or leave study.worst_atoms out)", s.study.worst_atoms);
   for (size_t i = 1; i < Ns.size(); ++i)
     PetscCheck(Ns[i] > Ns[i - 1] && Ns[i] % Ns[i - 1] == 0, comm, PETSC_ERR_USER_INPUT,
                "study.worst_N: %" PetscInt_FMT " after %" PetscInt_FMT " is not a larger multiple of it (each N "
@@ -159,10 +162,18 @@ static PetscErrorCode WorstCheck(MPI_Comm comm, const Settings &s) {
   PetscCheck(!measures || !s.model.causal, comm, PETSC_ERR_USER_INPUT,
              "%s: a measure of weighted atoms has no order, and model.causal = true orders the tokens",
              s.command == "worst" ? "worst.atoms" : "study.worst_atoms");
+  // Options that would do nothing are refused rather than ignored.
+  PetscCheck(s.command != "worst" || s.data.file.empty(), comm, PETSC_ERR_USER_INPUT,
+             "mft worst searches inputs of its own (data.N tokens, or worst.atoms atoms, in the ball of "
+             "worst.radius): it reads no data.file (%s)", s.data.file.c_str());
+  const bool searches = s.command == "worst" || s.study.worst;
+  PetscCheck(!searches || s.model.norm != TokenNorm::sphere || !s.is_explicit("worst.radius"), comm,
+             PETSC_ERR_USER_INPUT,
+             "worst.radius = %s does not apply to model.norm = sphere: the inputs searched lie on the unit sphere",
+             format_real(s.worst.radius).c_str());
   PetscFunctionReturn(0);
 }
 
-// Settings that are valid one by one but not together.
 // Depth and head exponents (docs/model.md, 'Depth and head exponents'): the
 // limits mft computes, and a drift that grows without bound said once.
 static PetscErrorCode ExponentCheck(MPI_Comm comm, const Settings &s) {
@@ -190,9 +201,15 @@ static PetscErrorCode ExponentCheck(MPI_Comm comm, const Settings &s) {
   PetscFunctionReturn(0);
 }
 
+// Settings that are valid one by one but not together.
 PetscErrorCode SettingsCheckTogether(MPI_Comm comm, const Settings &s) {
   PetscFunctionBeginUser;
   PetscCall(ExponentCheck(comm, s));
+  for (const auto &[key, n] : {std::make_pair("limit.adjoint_heads", s.limit.adjoint_heads),
+                                std::make_pair("limit.sample_heads", s.limit.sample_heads)})
+    PetscCheck(!s.is_explicit(key) || n <= s.limit.heads, comm, PETSC_ERR_USER_INPUT,
+               "%s = %" PetscInt_FMT " exceeds limit.heads = %" PetscInt_FMT
+               ": it takes the ensemble's first heads (0: all of them)", key, n, s.limit.heads);
   PetscCheck(s.data.param_max >= s.data.param_min, comm, PETSC_ERR_USER_INPUT,
              "data.param_max (%g) is smaller than data.param_min (%g)", s.data.param_max, s.data.param_min);
   PetscCheck(!s.output.file.empty(), comm, PETSC_ERR_USER_INPUT, "output.file is empty");

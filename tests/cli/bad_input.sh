@@ -113,6 +113,16 @@ grep -q "^plan on 1048576 cores" out.txt && ok || bad "no plan on 1048576 cores:
 printf '\xef\xbb\xbf[model]\r\nL = 2\r\n' > bom.cfg
 expect 0 "" -- "$MFT" forward --config bom.cfg --output.file bom.h5
 grep -q "L=2 " out.txt && ok || { bad "the BOM config's L = 2 was not read"; cat out.txt; }
+# Options that would do nothing are refused, not ignored.
+expect 2 "mft worst searches inputs of its own .* it reads no data.file" -- \
+  "$MFT" worst --params.file any.h5 --worst.references any.h5 --data.file any.h5
+expect 2 "worst.radius = 3 does not apply to model.norm = sphere" -- \
+  "$MFT" study --study.worst true --model.norm sphere --worst.radius 3 --study.dir sphere_radius
+expect 2 "study.worst_atoms = 4 without study.worst = true" -- "$MFT" study --study.worst_atoms 4 --study.dir no_search
+expect 2 "limit.adjoint_heads = 100000 exceeds limit.heads = 256" -- \
+  "$MFT" limit --limit.fluctuation true --limit.heads 256 --limit.adjoint_heads 100000
+expect 2 "limit.sample_heads = 300 exceeds limit.heads = 256" -- \
+  "$MFT" limit --limit.fluctuation true --limit.heads 256 --limit.sample_heads 300
 # Help lists every option with its default, exit 0.
 expect 0 "" -- "$MFT" train --help
 grep -q -- "--model.L arg (=8)" out.txt && ok || bad "--help does not list model.L with its default"
