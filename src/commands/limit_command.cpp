@@ -75,6 +75,7 @@ PetscErrorCode CommandLimit(MPI_Comm comm, const std::vector<std::string> &args,
     PetscCall(LimitDiffusive(comm, s));
     PetscFunctionReturn(0);
   }
+  if (s.limit.fluctuation) PetscCall(FluctuationPriceCheck(comm, s)); // before the limit's own solve
   const Settings ls = LimitSettingsFor(s);
   PetscCall(PetscPrintf(comm, "mft limit: ensemble of %" PetscInt_FMT " %s heads shared by every depth, %s, d=%" PetscInt_FMT
                               " k=%" PetscInt_FMT " | probes: M=%" PetscInt_FMT " N=%" PetscInt_FMT " %s\n",

@@ -218,6 +218,49 @@ void Estimate(const std::vector<double> &g, PetscInt K, PetscInt Hs, PetscInt M,
 
 } // namespace
 
+FluctuationCost FluctuationPrice(const Settings &s, PetscInt M, PetscInt N, PetscInt P) {
+  const double d = (double)s.model.d, L = (double)s.model.L, m = (double)M, n = (double)N;
+  const bool exact = s.limit.probes == 0;
+  const double K = exact ? n * d : (double)s.limit.probes, Href = (double)s.limit.heads;
+  const double Hs = s.limit.sample_heads == 0 ? Href : std::min((double)s.limit.sample_heads, Href);
+  const double Ha = s.limit.adjoint_heads == 0 ? Href : std::min((double)s.limit.adjoint_heads, Href);
+  const UnitOperations unit = CountUnit(s.model, N, 0, N, n);
+  FluctuationCost c;
+  c.probes = (PetscInt)K;
+  c.bytes = 8.0 * (K * m * n * d * (1.0 + 1.0 / (double)P) + K * Hs * m + (exact ? m * K * K : 0.0) +
+                   (3.0 * L + 2.0) * m * n * d);
+  const double sweep = L * K * Ha * m * unit.reverse;                                           // the probes' adjoints
+  const double heads = L * Hs / (double)P * m * (unit.forward + 2.0 * K * n * d + (exact ? K * K : 0.0)); // every head
+  const double spectra = exact ? 10.0 * m * K * K * K : 0.0;
+  c.seconds = (sweep + heads + spectra) / s.parallel.rate;
+  return c;
+}
+
+PetscErrorCode FluctuationPriceCheck(MPI_Comm comm, const Settings &s) {
+  PetscMPIInt size, sharing;
+  double available;
+  PetscFunctionBeginUser;
+  PetscCallMPI(MPI_Comm_size(comm, &size));
+  PetscCall(NodeMemory(comm, &available, &sharing));
+  double share = available / (double)sharing;
+  PetscCallMPI(MPI_Allreduce(MPI_IN_PLACE, &share, 1, MPI_DOUBLE, MPI_MIN, comm));
+  const FluctuationCost c = FluctuationPrice(s, s.data.M, s.data.N, size);
+  const bool exact = s.limit.probes == 0;
+  PetscCheck(c.bytes <= share, comm, PETSC_ERR_USER_INPUT,
+             "limit.fluctuation would hold %.3g GiB a rank (%s%" PetscInt_FMT " probe vectors of %" PetscInt_FMT
+             " x %" PetscInt_FMT " tokens in R^%" PetscInt_FMT ", each whole on every rank%s), more than the %.3g GiB "
+             "a rank has, and take about %.3g s: %s",
+             c.bytes / 1073741824.0, exact ? "the exact trace: N d = " : "", c.probes, s.data.M, s.data.N, s.model.d,
+             exact ? ", and their M (N d)^2 covariance" : "", share / 1073741824.0, c.seconds,
+             exact ? "set limit.probes (Gaussian probes, e.g. 64: a few percent of error) or take fewer tokens"
+                   : "take fewer limit.probes or fewer tokens");
+  PetscCall(PetscPrintf(comm,
+                        "limit.fluctuation: %" PetscInt_FMT " %s probe vectors, predicted %.3g s and %.3g GiB a rank "
+                        "(at parallel.rate %.3g operations a second)\n",
+                        c.probes, exact ? "unit" : "Gaussian", c.seconds, c.bytes / 1073741824.0, s.parallel.rate));
+  PetscFunctionReturn(0);
+}
+
 PetscErrorCode LimitFluctuation(MPI_Comm comm, const Settings &s, FluctuationResult *r,
                                 const std::vector<double> *limit) {
   Schemes x;

@@ -89,6 +89,7 @@ PetscErrorCode LawOf(MPI_Comm comm, const std::vector<std::string> &args, const 
     extra.insert(extra.end(), {"--model.L", std::to_string(L)});
     PetscCall(CaseSettings(comm, args, extra, &cs, true));
     FluctuationResult r;
+    PetscCall(FluctuationPriceCheck(comm, cs));
     PetscCall(LimitFluctuation(comm, cs, &r, problem.empty() ? &limit.tokens[f] : nullptr));
     for (PetscInt m = 0; m < r.M; ++m) {
       columns[0].push_back(r.euler2[m]), columns[1].push_back(r.fluctuation2[m]);

@@ -123,6 +123,9 @@ expect 2 "limit.adjoint_heads = 100000 exceeds limit.heads = 256" -- \
   "$MFT" limit --limit.fluctuation true --limit.heads 256 --limit.adjoint_heads 100000
 expect 2 "limit.sample_heads = 300 exceeds limit.heads = 256" -- \
   "$MFT" limit --limit.fluctuation true --limit.heads 256 --limit.sample_heads 300
+# A request that cannot finish is priced and refused before any work (it ran for hours).
+expect 2 "limit.fluctuation would hold .* GiB a rank \(the exact trace: N d = 1280000 probe vectors.* set limit.probes" -- \
+  "$MFT" limit --limit.fluctuation true --data.N 20000 --model.d 64
 # Help lists every option with its default, exit 0.
 expect 0 "" -- "$MFT" train --help
 grep -q -- "--model.L arg (=8)" out.txt && ok || bad "--help does not list model.L with its default"

@@ -48,12 +48,32 @@ struct FluctuationResult {
   double predicted_se(PetscInt H) const;
 };
 
+// What LimitFluctuation takes on P ranks, priced before it starts: the
+// bytes a rank holds at once (K probe vectors' adjoints, each gathered whole
+// on every rank, the per-probe sums and, for the exact trace, the M K^2
+// covariance) and the seconds at parallel.rate (the probes' backward sweep
+// through L layers of the adjoint heads, every sampled head's velocity
+// against every probe, the spectra). K = N d for the exact trace: both grow
+// like (N d)^2 and faster.
+struct FluctuationCost {
+  PetscInt probes = 0;
+  double bytes = 0, seconds = 0;
+};
+FluctuationCost FluctuationPrice(const Settings &s, PetscInt M, PetscInt N, PetscInt P);
+
+// Collective on comm. Says the price of LimitFluctuation for the data of s
+// on rank 0, and refuses, in one line naming what to set instead, a request
+// that would hold more than a rank's share of its node's memory. Called
+// before any work (mft limit before its solve, a study's law before it starts).
+PetscErrorCode FluctuationPriceCheck(MPI_Comm comm, const Settings &s);
+
 // The law of the model.L x model.H model of s for the probes of its data
 // settings, against the limit of limit.heads shared heads (the settings
 // mft limit takes; limit.probes, limit.sample_heads). `limit`: X(1) of the
 // probes, (M, N, d), when the caller has solved it (mft limit, a study's
 // reference 0); else it is solved here. Every probe vector's adjoint comes
 // from one backward sweep (FlowAdjointStates). Weighted tokens are refused.
+// Collective on comm.
 PetscErrorCode LimitFluctuation(MPI_Comm comm, const Settings &s, FluctuationResult *r,
                                 const std::vector<double> *limit = nullptr);
 
