@@ -544,8 +544,14 @@ PetscErrorCode OwnStarts(MPI_Comm comm, const Settings &s, const std::vector<Wor
   own->push_back({"start+noise", {}});
   for (size_t j = 0; j < models.size(); ++j) {
     WorstInput start = j < from.size() && !from[j].tokens.empty() ? from[j] : (*own)[0].inputs[j];
-    if (j < from.size() && !from[j].tokens.empty())
+    if (j < from.size() && !from[j].tokens.empty()) {
       PetscCall(WorstInputAs(comm, from[j], d, n, measure, "the start (worst.start)", &start));
+      const std::vector<double> given = start.tokens;
+      WorstProject(s, d, &start.tokens); // the set searched is the ball (or the sphere): the start is taken into it
+      if (start.tokens != given)
+        PetscCall(PetscPrintf(comm, "worst: the start's tokens lie outside the %s: projected onto it\n",
+                              s.model.norm == TokenNorm::sphere ? "unit sphere" : "ball of worst.radius"));
+    }
     WorstInput noisy = start;
     Stream st(s.worst.seed, kWorstPerturb, (std::uint64_t)j);
     for (double &x : noisy.tokens) x += 0.01 * s.worst.radius * st.normal();

@@ -193,6 +193,13 @@ bad_input)
     "$MFT" "${w[@]}" --worst.references ref1.h5 --worst.atoms 2 --worst.start k3.h5
   expect 2 'worst.start: ref1.h5 holds no worst input' -- "$MFT" "${w[@]}" --worst.references ref1.h5 --worst.start ref1.h5
   expect 2 "cannot open 'nope.h5'.*worst.start" -- "$MFT" "${w[@]}" --worst.references ref1.h5 --worst.start nope.h5
+  # A start outside the ball searched is projected into it: the input reported lies in the ball.
+  run 1 "$MFT" worst --params.file model.h5 --worst.references ref1.h5 --data.N 4 --worst.steps 2 \
+    --worst.radius 0.1 --worst.start n2.h5 --output.file small.h5 >out.txt 2>&1 || bad "the search from a far start failed"
+  grep -q "the start's tokens lie outside the ball of worst.radius: projected onto it" out.txt && ok ||
+    bad "a start outside the ball was not said to be projected"
+  /usr/bin/python3 -c "import h5py, numpy as np, sys; x = h5py.File('small.h5')['/worst/tokens'][()]
+sys.exit(0 if np.linalg.norm(x, axis=-1).max() <= 0.1 * (1 + 1e-12) else 1)" && ok || bad "the worst input lies outside the ball"
   # Sizes no machine holds: refused before any work (they ran until killed before).
   expect 2 "needs vectors of .* numbers, more than this PETSc can index" -- \
     timeout 60 "$MFT" worst --params.file model.h5 --worst.references ref1.h5 --data.N 100000000
