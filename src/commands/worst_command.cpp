@@ -51,6 +51,25 @@ PetscErrorCode ReferenceSettings(MPI_Comm comm, const std::vector<std::string> &
   PetscFunctionReturn(0);
 }
 
+// A measure search without a start starts from the search of a sequence of
+// as many tokens (a sequence of K tokens is a measure of K equal atoms), so
+// that it never reports less than that search: the search of K tokens, with
+// the same budget, first.
+PetscErrorCode SequenceFirst(MPI_Comm comm, const Settings &s, const std::vector<WorstSide> &references,
+                             WorstInput *start) {
+  Settings seq = s;
+  std::vector<WorstResult> found;
+  PetscFunctionBeginUser;
+  seq.worst.atoms = 0, seq.data.N = s.worst.atoms, seq.worst.check = false;
+  PetscCall(PetscPrintf(comm, "mft worst: first the search of sequences of %" PetscInt_FMT " tokens, whose input "
+                              "starts the measure search\n", seq.data.N));
+  PetscCall(WorstSearch(comm, seq, {WorstSide{seq, seq.params_file, nullptr}}, references, "worst (sequence): ", &found,
+                        {WorstInput{}}));
+  PetscCall(PetscPrintf(comm, "worst (sequence): err %.6e against the search references\n", found[0].raw));
+  *start = WorstInput{found[0].tokens, {}};
+  PetscFunctionReturn(0);
+}
+
 PetscErrorCode WorstFileWrite(MPI_Comm comm, const Settings &s, const WorstResult &r) {
   const unsigned long long N = r.N, d = r.d, S = r.starts;
   std::vector<ResultArray> arrays = {{r.measure ? "/worst/atoms" : "/worst/tokens", {1, N, d}, r.tokens.data()},
@@ -107,6 +126,7 @@ PetscErrorCode CommandWorst(MPI_Comm comm, const std::vector<std::string> &args,
   }
   std::vector<WorstInput> from(1);
   if (!s.worst.start.empty()) PetscCall(WorstInputRead(comm, s.worst.start, s.model.d, &from[0]));
+  else if (s.worst.atoms > 0) PetscCall(SequenceFirst(comm, s, references, &from[0]));
   const std::string what = s.worst.atoms > 0 ? "measures of " + std::to_string(s.worst.atoms) + " weighted atoms"
                                              : "N = " + std::to_string(s.data.N) + " tokens";
   const std::string where = s.model.norm == TokenNorm::sphere ? "on the unit sphere"
