@@ -60,6 +60,24 @@ static PetscErrorCode LimitDiffusive(MPI_Comm comm, const Settings &s) {
   PetscFunctionReturn(0);
 }
 
+// The error's law of the L x H model, printed and in the summary.
+static PetscErrorCode LawSummary(MPI_Comm comm, const Settings &s, const FluctuationResult &law, double seconds,
+                                 Summary *sum) {
+  double e2 = 0, f2 = 0;
+  PetscFunctionBeginUser;
+  for (PetscInt m = 0; m < law.M; ++m) e2 += law.euler2[m] / (double)law.M, f2 += law.fluctuation2[m] / (double)law.M;
+  PetscCall(PetscPrintf(comm,
+                        "error's law of the %" PetscInt_FMT " x %" PetscInt_FMT " model: Euler error %.6e, "
+                        "fluctuation %.6e, err_predicted %.6e +- %.2e (%" PetscInt_FMT " %s probe vectors, %"
+                        PetscInt_FMT " heads; %.2f s)\n",
+                        s.model.L, s.model.H, std::sqrt(e2), std::sqrt(f2), law.predicted(s.model.H),
+                        law.predicted_se(s.model.H), law.probes, law.exact ? "unit" : "Gaussian", law.heads, seconds));
+  sum->add("L", (long long)s.model.L).add("H", (long long)s.model.H).add("euler_err", std::sqrt(e2));
+  sum->add("fluctuation", std::sqrt(f2)).add("err_predicted", law.predicted(s.model.H));
+  sum->add("err_predicted_stderr", law.predicted_se(s.model.H)).add("fluctuation_seconds", seconds);
+  PetscFunctionReturn(0);
+}
+
 PetscErrorCode CommandLimit(MPI_Comm comm, const std::vector<std::string> &args, int *status) {
   Settings s;
   PetscBool help;
@@ -118,20 +136,7 @@ PetscErrorCode CommandLimit(MPI_Comm comm, const std::vector<std::string> &args,
   Summary sum;
   sum.add("command", std::string("limit")).add("heads", (long long)ls.model.H).add("scheme", std::string(to_string(s.limit.scheme)));
   sum.add("steps", (long long)r.steps).add("rejected", (long long)r.rejected).add("seconds", elapsed);
-  if (s.limit.fluctuation) {
-    double e2 = 0, f2 = 0;
-    for (PetscInt m = 0; m < law.M; ++m) e2 += law.euler2[m] / (double)law.M, f2 += law.fluctuation2[m] / (double)law.M;
-    PetscCall(PetscPrintf(comm,
-                          "error's law of the %" PetscInt_FMT " x %" PetscInt_FMT " model: Euler error %.6e, "
-                          "fluctuation %.6e, err_predicted %.6e +- %.2e (%" PetscInt_FMT " %s probe vectors, %"
-                          PetscInt_FMT " heads; %.2f s)\n",
-                          s.model.L, s.model.H, std::sqrt(e2), std::sqrt(f2), law.predicted(s.model.H),
-                          law.predicted_se(s.model.H), law.probes, law.exact ? "unit" : "Gaussian", law.heads,
-                          law_seconds));
-    sum.add("L", (long long)s.model.L).add("H", (long long)s.model.H).add("euler_err", std::sqrt(e2));
-    sum.add("fluctuation", std::sqrt(f2)).add("err_predicted", law.predicted(s.model.H));
-    sum.add("err_predicted_stderr", law.predicted_se(s.model.H)).add("fluctuation_seconds", law_seconds);
-  }
+  if (s.limit.fluctuation) PetscCall(LawSummary(comm, s, law, law_seconds, &sum));
   const bool centred = s.init.centred(s.model.head_kind); // E A = 0: the ODE's velocity is zero
   if (centred)
     PetscCall(PetscPrintf(comm, "the heads are centred (value maps of mean zero): the limit velocity is zero and the "
