@@ -149,9 +149,9 @@ void softmax_row_reverse(double *dp, const double *p, PetscInt nt, double f, dou
 // the row's maximum) and sums l (P = P~ / l), and (with_y) Y = P w = (P~ w)
 // / l: the sums divide the small Y, not the rows of P.
 // With dP (nb x nkb) given, also the reverse's delta_r = sum_j P~_rj dP_rj /
-// l_r, and then dS in place of dP, each row's while it is in L1 (with a pass
-// over the block after all its rows, S1's unit took 26.3 us, not 25.4: the
-// AVX2 build, tests/bench/products).
+// l_r, and then dS in place of dP, each row's while it is in L1 (a pass over
+// the block after all its rows reads it from L2 again: docs/performance.md,
+// "Choices in the kernels, measured").
 void block_attention(const HeadShape &shape, const AttentionOptions &o, PetscInt nk, const QueryBlock &b,
                      AttentionWork &work, bool with_y = true, double *dp = nullptr) {
   block_scores(shape, nk, b, 0, b.nkb, work);

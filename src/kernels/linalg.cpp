@@ -61,9 +61,9 @@ void BlasSetup(char **argv) {
 // no row-major op(B) = B^T; MFT_NO_LIBXSMM=1 sends everything to the BLAS).
 // Each thread keeps the kernels it was last given in a table of its own
 // (kKernelSlots, by a hash of the product's shape), in front of LIBXSMM's
-// dispatch: a step makes 28 small products a (sequence, head) unit, and the
-// table took S1's step from 0.0362 to 0.0341 s on one rank, S2's from 0.450
-// to 0.443 s on two (2-core AMD EPYC, 2026-12-01).
+// dispatch: a step makes 28 small products a (sequence, head) unit, and a
+// dispatch per product shows in the step (docs/performance.md, "Choices in
+// the kernels, measured").
 static libxsmm_dmmfunction SmallKernel(bool ta, bool tb, PetscInt m, PetscInt n, PetscInt k, double alpha,
                                        PetscInt lda, PetscInt ldb, double beta, PetscInt ldc) {
   static const bool off = std::getenv("MFT_NO_LIBXSMM") && std::strcmp(std::getenv("MFT_NO_LIBXSMM"), "0") != 0;

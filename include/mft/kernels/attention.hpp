@@ -103,9 +103,9 @@ struct AttentionWork {
 private:
   // Every array above, each from a cache line of its own, in one buffer:
   // where they lie does not depend on what the heap held before, and no two
-  // threads' works share a line. Left to the allocator one by one, the
-  // 2-thread S2 step took 0.51 s after another size in the same process and
-  // 0.45 s with this buffer (docs/bench/, 2026-12-03).
+  // threads' works share a line. Left to the allocator one by one, a step's
+  // time depended on what ran before it in the process (docs/performance.md,
+  // "Choices in the kernels, measured").
   std::vector<double> space;
 };
 

@@ -40,9 +40,8 @@ void gemm(bool ta, bool tb, PetscInt m, PetscInt n, PetscInt k, double alpha, co
 // on a line), and an odd count of them past 128 doubles. A stride of a
 // power of two puts a long column's entries in one cache set, so a product
 // whose operand or result has such rows (the score blocks, kappa^T and w^T at
-// N = 1024) loses them from L1 as it walks the column: an S3 unit's products
-// ran at 43-45 GFLOP/s on AVX2 against 53-55 with the rows padded
-// (docs/performance.md, "Rows apart by odd lines").
+// N = 1024) loses them from L1 as it walks the column (docs/performance.md,
+// "Choices in the kernels, measured").
 PetscInt row_stride(PetscInt n);
 
 // B (rows x cols, row-major) -> Bt (cols x rows, leading dimension ld, rows by default).
