@@ -85,7 +85,7 @@ bad("uniform.h5", np.full((3, 4), 0.25))
 EOF
 expect 2 "/data/weights row 0 sums to 1.01" -- "$MFT" forward --data.file sum.h5 --output.file x.h5
 expect 2 "weights\\[1, 2\\] = 0\\.?, a weight must be positive" -- "$MFT" forward --data.file zero.h5 --output.file x.h5
-expect 2 "weights\\[0, 0\\] = nan" -- "$MFT" forward --data.file nan.h5 --output.file x.h5
+expect 2 "nan.h5: /data/weights holds NaN or Inf at \\[0, 0\\]" -- "$MFT" forward --data.file nan.h5 --output.file x.h5
 expect 2 "/data/weights has shape \\(3, 5\\), but /data/tokens \\(3, 4, 3\\) needs \\(M, N\\)" -- \
   "$MFT" forward --data.file shape.h5 --output.file x.h5
 expect 2 "weights other than 1/N, and model.causal = true orders the tokens" -- \
