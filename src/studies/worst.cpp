@@ -546,13 +546,7 @@ PetscErrorCode OwnStarts(MPI_Comm comm, const Settings &s, const std::vector<Wor
     WorstInput start = j < from.size() && !from[j].tokens.empty() ? from[j] : (*own)[0].inputs[j];
     if (j < from.size() && !from[j].tokens.empty()) {
       PetscCall(WorstInputAs(comm, from[j], d, n, measure, "the start (worst.start)", &start));
-      const std::vector<double> given = start.tokens;
-      WorstProject(s, d, &start.tokens); // the set searched is the ball (or the sphere): the start is taken into it
-      double moved = 0; // (a token on the boundary may pass it by round-off)
-      for (size_t e = 0; e < given.size(); ++e) moved = std::max(moved, std::fabs(start.tokens[e] - given[e]));
-      if (moved > 1e-9 * s.worst.radius)
-        PetscCall(PetscPrintf(comm, "worst: the start's tokens lie outside the %s: projected onto it\n",
-                              s.model.norm == TokenNorm::sphere ? "unit sphere" : "ball of worst.radius"));
+      PetscCall(WorstProjectStart(comm, s, d, &start.tokens));
     }
     WorstInput noisy = start;
     Stream st(s.worst.seed, kWorstPerturb, (std::uint64_t)j);

@@ -32,6 +32,18 @@ void WorstProject(const Settings &s, PetscInt d, std::vector<double> *x) {
   }
 }
 
+PetscErrorCode WorstProjectStart(MPI_Comm comm, const Settings &s, PetscInt d, std::vector<double> *x) {
+  const std::vector<double> given = *x;
+  PetscFunctionBeginUser;
+  WorstProject(s, d, x);
+  double moved = 0; // (a token on the boundary may pass it by round-off)
+  for (size_t e = 0; e < given.size(); ++e) moved = std::max(moved, std::fabs((*x)[e] - given[e]));
+  if (moved > 1e-9 * s.worst.radius)
+    PetscCall(PetscPrintf(comm, "worst: the start's tokens lie outside the %s: projected onto it\n",
+                          s.model.norm == TokenNorm::sphere ? "unit sphere" : "ball of worst.radius"));
+  PetscFunctionReturn(0);
+}
+
 std::vector<double> WorstStarts(const Settings &s, PetscInt n, PetscInt d, bool measure,
                                 std::vector<std::string> *names, std::vector<double> *weights) {
   std::vector<double> x;

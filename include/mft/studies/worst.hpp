@@ -107,6 +107,10 @@ struct WorstResult {
 // model.norm = sphere the unit sphere.
 void WorstProject(const Settings &s, PetscInt d, std::vector<double> *x);
 
+// Collective on comm (rank 0 prints). A start taken into the set searched
+// (WorstProject), and said so when a token moved by more than round-off.
+PetscErrorCode WorstProjectStart(MPI_Comm comm, const Settings &s, PetscInt d, std::vector<double> *x);
+
 // The common starts of a search of n tokens or atoms in R^d: study.probe_M
 // sequences of each study.probes family (the studies' probe sequences, of n
 // tokens; a measure's weights 1/n), then worst.starts random ones, each token
