@@ -4,6 +4,7 @@
 #include "mft/kernels/attention.hpp"
 #include "mft/layout/exchange.hpp"
 #include "mft/layout/grid.hpp"
+#include "mft/layout/heads.hpp"
 #include "mft/layout/tokens.hpp"
 #include "mft/flow/chunks.hpp"
 

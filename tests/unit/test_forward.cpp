@@ -1,6 +1,6 @@
 // Forward pass: the TS solve against the plain loop, invariants, closed forms.
 #include "helpers.hpp"
-#include "mft/kernels/plain.hpp"
+#include "mft/flow/plain.hpp"
 
 #include <cmath>
 

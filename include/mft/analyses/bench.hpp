@@ -16,15 +16,18 @@
 
 namespace mft {
 
+// Not collective, as are its parts below.
 double forward_operations(const Settings &s);
 
 // The parts of forward_operations: the products' flops and the exponentials.
+// Not collective.
 double forward_products(const Settings &s);
 double forward_exponentials(const Settings &s);
 
 // Exponentials a second (in units of 1e9) of all ranks of comm, each with
 // `threads` threads, running the kernels' vectorised exp at once, on
 // arguments in the softmax's range [-30, 0].
+// Collective on comm (every rank runs at once).
 PetscErrorCode MeasureExpRate(MPI_Comm comm, PetscInt threads, double *gexps);
 
 // The roofline bound of a training step (seconds): the products it makes at
@@ -34,6 +37,7 @@ PetscErrorCode MeasureExpRate(MPI_Comm comm, PetscInt threads, double *gexps);
 // scores once more and every exponential twice, and qkvo's weighted sums
 // once more where the forward's statistics do not pay (attention.hpp; a
 // tiled reverse without them makes more).
+// Not collective.
 double step_bound(const Settings &s, double peak_gflops, double gexps);
 
 // The reverse kernel's rate against the forward's (Rates::reverse in
@@ -44,11 +48,13 @@ double step_bound(const Settings &s, double peak_gflops, double gexps);
 // alternating rounds (the median of the rounds' ratios); the operations
 // CountUnit counts for each, a second, reverse over forward, the mean over
 // the ranks.
+// Collective on comm.
 PetscErrorCode MeasureReverseRate(MPI_Comm comm, const ModelSettings &m, PetscInt N, double *ratio);
 
 // Dense matmul rate (GFLOP/s) of all ranks of comm, each with `threads`
 // threads, running a dgemm a thread at once: the peak of the cores a run
 // with that many threads a rank uses.
+// Collective on comm.
 PetscErrorCode MeasurePeak(MPI_Comm comm, PetscInt threads, double *gflops);
 
 // The network between ranks, by ping-pong (half the round trip, the median
@@ -57,12 +63,14 @@ PetscErrorCode MeasurePeak(MPI_Comm comm, PetscInt threads, double *gflops);
 // two), between nodes between rank 0 and the first rank on another node
 // (when there is one). What is not measured keeps net's figures, and is said
 // by the flags.
+// Collective on comm.
 struct NetworkMeasured {
   bool local = false, remote = false;
 };
 PetscErrorCode MeasureNetwork(MPI_Comm comm, Network *net, NetworkMeasured *measured);
 
 // Peak resident memory of this process (MiB).
+// Not collective.
 double peak_memory_mib();
 
 } // namespace mft

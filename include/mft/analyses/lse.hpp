@@ -24,6 +24,7 @@ struct LseResult {
   double relative_min = 0;         // lambda_min / lambda_max
 };
 
+// Collective on comm.
 PetscErrorCode LseTest(MPI_Comm comm, const Settings &s, LseResult *r);
 
 } // namespace mft

@@ -24,10 +24,12 @@ struct Ntk {
 };
 
 // Outputs of the problem's output map.
+// Not collective.
 PetscInt NtkOutputs(const Problem &p);
 
 // The NTK at the current heads, over `part` (full or value). Refuses, with
 // the sizes named, a request whose rows and matrix exceed ntk.max_gb per rank.
+// Collective on the problem's comm.
 PetscErrorCode NtkCompute(Problem *p, NtkPart part, Ntk *k);
 
 // The NTK at the start predicts the linearised rate of the risk (docs/model.md,
@@ -42,11 +44,13 @@ struct NtkRate {
 };
 
 // The prediction at the heads of p (train.ntk's part), printed.
+// Collective on the problem's comm.
 PetscErrorCode NtkRatePredict(Problem *p, const TrainSettings &t, NtkRate *r);
 
 // The measured rate: log R against training time tau (the sum of the learning
 // rates) over the second half of the steps before the risk reaches round-off
 // (R > 1e-24 R_0); false when there are fewer than 4 steps.
+// Not collective.
 bool NtkRateFit(const std::vector<double> &loss, const TrainSettings &t, NtkRate *r);
 
 } // namespace mft

@@ -14,19 +14,23 @@
 
 namespace mft {
 
+// The path of the checkpoint of `step`. Not collective.
 std::string CheckpointPath(const CheckpointSettings &s, PetscInt step);
 
 // Writes the checkpoint of `step` updates and removes the oldest beyond checkpoint.keep.
+// Collective on the problem's comm.
 PetscErrorCode CheckpointWrite(const Problem &p, const History &h, const Optimizer &opt, PetscInt step);
 
 // The checkpoint to restart from: --restart FILE (verified, or an error), or
 // --restart auto: the newest checkpoint in checkpoint.dir that verifies,
 // skipping damaged ones with a warning; empty for a fresh start.
+// Collective on comm.
 PetscErrorCode CheckpointResolve(MPI_Comm comm, const Settings &s, std::string *path);
 
 // Refuses a checkpoint whose run-defining settings (model, data, init, loss,
 // optimizer and schedule) differ from s; steps, output, logging, checkpoint
 // cadence and the process grid may change.
+// Collective on comm.
 PetscErrorCode CheckpointCompatible(MPI_Comm comm, const Settings &s, const std::string &path);
 
 } // namespace mft

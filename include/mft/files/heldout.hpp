@@ -24,19 +24,24 @@ struct Heldout {
 // From the training problem's settings; refuses a held-out file whose d,
 // loss or outputs differ from the training data's, and accuracy without the
 // pooled loss.
+// Collective on the problem's comm.
 PetscErrorCode HeldoutCreate(const Problem &p, Heldout *h);
 
 // The figures at the heads of p now, appended to history->heldout as the row of `step`.
+// Collective on the problem's comm.
 PetscErrorCode HeldoutEvaluate(Problem *p, Heldout *h, PetscInt step, History *history);
 
 // The progress table's extra columns (empty when not active).
+// Collective on the problem's comm, as is its row.
 TrainingColumns HeldoutColumns(Problem *p, Heldout *h, History *history);
 
 // The last evaluation: for the final line (", held-out risk .., accuracy .. (held-out ..)")
 // and as the summary's heldout_risk, accuracy, heldout_accuracy.
+// Not collective.
 std::string HeldoutFigures(const Heldout &h);
 void HeldoutSummary(const Heldout &h, Summary *sum);
 
+// Collective on the problem's comm.
 PetscErrorCode HeldoutDestroy(Heldout *h);
 
 } // namespace mft

@@ -11,6 +11,7 @@
 
 namespace mft {
 
+// The header. Not collective: rank 0 of the problem's comm prints it.
 PetscErrorCode ReportHeader(const Problem &p);
 
 class Summary {
@@ -25,6 +26,7 @@ private:
 };
 
 // Wall-clock seconds (MPI_Wtime).
+// Not collective.
 double seconds();
 
 } // namespace mft

@@ -33,15 +33,18 @@ struct History {
 enum class Content { run, run_with_gradient, checkpoint };
 
 // Writes p, h and opt to path; `step` is the number of updates done.
+// Collective on the problem's comm.
 PetscErrorCode RunFileWrite(const Problem &p, const History &h, const Optimizer *opt, PetscInt step, Content what,
                             const std::string &path);
 
 // Reads back a training state written by RunFileWrite on any number of ranks:
 // data, targets, params, optimizer moments, history and step. The caller has
 // verified the file and checked its settings.
+// Collective on the problem's comm.
 PetscErrorCode RunFileRead(const std::string &path, Problem *p, Optimizer *opt, History *h, PetscInt *step);
 
 // Reads only the heads (/params) of a run or checkpoint file into p.
+// Collective on the problem's comm.
 PetscErrorCode RunFileReadParams(const std::string &path, Problem *p);
 
 // A small array known on every rank, for ResultFileWrite.
@@ -54,11 +57,13 @@ struct ResultArray {
 // Writes arrays and attributes (with every setting) to path, verified and
 // renamed like a run file: the output of the analysis commands (and a
 // trajectory, when given one).
+// Collective on comm.
 PetscErrorCode ResultFileWrite(MPI_Comm comm, const Settings &s, const std::vector<ResultArray> &arrays,
                                const std::vector<std::pair<std::string, std::string>> &attributes,
                                const std::string &path, const Trajectory *trajectory = nullptr);
 
 // Root attributes of a run file as text (numbers with 17 digits); empty when absent.
+// Collective on comm.
 PetscErrorCode RunFileAttributes(MPI_Comm comm, const std::string &path, const std::vector<std::string> &keys,
                                  std::vector<std::string> *values);
 

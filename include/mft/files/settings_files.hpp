@@ -20,6 +20,7 @@ namespace mft {
 //   the same data), a loss setting given differently is an error (the targets
 //   are of the file's loss).
 // Where several files record a setting, the first of that order provides it.
+// Collective on comm (the files are read on every rank).
 PetscErrorCode SettingsFromFiles(MPI_Comm comm, const std::string &command, const std::vector<std::string> &args,
                                  Settings *s);
 

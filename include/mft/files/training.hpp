@@ -35,9 +35,11 @@ struct TrainingColumns {
 // --restart), checked against the run's settings and read into p, opt and
 // history; *start and *saved are its step (left alone when there is none).
 // Says so, after `who` (empty for mft train, the case for a study).
+// Collective on the problem's comm.
 PetscErrorCode TrainResume(Problem *p, Optimizer *opt, History *history, const std::string &who, PetscInt *start,
                            PetscInt *saved);
 
+// Collective on the problem's comm.
 PetscErrorCode TrainLoop(Problem *p, Optimizer *opt, History *history, PetscInt start, PetscInt saved,
                          const std::function<PetscErrorCode(PetscInt)> &record, TrainingStop *stop,
                          const TrainingColumns *columns = nullptr);

@@ -2,6 +2,7 @@
 // keeps for the adjoint: one policy, which the velocity follows and the cost
 // model (cost.hpp) prices. Functions of the layout and the memory only, never
 // of the thread count, so that results do not depend on the threads.
+// Every routine here is not collective: arithmetic on the layout's sizes.
 #pragma once
 
 #include "mft/kernels/attention.hpp"

@@ -31,6 +31,8 @@
 // network card carries at card_bandwidth in that time:
 //   t_r = m_local lat + b_local / bw + m_remote rlat
 //         + max(b_remote / rbw, (bytes off node r's node) / card).
+// Every routine here is not collective: a rank prices any rank's work from the
+// sizes alone.
 #pragma once
 
 #include "mft/settings/settings.hpp"

@@ -14,6 +14,7 @@
 //                 m = p e_1, s = mix_std
 //   gaussian      N(mu, S), S = p^2 diag(u), u_c ~ U[0.5, 1.5],  <a, mu> + a^T S a / 2
 //                 mu ~ N(0, mean_spread^2 I)
+// Every routine here is not collective: a rank samples the sequences it is given.
 #pragma once
 
 #include "mft/settings/settings.hpp"

@@ -64,15 +64,19 @@ struct Flow {
 // scheme.adaptive the solve is TSRK 5dp with TSADAPTBASIC to rtol/atol (PETSc
 // options such as -ts_rk_type and -ts_rtol still apply); otherwise L steps of TSRK1FE.
 // norm: the tokens' normalization (model.norm), applied around the velocity.
+// FlowCreate and FlowDestroy are collective on the velocity's grid comm (the TS
+// and its shells).
 PetscErrorCode FlowCreate(Velocity *v, PetscInt L, TokenNorm norm, const DepthScheme &scheme, Flow *f);
 PetscErrorCode FlowDestroy(Flow *f);
 
 // The solves that follow record their tokens (and adjoint) at the depths of
 // t (trajectory.hpp); null stops recording. The adaptive solve is made to land
 // on those depths (PETSc's time span): call before its first solve.
+// Collective on the grid's comm (TSSetTimeSpan).
 PetscErrorCode FlowRecord(Flow *f, Trajectory *t);
 
 // x <- x(1): the L layers (or the adaptive solve) applied to x = x(0).
+// Collective on x's comm (TSSolve).
 PetscErrorCode FlowForward(Flow *f, Vec x);
 
 // After FlowForward: lam <- dR/dx(0) from lam = dR/dx(1), and
@@ -80,11 +84,13 @@ PetscErrorCode FlowForward(Flow *f, Vec x);
 // solve). The adaptive scheme (the reference) has no parameter gradient:
 // dtheta <- 0. With weighted tokens, f->weight_grad <- the flow's part of
 // dR/dw (both schemes; one sum over the ranks per solve).
+// Collective on lam's comm (TSAdjointSolve, the gradient's reduction).
 PetscErrorCode FlowAdjoint(Flow *f, Vec lam, Vec dtheta);
 
 // After FlowForward of the Euler model: the state's adjoints of K cost
 // vectors in one backward sweep (lam[k] <- J^T lam[k], no parameter part),
 // `visit` called at every step from L down to 0. Unweighted tokens only.
+// Collective on the grid's comm.
 PetscErrorCode FlowAdjointStates(Flow *f, PetscInt K, Vec *lam, const AdjointVisit &visit);
 
 } // namespace mft

@@ -55,6 +55,7 @@ struct FluctuationResult {
 // through L layers of the adjoint heads, every sampled head's velocity
 // against every probe, the spectra). K = N d for the exact trace: both grow
 // like (N d)^2 and faster.
+// Not collective.
 struct FluctuationCost {
   PetscInt probes = 0;
   double bytes = 0, seconds = 0;

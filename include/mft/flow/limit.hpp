@@ -23,6 +23,7 @@ struct LimitResult {
 // Settings for the reference (or, with limit.scheme = euler, the Euler model
 // with the same shared ensemble) built from s: model.H = limit.heads, one
 // layer of heads, zero targets.
+// Not collective.
 Settings LimitSettingsFor(const Settings &s);
 
 // x(1) and p(0) of the probes (the data of s) under the scheme of s, which
@@ -30,6 +31,7 @@ Settings LimitSettingsFor(const Settings &s);
 // with `heads` (all of theta, natural order), at those heads instead of the initial ones.
 // With a trajectory and output.trajectory = S > 0, also x(s) and the per-token
 // adjoint p(s) at the S + 1 depths k / S (the caller destroys it).
+// Collective on comm.
 PetscErrorCode LimitSolve(MPI_Comm comm, const Settings &s, LimitResult *r, const std::vector<double> *heads = nullptr,
                           Trajectory *trajectory = nullptr);
 
@@ -49,9 +51,11 @@ struct LimitPaths {
 };
 
 // sigma^2 with E A^T A = sigma^2 I for one head's value map: v_gain^2 (qkv), o_gain^2 v_gain^2 (qkvo).
+// Not collective.
 double ValueVariance(const Settings &s);
 
 // The settings of the weak scheme of n steps for the model of s.
+// Not collective.
 Settings DiffusiveSchemeFor(const Settings &s, PetscInt n);
 
 // Collective on comm. limit.paths paths of the SDE of the model of s (the

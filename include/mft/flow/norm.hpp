@@ -18,13 +18,17 @@
 namespace mft {
 
 // y = n(x): each token scaled to norm sqrt(d) (pre).
+// Not collective: each rank works on the tokens it owns (whole tokens of d
+// entries).
 PetscErrorCode NormRead(Vec x, PetscInt d, Vec y);
 
 // out = (dn/dx)^T g at x: (sqrt(d) / |x_i|) (g_i - xh_i (xh_i . g_i)), xh = x / |x|.
+// Not collective.
 PetscErrorCode NormReadTranspose(Vec x, PetscInt d, Vec g, Vec out);
 
 // F of the sphere's step from x and v = f_l(x): the retracted step's for
 // h > 0, the flow's own P v for h = 0 (the limit).
+// Not collective.
 PetscErrorCode SphereStep(Vec x, Vec v, PetscInt d, double h, Vec F);
 
 // The transpose of SphereStep's Jacobian, split at the velocity: for lam,
@@ -32,16 +36,19 @@ PetscErrorCode SphereStep(Vec x, Vec v, PetscInt d, double h, Vec F);
 //   into_velocity = P mu, what (dv/dx)^T and (dv/dtheta)^T then take,
 //   out = (mu - lam) / h - (x . v) mu - v (x . mu)   (h = 0: without the first term),
 // so that (dF/dx)^T lam = out + (dv/dx)^T into_velocity.
+// Not collective.
 PetscErrorCode SphereStepTranspose(Vec x, Vec v, PetscInt d, double h, Vec lam, Vec into_velocity, Vec out);
 
 // g_i <- g_i - x_i (x_i . g_i) / |x_i|^2: the part of g tangent to the
 // sphere at x (sphere: the gradient with respect to the tokens as given,
 // through their normalization, at tokens of norm 1).
+// Not collective.
 PetscErrorCode SphereTangent(Vec x, PetscInt d, Vec g);
 
 // The input tokens as the model takes them: a zero token is refused, naming
 // its sequence and token (sphere, pre), and every token is put on the unit
 // sphere (sphere). N: tokens a sequence.
+// Collective on x's comm (every rank learns of a zero token).
 PetscErrorCode NormInputs(TokenNorm norm, PetscInt N, PetscInt d, Vec x);
 
 } // namespace mft

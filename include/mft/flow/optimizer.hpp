@@ -29,14 +29,18 @@ struct Optimizer {
   Vec v = nullptr;      // second moment: theta's layout (adamw), or one entry per block (adamw-block)
 };
 
+// The optimizer of s for the heads h. Create and Destroy are collective on
+// theta's comm (its moment vectors).
 PetscErrorCode OptimizerCreate(const TrainSettings &s, const Heads &h, Optimizer *o);
 PetscErrorCode OptimizerDestroy(Optimizer *o);
 
 // The learning rate of update number `step` (0-based): linear warm-up over
 // train.warmup steps, then constant or cosine down to train.lr_min at train.steps.
+// Not collective.
 double learning_rate(const TrainSettings &s, PetscInt step);
 
 // One update of theta from the gradient g (at learning rate learning_rate(step)).
+// Not collective: each rank updates the heads it owns (call it on every rank).
 PetscErrorCode OptimizerStep(Optimizer *o, Vec theta, Vec g);
 
 } // namespace mft

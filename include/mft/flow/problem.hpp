@@ -37,6 +37,7 @@ struct Problem {
 };
 
 // Builds everything from the settings (s is completed from a data file).
+// Create and Destroy are collective on comm.
 PetscErrorCode ProblemCreate(MPI_Comm comm, const Settings &s, Problem *p);
 PetscErrorCode ProblemDestroy(Problem *p);
 
@@ -44,26 +45,32 @@ PetscErrorCode ProblemDestroy(Problem *p);
 // gradient, also the adjoint solve: grad, and adjoint = dR/dx(0) (with
 // model.norm = sphere, its part tangent to the sphere at x(0): the gradient
 // through the input's normalization), and with weighted tokens weight_grad.
+// Collective on the problem's comm.
 PetscErrorCode ProblemEvaluate(Problem *p, PetscBool gradient);
 
 // With output.trajectory = S > 0, the solves that follow record the tokens
 // (and adjoint) at S + 1 depths into t (destroyed by the caller, after the
 // run file is written); with S = 0, nothing.
+// Collective on the problem's comm.
 PetscErrorCode ProblemRecordTrajectory(Problem *p, Trajectory *t);
 
 // The whole of a distributed vector, on every rank.
+// Collective on v's comm.
 PetscErrorCode GatherAll(Vec v, std::vector<double> *all);
 
 // The inverse of GatherAll: the owned entries of v from the whole of it
 // (all of v, in its global order, on every rank).
+// Not collective: each rank sets the entries it owns.
 PetscErrorCode SetFromAll(Vec v, const std::vector<double> &all);
 
 // After a change of p->heads.theta: refresh the head replicas.
+// Collective on the problem's comm (HeadsGather).
 PetscErrorCode ProblemSetHeads(Problem *p);
 
 // The mini-batch of training step `step` (train.batch sequences drawn from
 // train.seed and the step, the same on any number of ranks); step < 0 or
 // train.batch = 0: every sequence.
+// Not collective: every rank draws the same batch.
 void ProblemSetBatch(Problem *p, PetscInt step);
 
 } // namespace mft

@@ -20,23 +20,28 @@ struct Targets {
   std::vector<double> W;     // pooled: readout (c, d), on every rank
 };
 
+// Collective on the targets' comm.
 PetscErrorCode TargetsDestroy(Targets *t);
 
 // Per-sequence means xbar (M x d, on every rank) of a state vector.
+// Collective on x's comm.
 PetscErrorCode SequenceMeans(const TokenLayout &t, Vec x, std::vector<double> &xbar);
 
 // Pooled outputs W xbar[m] (M x c, on every rank).
+// Collective on x's comm.
 PetscErrorCode PooledOutputs(const TokenLayout &t, const std::vector<double> &W, PetscInt c, Vec x,
                              std::vector<double> &out);
 
 // The fraction of sequences whose largest output is where their target is
 // largest (pooled outputs and targets, M x c).
+// Not collective.
 double ClassAccuracy(const std::vector<double> &outputs, const std::vector<double> &targets, PetscInt c);
 
 // R at x1 over the sequences of a batch (active[m] != 0; null: all M, and
 // (1/M) becomes 1/|batch|); when dRdx is not null, also dR/dx(1) into it;
 // when dRdw is not null (weighted tokens), the risk's own derivative in the
 // weights at fixed x1, (M, N) on every rank.
+// Collective on x1's comm.
 PetscErrorCode RiskEvaluate(const TokenLayout &t, const Targets &y, const std::vector<char> *active, Vec x1, Vec dRdx,
                             double *R, std::vector<double> *dRdw = nullptr);
 

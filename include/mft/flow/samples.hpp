@@ -33,6 +33,7 @@ struct Samples {
 PetscErrorCode SamplesForward(MPI_Comm comm, const Settings &s, PetscInt S, Samples *r, std::uint64_t first = 0);
 
 // The Gram means and standard errors of r->tokens (summed in sample order).
+// Not collective.
 void SamplesGram(Samples *r);
 
 } // namespace mft

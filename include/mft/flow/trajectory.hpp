@@ -36,17 +36,20 @@ struct Trajectory {
 // Checks --output.trajectory against the sizes before any work starts: S
 // divides model.L for the Euler model, and the slices (tokens, and adjoint for
 // `with_adjoint`) fit in the memory of the node (summed over its ranks).
+// Collective on comm (the memory's reduction over the ranks).
 PetscErrorCode TrajectoryCheck(MPI_Comm comm, const Settings &s, bool with_adjoint);
 
 // Slices of S + 1 depths for tokens laid out like `state`.
+// Create and Destroy are collective on state's comm.
 PetscErrorCode TrajectoryCreate(Vec state, PetscInt M, PetscInt N, PetscInt d, PetscInt S, Trajectory *t);
 PetscErrorCode TrajectoryDestroy(Trajectory *t);
 
 // Records slice k of the tokens (forward) or of the adjoint.
+// Collective on x's comm (the first record of a slice duplicates x).
 PetscErrorCode TrajectoryRecord(Trajectory *t, PetscInt k, Vec x, bool adjoint);
 
 // Writes /trajectory/depth, /trajectory/tokens and, when every slice was
-// recorded, /trajectory/adjoint (collective).
+// recorded, /trajectory/adjoint. Collective on f.comm.
 PetscErrorCode TrajectoryWrite(h5::File &f, const Trajectory &t);
 
 } // namespace mft

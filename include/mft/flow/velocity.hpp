@@ -114,6 +114,7 @@ struct Velocity {
   PetscObjectState grad_state = 0;
 };
 
+// VelocityCreate and VelocityDestroy are collective on g.comm.
 PetscErrorCode VelocityCreate(const Grid &g, const TokenLayout &t, Heads *h, const ModelSettings &m, CutForm form,
                               PetscInt threads, Velocity *v);
 
@@ -121,9 +122,12 @@ PetscErrorCode VelocityCreate(const Grid &g, const TokenLayout &t, Heads *h, con
 // The fixed number of chunks of sequences the reverse sums head gradients over.
 constexpr PetscInt kGradientChunks = 16;
 
+// Collective on the grid's comm.
 PetscErrorCode VelocityDestroy(Velocity *v);
 
 // f = velocity of layer l at state x.
+// Collective on x's comm (the gather, the cut rows, the sums over the head
+// groups).
 PetscErrorCode VelocityEvaluate(Velocity *v, PetscInt l, Vec x, Vec f);
 
 // Gathers the state x of layer l (and shares the cut sequences' rows) for
@@ -131,20 +135,24 @@ PetscErrorCode VelocityEvaluate(Velocity *v, PetscInt l, Vec x, Vec f);
 // the forward kept them for layer l (VelocityKeep): x must then be that
 // state (the adjoint of the forward solve), which is checked on the owned
 // tokens.
+// Collective on x's comm.
 PetscErrorCode VelocityPrepare(Velocity *v, PetscInt l, Vec x);
 
 // From now on, and until the next call, the forward keeps each layer's
 // gathered state (layers 0 ... L - 1) for the adjoint; L = 0 stops keeping.
 // One gather of the state a layer fewer in the adjoint, for L times the
 // group's tokens in memory.
+// Not collective.
 PetscErrorCode VelocityKeep(Velocity *v, PetscInt L);
 
 // dx = (df/dx)^T lam at the prepared state; keeps (df/dtheta)^T lam (and,
 // with weighted tokens, (df/dw)^T lam in layer_weight_grad).
+// Collective on lam's comm.
 PetscErrorCode VelocityReverse(Velocity *v, Vec lam, Vec dx);
 
 // Heads::grad[layer] += weight * (this rank's part of (df/dtheta)^T lam), for
 // the prepared layer.
+// Not collective: this rank's partial sums only.
 PetscErrorCode VelocityReverseParameters(Velocity *v, Vec lam, double weight);
 
 } // namespace mft

@@ -13,10 +13,12 @@
 namespace mft::units {
 
 // The first entry of flat token j in the group's gathered tokens.
+// Not collective, as are the other inline places below.
 inline PetscInt at(const TokenLayout &t, PetscInt m, PetscInt i) { return (m * t.N + i - t.group.begin) * t.d; }
 
 // Where the statistics of layer l, local head hl, from query i of sequence m
 // go (null when none are kept).
+// Not collective.
 inline double *statistics_at(Velocity &v, PetscInt l, PetscInt hl, PetscInt m, PetscInt i) {
   if (v.statistics.empty()) return nullptr;
   const TokenLayout &t = *v.tokens;
@@ -27,6 +29,7 @@ inline double *statistics_at(Velocity &v, PetscInt l, PetscInt hl, PetscInt m, P
 
 // The rows of cut c: its whole sequence's tokens, or local head hl's projections.
 // (64-bit: the rows of a long cut sequence can pass 2^31 numbers).
+// Not collective.
 inline std::ptrdiff_t key_block(const Velocity &v, PetscInt c, PetscInt hl) {
   const std::ptrdiff_t first = (std::ptrdiff_t)c * v.tokens->N * v.key_width;
   return v.form == CutForm::tokens ? first : first + hl * (v.heads->shape.k + v.heads->shape.dv);
@@ -35,6 +38,7 @@ inline std::ptrdiff_t key_block(const Velocity &v, PetscInt c, PetscInt hl) {
 // Where head chunk j (velocity.hpp) sums its heads' contributions to the
 // group's tokens: `first` (the result) for chunk 0, else its own copy; and
 // to the cut rows' gradients: dkeys, or in the tokens form its own copy.
+// Not collective.
 inline double *ChunkTokens(Velocity &v, double *first, PetscInt j) {
   return j == 0 ? first
                 : v.head_partial.data() + (size_t)(j - 1) * (size_t)v.tokens->group.size() * (size_t)v.tokens->d;
@@ -46,6 +50,7 @@ inline double *ChunkKeys(Velocity &v, PetscInt j) {
 // A kernel's weighted keys for sequence m (AttentionWork::weights), and in
 // the reverse where its weights' gradient goes: copy `part` of the local
 // sequence's N tokens (null: unweighted, or the forward).
+// Not collective.
 inline void Weigh(const Velocity &v, PetscInt m, double *grad, AttentionWork &w) {
   w.weights = v.tokens->sequence_weights(m);
   w.weight_grad = grad;
@@ -57,6 +62,7 @@ inline double *WeightPart(Velocity &v, PetscInt part, PetscInt m) {
 }
 
 // The cut sequences' rows are in (the second pass of the kernels needs them).
+// Collective on the grid's comm (TokensShareCutRowsEnd).
 PetscErrorCode RowsArrived(Velocity *v);
 
 // The kernels in two passes: first the units whose sequences the group holds
@@ -64,6 +70,7 @@ PetscErrorCode RowsArrived(Velocity *v);
 // asking MPI to move them between units; then, the rows in, the others. A
 // unit's sums are its own (velocity.hpp), so the order of the units changes
 // no result. body(u) runs unit u; cut(u) says whether it needs the rows.
+// Collective on the grid's comm, as RowsArrived, when a unit is cut.
 template <class Cut, class Body>
 inline PetscErrorCode OverUnits(Velocity *v, PetscInt units, Cut cut, Body body) {
   PetscErrorCode progress = 0;
@@ -131,6 +138,7 @@ struct QueryUnits {
 
 // Each sequence's keys projected once for every head of the rank, in key
 // chunks, into Velocity::projected.
+// Not collective.
 template <class Skip> PetscErrorCode ProjectKeys(const QueryUnits &qu, PetscInt l, bool reverse, Skip skip) {
   Velocity &v = qu.v;
   const TokenLayout &t = *v.tokens;

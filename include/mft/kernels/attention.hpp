@@ -11,10 +11,11 @@
 // one evaluates one softmax row at a time with plain loops, and subtracts the
 // row maximum (the fast one shifts a row by a power of two, from a bound on
 // its scores where it can: softmax.hpp); the tests hold them to each other.
+// Every routine here is not collective: a kernel works on the arrays it is
+// given, on the calling thread.
 #pragma once
 
-#include "mft/layout/grid.hpp"
-#include "mft/layout/heads.hpp"
+#include "mft/kernels/shape.hpp"
 
 #include <vector>
 

@@ -1,4 +1,5 @@
 // Small dense linear algebra on one rank, through PETSc's BLAS/LAPACK.
+// Every routine here is not collective: each works on this rank's arrays.
 #pragma once
 
 #include <petscsys.h>

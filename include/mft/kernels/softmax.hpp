@@ -4,6 +4,7 @@
 // 1.5 ulp of the C library's), not libm's, wherever a vector unit has it.
 // The scores s_j arrive unscaled; a row's exps are exp(beta s_j) 2^-c at
 // its shift c (beta >= 0).
+// Every routine here is not collective.
 #pragma once
 
 #include <petscsys.h>

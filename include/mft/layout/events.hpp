@@ -11,6 +11,7 @@ extern PetscLogEvent MFT_KERNELS, MFT_EXCHANGE;
 extern PetscLogStage MFT_FORWARD, MFT_ADJOINT;
 
 // Registers them, once (later calls do nothing).
+// Not collective.
 PetscErrorCode EventsRegister();
 
 } // namespace mft

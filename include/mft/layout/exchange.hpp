@@ -37,19 +37,23 @@ struct Traffic {
 
 // *count <- n, the entries of one message, refused when MPI's int count
 // cannot hold it (n is formed in 64 bits: PetscInt is 32 bits here).
+// Not collective (comm carries the error).
 PetscErrorCode MessageCount(MPI_Comm comm, std::int64_t n, PetscMPIInt *count);
 
 // This rank's counters since the start.
+// Not collective.
 Traffic &traffic();
 
-// The counters averaged over the ranks of comm (collective).
+// The counters averaged over the ranks of comm. Collective on comm.
 PetscErrorCode TrafficMean(MPI_Comm comm, double *messages, double *bytes);
 
 // out (counts[rank] entries) <- segment `rank` of the sum over the ranks of
 // comm of `data` (sum(counts) entries); data is used as scratch.
+// Collective on comm.
 PetscErrorCode ReduceScatterSum(MPI_Comm comm, double *data, const std::vector<PetscInt> &counts, double *out);
 
 // data (sum(counts) entries) holds this rank's segment; on return, all of them.
+// Collective on comm.
 PetscErrorCode AllgatherSegments(MPI_Comm comm, double *data, const std::vector<PetscInt> &counts);
 
 // One exchange of a plan: send entries [send_begin, send_end) of the vector to
@@ -64,6 +68,7 @@ enum class ExchangeKind { reduce_scatter, allgather };
 
 // The steps of `rank` of P in one call: what the calls above execute and
 // what the cost model counts (a message is a step with something to send).
+// Not collective.
 std::vector<ExchangeStep> ExchangePlan(ExchangeKind kind, PetscInt P, PetscInt rank, const std::vector<PetscInt> &counts);
 
 // The same two exchanges in flight, run behind other work:
@@ -76,6 +81,8 @@ std::vector<ExchangeStep> ExchangePlan(ExchangeKind kind, PetscInt P, PetscInt r
 // the result is bitwise the same. Exchanges in flight at the same time on one
 // communicator need distinct tags (`tag` >= kExchangeTags; the blocking calls
 // use a tag below). `data` and `out` must stay in place until the end.
+// Collective on comm: every rank of comm begins, progresses and ends the same
+// exchange (point-to-point messages; a rank waits only for its peers).
 constexpr PetscMPIInt kExchangeTags = 7200;
 struct ExchangeInFlight {
   MPI_Comm comm = MPI_COMM_NULL; // MPI_COMM_NULL: none in flight
@@ -108,6 +115,7 @@ struct InsideExchange {
 // counts cut to entries [begin, end) of the whole vector: segment r's part of
 // it (a bucket of the vector, exchanged alone, gives each rank the same
 // entries of the same sums as the whole).
+// Not collective.
 std::vector<PetscInt> SegmentsWithin(const std::vector<PetscInt> &counts, PetscInt begin, PetscInt end);
 
 } // namespace mft

@@ -15,19 +15,19 @@
 // All are the grid's own communicators, freed by GridDestroy.
 #pragma once
 
+#include "mft/kernels/shape.hpp"
+
 #include <petscsys.h>
 
 #include <algorithm>
 
 namespace mft {
 
-// Even split of n items into parts; part p gets [begin, end).
-struct Range {
-  PetscInt begin = 0, end = 0;
-  PetscInt size() const { return end - begin; }
-};
+// Even split of n items into parts; part p gets [begin, end) (Range: shape.hpp).
+// Not collective.
 Range split(PetscInt n, PetscInt parts, PetscInt part);
 // The part of that split that holds item i (0 <= i < n).
+// Not collective.
 PetscInt split_part(PetscInt n, PetscInt parts, PetscInt i);
 
 // A node's token groups share the rows from other nodes (tokens form only):
@@ -67,17 +67,21 @@ struct Grid {
 // Creates the grid of Ph = head_groups head groups on comm (Ph divides the
 // rank count and is at most H; problem.cpp chooses it with the cost model
 // when the user does not), its nodes node_ranks ranks each in rank order.
+// Collective on comm (it splits and duplicates comm).
 PetscErrorCode GridCreate(MPI_Comm comm, PetscInt head_groups, PetscInt H, PetscInt node_ranks, Grid *g);
 
 // Ranks a node in rank order: `given` when positive (parallel.node_ranks),
 // else the ranks that share memory (MPI_COMM_TYPE_SHARED) when every node
 // holds the same number of consecutive ranks (the last may hold fewer), else
-// 0 (treated as one node: no node sharing). Collective; the same on every rank.
+// 0 (treated as one node: no node sharing). Collective on comm; the same on
+// every rank. GridDestroy is collective on the grid's comm (it frees its
+// communicators).
 PetscErrorCode NodeRanks(MPI_Comm comm, PetscInt given, PetscInt *node_ranks);
 PetscErrorCode GridDestroy(Grid *g);
 
 // The memory this rank's node can still give (bytes: MemAvailable, or the
 // physical memory), and how many ranks of comm share the node.
+// Collective on comm (MPI_Comm_split_type).
 PetscErrorCode NodeMemory(MPI_Comm comm, double *available, PetscMPIInt *node_ranks);
 
 } // namespace mft

@@ -38,19 +38,6 @@
 
 namespace mft {
 
-struct HeadShape {
-  HeadKind kind = HeadKind::qkv;
-  PetscInt d = 0, k = 0, dv = 0;          // dv: rows of V (d for qkv, k for qkvo)
-  PetscInt size = 0;                      // entries of one head
-  PetscInt offQ = 0, offK = 0, offV = 0, offO = 0;
-  PetscInt blocks() const { return kind == HeadKind::qkv ? 3 : 4; }
-  PetscInt block_offset(PetscInt b) const { return b == 0 ? offQ : b == 1 ? offK : b == 2 ? offV : offO; }
-  PetscInt block_rows(PetscInt b) const { return b < 2 ? k : b == 2 ? dv : d; }
-  PetscInt block_cols(PetscInt b) const { return b < 3 ? d : k; }
-};
-HeadShape head_shape(HeadKind kind, PetscInt d, PetscInt k);
-const char *block_name(PetscInt b); // "Q", "K", "V", "O"
-
 struct Heads {
   HeadShape shape;
   PetscInt L = 0, H = 0;
@@ -75,36 +62,46 @@ struct Heads {
   const double *head(PetscInt l, PetscInt h_local) const { return local.data() + (l * group.size() + h_local) * shape.size; }
 };
 
+// Creates the heads of model m on the grid g. HeadsCreate and HeadsDestroy
+// are collective on g.comm (theta, the scatter of the chunks).
 PetscErrorCode HeadsCreate(const Grid &g, const ModelSettings &m, Heads *h);
 PetscErrorCode HeadsDestroy(Heads *h);
 
 // Draws every head i.i.d. from rho_0 (docs/model.md, 'Initialisation') into theta:
 // entry = mean * I[r][c] + spread * xi, xi standard normal or uniform with
 // unit variance, spread = gain / sqrt(fan-in); one random stream per (l, h).
+// Not collective: each rank draws the heads of theta it owns (call it on every
+// rank to fill theta).
 PetscErrorCode HeadsInitialize(Heads *h, const InitSettings &s, std::uint64_t seed, Vec theta);
 
 // Adds eps times i.i.d. N(0,1) entries to every head of theta (one stream per (seed, l, h)).
+// Not collective: each rank perturbs the heads it owns, as HeadsInitialize.
 PetscErrorCode HeadsPerturb(const Heads &h, std::uint64_t seed, double eps, Vec theta);
 
 // The buckets of L layers on Pt token groups: kHeadBuckets (at most L), or
 // one when there is nothing to exchange (Pt = 1). The cost model counts them.
+// Not collective.
 constexpr PetscInt kHeadBuckets = 4;
 PetscInt HeadBuckets(PetscInt L, PetscInt Pt);
 
 // Starts copying theta into the local replica (call after every change of
-// theta); HeadsReady(l) before layer l of the replica is read.
+// theta); HeadsReady(l) before layer l of the replica is read. Collective on
+// the grid's comm (a scatter from theta, then an allgather over token_comm);
+// every rank calls HeadsReady for the same layers, in the same order.
 PetscErrorCode HeadsGather(Heads *h);
 PetscErrorCode HeadsReady(Heads *h, PetscInt l);
 
 // A reverse sweep's gradient: HeadsGradientStart zeroes `grad`; after layer
 // l's part is added to it, HeadsGradientLayer(l) (its bucket's sum starts
 // once all its layers are in); HeadsReduceGradient puts into dtheta the sum
-// over the token groups (every entry of theta is written).
+// over the token groups (every entry of theta is written). Collective on the
+// grid's comm, each rank through the same layers in the same order.
 PetscErrorCode HeadsGradientStart(Heads *h);
 PetscErrorCode HeadsGradientLayer(Heads *h, PetscInt l);
 PetscErrorCode HeadsReduceGradient(Heads *h, Vec dtheta);
 
 // Largest Frobenius norm of one head (all its blocks) over every head of theta.
+// Collective on theta's comm.
 PetscErrorCode HeadsMaxNorm(const Heads &h, Vec theta, double *norm);
 
 } // namespace mft

@@ -40,6 +40,7 @@ namespace mft {
 // What a group sends the others of a cut sequence: its tokens (d numbers a
 // token; each group then projects the whole sequence) or the projections.
 enum class CutForm { tokens, projections };
+// Not collective.
 const char *to_string(CutForm f);
 
 // Tokens [begin, end) (flat m*N+i) that this rank exchanges with peer.
@@ -57,7 +58,8 @@ struct CutSequence {
 };
 
 // Ownership on a grid of P ranks, Ph head groups (rank r: head group r % Ph,
-// token group r / Ph), M sequences of N tokens.
+// token group r / Ph), M sequences of N tokens. Not collective: pure
+// arithmetic, the same on every rank for the same rank argument.
 Range GroupTokens(PetscInt P, PetscInt Ph, PetscInt M, PetscInt N, PetscInt rank);
 Range OwnedTokens(PetscInt P, PetscInt Ph, PetscInt M, PetscInt N, PetscInt rank);
 Range GroupSequences(PetscInt P, PetscInt Ph, PetscInt M, PetscInt N, PetscInt rank);
@@ -94,14 +96,18 @@ struct TokenLayout {
   double weight(PetscInt tok) const { return weighted() ? weights[tok] : 1.0 / (double)N; }
 };
 
+// The layout of M sequences of N tokens of d numbers on grid g. Create and
+// Destroy are collective on g.comm (the scatters between state and group).
 PetscErrorCode TokenLayoutCreate(const Grid &g, PetscInt M, PetscInt N, PetscInt d, TokenLayout *t);
 PetscErrorCode TokenLayoutDestroy(TokenLayout *t);
 
-// local <- the group's tokens of the distributed state.
+// local <- the group's tokens of the distributed state. Collective on
+// state's comm (the grid's: a VecScatter).
 PetscErrorCode TokensGather(const TokenLayout &t, Vec state, Vec local);
 
 // state <- the sum, over the ranks of the group, of the contributions in local
 // to each owned token (state is overwritten; local is used as scratch).
+// Collective on state's comm (the grid's: a VecScatter with ADD_VALUES).
 PetscErrorCode TokensScatterAdd(const TokenLayout &t, Vec local, Vec state);
 
 // The rows the cut sequences' keys are made from (tokens or key projections):
@@ -129,6 +135,9 @@ PetscErrorCode TokensScatterAdd(const TokenLayout &t, Vec local, Vec state);
 // peers' sums in its share only, which the group's own sum over its ranks
 // (TokensScatterAdd) completes. The parts shared over a node are summed
 // over the node's S ranks likewise (a reduce-scatter over node_comm).
+// Collective on the grid's comm: every rank takes part in Begin, Progress
+// and End and in Return, with or without cut sequences of its own (the
+// messages go to peers on peer_comm, and within head_comm and node_comm).
 struct CutRowsInFlight {
   std::vector<MPI_Request> req;
   double *keys = nullptr;

@@ -18,14 +18,17 @@ enum ExitCode : int {
   kExitResubmit = 75, // stopped by SIGUSR1/SIGTERM after writing a checkpoint: resubmit with --restart auto
 };
 
+// Not collective (PETSc calls it on the rank that raised the error).
 PetscErrorCode ErrorHandler(MPI_Comm comm, int line, const char *fun, const char *file, PetscErrorCode n,
                             PetscErrorType p, const char *mess, void *ctx);
 
 // The exit code for an error code returned up to main.
+// Not collective.
 int exit_code(PetscErrorCode err);
 
 // While pushed (PetscPushErrorHandler(ErrorCapture, nullptr)), errors are not
 // printed: the first message is kept for the caller, who decides what to say.
+// Not collective.
 PetscErrorCode ErrorCapture(MPI_Comm comm, int line, const char *fun, const char *file, PetscErrorCode n,
                             PetscErrorType p, const char *mess, void *ctx);
 const char *captured_error();

@@ -37,22 +37,28 @@ struct Option {
 };
 
 // The row of `key` in the option table; nullptr for a key it does not hold.
+// Not collective.
 const Option *FindOption(const std::string &key);
 
 // A finite real number, or BadValue naming the text.
+// Not collective.
 double parse_real(const std::string &v);
 
 // The shortest text that reads back as x (0.1, not 0.10000000000000001).
+// Not collective.
 std::string format_real(double x);
 
 // Every option, each bound to its field of s.
+// Not collective.
 std::vector<Option> declare(Settings &s);
 
 // Settings that are valid one by one but not together (and a study's grid).
+// Not collective: every rank makes the same checks (comm carries the errors).
 PetscErrorCode SettingsCheckTogether(MPI_Comm comm, const Settings &s);
 
 // Every file and folder the command will write can be written, tried before
 // any work by one rank.
+// Collective on comm (rank 0 tries, and broadcasts what it found).
 PetscErrorCode SettingsCheckOutputs(MPI_Comm comm, const std::string &command, const Settings &s);
 
 } // namespace mft

@@ -6,6 +6,8 @@
 // Arguments with a single dash (`-ts_monitor`, `-log_view`) belong to PETSc.
 #pragma once
 
+#include "mft/kernels/shape.hpp"
+
 #include <petscsys.h>
 
 #include <cstdint>
@@ -16,7 +18,6 @@
 namespace mft {
 
 // The choices of the option table, parsed once from their words (settings.cpp).
-enum class HeadKind { qkv, qkvo };                      // model.head_kind
 enum class LossKind { token, pooled };                  // loss.kind
 enum class InitLaw { gaussian, uniform };               // init.law
 enum class OptimizerKind { gd, adamw, adamw_block };    // train.optimizer: gd, adamw, adamw-block
@@ -47,9 +48,11 @@ struct ModelSettings {
 
 // The factor of a layer's head sum in the velocity f_l = scale sum_h Attn
 // that an Euler step of 1/L applies: L^(1-a) H^-c, exactly 1/H when a = c = 1.
+// Not collective.
 double HeadSumScale(const ModelSettings &m, PetscInt L, PetscInt H);
 
 // The reported gradient's factor, g = L^a H^c dR/dtheta: exactly L H when a = c = 1.
+// Not collective.
 double GradientScale(const ModelSettings &m, PetscInt L, PetscInt H);
 
 // The token distribution families of data.family (families.hpp samples them).
@@ -276,6 +279,7 @@ struct Settings {
 };
 
 // Values as they are written in settings and attributes.
+// Not collective.
 const char *to_string(HeadKind);
 const char *to_string(LossKind);
 const char *to_string(InitLaw);
@@ -291,11 +295,13 @@ const char *to_string(TokenNorm);
 
 // Splits argv into the options for mft (returned) and those for PETSc (kept in
 // petsc_args, with argv[0] first), so that each parser sees only its own.
+// Not collective.
 std::vector<std::string> split_arguments(int argc, char **argv, std::vector<std::string> &petsc_args);
 
 // Parses and checks the options of one subcommand. Returns 0 and fills *s;
 // on a bad option returns PETSC_ERR_USER_INPUT with one clear message. When
 // --help is given, prints the options on rank 0 and sets *help.
+// Not collective: every rank parses the same arguments (comm carries the errors).
 PetscErrorCode SettingsParse(MPI_Comm comm, const std::string &command, const std::vector<std::string> &args,
                              Settings *s, PetscBool *help);
 
@@ -303,23 +309,28 @@ PetscErrorCode SettingsParse(MPI_Comm comm, const std::string &command, const st
 // section's readers unless the row names its own). An option given on the
 // command line that the command does not read is refused by SettingsParse; a
 // config file may hold sections for other commands.
+// Not collective.
 bool SettingsReads(const std::string &command, const std::string &key);
 
 // Whether `key` defines the run s (its row, or its section: model, data,
 // init, loss, and the optimizer and schedule of train): a checkpoint must
 // share it with the run that restarts from it.
+// Not collective.
 bool RunDefining(const Settings &s, const std::string &key);
 
 // Two recorded values of a setting are the same (as text, or as numbers).
+// Not collective.
 bool SameSetting(const std::string &a, const std::string &b);
 
 // Checks the sizes that depend on the data (after a data file is read) and
 // the process grid; the same one-line errors.
+// Collective on comm (the memory check's reduction).
 PetscErrorCode SettingsCheck(MPI_Comm comm, const Settings &s);
 
 // The law of the teacher's heads: init with data.teacher_init's overrides
 // ("law=gaussian v_mean=-1 q_gain=3"; keys are init.* without the prefix).
 // Throws std::invalid_argument naming a bad key or value.
+// Not collective.
 InitSettings TeacherInit(const Settings &s);
 
 } // namespace mft

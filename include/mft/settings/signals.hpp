@@ -8,9 +8,11 @@
 namespace mft {
 
 // Installs the handlers (once: a signal already caught stays pending).
+// Not collective.
 void SignalsInstall();
 
-// Collective: the signal any rank of comm has received since the install, or 0.
+// Collective on comm: the signal any rank of comm has received since the
+// install, or 0.
 PetscErrorCode SignalsPending(MPI_Comm comm, int *signal);
 
 } // namespace mft

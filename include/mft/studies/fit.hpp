@@ -1,5 +1,6 @@
 // Least-squares fits of straight lines: rates of decay (log R against
 // training time) and convergence exponents (log-log).
+// Every routine here is not collective.
 #pragma once
 
 #include <cstddef>

@@ -36,19 +36,23 @@ struct StudyCase {
 // The variants' overrides: study.variants, or one empty variant; in a
 // learning-rate study each of those at every rate of study.learning_rates
 // (base variant b at rate j is variant b * rates + j, "... train.lr=<rate>").
+// Not collective.
 std::vector<std::string> StudyVariants(const Settings &s);
 
 // The teacher of a trained study's targets, (L, H): data.teacher_L/H, by
 // default the reference's shape; every model and reference learns its targets.
+// Not collective, as is StudyCases.
 std::pair<PetscInt, PetscInt> StudyTeacher(const Settings &s);
 std::vector<StudyCase> StudyCases(const Settings &s);
 
 // The training steps at which a trained study records its errors
 // (study.times with 0 and study.steps); {0} at initialisation.
+// Not collective.
 std::vector<PetscInt> StudyTimes(const Settings &s);
 
 // Checks, before any case runs, that the probe file (study.probe_file) can
 // give study.probe_M sequences of the models' dimension.
+// Collective on comm.
 PetscErrorCode StudyProbeFileCheck(MPI_Comm comm, const std::vector<std::string> &args, const Settings &s);
 
 // Runs one case; args are the command's own (the config and overrides). A
@@ -56,11 +60,13 @@ PetscErrorCode StudyProbeFileCheck(MPI_Comm comm, const std::vector<std::string>
 // from its own checkpoints (study.dir/case-<i>-checkpoints) when it has any,
 // and records its probe outputs at every time of StudyTimes; *signal is set
 // when SIGUSR1/SIGTERM stopped it after a checkpoint (rerun to resume).
+// Collective on comm.
 PetscErrorCode StudyRunCase(MPI_Comm comm, const std::vector<std::string> &args, const Settings &s,
                             const StudyCase &c, int *signal);
 
 // Whether case c has its file already (verified, of the same identity:
 // study_cases.hpp): a rerun keeps it and runs the case no more.
+// Collective on comm.
 PetscErrorCode StudyCaseFinished(MPI_Comm comm, const std::vector<std::string> &args, const Settings &s,
                                  const StudyCase &c, bool *finished);
 
@@ -70,6 +76,7 @@ PetscErrorCode StudyCaseFinished(MPI_Comm comm, const std::vector<std::string> &
 // (a file study.dir/case-<i>.claim, made exclusively). A failed case is named
 // and counted and the others run; on SIGUSR1/SIGTERM every running trained
 // case checkpoints and no case starts; *signal is then set on every rank.
+// Collective on comm.
 struct CasesRun {
   PetscInt done = 0, failed = 0;
   int signal = 0;
@@ -85,6 +92,7 @@ PetscErrorCode StudyRunCases(MPI_Comm comm, const std::vector<std::string> &args
 // rank claims the next task by creating study.dir/<name(i)>.claim
 // exclusively, and the group runs it on its own communicator. A failed task
 // is named and the group claims the next; on SIGUSR1/SIGTERM no task starts.
+// Collective on comm (each group runs its tasks on its own communicator).
 PetscErrorCode StudyRunTasks(MPI_Comm comm, const Settings &s, const std::string &dir, size_t n,
                              const std::function<std::string(size_t)> &name,
                              const std::function<PetscErrorCode(MPI_Comm, size_t)> &run, bool side_by_side = true);
@@ -98,6 +106,7 @@ PetscErrorCode StudyRunTasks(MPI_Comm comm, const Settings &s, const std::string
 // study.worst_atoms the measure of that many atoms from the largest N's;
 // the worst.* options set the budget. A search whose file is already there
 // (verified) is not made again. *seconds: the most any rank spent searching.
+// Collective on comm.
 PetscErrorCode StudyWorst(MPI_Comm comm, const std::vector<std::string> &args, const Settings &s, const std::string &dir,
                           double *seconds);
 
@@ -106,12 +115,14 @@ PetscErrorCode StudyWorst(MPI_Comm comm, const std::vector<std::string> &args, c
 // limit of reference 0's ensemble (StudyRunTasks' tasks); a law whose file
 // is already there (verified) is not made again. *seconds: the most any
 // rank spent on them.
+// StudyLawWanted is not collective; StudyLaw is collective on comm.
 bool StudyLawWanted(const Settings &s); // study.law at initialisation, or given in a trained study
 PetscErrorCode StudyLaw(MPI_Comm comm, const std::vector<std::string> &args, const Settings &s, const std::string &dir,
                         double *seconds);
 
 // Aggregates dir into study.csv, fits.csv and study.h5; *missing counts the
 // cases without a result.
+// Collective on comm (rank 0 reads the cases and writes the tables).
 PetscErrorCode StudyAggregate(MPI_Comm comm, const Settings &s, const std::string &dir, PetscInt *missing);
 
 } // namespace mft

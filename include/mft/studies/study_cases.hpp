@@ -19,19 +19,23 @@ struct File;
 namespace mft::study {
 
 // The words of a text (separated by sep, trimmed) and its integers.
+// Not collective.
 std::vector<std::string> words(const std::string &text, char sep = ' ');
 std::vector<PetscInt> integers(const std::string &text);
 
 // "data.N=16 model.d=4" -> --data.N 16 --model.d 4
+// Not collective.
 std::vector<std::string> overrides(const std::string &variant);
 
 // The study's settings with `extra` options appended to its arguments; with
 // a data file, its sizes (N, d, ...) as the run will see them. A probe's
 // settings (probe) have zero targets and the token loss.
+// Collective on comm (a data file's sizes are read on every rank).
 PetscErrorCode CaseSettings(MPI_Comm comm, std::vector<std::string> args, const std::vector<std::string> &extra,
                             Settings *s, bool probe = false);
 
 // study.dir/case-<i>.h5, and a trained case's file at one recorded step.
+// Not collective.
 std::string case_path(const std::string &dir, PetscInt i);
 std::string partial_path(const std::string &dir, PetscInt i, PetscInt t);
 
@@ -40,6 +44,7 @@ std::string partial_path(const std::string &dir, PetscInt i, PetscInt t);
 // family, and "<family>_N<n>" when study.probe_N is given; then, with
 // study.probe_file, the first study.probe_M sequences of that data file
 // (their tokens; N and d are the file's), named after the file.
+// Not collective.
 struct ProbeSet {
   std::string family, name;
   PetscInt N;         // 0 for a file: its own
@@ -67,20 +72,24 @@ struct CaseData {
 // checksum verified, opened, handed to `read`, closed; an error on the way
 // (captured, not raised) or a damaged file becomes *problem, which `read`
 // may set too (a file that holds too little).
+// Not collective: on this rank alone (PETSC_COMM_SELF).
 PetscErrorCode ReadVerified(const std::string &path, const std::function<PetscErrorCode(h5::File &)> &read,
                             std::string *problem);
 
 // In a `read` of ReadVerified: the whole one-dimensional dataset `name`
 // into *v, if the file has one of at least `least` entries (else *v is left).
+// Not collective (the file is this rank's).
 PetscErrorCode ReadColumn(h5::File &f, const std::string &name, size_t least, std::vector<double> *v);
 
 // Reads a case file (verified) at `prefix` (a trained case's /times/<step>,
 // or ""); on failure *problem says why.
+// Not collective: on this rank alone.
 PetscErrorCode ReadCase(const std::string &path, const std::vector<std::string> &families, const std::string &prefix,
                         CaseData *out, std::string *problem);
 
 // The case's options: the variant's overrides, its size and seed, and in a
 // trained study the teacher's shape (study_run.cpp).
+// Not collective.
 std::vector<std::string> CaseModel(const Settings &s, const mft::StudyCase &c);
 
 // With study.worst: the worst inputs of one variant's models at one time
@@ -91,6 +100,7 @@ std::vector<std::string> CaseModel(const Settings &s, const mft::StudyCase &c);
 // collapsed start's, its squared errors against each held-out reference and
 // the held-out pairs' terms 1/2 sum_i w_i |x^a - x^b|^2 at its input found
 // (worst.hpp), and that input (tokens, a measure's weights).
+// Not collective; ReadWorst reads on this rank alone.
 std::string worst_path(const std::string &dir, size_t variant, PetscInt time, PetscInt N, bool measure = false);
 std::vector<PetscInt> worst_Ns(const Settings &variant); // study.worst_N, or the variant's data.N
 struct WorstCases {
@@ -109,6 +119,7 @@ PetscErrorCode ReadWorst(const std::string &path, WorstCases *out, std::string *
 // depth L (fluctuation.hpp) for its probe sequences, every set in order, in
 // study.dir/law-v<v>-L<L>.h5: per sequence E(L)^2, F_L^2 and the standard
 // error of F_L^2, and N d (the fluctuation's dimensions) per sequence.
+// Not collective; ReadLaw reads on this rank alone.
 std::string law_path(const std::string &dir, size_t variant, PetscInt L);
 struct LawCases {
   std::vector<double> euler2, fluctuation2, fluctuation2_se, dims, tokens; // per probe sequence (dims: N d; tokens: N)
@@ -122,9 +133,11 @@ PetscErrorCode ReadLaw(const std::string &path, LawCases *out, std::string *prob
 // run), and the study's own that shape a case file (state, steps, times,
 // probes, worst). A case file keeps it (attribute study.case_identity); a
 // rerun keeps a file whose identity is the case's.
+// Not collective.
 std::string case_identity(const Settings &case_settings);
 
 // A number as the tables write it (empty when not finite).
+// Not collective.
 std::string num(double v);
 
 } // namespace mft::study

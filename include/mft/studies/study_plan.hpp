@@ -40,11 +40,13 @@ namespace mft {
 constexpr double kLimitEvaluations = 90;
 
 // The group sizes a plan on P ranks uses: 1, 2, 4, ... up to P, and P.
+// Not collective.
 std::vector<PetscInt> PlanSizes(PetscInt P);
 
 // Case c's predicted seconds on each size of PlanSizes(P) (infinite where
 // the case cannot be spread over that many ranks); node_ranks as
 // parallel.node_ranks (0: one node).
+// Collective on comm (each case's settings, read with CaseSettings).
 PetscErrorCode StudyPrices(MPI_Comm comm, const std::vector<std::string> &args, const Settings &s,
                            const std::vector<StudyCase> &cases, PetscInt P, PetscInt node_ranks,
                            std::vector<std::vector<double>> *seconds);
@@ -64,21 +66,26 @@ struct StudyPlan {
 // The plan of least predicted makespan on P ranks for cases priced by
 // `seconds` (StudyPrices); the serial schedule unless a plan on groups is
 // predicted `margin` faster than it (parallel.plan_margin).
+// Not collective: every rank makes the same plan from the same prices.
 StudyPlan PlanStudy(const std::vector<std::vector<double>> &seconds, PetscInt P, double margin = 0);
 
 // Where g is among the plan's sizes.
+// Not collective.
 size_t SizeIndex(const std::vector<PetscInt> &sizes, PetscInt g);
 
 // The groups a group of g ranks splits into when no case of its size is
 // left: the largest smaller size as often as it fits, the rest in the largest
 // sizes that fit (none for one rank).
+// Not collective.
 std::vector<PetscInt> SplitGroup(PetscInt g, const std::vector<PetscInt> &sizes);
 
 // The serial schedule as a plan: every case on all P ranks, one after another.
+// Not collective.
 StudyPlan PlanSerial(const std::vector<std::vector<double>> &seconds, PetscInt P);
 
 // The order in which the groups of one size take their cases: the largest
 // first (ties: the lower index).
+// Not collective.
 std::vector<size_t> PlanOrder(const StudyPlan &plan, const std::vector<std::vector<double>> &seconds, size_t size);
 
 // Slurm array tasks (jobs/study.sh --slurm): the cases of each size packed,
@@ -89,6 +96,7 @@ struct PlanTask {
   double seconds = 0;
   std::vector<size_t> cases; // indices into the cases planned
 };
+// Not collective.
 std::vector<PlanTask> PlanTasks(const StudyPlan &plan, const std::vector<std::vector<double>> &seconds, double limit);
 
 } // namespace mft

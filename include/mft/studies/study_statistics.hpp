@@ -18,6 +18,7 @@
 // is theta +- t_nu sqrt(V) with Welch-Satterthwaite's nu. The point estimate
 // is the same estimator on every seed and reference. tests/calibration
 // measures the coverage on synthetic studies with known exponents.
+// Every routine here is not collective: plain arithmetic on the errors.
 #pragma once
 
 #include <cmath>

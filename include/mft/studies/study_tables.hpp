@@ -2,6 +2,8 @@
 // (study_aggregate.cpp: the errors, fits and tables; study_rates.cpp: a
 // learning-rate study's tables): the case files of a variant, the rows and
 // arrays written, the CSV and summary formats.
+// Every routine here is not collective: the aggregation's rank 0 makes the
+// tables, reading the study's files alone.
 #pragma once
 
 #include "mft/files/runfile.hpp"

@@ -65,11 +65,13 @@ struct WorstInput {
 // with weight 1 / size, or the measure itself, its heaviest atom split in
 // two halves until there are n; n below its size is refused). The same
 // measure, so the same figure. A refusal names `what`.
+// Not collective (comm carries the refusal).
 PetscErrorCode WorstInputAs(MPI_Comm comm, const WorstInput &in, PetscInt d, PetscInt n, bool measure,
                             const std::string &what, WorstInput *out);
 
 // The input of an earlier search's result file (mft worst: /worst/tokens, or
 // /worst/atoms and /worst/weights).
+// Collective on comm.
 PetscErrorCode WorstInputRead(MPI_Comm comm, const std::string &path, PetscInt d, WorstInput *in);
 
 struct WorstResult {
@@ -105,6 +107,7 @@ struct WorstResult {
 // Every token of x (tokens in R^d, in a row) brought into the search's
 // domain: the ball |x_i| <= worst.radius (onto its surface), or with
 // model.norm = sphere the unit sphere.
+// Not collective.
 void WorstProject(const Settings &s, PetscInt d, std::vector<double> *x);
 
 // Collective on comm (rank 0 prints). A start taken into the set searched
@@ -118,6 +121,7 @@ PetscErrorCode WorstProjectStart(MPI_Comm comm, const Settings &s, PetscInt d, s
 // outside the ball is brought to its surface (on the sphere with model.norm
 // = sphere). (S, n, d) row-major and (S, n) weights (measures), the same on
 // every rank.
+// Not collective: every rank draws the same starts.
 std::vector<double> WorstStarts(const Settings &s, PetscInt n, PetscInt d, bool measure,
                                 std::vector<std::string> *names, std::vector<double> *weights);
 
@@ -126,6 +130,7 @@ std::vector<double> WorstStarts(const Settings &s, PetscInt n, PetscInt d, bool 
 // ones), a vector PETSc must index; every rank holds all of their inputs,
 // gradients and outputs, and each side's states along depth are shared by
 // the ranks: together within the node's available memory.
+// Collective on comm (the node's memory).
 PetscErrorCode WorstSearchFits(MPI_Comm comm, const Settings &s, const std::vector<WorstSide> &models,
                                const std::vector<WorstSide> &references, PetscInt own);
 
@@ -141,6 +146,7 @@ PetscErrorCode WorstSearchFits(MPI_Comm comm, const Settings &s, const std::vect
 // searched against and err is the raw figure. Progress on rank 0 every
 // worst.log_every iterations, with an ETA, when `progress` is not empty
 // (its text leads each line).
+// Collective on comm.
 PetscErrorCode WorstSearch(MPI_Comm comm, const Settings &s, const std::vector<WorstSide> &models,
                            const std::vector<WorstSide> &references, const std::string &progress,
                            std::vector<WorstResult> *results, const std::vector<WorstInput> &from = {});
@@ -149,6 +155,7 @@ PetscErrorCode WorstSearch(MPI_Comm comm, const Settings &s, const std::vector<W
 // measure: weights given, (models S, n)) dF/dw, at the inputs x (every
 // model's S starts in turn, (models S, n, d)): what the ascent uses, for
 // checks against finite differences.
+// Collective on comm.
 PetscErrorCode WorstObjective(MPI_Comm comm, const Settings &s, const std::vector<WorstSide> &models,
                               const std::vector<WorstSide> &references, const std::vector<double> &x,
                               const std::vector<double> &weights, std::vector<double> *F, std::vector<double> *G,

@@ -1,5 +1,5 @@
 // The plain forward pass: full attention matrices, a loop over layers.
-#include "mft/kernels/plain.hpp"
+#include "mft/flow/plain.hpp"
 
 #include <cmath>
 

@@ -18,6 +18,7 @@ namespace mft {
 // theta: all heads in the natural (l, h, entries) order; x: (M, N, d), in
 // place; weights: (M, N), each key's mass in the softmax, P[i,j] = w_j
 // exp(a[i,j]) / sum_j' w_j' exp(a[i,j']) (empty: unweighted).
+// Not collective: one rank, the whole model.
 void plain_forward(const ModelSettings &m, const std::vector<double> &theta, PetscInt M, PetscInt N,
                    std::vector<double> &x, const std::vector<double> &weights = {});
 
