@@ -4,7 +4,6 @@
 #include "mft/studies/worst.hpp"
 
 #include "mft/kernels/linalg.hpp"
-#include "mft/layout/random.hpp"
 #include "mft/files/report.hpp"
 #include "mft/files/runfile.hpp"
 
@@ -17,7 +16,6 @@ namespace mft {
 
 namespace {
 
-constexpr std::uint64_t kWorstPerturb = 9; // Stream purpose of a start's perturbed copy
 constexpr double kLeastWeight = 1e-12;     // a measure's weights stay above this (then renormalised)
 
 // The problems of one search: the models, then the search references (A),
@@ -406,13 +404,6 @@ PetscErrorCode Score(Sides &w, const Inputs &X, const std::vector<double> &F, st
   PetscFunctionReturn(0);
 }
 
-// A start of its own for each model (the collapsed input, an earlier one):
-// its name and every model's input of the search's size.
-struct ModelStart {
-  std::string name;
-  std::vector<WorstInput> inputs;
-};
-
 // The search: the common starts, then each model's own (`own`), ascended
 // and scored.
 PetscErrorCode Search(MPI_Comm comm, const Settings &s, const std::vector<WorstSide> &models,
@@ -522,8 +513,7 @@ PetscErrorCode Collapsed(MPI_Comm comm, const Settings &s, const std::vector<Wor
 }
 
 // Each model's own starts: the collapsed input, and an earlier input (from)
-// as it is and perturbed (each coordinate by 0.01 r N(0, 1), then back into
-// the domain: copies of one token can then part).
+// as it is and perturbed (WorstStartsFrom).
 PetscErrorCode OwnStarts(MPI_Comm comm, const Settings &s, const std::vector<WorstSide> &models,
                          const std::vector<WorstSide> &references, const std::vector<WorstInput> &from,
                          std::vector<ModelStart> *own) {
@@ -537,23 +527,9 @@ PetscErrorCode OwnStarts(MPI_Comm comm, const Settings &s, const std::vector<Wor
     own->back().inputs.emplace_back();
     PetscCall(WorstInputAs(comm, WorstInput{token, {}}, d, n, measure, "the collapsed input", &own->back().inputs.back()));
   }
-  bool any = false;
-  for (const WorstInput &f : from) any = any || !f.tokens.empty();
-  if (!any) PetscFunctionReturn(0);
-  own->push_back({"start", {}});
-  own->push_back({"start+noise", {}});
-  for (size_t j = 0; j < models.size(); ++j) {
-    WorstInput start = j < from.size() && !from[j].tokens.empty() ? from[j] : (*own)[0].inputs[j];
-    if (j < from.size() && !from[j].tokens.empty()) {
-      PetscCall(WorstInputAs(comm, from[j], d, n, measure, "the start (worst.start)", &start));
-      PetscCall(WorstProjectStart(comm, s, d, &start.tokens));
-    }
-    WorstInput noisy = start;
-    Stream st(s.worst.seed, kWorstPerturb, (std::uint64_t)j);
-    for (double &x : noisy.tokens) x += 0.01 * s.worst.radius * st.normal();
-    WorstProject(s, d, &noisy.tokens);
-    (*own)[1].inputs.push_back(start), (*own)[2].inputs.push_back(noisy);
-  }
+  std::vector<ModelStart> earlier;
+  PetscCall(WorstStartsFrom(comm, s, d, from, own->front().inputs, &earlier));
+  own->insert(own->end(), earlier.begin(), earlier.end());
   PetscFunctionReturn(0);
 }
 

@@ -17,7 +17,8 @@
 namespace mft {
 
 namespace {
-constexpr std::uint64_t kWorstStart = 7; // Stream purpose of the random starts
+constexpr std::uint64_t kWorstStart = 7;   // Stream purpose of the random starts
+constexpr std::uint64_t kWorstPerturb = 9; // Stream purpose of a start's perturbed copy
 } // namespace
 
 void WorstProject(const Settings &s, PetscInt d, std::vector<double> *x) {
@@ -178,6 +179,32 @@ PetscErrorCode WorstSearchFits(MPI_Comm comm, const Settings &s, const std::vect
              "(every rank holds every start's tokens, gradients and outputs), more than its %.3g GiB: search fewer "
              "tokens, starts or models",
              models.size(), S, n, d, bytes / 1073741824.0, available / 1073741824.0);
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode WorstStartsFrom(MPI_Comm comm, const Settings &s, PetscInt d, const std::vector<WorstInput> &from,
+                               const std::vector<WorstInput> &collapsed, std::vector<ModelStart> *starts) {
+  const PetscInt n = s.worst.atoms > 0 ? s.worst.atoms : s.data.N;
+  PetscFunctionBeginUser;
+  starts->clear();
+  bool any = false;
+  for (const WorstInput &f : from) any = any || !f.tokens.empty();
+  if (!any) PetscFunctionReturn(0);
+  starts->push_back({"start", {}});
+  starts->push_back({"start+noise", {}});
+  for (size_t j = 0; j < collapsed.size(); ++j) {
+    const bool given = j < from.size() && !from[j].tokens.empty();
+    WorstInput start = given ? from[j] : collapsed[j];
+    if (given) {
+      PetscCall(WorstInputAs(comm, from[j], d, n, s.worst.atoms > 0, "the start (worst.start)", &start));
+      PetscCall(WorstProjectStart(comm, s, d, &start.tokens));
+    }
+    WorstInput noisy = start;
+    Stream st(s.worst.seed, kWorstPerturb, (std::uint64_t)j);
+    for (double &x : noisy.tokens) x += 0.01 * s.worst.radius * st.normal();
+    WorstProject(s, d, &noisy.tokens);
+    (*starts)[0].inputs.push_back(start), (*starts)[1].inputs.push_back(noisy);
+  }
   PetscFunctionReturn(0);
 }
 

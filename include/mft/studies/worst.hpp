@@ -69,6 +69,23 @@ struct WorstInput {
 PetscErrorCode WorstInputAs(MPI_Comm comm, const WorstInput &in, PetscInt d, PetscInt n, bool measure,
                             const std::string &what, WorstInput *out);
 
+// A start of its own for each model (the collapsed input, an earlier one):
+// its name and every model's input of the search's size.
+struct ModelStart {
+  std::string name;
+  std::vector<WorstInput> inputs;
+};
+
+// The starts of each model from an earlier input, from[j] for model j (a
+// worst.start, a study's previous N): "start", that input taken to the
+// search's size (WorstInputAs) and into the set searched
+// (WorstProjectStart), and "start+noise", each of its coordinates moved by
+// 0.01 r N(0, 1) and brought back into the domain (copies of one token can
+// then part). A model without one (from[j] empty) has its `collapsed` input
+// there instead; no model with one: no starts. Collective on comm.
+PetscErrorCode WorstStartsFrom(MPI_Comm comm, const Settings &s, PetscInt d, const std::vector<WorstInput> &from,
+                               const std::vector<WorstInput> &collapsed, std::vector<ModelStart> *starts);
+
 // The input of an earlier search's result file (mft worst: /worst/tokens, or
 // /worst/atoms and /worst/weights).
 // Collective on comm.
