@@ -60,6 +60,7 @@ PetscErrorCode SequenceFirst(MPI_Comm comm, const Settings &s, const std::vector
   Settings seq = s;
   std::vector<WorstResult> found;
   PetscFunctionBeginUser;
+  seq.worst.steps = WorstSteps(s); // the measure search's budget
   seq.worst.atoms = 0, seq.data.N = s.worst.atoms, seq.worst.check = false;
   PetscCall(PetscPrintf(comm, "mft worst: first the search of sequences of %" PetscInt_FMT " tokens, whose input "
                               "starts the measure search\n", seq.data.N));
@@ -137,7 +138,7 @@ PetscErrorCode CommandWorst(MPI_Comm comm, const std::vector<std::string> &args,
                         "collapsed input%s, %" PetscInt_FMT " iterations\n",
                         to_string(s.model.head_kind), s.model.L, s.model.H, s.params_file.c_str(), paths.size(),
                         what.c_str(), where.c_str(), s.model.d, s.worst.starts,
-                        s.worst.start.empty() ? "" : (", " + s.worst.start).c_str(), s.worst.steps));
+                        s.worst.start.empty() ? "" : (", " + s.worst.start).c_str(), WorstSteps(s)));
   PetscCall(WorstSearch(comm, s, {WorstSide{s, s.params_file, nullptr}}, references, "worst: ", &found, from));
   const WorstResult &r = found[0];
   PetscCall(WorstFileWrite(comm, s, r));

@@ -424,7 +424,9 @@ std::vector<Option> declare(Settings &s) {
               "family"),
       integer("worst.keep", &s.worst.keep, 0,
               "starts ascended after every start is evaluated once: the best this many of them (0: all)"),
-      integer("worst.steps", &s.worst.steps, 0, "projected gradient ascent iterations (0: evaluate the starts only)"),
+      integer("worst.steps", &s.worst.steps, 0,
+              "projected gradient ascent iterations (0: evaluate the starts only); a measure search "
+              "(worst.atoms) takes twice the default unless this is given"),
       seed("worst.seed", &s.worst.seed, "seed of the random starts"),
       integer("worst.log_every", &s.worst.log_every, 1, "print progress every this many iterations"),
       flag("worst.crossfit", &s.worst.crossfit,

@@ -544,10 +544,12 @@ PetscErrorCode WorstSearch(MPI_Comm comm, const Settings &s, const std::vector<W
   const double t0 = seconds();
   PetscCall(WorstSearchFits(comm, s, models, references, from.empty() ? 1 : 3));
   PetscCall(OwnStarts(comm, s, models, references, from, &own));
-  PetscCall(Search(comm, s, models, references, progress, own, results));
+  Settings run = s;
+  run.worst.steps = WorstSteps(s);
+  PetscCall(Search(comm, run, models, references, progress, own, results));
   for (WorstResult &r : *results) r.seconds = seconds() - t0;
   if (!s.worst.check) PetscFunctionReturn(0);
-  Settings twice = s; // the budget check: the same starts and twice as many, twice the steps
+  Settings twice = run; // the budget check: the same starts and twice as many, twice the steps
   twice.worst.starts *= 2, twice.worst.steps *= 2, twice.worst.keep *= 2;
   std::vector<WorstResult> again;
   PetscCall(Search(comm, twice, models, references, progress.empty() ? "" : progress + "check: ", own, &again));

@@ -182,6 +182,10 @@ PetscErrorCode WorstSearchFits(MPI_Comm comm, const Settings &s, const std::vect
   PetscFunctionReturn(0);
 }
 
+PetscInt WorstSteps(const Settings &s) {
+  return s.worst.atoms > 0 && !s.is_explicit("worst.steps") ? 2 * s.worst.steps : s.worst.steps;
+}
+
 PetscErrorCode WorstStartsFrom(MPI_Comm comm, const Settings &s, PetscInt d, const std::vector<WorstInput> &from,
                                const std::vector<WorstInput> &collapsed, std::vector<ModelStart> *starts) {
   const PetscInt n = s.worst.atoms > 0 ? s.worst.atoms : s.data.N;

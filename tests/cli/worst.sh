@@ -9,7 +9,8 @@
 #   ranks         1, 2 and 3 ranks find the same input and figures (1e-9), sequences and measures
 #   measure       two models where the collapsed input is not the worst: N = 1, 2, 4, 8, each started
 #                 from the one before (--worst.start), never fall; the measure of 8 atoms started from
-#                 N = 8 is at least every N's figure and beats the collapsed input
+#                 N = 8 is at least every N's figure and beats the collapsed input; at its defaults
+#                 a measure search's budget check gains at most 1%
 #   sphere        model.norm = sphere: every token of the input found on the sphere, its figure above the
 #                 best of 1000 random inputs on the sphere and above the collapsed (one-token) start
 #   bad_input     radius <= 0, worst.starts 0, a missing or foreign reference (another d, loss, mask
@@ -147,6 +148,19 @@ EOF
   done
   /usr/bin/python3 -c "import h5py, sys; w = h5py.File('m11.h5')['/worst/weights'][0]; sys.exit(0 if w.shape == (8,) and (w > 0).all() and abs(w.sum() - 1) < 1e-12 else 1)" &&
     ok || bad "the measure's weights are not positive and summing to 1"
+  # At its defaults a measure search has budget enough: its check (twice the starts and steps) gains at
+  # most 1% on a pair where 100 iterations left 1.7% (a 4 x 3 model against one 16 x 8 reference).
+  pair=(--model.d 4 --model.k 2 --model.beta 4 --init.v_gain 1.5 --init.v_mean 0.5 --data.N 8)
+  run 1 "$MFT" forward "${pair[@]}" --model.L 4 --model.H 3 --init.seed 3 --output.file pair_model.h5 >/dev/null &&
+    run 1 "$MFT" forward "${pair[@]}" --model.L 16 --model.H 8 --init.seed 103 --output.file pair_ref.h5 >/dev/null ||
+    bad "mft forward failed"
+  run 2 "$MFT" worst --params.file pair_model.h5 --worst.references pair_ref.h5 --worst.atoms 32 --worst.radius 1.5 \
+    --worst.check true --output.file pair.h5 >o.txt 2>&1 || bad "the measure search at its defaults failed: $(cat o.txt)"
+  summary o.txt >pair.json
+  gain=$(field pair.json check_gain); iterations=$(field pair.json iterations)
+  echo "measure of 32 atoms at its defaults: $iterations iterations, check gain $gain"
+  /usr/bin/python3 -c "import sys; sys.exit(0 if $gain <= 0.01 and $iterations == 200 else 1)" &&
+    ok || bad "a measure search at its defaults: check gain $gain above 1% (or $iterations iterations, not 200)"
   ;;
 sphere)
   make_models qkv 4 --model.norm sphere --model.beta 3 || bad "mft forward failed"
