@@ -12,7 +12,10 @@ STUDY_DIR/study_v<variant>_<quantity>.png; for a trained study also
 study_v<variant>_curves.png (the training curves' distance from the
 references' against L and H, from study.csv), and for a learning-rate study
 (lr.csv, best_lr.csv) study_lr_v<variant>.png: the risk against the rate per
-(L, H), and the best rate against L and H with its interval. Needs Debian's
+(L, H), and the best rate against L and H with its interval. A study in law
+(law.csv, law_fits.csv) gets study_law_v<variant>.png: err_law against L
+(one line a width) and against H (one line a depth), with its intervals, the
+unresolved cells hollow, the fit and the slope 1/L beside. Needs Debian's
 python3-matplotlib and python3-h5py.
 """
 import csv
@@ -218,10 +221,47 @@ def plot_rates(d, v, out):
     return True
 
 
+def plot_law(d, v, out):
+    """err_law of a study in law against L and H, with its intervals and fit."""
+    table = rows(f"{d}/law.csv", variant=str(v))
+    fit = rows(f"{d}/law_fits.csv", variant=str(v))
+    fig, axes = plt.subplots(1, 2, figsize=(10, 4))
+    for ax, (x, other) in zip(axes, (("L", "H"), ("H", "L"))):
+        for value in sorted({int(r[other]) for r in table}):
+            cells = sorted((r for r in table if int(r[other]) == value), key=lambda r: int(r[x]))
+            xs = np.array([int(r[x]) for r in cells], float)
+            e = np.array([number(r["err_law"]) for r in cells])
+            lo = np.array([number(r["err_law_lo"]) for r in cells])
+            hi = np.array([number(r["err_law_hi"]) for r in cells])
+            ok = np.array([r["resolved"] == "true" for r in cells])
+            line = ax.errorbar(xs, e, yerr=[e - lo, hi - e], marker="o", capsize=3, label=f"{other} = {value}",
+                               linestyle="-", mfc="none")
+            ax.plot(xs[ok], e[ok], "o", color=line[0].get_color())
+        if x == "L" and fit and fit[0]["p"] not in ("", "nan"):
+            p = number(fit[0]["p"])
+            xs = np.array(sorted({int(r["L"]) for r in table}), float)
+            ax.plot(xs, e.max() * xs[0] / xs, "k:", label="1/L")
+            ax.set_title(f"p = {p:.2f} [{number(fit[0]['p_lo']):.2f}, {number(fit[0]['p_hi']):.2f}]")
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.set_xlabel(x)
+        ax.set_ylabel("err_law (Gram means, relative)")
+        ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(out, dpi=110)
+    plt.close(fig)
+
+
 def main():
     if len(sys.argv) != 2:
         sys.exit("usage: plot_study.py STUDY_DIR")
     d = sys.argv[1]
+    if os.path.exists(f"{d}/law.csv"):
+        for v in sorted({r["variant"] for r in rows(f"{d}/law.csv")}, key=int):
+            out = f"{d}/study_law_v{v}.png"
+            plot_law(d, v, out)
+            print(f"plot_study: wrote {out}")
+        return
     bases = {r["variant"] for r in rows(f"{d}/lr.csv")}
     for v in sorted(bases, key=int):
         out = f"{d}/study_lr_v{v}.png"

@@ -41,6 +41,12 @@ listing=$("$MFT" study --config "$config" ${MFT_ARGS:-} --list --study.plan_core
 dir=$(tail -n 1 <<<"$listing")
 dir=${dir##* in }
 mkdir -p "$dir"
+if grep -q '^study in law' <<<"$listing"; then # one job: every cell's samples spread over all its ranks
+  job=$(sbatch --parsable "$@" --job-name=mft-study-law --output="$dir/law.log" \
+    --wrap="mpiexec '$MFT' study --config '$config' ${MFT_ARGS:-} && $plot '$dir'")
+  echo "study in law: job ${job%%;*}; results in $dir"
+  exit 0
+fi
 grep '^plan on' <<<"$listing"
 arrays=""
 for ranks in $(sed -n 's/^slurm-task ranks=\([0-9]*\) .*/\1/p' <<<"$listing" | sort -un); do

@@ -5,6 +5,7 @@
 #include "mft/files/settings_files.hpp"
 #include "mft/settings/error.hpp"
 #include "mft/files/report.hpp"
+#include "mft/studies/study_diffusive.hpp"
 #include "mft/studies/study.hpp"
 #include "mft/studies/study_cases.hpp"
 #include "mft/studies/study_plan.hpp"
@@ -109,6 +110,7 @@ PetscErrorCode CommandStudy(MPI_Comm comm, const std::vector<std::string> &args,
   PetscCall(SettingsParse(comm, "study", args, &s, &help));
   if (help) PetscFunctionReturn(0);
   PetscCall(InputsVerify(comm, s)); // the files mft wrote, whole, before any work
+  if (StudyInLaw(s)) PetscFunctionReturn(s.list_cases ? StudyInLawList(comm, s) : StudyInLawRun(comm, args, s, status));
   const auto cases = StudyCases(s);
   if (s.list_cases) PetscFunctionReturn(StudyList(comm, args, s, cases));
   const std::string dir = s.aggregate.empty() ? s.study.dir : s.aggregate;

@@ -330,15 +330,15 @@ std::vector<Option> declare(Settings &s) {
       integer("limit.heads", &s.limit.heads, 1, "H_ref: heads of the ensemble shared by every depth"),
       integer("limit.paths", &s.limit.paths, 2,
               "diffusive limit (a = c = 1/2): sample paths of the SDE (each path drives every probe sequence)")
-          .read_by({"limit"}),
+          .read_by({"limit", "study"}),
       integer("limit.steps", &s.limit.steps, 1, "diffusive limit: n, steps of the weak Euler scheme in depth")
-          .read_by({"limit"}),
+          .read_by({"limit", "study"}),
       integer("limit.step_heads", &s.limit.step_heads, 1,
               "diffusive limit: heads drawn afresh at every step, with value maps of the model's covariance")
-          .read_by({"limit"}),
+          .read_by({"limit", "study"}),
       flag("limit.richardson", &s.limit.richardson,
            "diffusive limit: paths at n and 2n steps, the Gram means extrapolated as 2 E_2n - E_n (bias O(1/n^2))")
-          .read_by({"limit"}),
+          .read_by({"limit", "study"}),
       choice("limit.scheme", &s.limit.scheme, kLimitScheme,
              "rk: adaptive embedded Runge-Kutta (TSRK 5dp); euler: model.L Euler steps with the same ensemble"),
       real("limit.rtol", &s.limit.rtol, 0.0, true, "relative tolerance of the adaptive solve"),
@@ -358,6 +358,9 @@ std::vector<Option> declare(Settings &s) {
       integers("study.L", &s.study.L, 1, "depths L of the grid (space-separated)"),
       integers("study.H", &s.study.H, 1, "widths H of the grid (space-separated)"),
       integer("study.seeds", &s.study.seeds, 1, "initial-head seeds per (L, H)"),
+      integer("study.samples", &s.study.samples, 2,
+              "a study in law (model.depth_exponent = model.head_exponent = 0.5 at initialisation): samples of "
+              "each (L, H) model, against limit.paths paths of the limit"),
       choice("study.state", &s.study.state, kStudyState,
              "init: against the mean-field reference; trained: after study.steps steps, against a larger model"),
       integer("study.steps", &s.study.steps, 0, "trained: training steps of every model (the [train] settings)"),

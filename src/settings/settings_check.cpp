@@ -185,10 +185,15 @@ static PetscErrorCode ExponentCheck(MPI_Comm comm, const Settings &s) {
              "mft limit computes the mean-field ODE (model.depth_exponent = model.head_exponent = 1) and the diffusive "
              "SDE (both 0.5, centred value maps); a = %s, c = %s has no limit it computes", format_real(a).c_str(),
              format_real(c).c_str());
-  PetscCheck(s.command != "study" || s.study.state == StudyState::trained, comm, PETSC_ERR_USER_INPUT,
+  const bool in_law = a == 0.5 && c == 0.5; // a study at initialisation in law (study_diffusive.hpp)
+  PetscCheck(s.command != "study" || s.study.state == StudyState::trained || in_law, comm, PETSC_ERR_USER_INPUT,
              "a study at initialisation compares every model, seed by seed, with the mean-field ODE reference of "
-             "a = c = 1; with a = %s, c = %s compare in law (mft forward --init.samples against mft limit) or train "
+             "a = c = 1, or in law with the diffusive limit of a = c = 0.5; a = %s, c = %s has neither: train "
              "(study.state = trained)", format_real(a).c_str(), format_real(c).c_str());
+  PetscCheck(s.command != "study" || s.study.state == StudyState::trained || s.init.centred(m.head_kind), comm,
+             PETSC_ERR_USER_INPUT,
+             "a study in law compares with the diffusive limit of centred value maps; init.v_mean = %s has no limit "
+             "at a = c = 0.5", format_real(s.init.v_mean).c_str());
   const bool drift = !s.init.centred(m.head_kind) && (a < 1 || c < 1);
   static bool said = false;
   if (drift && !said && s.command != "info")

@@ -134,6 +134,7 @@ struct StudySettings {
   std::string L = "2 4 8 16";         // depths of the grid
   std::string H = "2 4 8 16";         // widths of the grid
   PetscInt seeds = 3;                 // initial-head seeds per (L, H): init.seed + 1 .. + seeds
+  PetscInt samples = 2000;            // a study in law (a = c = 1/2): samples of each (L, H) model
   StudyState state = StudyState::init; // init: against the mean-field reference; trained: after `steps`
   PetscInt steps = 50;                // trained: training steps (the config's optimizer) of every model
   std::string times;                  // trained: steps at which err is recorded (0 and `steps` always are)

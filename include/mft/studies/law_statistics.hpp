@@ -1,0 +1,90 @@
+// Comparing two laws from samples of each (docs/results.md, 'Studies in
+// law'): a finite model's x(1) against the diffusive limit's, on the same
+// probe sequences.
+//   The Gram gap: err = |E_model G - E_limit G|_F / |E_limit G|_F, the Gram
+//   matrix G_ij = x_i(1) . x_j(1) of one probe sequence (a weak error: a
+//   smooth test function of the law), its square corrected for both sides'
+//   sampling errors as the studies' floors are, with a 95% interval.
+//   The energy distance between the laws of x(1) in R^(N d):
+//   D^2 = 2 E|X - Y| - E|X - X'| - E|Y - Y'|, zero exactly when the laws
+//   are equal; its U-statistic is unbiased, so the V-statistic's floor
+//   (what a naive estimate adds) is measured and left out.
+//   The fit err = C L^-p H^-q over the resolved cells, weighted least squares
+//   in logarithms, with intervals from a parametric bootstrap of the cells.
+// Every routine here is not collective, but EnergyTerms, which a caller sums
+// over ranks.
+#pragma once
+
+#include <petscsys.h>
+
+#include <vector>
+
+namespace mft {
+
+// Samples of one law, in weighted sets: the law's mean of f is sum_k
+// weight_k (the mean of f over set k). A model: one set of weight 1. The
+// limit extrapolated from n and 2n steps: its fine paths with weight 2, its
+// coarse ones with -1. tokens: (S, M, N, d) row-major.
+struct SampleSet {
+  const double *tokens = nullptr;
+  PetscInt S = 0;
+  double weight = 1;
+};
+using Law = std::vector<SampleSet>;
+
+// One probe sequence's Gram gap, or the largest of several.
+struct GramGap {
+  double err = 0, lo = 0, hi = 0; // relative: the corrected estimate and its 95% interval
+  bool resolved = false;          // lo > 0: the gap is above the sampling errors
+  PetscInt sequence = 0;          // the sequence of the largest gap
+};
+
+// The Gram means of a law, (M, N, N), and their standard errors.
+void GramOf(const Law &law, PetscInt M, PetscInt N, PetscInt d, std::vector<double> *mean, std::vector<double> *se);
+
+// The gap of each of M probe sequences of N tokens in R^d between a model's
+// law and the limit's, and the largest (its interval is that sequence's).
+// |D|^2, D the difference of the Gram means, is corrected by the sum of the
+// entries' variances; its standard error is that of its first-order part,
+// 2 sum_ij D_ij G_ij per sample, from the samples, with the second-order
+// 2 sum_ij V_ij^2 added.
+GramGap GramGapOf(const Law &model, const Law &limit, PetscInt M, PetscInt N, PetscInt d);
+
+// The largest over sequences of |a - b|_F / |b|_F, a and b (M, N, N): the
+// limit's bias (coarse paths against fine), or its sampling error (a = b + se).
+double GramRelative(const std::vector<double> &a, const std::vector<double> &b, PetscInt M, PetscInt N);
+
+// Rows [begin, end) of the energy distance's sums between X (S rows) and Y
+// (P rows) of n numbers each, row s at X + s stride (one probe sequence of
+// samples (S, M, N, d): X = tokens + m N d, n = N d, stride = M N d), rows
+// of X first then of Y (begin, end in [0, S + P)): for each row its term u = mean |row - other side| - mean |row -
+// own side, itself left out|, accumulated as sum, sum of squares, and the
+// sums of within-side distances (for the floor). Summed over ranks, then
+// EnergyOf.
+struct EnergySums {
+  double u[2] = {0, 0}, uu[2] = {0, 0}, within[2] = {0, 0}; // [0]: X's rows, [1]: Y's
+};
+EnergySums EnergyTerms(const double *X, PetscInt S, const double *Y, PetscInt P, PetscInt n, PetscInt stride,
+                       PetscInt begin, PetscInt end);
+
+struct Energy {
+  double value = 0; // the U-statistic of D^2
+  double se = 0;    // its standard error (first order: 4 var(u_X)/S + 4 var(u_Y)/P)
+  double floor = 0; // what the V-statistic would add: E|X - X'|/S + E|Y - Y'|/P
+};
+Energy EnergyOf(const EnergySums &sums, PetscInt S, PetscInt P);
+
+struct PowerFit {
+  PetscInt cells = 0;
+  double C = 0, p = 0, q = 0;                 // err = C L^-p H^-q
+  double p_lo = 0, p_hi = 0, q_lo = 0, q_hi = 0; // 95% intervals (bootstrap)
+  bool fits_p = false, fits_q = false;        // L (H) varies among the cells fitted
+};
+
+// The fit over the cells with `resolved` set; se: each cell's standard
+// error (its interval's half width / 1.96). Fewer than 2 cells (3 when both
+// L and H vary): cells = 0. `seed` draws the bootstrap.
+PowerFit PowerFitOf(const std::vector<double> &L, const std::vector<double> &H, const std::vector<double> &err,
+                    const std::vector<double> &se, const std::vector<char> &resolved, std::uint64_t seed);
+
+} // namespace mft

@@ -1,0 +1,41 @@
+// Studies in law of the diffusive regime (docs/results.md, 'Studies in
+// law'): a study at initialisation with model.depth_exponent =
+// model.head_exponent = 1/2 and centred value maps. Its limit is a random
+// flow, so a finite model is compared with it in law, not seed by seed: in
+// every (L, H) cell of every variant, study.samples samples of the model
+// (SamplesForward, as mft forward --init.samples draws them) against
+// limit.paths paths of the SDE (LimitPathsSolve, as mft limit), on the
+// study's probe sequences (law_statistics.hpp):
+//   err_law: the largest over probe sequences of the relative Gram gap, with
+//     its 95% interval; resolved when the interval excludes 0;
+//   energy: the energy distance between the laws of x(1), unbiased (its
+//     V-statistic's floor reported and left out), with its standard error,
+//     from the first 4000 samples and paths (its pairs cost S^2 N d);
+//   the limit's own error: its steps (coarse against fine paths) and its
+//     sampling, against every resolved cell's lower bound (limit_clear);
+//   the fit err_law = C L^-p H^-q over the resolved cells, bootstrap intervals.
+// Files in study.dir: limit-v<v>.h5 (the paths of each probe set) and
+// law-v<v>-L<L>-H<H>.h5 (the samples and their Gram means), each kept by a
+// rerun when it verifies and was made with the same settings; law.csv and
+// law_fits.csv.
+#pragma once
+
+#include "mft/settings/settings.hpp"
+
+#include <string>
+#include <vector>
+
+namespace mft {
+
+// Whether s is a study in law: a = c = 1/2 at initialisation. Not collective.
+bool StudyInLaw(const Settings &s);
+
+// Lists the study's cells and the limit with their cost in head evaluations
+// (mft study --list; jobs/study.sh); the last line "<n> cells in <dir>".
+// Not collective: rank 0 prints.
+PetscErrorCode StudyInLawList(MPI_Comm comm, const Settings &s);
+
+// Runs the study in law of s (args: the command's own). Collective on comm.
+PetscErrorCode StudyInLawRun(MPI_Comm comm, const std::vector<std::string> &args, const Settings &s, int *status);
+
+} // namespace mft

@@ -1,0 +1,211 @@
+// Comparing two laws from their samples (law_statistics.hpp).
+#include "mft/studies/law_statistics.hpp"
+
+#include "mft/layout/random.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+namespace mft {
+
+namespace {
+
+// G_ij = x_i . x_j of one sequence of N tokens in R^d, into g (N, N).
+void Gram(const double *x, PetscInt N, PetscInt d, double *g) {
+  for (PetscInt i = 0; i < N; ++i)
+    for (PetscInt j = 0; j < N; ++j) {
+      double s = 0;
+      for (PetscInt c = 0; c < d; ++c) s += x[i * d + c] * x[j * d + c];
+      g[i * N + j] = s;
+    }
+}
+
+// The variance over set k's samples of the mean of sum_ij D_ij G_ij, for
+// sequence m (D: (N, N)).
+double ProjectionVariance(const SampleSet &k, PetscInt M, PetscInt N, PetscInt d, PetscInt m, const double *D) {
+  std::vector<double> g((size_t)(N * N));
+  double sum = 0, sum2 = 0;
+  for (PetscInt s = 0; s < k.S; ++s) {
+    Gram(k.tokens + ((size_t)s * M + m) * N * d, N, d, g.data());
+    double z = 0;
+    for (PetscInt e = 0; e < N * N; ++e) z += D[e] * g[e];
+    sum += z, sum2 += z * z;
+  }
+  const double mean = sum / (double)k.S;
+  return std::max(0.0, (sum2 - k.S * mean * mean) / (double)(k.S - 1)) / (double)k.S;
+}
+
+double Distance(const double *a, const double *b, PetscInt n) {
+  double s = 0;
+  for (PetscInt c = 0; c < n; ++c) s += (a[c] - b[c]) * (a[c] - b[c]);
+  return std::sqrt(s);
+}
+
+} // namespace
+
+void GramOf(const Law &law, PetscInt M, PetscInt N, PetscInt d, std::vector<double> *mean, std::vector<double> *se) {
+  const size_t per = (size_t)(N * N);
+  mean->assign((size_t)M * per, 0.0);
+  se->assign((size_t)M * per, 0.0);
+  std::vector<double> g(per);
+  for (const SampleSet &k : law) {
+    std::vector<double> sum((size_t)M * per, 0.0), sum2((size_t)M * per, 0.0);
+    for (PetscInt s = 0; s < k.S; ++s)
+      for (PetscInt m = 0; m < M; ++m) {
+        Gram(k.tokens + ((size_t)s * M + m) * N * d, N, d, g.data());
+        for (size_t e = 0; e < per; ++e) sum[m * per + e] += g[e], sum2[m * per + e] += g[e] * g[e];
+      }
+    for (size_t e = 0; e < sum.size(); ++e) {
+      const double mu = sum[e] / (double)k.S;
+      const double var = std::max(0.0, (sum2[e] - k.S * mu * mu) / (double)(k.S - 1));
+      (*mean)[e] += k.weight * mu;
+      (*se)[e] += k.weight * k.weight * var / (double)k.S; // a variance until the end
+    }
+  }
+  for (double &v : *se) v = std::sqrt(v);
+}
+
+GramGap GramGapOf(const Law &model, const Law &limit, PetscInt M, PetscInt N, PetscInt d) {
+  std::vector<double> gm, gs, lm, ls;
+  GramOf(model, M, N, d, &gm, &gs);
+  GramOf(limit, M, N, d, &lm, &ls);
+  const size_t per = (size_t)(N * N);
+  GramGap worst;
+  worst.err = -1;
+  for (PetscInt m = 0; m < M; ++m) {
+    std::vector<double> D(per);
+    double d2 = 0, floor = 0, second = 0, norm2 = 0;
+    for (size_t e = 0; e < per; ++e) {
+      const size_t at = m * per + e;
+      const double V = gs[at] * gs[at] + ls[at] * ls[at];
+      D[e] = gm[at] - lm[at];
+      d2 += D[e] * D[e], floor += V, second += 2 * V * V, norm2 += lm[at] * lm[at];
+    }
+    double first = 0; // Var(2 sum D G): each side's sets
+    for (const Law *law : {&model, &limit})
+      for (const SampleSet &k : *law) first += 4 * k.weight * k.weight * ProjectionVariance(k, M, N, d, m, D.data());
+    const double corrected = d2 - floor, half = 1.96 * std::sqrt(first + second), norm = std::sqrt(norm2);
+    GramGap g;
+    g.err = std::sqrt(std::max(corrected, 0.0)) / norm;
+    g.lo = std::sqrt(std::max(corrected - half, 0.0)) / norm;
+    g.hi = std::sqrt(std::max(corrected + half, 0.0)) / norm;
+    g.resolved = corrected - half > 0;
+    g.sequence = m;
+    if (g.err > worst.err) worst = g;
+  }
+  return worst;
+}
+
+double GramRelative(const std::vector<double> &a, const std::vector<double> &b, PetscInt M, PetscInt N) {
+  const size_t per = (size_t)(N * N);
+  double worst = 0;
+  for (PetscInt m = 0; m < M; ++m) {
+    double num = 0, den = 0;
+    for (size_t e = m * per; e < (m + 1) * per; ++e) num += (a[e] - b[e]) * (a[e] - b[e]), den += b[e] * b[e];
+    worst = std::max(worst, std::sqrt(num / den));
+  }
+  return worst;
+}
+
+EnergySums EnergyTerms(const double *X, PetscInt S, const double *Y, PetscInt P, PetscInt n, PetscInt stride,
+                       PetscInt begin, PetscInt end) {
+  EnergySums sums;
+  for (PetscInt r = begin; r < end; ++r) {
+    const bool x = r < S;
+    const double *row = x ? X + (size_t)r * stride : Y + (size_t)(r - S) * stride;
+    const double *own = x ? X : Y, *other = x ? Y : X;
+    const PetscInt n_own = x ? S : P, n_other = x ? P : S, self = x ? r : r - S;
+    double across = 0, within = 0;
+    for (PetscInt j = 0; j < n_other; ++j) across += Distance(row, other + (size_t)j * stride, n);
+    for (PetscInt j = 0; j < n_own; ++j)
+      if (j != self) within += Distance(row, own + (size_t)j * stride, n);
+    const double u = across / (double)n_other - within / (double)(n_own - 1);
+    const int side = x ? 0 : 1;
+    sums.u[side] += u, sums.uu[side] += u * u, sums.within[side] += within / (double)(n_own - 1);
+  }
+  return sums;
+}
+
+Energy EnergyOf(const EnergySums &sums, PetscInt S, PetscInt P) {
+  Energy e;
+  const double n[2] = {(double)S, (double)P};
+  for (int side = 0; side < 2; ++side) {
+    const double mean = sums.u[side] / n[side];
+    const double var = std::max(0.0, (sums.uu[side] - n[side] * mean * mean) / (n[side] - 1));
+    e.value += mean, e.se += 4 * var / n[side], e.floor += sums.within[side] / n[side] / n[side];
+  }
+  e.se = std::sqrt(e.se);
+  return e;
+}
+
+namespace {
+
+// Weighted least squares of y on [1, log L, log H] (the columns that vary):
+// C, p, q from the coefficients.
+bool SolvePowerFit(const std::vector<double> &L, const std::vector<double> &H, const std::vector<double> &y,
+                   const std::vector<double> &w, bool fp, bool fq, double *C, double *p, double *q) {
+  const int k = 1 + (fp ? 1 : 0) + (fq ? 1 : 0);
+  double A[3][3] = {{0}}, b[3] = {0};
+  for (size_t i = 0; i < y.size(); ++i) {
+    double row[3] = {1, 0, 0};
+    int c = 1;
+    if (fp) row[c++] = -std::log(L[i]);
+    if (fq) row[c++] = -std::log(H[i]);
+    for (int r = 0; r < k; ++r) {
+      b[r] += w[i] * row[r] * y[i];
+      for (int s = 0; s < k; ++s) A[r][s] += w[i] * row[r] * row[s];
+    }
+  }
+  for (int c = 0; c < k; ++c) { // Gauss-Jordan, no pivoting needed for a positive definite A
+    if (std::fabs(A[c][c]) < 1e-300) return false;
+    for (int r = 0; r < k; ++r)
+      if (r != c) {
+        const double f = A[r][c] / A[c][c];
+        for (int s = 0; s < k; ++s) A[r][s] -= f * A[c][s];
+        b[r] -= f * b[c];
+      }
+  }
+  double x[3] = {0, 0, 0};
+  for (int c = 0; c < k; ++c) x[c] = b[c] / A[c][c];
+  *C = std::exp(x[0]);
+  *p = fp ? x[1] : 0;
+  *q = fq ? x[fp ? 2 : 1] : 0;
+  return true;
+}
+
+} // namespace
+
+PowerFit PowerFitOf(const std::vector<double> &L, const std::vector<double> &H, const std::vector<double> &err,
+                    const std::vector<double> &se, const std::vector<char> &resolved, std::uint64_t seed) {
+  std::vector<double> l, h, e, s;
+  for (size_t i = 0; i < err.size(); ++i)
+    if (resolved[i] && err[i] > 0) l.push_back(L[i]), h.push_back(H[i]), e.push_back(err[i]), s.push_back(se[i]);
+  PowerFit f;
+  if (l.empty()) return f;
+  f.fits_p = *std::max_element(l.begin(), l.end()) > *std::min_element(l.begin(), l.end());
+  f.fits_q = *std::max_element(h.begin(), h.end()) > *std::min_element(h.begin(), h.end());
+  const size_t need = 1 + (f.fits_p ? 1 : 0) + (f.fits_q ? 1 : 0) + 1;
+  if (l.size() < need || (!f.fits_p && !f.fits_q)) return f;
+  std::vector<double> y(e.size()), w(e.size());
+  for (size_t i = 0; i < e.size(); ++i) y[i] = std::log(e[i]), w[i] = std::pow(e[i] / s[i], 2); // var(log e) = (s/e)^2
+  if (!SolvePowerFit(l, h, y, w, f.fits_p, f.fits_q, &f.C, &f.p, &f.q)) return f;
+  f.cells = (PetscInt)l.size();
+  const int draws = 2000;
+  std::vector<double> ps, qs;
+  Stream st(seed, 0);
+  for (int b = 0; b < draws; ++b) {
+    std::vector<double> yb(e.size());
+    for (size_t i = 0; i < e.size(); ++i) yb[i] = std::log(std::max(e[i] + s[i] * st.normal(), 1e-3 * e[i]));
+    double C, p, q;
+    if (SolvePowerFit(l, h, yb, w, f.fits_p, f.fits_q, &C, &p, &q)) ps.push_back(p), qs.push_back(q);
+  }
+  auto quantile = [](std::vector<double> v, double t) {
+    std::sort(v.begin(), v.end());
+    return v[(size_t)std::min<double>((double)v.size() - 1, std::floor(t * (double)v.size()))];
+  };
+  f.p_lo = quantile(ps, 0.025), f.p_hi = quantile(ps, 0.975);
+  f.q_lo = quantile(qs, 0.025), f.q_hi = quantile(qs, 0.975);
+  return f;
+}
+
+} // namespace mft

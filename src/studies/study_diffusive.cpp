@@ -1,0 +1,397 @@
+// Studies in law of the diffusive regime (study_diffusive.hpp): the samples
+// of every cell and the limit's paths, their files, the comparison and the fits.
+#include "mft/studies/study_diffusive.hpp"
+
+#include "mft/files/report.hpp"
+#include "mft/files/runfile.hpp"
+#include "mft/flow/limit.hpp"
+#include "mft/flow/samples.hpp"
+#include "mft/layout/grid.hpp"
+#include "mft/layout/h5.hpp"
+#include "mft/studies/law_statistics.hpp"
+#include "mft/studies/study.hpp"
+#include "mft/studies/study_cases.hpp"
+#include "mft/studies/study_tables.hpp"
+#include "mft/settings/error.hpp"
+
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <fstream>
+
+namespace mft {
+
+using namespace study;
+
+namespace {
+
+// Cell c's samples are drawn from seeds init.seed + kCellSeeds (1 + c) + s, far
+// from the limit's paths (init.seed + p, p < 2 limit.paths) and from each other.
+constexpr std::uint64_t kCellSeeds = 10000000;
+// The energy distance takes the first this many samples of each side: its
+// pairs cost S^2 N d, where the Gram means' cost is S N^2 d.
+constexpr PetscInt kEnergySamples = 4000;
+
+// The samples of each probe set that a law file holds (the model's, or the
+// limit's fine paths and, extrapolated, its coarse ones).
+struct LawSamples {
+  std::vector<Samples> fine, coarse;
+};
+
+PetscErrorCode ReadSamples(h5::File &f, const std::string &name, Samples *x) {
+  PetscFunctionBeginUser;
+  const auto dims = h5::Shape(f, name), in = h5::Shape(f, name.substr(0, name.rfind('/')) + "/inputs");
+  if (dims.size() != 4 || in.size() != 3) PetscFunctionReturn(0); // x->S stays 0: not there
+  x->S = (PetscInt)dims[0], x->M = (PetscInt)dims[1], x->N = (PetscInt)dims[2], x->d = (PetscInt)dims[3];
+  x->tokens.resize(dims[0] * dims[1] * dims[2] * dims[3]);
+  x->inputs.resize(in[0] * in[1] * in[2]);
+  PetscCall(h5::ReadRows(f, name, dims, 1, Range{0, x->S}, x->tokens.data()));
+  PetscCall(h5::ReadRows(f, name.substr(0, name.rfind('/')) + "/inputs", in, 1, Range{0, x->M}, x->inputs.data()));
+  PetscFunctionReturn(0);
+}
+
+// *kept: path holds the samples of every probe set of `names` (and coarse
+// paths when `coarse`), verified, made with the settings `identity`.
+PetscErrorCode LawFileRead(const std::string &path, const std::vector<std::string> &names,
+                           const std::string &identity, bool coarse, LawSamples *out, bool *kept) {
+  struct stat st;
+  std::string problem;
+  PetscFunctionBeginUser;
+  *kept = false;
+  if (stat(path.c_str(), &st) != 0) PetscFunctionReturn(0);
+  out->fine.assign(names.size(), Samples()), out->coarse.assign(names.size(), Samples());
+  auto read = [&](h5::File &f) -> PetscErrorCode {
+    std::string id;
+    if (!h5::ReadAttribute(f, "study.case_identity", &id) || id != identity) return (problem = "other settings"), 0;
+    for (size_t k = 0; k < names.size(); ++k) {
+      PetscCall(ReadSamples(f, "/probes/" + names[k] + "/samples", &out->fine[k]));
+      if (coarse) PetscCall(ReadSamples(f, "/probes/" + names[k] + "/samples_coarse", &out->coarse[k]));
+      if (out->fine[k].S == 0 || (coarse && out->coarse[k].S == 0)) problem = "incomplete";
+    }
+    return 0;
+  };
+  PetscCall(ReadVerified(path, read, &problem));
+  *kept = problem.empty();
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode LawFileWrite(MPI_Comm comm, const Settings &cs, const std::string &path, const std::string &identity,
+                            const std::vector<std::string> &names, const LawSamples &x) {
+  std::vector<ResultArray> arrays;
+  std::vector<std::vector<double>> grams;
+  PetscFunctionBeginUser;
+  for (size_t k = 0; k < names.size(); ++k) {
+    const Samples &f = x.fine[k];
+    const unsigned long long S = f.S, M = f.M, N = f.N, d = f.d;
+    const std::string at = "/probes/" + names[k];
+    arrays.push_back({at + "/inputs", {M, N, d}, f.inputs.data()});
+    arrays.push_back({at + "/samples", {S, M, N, d}, f.tokens.data()});
+    if (k < x.coarse.size() && x.coarse[k].S > 0)
+      arrays.push_back({at + "/samples_coarse", {(unsigned long long)x.coarse[k].S, M, N, d}, x.coarse[k].tokens.data()});
+    grams.emplace_back(), grams.emplace_back();
+    Law law = {{f.tokens.data(), f.S, 1.0}};
+    if (k < x.coarse.size() && x.coarse[k].S > 0) law = {{f.tokens.data(), f.S, 2.0}, {x.coarse[k].tokens.data(), f.S, -1.0}};
+    GramOf(law, f.M, f.N, f.d, &grams[grams.size() - 2], &grams.back());
+  }
+  for (size_t k = 0; k < names.size(); ++k) {
+    const unsigned long long M = x.fine[k].M, N = x.fine[k].N;
+    arrays.push_back({"/probes/" + names[k] + "/gram_mean", {M, N, N}, grams[2 * k].data()});
+    arrays.push_back({"/probes/" + names[k] + "/gram_stderr", {M, N, N}, grams[2 * k + 1].data()});
+  }
+  PetscCall(ResultFileWrite(comm, cs, arrays, {{"study.case_identity", identity}}, path));
+  PetscFunctionReturn(0);
+}
+
+// The settings of probe set k of the model given by `model` (options).
+PetscErrorCode ProbeSettings(MPI_Comm comm, const std::vector<std::string> &args, const Settings &s,
+                             std::vector<std::string> model, size_t k, Settings *cs) {
+  PetscFunctionBeginUser;
+  const auto probes = probe_overrides(s, probe_sets(s)[k]);
+  model.insert(model.end(), probes.begin(), probes.end());
+  PetscCall(CaseSettings(comm, args, model, cs, true));
+  PetscFunctionReturn(0);
+}
+
+// The limit's paths of variant v on every probe set: its file's, or solved
+// and written.
+PetscErrorCode LawLimit(MPI_Comm comm, const std::vector<std::string> &args, const Settings &s, size_t v,
+                        LawSamples *out) {
+  const std::vector<std::string> names = probe_names(s), variant = overrides(StudyVariants(s)[v]);
+  const std::string path = s.study.dir + "/limit-v" + std::to_string(v) + ".h5";
+  Settings cs;
+  bool kept;
+  PetscFunctionBeginUser;
+  PetscCall(ProbeSettings(comm, args, s, variant, 0, &cs));
+  const std::string identity = case_identity(cs) + " limit.paths=" + std::to_string(s.limit.paths);
+  PetscCall(LawFileRead(path, names, identity, s.limit.richardson, out, &kept));
+  if (kept) PetscFunctionReturn(0);
+  out->fine.assign(names.size(), Samples()), out->coarse.assign(names.size(), Samples());
+  for (size_t k = 0; k < names.size(); ++k) {
+    LimitPaths paths;
+    PetscCall(ProbeSettings(comm, args, s, variant, k, &cs));
+    PetscCall(LimitPathsSolve(comm, cs, &paths));
+    out->fine[k] = paths.fine, out->coarse[k] = paths.coarse;
+  }
+  PetscCall(LawFileWrite(comm, cs, path, identity, names, *out));
+  PetscFunctionReturn(0);
+}
+
+// Cell `cell` (L x H) of variant v: its samples on every probe set, from its
+// file or drawn and written.
+PetscErrorCode LawCell(MPI_Comm comm, const std::vector<std::string> &args, const Settings &s, size_t v, PetscInt L,
+                       PetscInt H, size_t cell, LawSamples *out) {
+  const std::vector<std::string> names = probe_names(s);
+  std::vector<std::string> model = overrides(StudyVariants(s)[v]);
+  model.insert(model.end(), {"--model.L", std::to_string(L), "--model.H", std::to_string(H)});
+  const std::string path = s.study.dir + "/law-v" + std::to_string(v) + "-L" + std::to_string(L) + "-H" +
+                           std::to_string(H) + ".h5";
+  const std::uint64_t first = kCellSeeds * (1 + cell);
+  Settings cs;
+  bool kept;
+  PetscFunctionBeginUser;
+  PetscCall(ProbeSettings(comm, args, s, model, 0, &cs));
+  const std::string identity = case_identity(cs) + " study.samples=" + std::to_string(s.study.samples) +
+                               " first=" + std::to_string(first);
+  PetscCall(LawFileRead(path, names, identity, false, out, &kept));
+  if (kept) PetscFunctionReturn(0);
+  out->fine.assign(names.size(), Samples()), out->coarse.clear();
+  for (size_t k = 0; k < names.size(); ++k) {
+    PetscCall(ProbeSettings(comm, args, s, model, k, &cs));
+    PetscCall(SamplesForward(comm, cs, s.study.samples, &out->fine[k], first));
+  }
+  PetscCall(LawFileWrite(comm, cs, path, identity, names, *out));
+  PetscFunctionReturn(0);
+}
+
+// One cell's comparison with the limit, over every probe set.
+struct CellLaw {
+  PetscInt L = 0, H = 0;
+  GramGap gap;
+  std::string probe;
+  Energy energy;
+  double seconds = 0;
+};
+
+// The limit's law of probe set k: its fine paths, or 2 fine - coarse.
+Law LimitLaw(const LawSamples &limit, size_t k) {
+  const Samples &f = limit.fine[k];
+  if (k < limit.coarse.size() && limit.coarse[k].S > 0)
+    return {{f.tokens.data(), f.S, 2.0}, {limit.coarse[k].tokens.data(), limit.coarse[k].S, -1.0}};
+  return {{f.tokens.data(), f.S, 1.0}};
+}
+
+// The energy distance of one probe sequence m, its pairs split over the ranks.
+PetscErrorCode EnergyAt(MPI_Comm comm, const Samples &x, const Samples &y, PetscInt m, Energy *e) {
+  PetscMPIInt size, rank;
+  PetscFunctionBeginUser;
+  PetscCallMPI(MPI_Comm_size(comm, &size));
+  PetscCallMPI(MPI_Comm_rank(comm, &rank));
+  const PetscInt n = x.N * x.d, stride = x.M * n;
+  const PetscInt S = std::min(x.S, kEnergySamples), P = std::min(y.S, kEnergySamples);
+  const Range rows = split(S + P, size, rank);
+  EnergySums mine = EnergyTerms(x.tokens.data() + m * n, S, y.tokens.data() + m * n, P, n, stride, rows.begin,
+                                rows.end), all;
+  PetscCallMPI(MPI_Allreduce(&mine, &all, (int)(sizeof all / sizeof(double)), MPI_DOUBLE, MPI_SUM, comm));
+  *e = EnergyOf(all, S, P);
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode CompareCell(MPI_Comm comm, const std::vector<std::string> &names, const LawSamples &model,
+                           const LawSamples &limit, CellLaw *c) {
+  PetscFunctionBeginUser;
+  c->gap.err = -1, c->energy.value = -HUGE_VAL;
+  for (size_t k = 0; k < names.size(); ++k) {
+    const Samples &x = model.fine[k];
+    const GramGap g = GramGapOf({{x.tokens.data(), x.S, 1.0}}, LimitLaw(limit, k), x.M, x.N, x.d);
+    if (g.err > c->gap.err) c->gap = g, c->probe = names[k];
+    for (PetscInt m = 0; m < x.M; ++m) {
+      Energy e;
+      PetscCall(EnergyAt(comm, x, limit.fine[k], m, &e));
+      if (e.value > c->energy.value) c->energy = e;
+    }
+  }
+  PetscFunctionReturn(0);
+}
+
+// The limit's own error, the largest over probe sets: its steps (the coarse
+// paths' Gram means against the fine ones; zero without the extrapolation,
+// which has no second step count) and its sampling.
+void LimitError(const LawSamples &limit, double *steps, double *sampling) {
+  *steps = 0, *sampling = 0;
+  for (size_t k = 0; k < limit.fine.size(); ++k) {
+    const Samples &f = limit.fine[k];
+    std::vector<double> mean, se, fine_mean, fine_se, coarse_mean, coarse_se;
+    GramOf(LimitLaw(limit, k), f.M, f.N, f.d, &mean, &se);
+    std::vector<double> upper = mean;
+    for (size_t e = 0; e < upper.size(); ++e) upper[e] += se[e];
+    *sampling = std::max(*sampling, GramRelative(upper, mean, f.M, f.N));
+    if (k >= limit.coarse.size() || limit.coarse[k].S == 0) continue;
+    GramOf({{f.tokens.data(), f.S, 1.0}}, f.M, f.N, f.d, &fine_mean, &fine_se);
+    GramOf({{limit.coarse[k].tokens.data(), f.S, 1.0}}, f.M, f.N, f.d, &coarse_mean, &coarse_se);
+    *steps = std::max(*steps, GramRelative(coarse_mean, fine_mean, f.M, f.N));
+  }
+}
+
+// What a study in law does not take, refused rather than ignored; and its seeds' room.
+PetscErrorCode LawCheck(MPI_Comm comm, const Settings &s) {
+  PetscFunctionBeginUser;
+  PetscCheck(s.aggregate.empty(), comm, PETSC_ERR_USER_INPUT,
+             "a study in law makes its tables as it runs: run it again (its files are kept) instead of --aggregate");
+  for (const char *key : {"study.seeds", "study.references", "study.worst", "study.law", "study.probe_file",
+                          "study.only"})
+    PetscCheck(!s.is_explicit(key), comm, PETSC_ERR_USER_INPUT,
+               "%s does not apply to a study in law (a = c = 0.5 at initialisation): every cell draws study.samples "
+               "samples against limit.paths paths of the limit", key);
+  PetscCheck(s.study.samples < (PetscInt)kCellSeeds && 2 * s.limit.paths < (PetscInt)kCellSeeds, comm,
+             PETSC_ERR_USER_INPUT, "a study in law draws fewer than %llu samples a cell and %llu paths",
+             (unsigned long long)kCellSeeds, (unsigned long long)kCellSeeds / 2);
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode LawHeader(MPI_Comm comm, const Settings &s) {
+  PetscFunctionBeginUser;
+  PetscCall(PetscPrintf(comm,
+                        "mft study in law: a = c = 1/2, %zu variants, L in {%s}, H in {%s}, %" PetscInt_FMT
+                        " samples a cell against %" PetscInt_FMT " paths of the limit (%" PetscInt_FMT
+                        "%s steps, %" PetscInt_FMT " heads a step) | probes: %zu sets of %" PetscInt_FMT
+                        " sequences | %s\n",
+                        StudyVariants(s).size(), s.study.L.c_str(), s.study.H.c_str(), s.study.samples,
+                        s.limit.paths, s.limit.steps, s.limit.richardson ? " and twice as many" : "",
+                        s.limit.step_heads, probe_sets(s).size(), s.study.probe_M, s.study.dir.c_str()));
+  PetscFunctionReturn(0);
+}
+
+// law.csv's row of one cell.
+std::string LawRow(size_t v, const Settings &s, const CellLaw &c, double steps, double sampling) {
+  const bool clear = c.gap.resolved && std::max(steps, sampling) < c.gap.lo;
+  return csv({std::to_string(v), std::to_string(c.L), std::to_string(c.H), std::to_string(s.study.samples),
+              std::to_string(s.limit.paths), num(c.gap.err), num(c.gap.lo), num(c.gap.hi),
+              c.gap.resolved ? "true" : "false", quoted(c.probe), std::to_string(c.gap.sequence), num(c.energy.value),
+              num(c.energy.se), num(c.energy.floor), num(steps), num(sampling), clear ? "true" : "false",
+              num(c.seconds)});
+}
+
+// Variant v's cells: compared with the limit, printed, in rows; its fit.
+PetscErrorCode LawVariant(MPI_Comm comm, const std::vector<std::string> &args, const Settings &s, size_t v,
+                          std::vector<std::string> *rows, std::vector<std::string> *fits, PetscInt *resolved) {
+  const std::vector<std::string> names = probe_names(s);
+  const std::vector<PetscInt> Ls = integers(s.study.L), Hs = integers(s.study.H);
+  LawSamples limit;
+  double steps, sampling;
+  std::vector<double> L, H, err, se;
+  std::vector<char> ok;
+  PetscFunctionBeginUser;
+  PetscCall(LawLimit(comm, args, s, v, &limit));
+  LimitError(limit, &steps, &sampling);
+  PetscCall(PetscPrintf(comm, "variant %zu: the limit's own error: its steps %.3e, its sampling %.3e (relative Gram)\n",
+                        v, steps, sampling));
+  for (size_t i = 0; i < Ls.size(); ++i)
+    for (size_t j = 0; j < Hs.size(); ++j) {
+      LawSamples cell;
+      CellLaw c;
+      const double t0 = seconds();
+      c.L = Ls[i], c.H = Hs[j];
+      PetscCall(LawCell(comm, args, s, v, c.L, c.H, (v * Ls.size() + i) * Hs.size() + j, &cell));
+      PetscCall(CompareCell(comm, names, cell, limit, &c));
+      c.seconds = seconds() - t0;
+      PetscCall(PetscPrintf(comm,
+                            "variant %zu L=%" PetscInt_FMT " H=%" PetscInt_FMT ": err_law %.3e [%.3e, %.3e]%s, energy "
+                            "%.3e +- %.1e (floor %.1e), %.1f s\n",
+                            v, c.L, c.H, c.gap.err, c.gap.lo, c.gap.hi, c.gap.resolved ? " resolved" : "",
+                            c.energy.value, c.energy.se, c.energy.floor, c.seconds));
+      rows->push_back(LawRow(v, s, c, steps, sampling));
+      L.push_back((double)c.L), H.push_back((double)c.H), err.push_back(c.gap.err);
+      se.push_back((c.gap.hi - c.gap.lo) / 3.92), ok.push_back(c.gap.resolved);
+      *resolved += c.gap.resolved;
+    }
+  const PowerFit f = PowerFitOf(L, H, err, se, ok, s.init.seed + v);
+  fits->push_back(csv({std::to_string(v), std::to_string(f.cells), num(f.C), f.fits_p ? num(f.p) : "",
+                       f.fits_p ? num(f.p_lo) : "", f.fits_p ? num(f.p_hi) : "", f.fits_q ? num(f.q) : "",
+                       f.fits_q ? num(f.q_lo) : "", f.fits_q ? num(f.q_hi) : ""}));
+  if (f.cells == 0)
+    PetscCall(PetscPrintf(comm, "variant %zu: too few resolved cells to fit err_law = C L^-p H^-q\n", v));
+  else
+    PetscCall(PetscPrintf(comm, "variant %zu: err_law = %.3g L^-p H^-q over %" PetscInt_FMT " cells: p = %.3f [%.3f, "
+                                "%.3f], q = %.3f [%.3f, %.3f]%s\n",
+                          v, f.C, f.cells, f.p, f.p_lo, f.p_hi, f.q, f.q_lo, f.q_hi,
+                          f.fits_p && f.fits_q ? "" : f.fits_p ? " (H fixed)" : " (L fixed)"));
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode WriteTable(MPI_Comm comm, const std::string &path, const std::string &header,
+                          const std::vector<std::string> &rows) {
+  PetscMPIInt rank;
+  PetscFunctionBeginUser;
+  PetscCallMPI(MPI_Comm_rank(comm, &rank));
+  if (rank == 0) {
+    std::ofstream out(path);
+    out << header << "\n";
+    for (const std::string &r : rows) out << r << "\n";
+    PetscCheck(out.good(), PETSC_COMM_SELF, PETSC_ERR_FILE_WRITE, "cannot write '%s'", path.c_str());
+  }
+  PetscFunctionReturn(0);
+}
+
+} // namespace
+
+bool StudyInLaw(const Settings &s) {
+  return s.study.state == StudyState::init && s.model.depth_exponent == 0.5 && s.model.head_exponent == 0.5;
+}
+
+PetscErrorCode StudyInLawList(MPI_Comm comm, const Settings &s) {
+  const std::vector<PetscInt> Ls = integers(s.study.L), Hs = integers(s.study.H);
+  const double sets = (double)probe_sets(s).size(), S = (double)s.study.samples;
+  const double limit = sets * (double)s.limit.paths * (double)s.limit.step_heads * (double)s.limit.steps *
+                       (s.limit.richardson ? 3 : 1);
+  double total = 0;
+  PetscFunctionBeginUser;
+  PetscCall(LawCheck(comm, s));
+  for (size_t v = 0; v < StudyVariants(s).size(); ++v) {
+    PetscCall(PetscPrintf(comm, "variant %zu: the limit, %.4g head evaluations a probe sequence\n", v, limit));
+    total += limit;
+    for (PetscInt L : Ls)
+      for (PetscInt H : Hs) {
+        PetscCall(PetscPrintf(comm, "variant %zu L=%" PetscInt_FMT " H=%" PetscInt_FMT ": %.4g head evaluations\n", v,
+                              L, H, sets * S * (double)(L * H)));
+        total += sets * S * (double)(L * H);
+      }
+  }
+  PetscCall(PetscPrintf(comm, "study in law: %.4g head evaluations a probe sequence in all, spread over every rank\n",
+                        total));
+  PetscCall(PetscPrintf(comm, "%zu cells in %s\n", StudyVariants(s).size() * Ls.size() * Hs.size(),
+                        s.study.dir.c_str()));
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode StudyInLawRun(MPI_Comm comm, const std::vector<std::string> &args, const Settings &s, int *status) {
+  PetscMPIInt rank;
+  std::vector<std::string> rows, fits;
+  PetscInt resolved = 0;
+  PetscFunctionBeginUser;
+  PetscCall(LawCheck(comm, s));
+  PetscCall(LawHeader(comm, s));
+  const double t0 = seconds();
+  PetscCallMPI(MPI_Comm_rank(comm, &rank));
+  if (rank == 0)
+    PetscCheck(mkdir(s.study.dir.c_str(), 0755) == 0 || errno == EEXIST, PETSC_COMM_SELF, PETSC_ERR_FILE_WRITE,
+               "cannot create study.dir '%s'", s.study.dir.c_str());
+  PetscCallMPI(MPI_Barrier(comm));
+  for (size_t v = 0; v < StudyVariants(s).size(); ++v) PetscCall(LawVariant(comm, args, s, v, &rows, &fits, &resolved));
+  PetscCall(WriteTable(comm, s.study.dir + "/law.csv",
+                       "variant,L,H,samples,paths,err_law,err_law_lo,err_law_hi,resolved,probe,sequence,energy,"
+                       "energy_se,energy_floor,limit_steps,limit_sampling,limit_clear,seconds",
+                       rows));
+  PetscCall(WriteTable(comm, s.study.dir + "/law_fits.csv", "variant,cells,C,p,p_lo,p_hi,q,q_lo,q_hi", fits));
+  PetscCall(PetscPrintf(comm, "mft study in law: %zu cells, %" PetscInt_FMT " resolved; wrote %s/law.csv, law_fits.csv\n",
+                        rows.size(), resolved, s.study.dir.c_str()));
+  Summary sum;
+  sum.add("command", std::string("study")).add("mode", std::string("law")).add("dir", s.study.dir);
+  sum.add("cells", (long long)rows.size()).add("resolved", (long long)resolved).add("seconds", seconds() - t0);
+  PetscCall(sum.print(comm));
+  *status = kExitOk;
+  PetscFunctionReturn(0);
+}
+
+} // namespace mft

@@ -1,0 +1,88 @@
+// Comparing laws from samples (law_statistics.hpp) against closed forms.
+#include "mft/studies/law_statistics.hpp"
+#include "mft/layout/random.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <vector>
+
+using namespace mft;
+
+namespace {
+
+// E|Z| for Z ~ N(mu, s^2).
+double MeanAbs(double mu, double s) {
+  return s * std::sqrt(2 / M_PI) * std::exp(-mu * mu / (2 * s * s)) + mu * std::erf(mu / (s * std::sqrt(2.0)));
+}
+
+std::vector<double> Normals(std::uint64_t seed, PetscInt n, double mean, double scale) {
+  Stream st(seed, 0);
+  std::vector<double> x((size_t)n);
+  for (double &v : x) v = mean + scale * st.normal();
+  return x;
+}
+
+} // namespace
+
+// The energy distance of N(0, 1) and N(mu, 1): 2 E|N(mu, 2)| - 2 E|N(0, 2)|,
+// within 4 standard errors, 0 for equal laws; rows summed in two parts (as
+// ranks sum them) give the whole.
+TEST(Law, EnergyDistanceOfGaussians) {
+  const PetscInt S = 3000, P = 2500;
+  for (double mu : {0.0, 0.3, 1.0}) {
+    const std::vector<double> X = Normals(1, S, 0, 1), Y = Normals(2, P, mu, 1);
+    const EnergySums all = EnergyTerms(X.data(), S, Y.data(), P, 1, 1, 0, S + P);
+    EnergySums a = EnergyTerms(X.data(), S, Y.data(), P, 1, 1, 0, 1234), b = EnergyTerms(X.data(), S, Y.data(), P, 1, 1, 1234, S + P);
+    for (int k = 0; k < 2; ++k) a.u[k] += b.u[k], a.uu[k] += b.uu[k], a.within[k] += b.within[k];
+    const Energy e = EnergyOf(all, S, P), parts = EnergyOf(a, S, P);
+    const double exact = 2 * MeanAbs(mu, std::sqrt(2.0)) - 2 * MeanAbs(0, std::sqrt(2.0));
+    EXPECT_NEAR(e.value, exact, 4 * e.se + 2.0 / S) << "mu " << mu;
+    EXPECT_NEAR(parts.value, e.value, 1e-12) << "mu " << mu;
+    EXPECT_NEAR(e.floor, MeanAbs(0, std::sqrt(2.0)) * (1.0 / S + 1.0 / P), 0.05 * e.floor) << "mu " << mu;
+    if (mu >= 0.3) EXPECT_GT(e.value, 4 * e.se) << "mu " << mu << ": resolved";
+  }
+}
+
+// A model's tokens scaled by 1 + eps against the same law unscaled: every
+// Gram mean is (1 + eps)^2 times the limit's, a relative gap of (1 + eps)^2
+// - 1 on every sequence, which the interval holds; at eps = 0 no gap is resolved.
+TEST(Law, GramGapOfAScaledLaw) {
+  const PetscInt S = 4000, M = 3, N = 4, d = 2, n = M * N * d;
+  for (double eps : {0.0, 0.1}) {
+    std::vector<double> x = Normals(3, S * n, 0.5, 1), y = Normals(4, S * n, 0.5, 1);
+    for (double &v : x) v *= 1 + eps;
+    const GramGap g = GramGapOf({{x.data(), S, 1.0}}, {{y.data(), S, 1.0}}, M, N, d);
+    const double exact = (1 + eps) * (1 + eps) - 1;
+    EXPECT_LE(g.lo, exact) << "eps " << eps;
+    EXPECT_GE(g.hi, exact) << "eps " << eps;
+    EXPECT_EQ(g.resolved, eps > 0) << "eps " << eps;
+    EXPECT_LT(g.hi - g.lo, 0.15) << "eps " << eps << ": an interval of some use";
+  }
+}
+
+// err = 2 L^-1 H^-1/2 with 3% noise: the fit's intervals hold p = 1 and q =
+// 1/2; with H fixed only p is fitted; unresolved cells are left out.
+TEST(Law, PowerFitRecoversExponents) {
+  std::vector<double> L, H, err, se;
+  std::vector<char> resolved;
+  Stream st(5, 0);
+  for (double l : {4.0, 8.0, 16.0, 32.0})
+    for (double h : {1.0, 4.0, 16.0}) {
+      const double e = 2 / l / std::sqrt(h);
+      L.push_back(l), H.push_back(h), err.push_back(e * (1 + 0.03 * st.normal())), se.push_back(0.03 * e);
+      resolved.push_back(l < 32);
+    }
+  const PowerFit f = PowerFitOf(L, H, err, se, resolved, 7);
+  EXPECT_EQ(f.cells, 9);
+  EXPECT_TRUE(f.fits_p && f.fits_q);
+  EXPECT_LE(f.p_lo, 1.0);
+  EXPECT_GE(f.p_hi, 1.0);
+  EXPECT_LE(f.q_lo, 0.5);
+  EXPECT_GE(f.q_hi, 0.5);
+  EXPECT_LT(f.p_hi - f.p_lo, 0.2);
+  std::vector<double> H1(H.size(), 1.0);
+  const PowerFit g = PowerFitOf(L, H1, err, se, resolved, 7);
+  EXPECT_TRUE(g.fits_p && !g.fits_q);
+  EXPECT_EQ(g.q, 0.0);
+}
