@@ -312,11 +312,13 @@ PetscErrorCode LawVariant(MPI_Comm comm, const std::vector<std::string> &args, c
                        f.fits_q ? num(f.q_lo) : "", f.fits_q ? num(f.q_hi) : ""}));
   if (f.cells == 0)
     PetscCall(PetscPrintf(comm, "variant %zu: too few resolved cells to fit err_law = C L^-p H^-q\n", v));
-  else
-    PetscCall(PetscPrintf(comm, "variant %zu: err_law = %.3g L^-p H^-q over %" PetscInt_FMT " cells: p = %.3f [%.3f, "
-                                "%.3f], q = %.3f [%.3f, %.3f]%s\n",
-                          v, f.C, f.cells, f.p, f.p_lo, f.p_hi, f.q, f.q_lo, f.q_hi,
-                          f.fits_p && f.fits_q ? "" : f.fits_p ? " (H fixed)" : " (L fixed)"));
+  else {
+    char p[96] = "L fixed", q[96] = "H fixed";
+    if (f.fits_p) snprintf(p, sizeof p, "p = %.3f [%.3f, %.3f]", f.p, f.p_lo, f.p_hi);
+    if (f.fits_q) snprintf(q, sizeof q, "q = %.3f [%.3f, %.3f]", f.q, f.q_lo, f.q_hi);
+    PetscCall(PetscPrintf(comm, "variant %zu: err_law = %.3g L^-p H^-q over %" PetscInt_FMT " resolved cells: %s, %s\n",
+                          v, f.C, f.cells, p, q));
+  }
   PetscFunctionReturn(0);
 }
 
