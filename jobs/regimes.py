@@ -19,7 +19,8 @@ every point has a closed form, drawn beside them by jobs/plot_regimes.py:
 mu = v_mean, sigma = v_gain (qkv heads): uniform attention keeps every
 token's offset from its sequence's mean and moves the mean alone.
 Writes OUT.csv: centred, a, c, L, H, beta, samples, moved, moved_se,
-closed_form (beta = 0), limit_distance, limit_distance_se.
+closed_form (beta = 0), limit_distance, limit_distance_se. A point whose
+tokens overflow (mft exits 3) is said and left out.
 """
 import argparse
 import csv
@@ -47,8 +48,12 @@ def run(args, options, out):
         os.environ.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
     cmd = ["mpiexec", "--oversubscribe", "-n", str(args.ranks), args.mft] + options + ["--output.file", out]
     done = subprocess.run(cmd, capture_output=True, text=True)
+    if done.returncode == 3:  # the tokens overflowed: an exploding point, recorded as such
+        print(f"regimes.py: {' '.join(options[:1] + options[2:4])}...: {done.stderr.strip().splitlines()[-1]}")
+        return False
     if done.returncode != 0:
         sys.exit(f"regimes.py: {' '.join(cmd)} failed:\n{done.stdout}{done.stderr}")
+    return True
 
 
 def model(mu, a, c, L, H, beta, d=4, N=8, M=2):
@@ -102,9 +107,10 @@ def main():
                 for a in [float(v) for v in args.a.split()]:
                     for c in sorted({a, 1.0}):
                         for L in [int(v) for v in args.L.split()]:
-                            out = f"{tmp}/s.h5"
-                            run(args, ["forward"] + model(mu, a, c, L, args.H, beta) +
-                                ["--init.samples", str(args.samples)], out)
+                            out = f"{tmp}/s-{len(rows)}.h5"
+                            if not run(args, ["forward"] + model(mu, a, c, L, args.H, beta) +
+                                       ["--init.samples", str(args.samples)], out):
+                                continue
                             f = h5py.File(out, "r")
                             x0, x1 = f["/data/tokens"][()], f["/output/samples"][()]
                             moved = ((x1 - x0[None]) ** 2).sum(axis=3).mean(axis=(1, 2))  # a sample's mean over tokens

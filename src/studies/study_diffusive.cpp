@@ -89,10 +89,12 @@ PetscErrorCode LawFileWrite(MPI_Comm comm, const Settings &cs, const std::string
     arrays.push_back({at + "/inputs", {M, N, d}, f.inputs.data()});
     arrays.push_back({at + "/samples", {S, M, N, d}, f.tokens.data()});
     if (k < x.coarse.size() && x.coarse[k].S > 0)
-      arrays.push_back({at + "/samples_coarse", {(unsigned long long)x.coarse[k].S, M, N, d}, x.coarse[k].tokens.data()});
+      arrays.push_back(
+          {at + "/samples_coarse", {(unsigned long long)x.coarse[k].S, M, N, d}, x.coarse[k].tokens.data()});
     grams.emplace_back(), grams.emplace_back();
     Law law = {{f.tokens.data(), f.S, 1.0}};
-    if (k < x.coarse.size() && x.coarse[k].S > 0) law = {{f.tokens.data(), f.S, 2.0}, {x.coarse[k].tokens.data(), f.S, -1.0}};
+    if (k < x.coarse.size() && x.coarse[k].S > 0)
+      law = {{f.tokens.data(), f.S, 2.0}, {x.coarse[k].tokens.data(), f.S, -1.0}};
     GramOf(law, f.M, f.N, f.d, &grams[grams.size() - 2], &grams.back());
   }
   for (size_t k = 0; k < names.size(); ++k) {
@@ -330,7 +332,7 @@ PetscErrorCode WriteTable(MPI_Comm comm, const std::string &path, const std::str
   if (rank == 0) {
     std::ofstream out(path);
     out << header << "\n";
-    for (const std::string &r : rows) out << r << "\n";
+    for (const std::string &r : rows) out << r; // csv() ends each row
     PetscCheck(out.good(), PETSC_COMM_SELF, PETSC_ERR_FILE_WRITE, "cannot write '%s'", path.c_str());
   }
   PetscFunctionReturn(0);
@@ -351,7 +353,7 @@ PetscErrorCode StudyInLawList(MPI_Comm comm, const Settings &s) {
   PetscFunctionBeginUser;
   PetscCall(LawCheck(comm, s));
   for (size_t v = 0; v < StudyVariants(s).size(); ++v) {
-    PetscCall(PetscPrintf(comm, "variant %zu: the limit, %.4g head evaluations a probe sequence\n", v, limit));
+    PetscCall(PetscPrintf(comm, "variant %zu: the limit, %.4g head evaluations (each over a probe set)\n", v, limit));
     total += limit;
     for (PetscInt L : Ls)
       for (PetscInt H : Hs) {
@@ -360,7 +362,8 @@ PetscErrorCode StudyInLawList(MPI_Comm comm, const Settings &s) {
         total += sets * S * (double)(L * H);
       }
   }
-  PetscCall(PetscPrintf(comm, "study in law: %.4g head evaluations a probe sequence in all, spread over every rank\n",
+  PetscCall(PetscPrintf(comm,
+                        "study in law: %.4g head evaluations in all, each over a probe set, spread over every rank\n",
                         total));
   PetscCall(PetscPrintf(comm, "%zu cells in %s\n", StudyVariants(s).size() * Ls.size() * Hs.size(),
                         s.study.dir.c_str()));
@@ -386,7 +389,8 @@ PetscErrorCode StudyInLawRun(MPI_Comm comm, const std::vector<std::string> &args
                        "energy_se,energy_floor,limit_steps,limit_sampling,limit_clear,seconds",
                        rows));
   PetscCall(WriteTable(comm, s.study.dir + "/law_fits.csv", "variant,cells,C,p,p_lo,p_hi,q,q_lo,q_hi", fits));
-  PetscCall(PetscPrintf(comm, "mft study in law: %zu cells, %" PetscInt_FMT " resolved; wrote %s/law.csv, law_fits.csv\n",
+  PetscCall(PetscPrintf(comm,
+                        "mft study in law: %zu cells, %" PetscInt_FMT " resolved; wrote %s/law.csv, law_fits.csv\n",
                         rows.size(), resolved, s.study.dir.c_str()));
   Summary sum;
   sum.add("command", std::string("study")).add("mode", std::string("law")).add("dir", s.study.dir);

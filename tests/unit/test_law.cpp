@@ -33,7 +33,8 @@ TEST(Law, EnergyDistanceOfGaussians) {
   for (double mu : {0.0, 0.3, 1.0}) {
     const std::vector<double> X = Normals(1, S, 0, 1), Y = Normals(2, P, mu, 1);
     const EnergySums all = EnergyTerms(X.data(), S, Y.data(), P, 1, 1, 0, S + P);
-    EnergySums a = EnergyTerms(X.data(), S, Y.data(), P, 1, 1, 0, 1234), b = EnergyTerms(X.data(), S, Y.data(), P, 1, 1, 1234, S + P);
+    EnergySums a = EnergyTerms(X.data(), S, Y.data(), P, 1, 1, 0, 1234);
+    const EnergySums b = EnergyTerms(X.data(), S, Y.data(), P, 1, 1, 1234, S + P);
     for (int k = 0; k < 2; ++k) a.u[k] += b.u[k], a.uu[k] += b.uu[k], a.within[k] += b.within[k];
     const Energy e = EnergyOf(all, S, P), parts = EnergyOf(a, S, P);
     const double exact = 2 * MeanAbs(mu, std::sqrt(2.0)) - 2 * MeanAbs(0, std::sqrt(2.0));
