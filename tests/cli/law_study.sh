@@ -14,7 +14,7 @@
 #     90% of the cells, and the cells of L = 2 are resolved;
 #   - a replicate with other seeds agrees: the two err_law intervals overlap
 #     in every cell;
-#   - what a study in law does not take is refused in one line.
+#   - its listing; what a study in law does not take is refused in one line.
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 source "$here/lib.sh" "$1"
 
@@ -86,6 +86,10 @@ for a, b in zip(rows[1], rows[2]):
 sys.exit(0 if ok else 1)
 EOF
 
+# Its --list prices the cells; a width past limit.heads is no reference's concern here.
+expect 0 '' -- "$MFT" "${law[@]}" --study.H "1 8192" --study.dir listed --list
+grep -q '^6 cells in listed$' out.txt && grep -q '^variant 0 L=8 H=8192: ' out.txt && ok ||
+  bad "the listing of a study in law: $(tail -2 out.txt)"
 expect 2 'study.seeds does not apply to a study in law' -- \
   mpiexec --oversubscribe -n 1 "$MFT" "${law[@]}" --study.seeds 2 --study.dir bad
 expect 2 'init.v_mean = 0.5 has no limit at a = c = 0.5' -- \
