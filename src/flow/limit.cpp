@@ -83,7 +83,7 @@ Settings DiffusiveSchemeFor(const Settings &s, PetscInt n) {
 PetscErrorCode LimitPathsSolve(MPI_Comm comm, const Settings &s, LimitPaths *r) {
   const PetscInt S = s.limit.paths, n = s.limit.steps;
   PetscFunctionBeginUser;
-  PetscCheck(s.model.depth_exponent == 0.5 && s.model.head_exponent == 0.5, comm, PETSC_ERR_USER_INPUT,
+  PetscCheck(s.model.diffusive(), comm, PETSC_ERR_USER_INPUT,
              "the diffusive limit is that of model.depth_exponent = model.head_exponent = 0.5 (given %s and %s)",
              format_real(s.model.depth_exponent).c_str(), format_real(s.model.head_exponent).c_str());
   PetscCheck(s.init.v_mean == 0 && (s.model.head_kind == HeadKind::qkv || s.init.o_mean == 0), comm,

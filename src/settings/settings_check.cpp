@@ -107,10 +107,9 @@ static PetscErrorCode StudyCheck(MPI_Comm comm, const Settings &s) {
              s.study.learning_rates.c_str());
   const double m = s.study.reference_margin;
   const PetscInt refH = trained ? s.study.reference_H : s.limit.heads;
-  // A study in law (a = c = 1/2 at initialisation) compares with the SDE's
-  // paths, not with a reference of limit.heads heads.
-  const bool in_law = !trained && s.model.depth_exponent == 0.5 && s.model.head_exponent == 0.5;
-  PetscCheck(in_law || !varies_H || refH >= m * Hmax, comm, PETSC_ERR_USER_INPUT,
+  // A study in law compares with the SDE's paths, not with a reference of
+  // limit.heads heads.
+  PetscCheck(s.study_in_law() || !varies_H || refH >= m * Hmax, comm, PETSC_ERR_USER_INPUT,
              "the reference's %" PetscInt_FMT " heads (%s) are fewer than study.reference_margin = %s times the "
              "largest H = %" PetscInt_FMT " of the grid: its own error would stay in the models' (lower "
              "study.reference_margin to run anyway)",
@@ -184,12 +183,12 @@ static PetscErrorCode ExponentCheck(MPI_Comm comm, const Settings &s) {
   const double a = m.depth_exponent, c = m.head_exponent;
   PetscFunctionBeginUser;
   if (m.mean_field()) PetscFunctionReturn(0);
-  PetscCheck(s.command != "limit" || (a == 0.5 && c == 0.5), comm, PETSC_ERR_USER_INPUT,
+  PetscCheck(s.command != "limit" || m.diffusive(), comm, PETSC_ERR_USER_INPUT,
              "mft limit computes the mean-field ODE (model.depth_exponent = model.head_exponent = 1) and the diffusive "
              "SDE (both 0.5, centred value maps); a = %s, c = %s has no limit it computes", format_real(a).c_str(),
              format_real(c).c_str());
-  const bool in_law = a == 0.5 && c == 0.5; // a study at initialisation in law (study_diffusive.hpp)
-  PetscCheck(s.command != "study" || s.study.state == StudyState::trained || in_law, comm, PETSC_ERR_USER_INPUT,
+  PetscCheck(s.command != "study" || s.study.state == StudyState::trained || s.study_in_law(), comm,
+             PETSC_ERR_USER_INPUT,
              "a study at initialisation compares every model, seed by seed, with the mean-field ODE reference of "
              "a = c = 1, or in law with the diffusive limit of a = c = 0.5; a = %s, c = %s has neither: train "
              "(study.state = trained)", format_real(a).c_str(), format_real(c).c_str());

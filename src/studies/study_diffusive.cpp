@@ -77,6 +77,15 @@ PetscErrorCode LawFileRead(const std::string &path, const std::vector<std::strin
   PetscFunctionReturn(0);
 }
 
+// The law of probe set k that x holds: its samples, or with coarse paths (the
+// limit's) 2 fine - coarse.
+Law LawOf(const LawSamples &limit, size_t k) {
+  const Samples &f = limit.fine[k];
+  if (k < limit.coarse.size() && limit.coarse[k].S > 0)
+    return {{f.tokens.data(), f.S, 2.0}, {limit.coarse[k].tokens.data(), limit.coarse[k].S, -1.0}};
+  return {{f.tokens.data(), f.S, 1.0}};
+}
+
 PetscErrorCode LawFileWrite(MPI_Comm comm, const Settings &cs, const std::string &path, const std::string &identity,
                             const std::vector<std::string> &names, const LawSamples &x) {
   std::vector<ResultArray> arrays;
@@ -92,10 +101,7 @@ PetscErrorCode LawFileWrite(MPI_Comm comm, const Settings &cs, const std::string
       arrays.push_back(
           {at + "/samples_coarse", {(unsigned long long)x.coarse[k].S, M, N, d}, x.coarse[k].tokens.data()});
     grams.emplace_back(), grams.emplace_back();
-    Law law = {{f.tokens.data(), f.S, 1.0}};
-    if (k < x.coarse.size() && x.coarse[k].S > 0)
-      law = {{f.tokens.data(), f.S, 2.0}, {x.coarse[k].tokens.data(), f.S, -1.0}};
-    GramOf(law, f.M, f.N, f.d, &grams[grams.size() - 2], &grams.back());
+    GramOf(LawOf(x, k), f.M, f.N, f.d, &grams[grams.size() - 2], &grams.back());
   }
   for (size_t k = 0; k < names.size(); ++k) {
     const unsigned long long M = x.fine[k].M, N = x.fine[k].N;
@@ -176,14 +182,6 @@ struct CellLaw {
   double seconds = 0;
 };
 
-// The limit's law of probe set k: its fine paths, or 2 fine - coarse.
-Law LimitLaw(const LawSamples &limit, size_t k) {
-  const Samples &f = limit.fine[k];
-  if (k < limit.coarse.size() && limit.coarse[k].S > 0)
-    return {{f.tokens.data(), f.S, 2.0}, {limit.coarse[k].tokens.data(), limit.coarse[k].S, -1.0}};
-  return {{f.tokens.data(), f.S, 1.0}};
-}
-
 // The energy distance of one probe sequence m, its pairs split over the ranks.
 PetscErrorCode EnergyAt(MPI_Comm comm, const Samples &x, const Samples &y, PetscInt m, Energy *e) {
   PetscMPIInt size, rank;
@@ -206,7 +204,7 @@ PetscErrorCode CompareCell(MPI_Comm comm, const std::vector<std::string> &names,
   c->gap.err = -1, c->energy.value = -HUGE_VAL;
   for (size_t k = 0; k < names.size(); ++k) {
     const Samples &x = model.fine[k];
-    const GramGap g = GramGapOf({{x.tokens.data(), x.S, 1.0}}, LimitLaw(limit, k), x.M, x.N, x.d);
+    const GramGap g = GramGapOf({{x.tokens.data(), x.S, 1.0}}, LawOf(limit, k), x.M, x.N, x.d);
     if (g.err > c->gap.err) c->gap = g, c->probe = names[k];
     for (PetscInt m = 0; m < x.M; ++m) {
       Energy e;
@@ -225,7 +223,7 @@ void LimitError(const LawSamples &limit, double *steps, double *sampling) {
   for (size_t k = 0; k < limit.fine.size(); ++k) {
     const Samples &f = limit.fine[k];
     std::vector<double> mean, se, fine_mean, fine_se, coarse_mean, coarse_se;
-    GramOf(LimitLaw(limit, k), f.M, f.N, f.d, &mean, &se);
+    GramOf(LawOf(limit, k), f.M, f.N, f.d, &mean, &se);
     std::vector<double> upper = mean;
     for (size_t e = 0; e < upper.size(); ++e) upper[e] += se[e];
     *sampling = std::max(*sampling, GramRelative(upper, mean, f.M, f.N));
@@ -339,10 +337,6 @@ PetscErrorCode WriteTable(MPI_Comm comm, const std::string &path, const std::str
 }
 
 } // namespace
-
-bool StudyInLaw(const Settings &s) {
-  return s.study.state == StudyState::init && s.model.depth_exponent == 0.5 && s.model.head_exponent == 0.5;
-}
 
 PetscErrorCode StudyInLawList(MPI_Comm comm, const Settings &s) {
   const std::vector<PetscInt> Ls = integers(s.study.L), Hs = integers(s.study.H);

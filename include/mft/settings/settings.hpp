@@ -44,6 +44,7 @@ struct ModelSettings {
   // mean-field (ODE) model, 1/2 and 1/2 with centred value maps the diffusive one.
   double depth_exponent = 1.0, head_exponent = 1.0;
   bool mean_field() const { return depth_exponent == 1.0 && head_exponent == 1.0; }
+  bool diffusive() const { return depth_exponent == 0.5 && head_exponent == 0.5; }
 };
 
 // The factor of a layer's head sum in the velocity f_l = scale sum_h Attn
@@ -275,6 +276,8 @@ struct Settings {
   std::vector<std::string> explicit_keys;
 
   bool is_explicit(const std::string &key) const;
+  // A study in law (study_diffusive.hpp): the diffusive exponents at initialisation.
+  bool study_in_law() const { return study.state == StudyState::init && model.diffusive(); }
   // Replaces the recorded value of key (after sizes are taken from a data file).
   void update(const std::string &key, const std::string &value);
 };

@@ -27,9 +27,7 @@
 
 namespace mft {
 
-// Whether s is a study in law: a = c = 1/2 at initialisation. Not collective.
-bool StudyInLaw(const Settings &s);
-
+// A study in law is what Settings::study_in_law() says.
 // Lists the study's cells and the limit with their cost in head evaluations
 // (mft study --list; jobs/study.sh); the last line "<n> cells in <dir>".
 // Not collective: rank 0 prints.
