@@ -4,6 +4,7 @@
 #include "mft/commands/commands.hpp"
 #include "mft/files/settings_files.hpp"
 #include "mft/settings/error.hpp"
+#include "mft/settings/options.hpp"
 #include "mft/files/report.hpp"
 #include "mft/studies/study_diffusive.hpp"
 #include "mft/studies/study.hpp"
@@ -27,6 +28,9 @@ static PetscErrorCode StudyHeader(MPI_Comm comm, const Settings &s, size_t cases
       const auto teacher = StudyTeacher(s);
       learns = "the targets of one teacher of " + std::to_string(teacher.first) + " x " +
                std::to_string(teacher.second) + " heads (data.teacher_seed " + std::to_string(s.data.teacher_seed) + ")";
+      if (s.data.teacher_depth_exponent > 0 || s.data.teacher_head_exponent > 0)
+        learns += " at its own exponents (data.teacher_depth_exponent " + format_real(s.data.teacher_depth_exponent) +
+                  ", data.teacher_head_exponent " + format_real(s.data.teacher_head_exponent) + "; 0: the student's)";
     }
     const std::string against = s.study.references == 0 ? "with no references (a learning-rate study)"
                                 : "against " + std::to_string(s.study.references) + " references of " +

@@ -29,19 +29,30 @@ static PetscErrorCode GenerateTokens(const DataSettings &s, const TokenLayout &t
   PetscFunctionReturn(0);
 }
 
-// x(1) of a teacher of another shape (its own problem on the same data),
-// into the student's layout of x1.
-static PetscErrorCode TeacherOutput(Problem *p, PetscInt L, PetscInt H) {
+// The teacher's model: data.teacher_L x data.teacher_H with its exponents
+// (each 0: the student's).
+static ModelSettings TeacherModel(const Settings &s) {
+  ModelSettings m = s.model;
+  if (s.data.teacher_L) m.L = s.data.teacher_L;
+  if (s.data.teacher_H) m.H = s.data.teacher_H;
+  if (s.data.teacher_depth_exponent > 0) m.depth_exponent = s.data.teacher_depth_exponent;
+  if (s.data.teacher_head_exponent > 0) m.head_exponent = s.data.teacher_head_exponent;
+  return m;
+}
+
+// x(1) of a teacher of another shape or exponents (its own problem on the
+// same data), into the student's layout of x1.
+static PetscErrorCode TeacherOutput(Problem *p, const ModelSettings &m) {
   const Settings &s = p->settings;
   Settings ts = s;
   Problem teacher;
   std::vector<double> all;
   PetscFunctionBeginUser;
   PetscCheck(s.data.teacher_perturbation == 0, p->grid.comm, PETSC_ERR_USER_INPUT,
-             "data.teacher_perturbation needs a teacher of the student's shape (data.teacher_L = %" PetscInt_FMT
+             "data.teacher_perturbation needs a teacher of the student's shape and exponents (data.teacher_L = %" PetscInt_FMT
              ", data.teacher_H = %" PetscInt_FMT " against model.L = %" PetscInt_FMT ", model.H = %" PetscInt_FMT ")",
-             L, H, s.model.L, s.model.H);
-  ts.model.L = L, ts.model.H = H;
+             m.L, m.H, s.model.L, s.model.H);
+  ts.model = m;
   ts.data.teacher_L = ts.data.teacher_H = 0;
   ts.init = TeacherInit(s);
   ts.init.seed = s.data.teacher_seed;
@@ -64,7 +75,7 @@ static PetscErrorCode TeacherOutput(Problem *p, PetscInt L, PetscInt H) {
 }
 
 // Targets from the teacher: x(1) (token) or W xbar(1) (pooled) of a random
-// model, of the student's shape or of data.teacher_L x data.teacher_H.
+// model, of the student's shape and exponents or of TeacherModel's.
 static PetscErrorCode TeacherTargets(Problem *p) {
   Settings &s = p->settings;
   Targets &y = p->targets;
@@ -75,16 +86,18 @@ static PetscErrorCode TeacherTargets(Problem *p) {
     Stream r(s.loss.readout_seed, kReadout);
     for (auto &w : y.W) w = r.normal() / std::sqrt((double)s.model.d);
   }
-  const PetscInt tL = s.data.teacher_L ? s.data.teacher_L : s.model.L, tH = s.data.teacher_H ? s.data.teacher_H : s.model.H;
-  if (tL != s.model.L || tH != s.model.H) {
-    PetscCall(TeacherOutput(p, tL, tH));
+  const ModelSettings tm = TeacherModel(s);
+  const bool own = tm.L == s.model.L && tm.H == s.model.H && tm.depth_exponent == s.model.depth_exponent &&
+                   tm.head_exponent == s.model.head_exponent;
+  if (!own) {
+    PetscCall(TeacherOutput(p, tm));
   } else if (s.data.teacher_perturbation > 0) { // near the student's start: a small initial risk
     PetscCall(HeadsInitialize(&p->heads, s.init, s.init.seed, p->heads.theta));
     PetscCall(HeadsPerturb(p->heads, s.data.teacher_seed, s.data.teacher_perturbation, p->heads.theta));
   } else {
     PetscCall(HeadsInitialize(&p->heads, TeacherInit(s), s.data.teacher_seed, p->heads.theta));
   }
-  if (tL == s.model.L && tH == s.model.H) {
+  if (own) {
     PetscCall(ProblemSetHeads(p));
     PetscCall(VecCopy(p->x0, p->x1));
     PetscCall(FlowForward(&p->flow, p->x1));

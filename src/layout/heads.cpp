@@ -136,6 +136,22 @@ PetscErrorCode HeadsPerturb(const Heads &h, std::uint64_t seed, double eps, Vec 
   PetscFunctionReturn(0);
 }
 
+std::vector<double> HeadsBlockChange(const HeadShape &shape, PetscInt L, PetscInt H, const std::vector<double> &now,
+                                     const std::vector<double> &start) {
+  const PetscInt nb = shape.blocks();
+  std::vector<double> moved((size_t)(L * nb), 0.0), size((size_t)(L * nb), 0.0);
+  for (PetscInt flat = 0; flat < L * H; ++flat)
+    for (PetscInt b = 0; b < nb; ++b) {
+      const PetscInt first = flat * shape.size + shape.block_offset(b);
+      for (PetscInt e = first; e < first + shape.block_rows(b) * shape.block_cols(b); ++e) {
+        const double dx = now[(size_t)e] - start[(size_t)e];
+        moved[(size_t)((flat / H) * nb + b)] += dx * dx, size[(size_t)((flat / H) * nb + b)] += start[(size_t)e] * start[(size_t)e];
+      }
+    }
+  for (size_t i = 0; i < moved.size(); ++i) moved[i] = std::sqrt(moved[i] / size[i]);
+  return moved;
+}
+
 PetscErrorCode HeadsGather(Heads *h) {
   PetscFunctionBeginUser;
   PetscCall(EndAll(h->gathering)); // the replica is about to change under them

@@ -271,6 +271,10 @@ std::vector<Option> declare(Settings &s) {
               "layers of the teacher (0: the student's; in a trained study, the reference's: one set of targets)"),
       integer("data.teacher_H", &d.teacher_H, 0,
               "heads per layer of the teacher (0: the student's; in a trained study, the reference's)"),
+      real("data.teacher_depth_exponent", &d.teacher_depth_exponent, 0.0, false,
+           "the teacher's model.depth_exponent (0: the student's): one teacher for students of both regimes"),
+      real("data.teacher_head_exponent", &d.teacher_head_exponent, 0.0, false,
+           "the teacher's model.head_exponent (0: the student's)"),
       text("data.teacher_init", &d.teacher_init,
            "the teacher's own law, overrides of init.* without the prefix, e.g. 'v_mean=-1 q_gain=3' (empty: the "
            "students' law; a trained study's targets then sit near every model's start)"),

@@ -108,13 +108,14 @@ static PetscErrorCode StudyCheck(MPI_Comm comm, const Settings &s) {
   const double m = s.study.reference_margin;
   const PetscInt refH = trained ? s.study.reference_H : s.limit.heads;
   // A study in law compares with the SDE's paths, not with a reference of
-  // limit.heads heads.
-  PetscCheck(s.study_in_law() || !varies_H || refH >= m * Hmax, comm, PETSC_ERR_USER_INPUT,
+  // limit.heads heads; a study without references has no reference's error.
+  const bool referenced = !s.study_in_law() && s.study.references > 0;
+  PetscCheck(!referenced || !varies_H || refH >= m * Hmax, comm, PETSC_ERR_USER_INPUT,
              "the reference's %" PetscInt_FMT " heads (%s) are fewer than study.reference_margin = %s times the "
              "largest H = %" PetscInt_FMT " of the grid: its own error would stay in the models' (lower "
              "study.reference_margin to run anyway)",
              refH, trained ? "study.reference_H" : "limit.heads", format_real(m).c_str(), Hmax);
-  PetscCheck(!trained || !varies_L || s.study.reference_L >= m * Lmax, comm, PETSC_ERR_USER_INPUT,
+  PetscCheck(!referenced || !trained || !varies_L || s.study.reference_L >= m * Lmax, comm, PETSC_ERR_USER_INPUT,
              "the reference's %" PetscInt_FMT " layers (study.reference_L) are fewer than study.reference_margin = %s "
              "times the largest L = %" PetscInt_FMT " of the grid: its own error would stay in the models' (lower "
              "study.reference_margin to run anyway)",

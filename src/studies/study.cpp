@@ -164,6 +164,14 @@ PetscErrorCode ReadCase(const std::string &path, const std::vector<std::string> 
       if (one.size() == 1) *value = one[0];
     }
     PetscCall(ReadColumn(f, prefix + "/params/theta", 0, &out->heads));
+    const std::string blocks = prefix + "/training/block_change";
+    const auto bdims = h5::Shape(f, blocks);
+    if (bdims.size() == 2) {
+      Range all;
+      all.end = (PetscInt)bdims[0];
+      out->block_change.resize(bdims[0] * bdims[1]), out->blocks = (PetscInt)bdims[1];
+      PetscCall(h5::ReadRows(f, blocks, bdims, 1, all, out->block_change.data()));
+    }
     PetscCall(ReadColumn(f, "/training/loss", 1, &out->loss));
     return 0;
   };

@@ -527,6 +527,11 @@ PetscErrorCode StudyAggregate(MPI_Comm comm, const Settings &s, const std::strin
     Outputs out;
     WorstTables tables;
     OpenTables(out, tables, s, dir);
+    std::ofstream movement;
+    if (s.study.state == StudyState::trained) {
+      movement.open(dir + "/movement.csv");
+      movement << "variant,overrides,L,H,time,block,seeds,change,change_lo,change_hi,change_top\n";
+    }
     // Every recorded time under /t<step> and t<step>.*; the last one also
     // without the prefix (the state at the end of training, or at initialisation).
     for (const PetscInt time : times) {
@@ -538,6 +543,7 @@ PetscErrorCode StudyAggregate(MPI_Comm comm, const Settings &s, const std::strin
         VariantCases vc;
         PetscCall(ReadVariant(s, dir, v, prefix, out.last, &vc, missing));
         if (out.last && rates) AddRateRisks(&rate_study, v, vc);
+        if (movement.is_open()) WriteMovement(out, movement, vs, variants[v], time, vc);
         if (vc.references.empty()) { // nothing of this variant can be measured
           if (out.last && s.study.references > 0) PetscCall(PetscPrintf(PETSC_COMM_SELF, "mft study: variant %zu (%s) has no reference: not measured\n",
                                               v, variants[v].c_str()));

@@ -103,10 +103,11 @@ PetscErrorCode TrainCase(CaseRun &r, int *signal) {
   PetscCall(OptimizerCreate(ts.train, p.heads, &opt));
   PetscCall(TrainResume(&p, &opt, &history, r.c.describe() + ": ", &start, &saved));
   const std::vector<PetscInt> times = StudyTimes(s);
-  std::vector<double> heads;
+  std::vector<double> heads, heads0;
   Vec theta0; // the initial heads, for |theta_t - theta_0| / |theta_0|
   PetscCall(VecDuplicate(p.heads.theta, &theta0));
   PetscCall(HeadsInitialize(&p.heads, ts.init, ts.init.seed, theta0));
+  PetscCall(GatherAll(theta0, &heads0));
   Heldout heldout;
   PetscCall(HeldoutCreate(p, &heldout));
   auto record = [&](PetscInt step) -> PetscErrorCode {
@@ -128,8 +129,11 @@ PetscErrorCode TrainCase(CaseRun &r, int *signal) {
     ProblemSetBatch(&p, -1);
     PetscCall(ProblemEvaluate(&p, PETSC_FALSE));
     const double change = dn / n0, risk = p.risk;
+    const std::vector<double> blocks = HeadsBlockChange(p.heads.shape, ts.model.L, ts.model.H, heads, heads0);
     if (s.study.worst) at.push_back({"/params/theta", {heads.size()}, heads.data()}); // for the worst input's search
     at.push_back({"/training/head_change", {1}, &change});
+    at.push_back({"/training/block_change",
+                  {(unsigned long long)ts.model.L, (unsigned long long)p.heads.shape.blocks()}, blocks.data()});
     at.push_back({"/training/risk", {1}, &risk});
     if (heldout.file) { // the held-out file's risk at the same heads
       History scratch;
@@ -175,6 +179,10 @@ PetscErrorCode WriteTrainedCase(CaseRun &r) {
                                {"risk", &d.risk}, {"risk_reduction", &d.reduction}, {"heldout_risk", &d.heldout_risk}})
       if (std::isfinite(*value) || name != std::string("heldout_risk"))
         arrays.push_back({"/times/" + std::to_string(t) + "/training/" + name, {1}, value});
+    if (!d.block_change.empty())
+      arrays.push_back({"/times/" + std::to_string(t) + "/training/block_change",
+                        {d.block_change.size() / (size_t)d.blocks, (unsigned long long)d.blocks},
+                        d.block_change.data()});
     if (!d.heads.empty())
       arrays.push_back({"/times/" + std::to_string(t) + "/params/theta", {d.heads.size()}, d.heads.data()});
     if (t == times.back()) ProbeArrays("", r.families, d, s.study.probe_M, d.d, &arrays);

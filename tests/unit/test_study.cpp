@@ -1,6 +1,7 @@
 // Study aggregation on synthetic case files with known exponents.
 #include "helpers.hpp"
 #include "mft/layout/h5.hpp"
+#include "mft/layout/heads.hpp"
 #include "mft/files/runfile.hpp"
 #include "mft/studies/study.hpp"
 #include "mft/studies/study_statistics.hpp"
@@ -239,6 +240,30 @@ TEST(StudyStatistics, IntervalsFollowSeedsAndReferences) {
   EXPECT_NEAR(st.floor, 1.0, 1e-12);
   EXPECT_FALSE(st.cells[8].resolved);
   EXPECT_NE(st.fit[1].flags.find("dropped:"), std::string::npos) << st.fit[1].flags;
+}
+
+} // namespace
+
+namespace {
+
+// Layer 0 of two heads (qkv, d = 2, k = 1: Q and K of 2 entries, V of 4),
+// every entry 1; head 0's Q moves by (3, 4), head 1's V by 0.5 in every
+// entry; layer 1 does not move. Relative changes by hand: Q 5 / 2,
+// K 0, V sqrt(4 * 0.25) / sqrt(8).
+TEST(Study, BlockChangeIsEachLayersRelativeChange) {
+  const HeadShape shape = head_shape(HeadKind::qkv, 2, 1);
+  ASSERT_EQ(shape.size, 8);
+  const PetscInt L = 2, H = 2;
+  const std::vector<double> start((size_t)(L * H * shape.size), 1.0);
+  std::vector<double> now = start;
+  now[shape.offQ] += 3, now[shape.offQ + 1] += 4;
+  for (PetscInt e = 0; e < 4; ++e) now[shape.size + shape.offV + e] += 0.5;
+  const std::vector<double> c = HeadsBlockChange(shape, L, H, now, start);
+  ASSERT_EQ(c.size(), 6u);
+  EXPECT_NEAR(c[0], 5.0 / 2.0, 1e-15);
+  EXPECT_EQ(c[1], 0.0);
+  EXPECT_NEAR(c[2], 1.0 / std::sqrt(8.0), 1e-15);
+  for (int b = 3; b < 6; ++b) EXPECT_EQ(c[b], 0.0);
 }
 
 } // namespace

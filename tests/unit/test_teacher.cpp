@@ -26,6 +26,26 @@ TEST(Teacher, OwnShapeGivesTheSameTargetsToEveryStudent) {
   EXPECT_LT(relative_error(targets(same), expect), 1e-12);
 }
 
+// data.teacher_*_exponent: one teacher for students of either regime. A
+// student at a = c = 1/2 of any shape, the teacher's own included, gets the
+// targets of the a = c = 1 teacher; without them its teacher takes its own
+// exponents, and the targets differ.
+TEST(Teacher, OwnExponentsGiveTheSameTargetsToEveryRegime) {
+  auto self = make_problem(PETSC_COMM_WORLD, tiny({"--model.L", "4", "--model.H", "5", "--init.seed", "2"}));
+  ASSERT_EQ(ProblemEvaluate(self.get(), PETSC_FALSE), 0);
+  const std::vector<double> expect = gather(self->x1);
+  auto student = [](const char *L, const char *H, bool exponents) {
+    std::vector<std::string> a = {"--model.L", L, "--model.H", H, "--model.depth_exponent", "0.5",
+                                  "--model.head_exponent", "0.5", "--data.teacher_L", "4", "--data.teacher_H", "5"};
+    if (exponents) a.insert(a.end(), {"--data.teacher_depth_exponent", "1", "--data.teacher_head_exponent", "1"});
+    return make_problem(PETSC_COMM_WORLD, tiny(a));
+  };
+  EXPECT_LT(relative_error(targets(student("2", "3", true)), expect), 1e-12);
+  EXPECT_LT(relative_error(targets(student("4", "5", true)), expect), 1e-12);
+  EXPECT_GT(relative_error(targets(student("4", "5", false)), expect), 1e-3);
+  EXPECT_GT(relative_error(targets(student("2", "3", false)), expect), 1e-3);
+}
+
 TEST(Teacher, PooledLossAndPerturbationRefused) {
   auto pooled = make_problem(PETSC_COMM_WORLD, tiny({"--loss.kind", "pooled", "--data.teacher_L", "5"}));
   auto reference = make_problem(PETSC_COMM_WORLD, tiny({"--loss.kind", "pooled", "--model.L", "5"}));

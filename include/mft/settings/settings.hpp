@@ -71,6 +71,7 @@ struct DataSettings {
   std::uint64_t teacher_seed = 2;  // heads of the teacher that makes the targets
   double teacher_perturbation = 0; // > 0: the teacher is the initial heads plus this times N(0,1) entries
   PetscInt teacher_L = 0, teacher_H = 0; // the teacher's shape (0: the student's; a trained study: the reference's)
+  double teacher_depth_exponent = 0, teacher_head_exponent = 0; // the teacher's a and c (0: the student's)
   std::string teacher_init;   // the teacher's own law: init.* overrides "v_mean=-1 q_gain=3" (empty: the students')
   std::string file;           // user data in the docs/model.md layout (overrides the family)
   std::string heldout;        // train: a held-out data file, evaluated at every logged step

@@ -1,6 +1,7 @@
 // The pieces a study's aggregation shares between its rooms
 // (study_aggregate.cpp: the errors, fits and tables; study_rates.cpp: a
-// learning-rate study's tables): the case files of a variant, the rows and
+// learning-rate study's tables; study_movement.cpp: a trained study's heads'
+// movement): the case files of a variant, the rows and
 // arrays written, the CSV and summary formats.
 // Every routine here is not collective: the aggregation's rank 0 makes the
 // tables, reading the study's files alone.
@@ -82,6 +83,15 @@ PetscErrorCode StudyLawPredict(const std::string &dir, size_t v, const StudyErro
 // the corrected x(1) at initialisation).
 void WriteFit(Outputs &out, const std::string &v, const std::string &variant, const char *quantity, PetscInt time,
               int corrected, const StudyFit &f, const Training &t, const LawPrediction *law = nullptr);
+
+// A trained study's movement.csv rows for variant v at one time: per cell
+// and block (Q, K, V, O), the mean over seeds of the layers' mean relative
+// change |theta_lb(t) - theta_lb(0)| / |theta_lb(0)| (HeadsBlockChange) with
+// its 95% interval, and of the largest layer's; the mean's slopes in L and
+// H in fits.csv (quantity movement_<block>). Cases without the arrays are
+// left out.
+void WriteMovement(Outputs &out, std::ofstream &table, const std::string &v, const std::string &variant,
+                   PetscInt time, const VariantCases &vc);
 
 // A learning-rate study (study.learning_rates): every model case's training
 // (and held-out) risk at the last step, per base variant, rate and cell.
