@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# Training in both regimes, small: input/study_training_regimes.cfg at L = 2,
+# 4, 3 seeds, 20 steps, 5 rates sqrt(2) apart. movement.csv holds a row per
+# variant, cell, recorded time and block; every row's layers' mean is the
+# mean over its seeds' case files of their layers' mean block_change
+# (recomputed here), 0 at step 0, and jobs/training_regimes.py reads the
+# same figures, writes its tables and draws its picture.
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+source "$here/lib.sh" "$1"
+top="$here/../.."
+mpiexec --oversubscribe -n 2 "$MFT" study --config "$top/input/study_training_regimes.cfg" --study.dir tr \
+  --study.L "2 4" --study.seeds 3 --study.steps 20 --study.times 10 \
+  --study.learning_rates "0.01 0.01414 0.02 0.02828 0.04" >study.txt 2>&1 ||
+  { bad "the study failed: $(tail -3 study.txt)"; finish; exit 1; }
+grep -q "at its own exponents (data.teacher_depth_exponent 1" study.txt && ok ||
+  bad "the study's first line does not name the teacher's exponents"
+/usr/bin/python3 - <<'PY' && ok || bad "movement.csv against the case files (lines above)"
+import csv, glob, re, sys
+import h5py, numpy as np
+rows = list(csv.DictReader(open("tr/movement.csv")))
+want = 10 * 2 * 3 * 3  # variants (2 regimes x 5 rates) x cells x times (0, 10, 20) x blocks
+if len(rows) != want:
+    sys.exit(f"movement.csv has {len(rows)} rows, expected {want}")
+per = {}
+for path in glob.glob("tr/case-*.h5"):
+    if not re.fullmatch(r"case-\d+\.h5", path.split("/")[-1]):
+        continue
+    with h5py.File(path, "r") as f:
+        for t in f["times"]:
+            b = f["times"][t]["training"]["block_change"][...]
+            key = (int(f.attrs["study.variant"]), int(f.attrs["study.case_L"]), int(t))
+            per.setdefault(key, []).append(b.mean(axis=0))
+worst = 0.0
+for r in rows:
+    key = (int(r["variant"]), int(r["L"]), int(r["time"]))
+    mine = np.mean([m["QKV".index(r["block"])] for m in per[key]])
+    got = float(r["change"])
+    if key[2] == 0 and got != 0:
+        sys.exit(f"{key} {r['block']}: moved {got} at step 0")
+    if int(r["seeds"]) != len(per[key]):
+        sys.exit(f"{key}: {r['seeds']} seeds, {len(per[key])} files")
+    worst = max(worst, abs(got - mine) / max(mine, 1e-300))
+print(f"largest relative gap to the case files: {worst:.2e}")
+sys.exit(0 if worst < 1e-5 else 1)
+PY
+/usr/bin/python3 "$top/jobs/training_regimes.py" tr tr.png >regimes.txt 2>&1 ||
+  { bad "training_regimes.py failed: $(tail -3 regimes.txt)"; finish; exit 1; }
+/usr/bin/python3 - <<'PY' && ok || bad "training_regimes.py's tables (lines above)"
+import csv, sys
+import matplotlib.image as m
+if m.imread("tr.png").std() < 0.01:
+    sys.exit("blank picture")
+moved = [r for r in csv.DictReader(open("tr/regimes_movement.csv")) if float(r["g"]) == 0 and r["block"] == "Q"]
+table = {(r["overrides"], r["L"]): float(r["change"]) for r in csv.DictReader(open("tr/movement.csv"))
+         if r["time"] == "20" and r["block"] == "Q"}
+if len(moved) != 2:
+    sys.exit(f"{len(moved)} fixed-rate Q rows, expected one a regime")
+for r in moved:
+    a, lr = r["a"], float(r["lr0"])
+    for L in ("2", "4"):
+        key = next(k for k in table if f"depth_exponent={float(a):g} " in k[0] + " " and k[1] == L
+                   and abs(float(k[0].split("train.lr=")[1]) / lr - 1) < 1e-3)
+        if abs(float(r["L" + L]) / table[key] - 1) > 1e-3:
+            sys.exit(f"a {a} L {L}: script {r['L' + L]}, movement.csv {table[key]}")
+print("collapse rows:", sum(1 for _ in open("tr/regimes_collapse.csv")) - 1)
+PY
+finish
