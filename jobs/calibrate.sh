@@ -6,8 +6,8 @@
 # the _cluster trained studies), and a stress case with a larger floor.
 # Prints the coverage of slope_L, slope_H, a and b; exits 1 if one of the
 # realistic cases is outside [0.90, 0.98]. About 3 minutes on one core (2 min
-# 40 s measured on 2026-11-30, AMD EPYC). The quick version is ctest's
-# `calibration`.
+# 40 s measured on 2026-11-30, AMD EPYC), and 8 more for the studies in law.
+# The quick versions are ctest's `calibration` and `law_calibration`.
 set -euo pipefail
 top="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 [ -x "$top/build/tests/study_calibration" ] || bash "$top/jobs/setup.sh"
@@ -31,4 +31,13 @@ run --figure worst --seeds 16 --references 8 --floor 0.5 || status=1
 # the smallest err), where clipping and the max over probes bias the smallest
 # cells upward.
 for seeds in 4 8; do run --seeds "$seeds" --floor 1.0 --min 0 --max 1; done
+# Studies in law (tests/calibration/law_calibration.cpp), reported only: the
+# fit C L^-p H^-q of err_law on the shipped depth and width designs at their
+# 40000 samples a side, gaps as measured (0.22 L^-0.63; 0.095 flat in H) and
+# p = 1; 200 replicates each (about 2.5 minutes each).
+[ -x "$top/build/tests/law_calibration" ] || bash "$top/jobs/setup.sh"
+law() { "$top/build/tests/law_calibration" --replicates "${LAW_REPLICATES:-200}" --samples 40000 --min 0 --max 1 "$@"; }
+law --design depth --C 0.22 --p 0.63
+law --design depth --C 0.22 --p 1
+law --design width --C 0.095 --q 0
 exit $status
