@@ -148,7 +148,7 @@ std::vector<double> HeadsBlockChange(const HeadShape &shape, PetscInt L, PetscIn
         moved[(size_t)((flat / H) * nb + b)] += dx * dx, size[(size_t)((flat / H) * nb + b)] += start[(size_t)e] * start[(size_t)e];
       }
     }
-  for (size_t i = 0; i < moved.size(); ++i) moved[i] = std::sqrt(moved[i] / size[i]);
+  for (size_t i = 0; i < moved.size(); ++i) moved[i] = size[i] > 0 ? std::sqrt(moved[i] / size[i]) : NAN;
   return moved;
 }
 

@@ -107,7 +107,8 @@ PetscErrorCode HeadsMaxNorm(const Heads &h, Vec theta, double *norm);
 // How far training moved each layer's blocks: out[l * blocks + b] =
 // |theta_lb - theta0_lb| / |theta0_lb|, the Frobenius norms over block b
 // (Q, K, V, O) of layer l's H heads; `now` and `start` hold all L*H heads
-// of one shape in the natural order (as gathered from theta).
+// of one shape in the natural order (as gathered from theta); NaN for a
+// block that starts at zero (init gain and mean 0).
 // Not collective.
 std::vector<double> HeadsBlockChange(const HeadShape &shape, PetscInt L, PetscInt H, const std::vector<double> &now,
                                      const std::vector<double> &start);
