@@ -142,10 +142,11 @@ std::vector<double> HeadsBlockChange(const HeadShape &shape, PetscInt L, PetscIn
   std::vector<double> moved((size_t)(L * nb), 0.0), size((size_t)(L * nb), 0.0);
   for (PetscInt flat = 0; flat < L * H; ++flat)
     for (PetscInt b = 0; b < nb; ++b) {
+      const size_t lb = (size_t)((flat / H) * nb + b); // layer flat / H, block b
       const PetscInt first = flat * shape.size + shape.block_offset(b);
       for (PetscInt e = first; e < first + shape.block_rows(b) * shape.block_cols(b); ++e) {
-        const double dx = now[(size_t)e] - start[(size_t)e];
-        moved[(size_t)((flat / H) * nb + b)] += dx * dx, size[(size_t)((flat / H) * nb + b)] += start[(size_t)e] * start[(size_t)e];
+        const double x0 = start[(size_t)e], dx = now[(size_t)e] - x0;
+        moved[lb] += dx * dx, size[lb] += x0 * x0;
       }
     }
   for (size_t i = 0; i < moved.size(); ++i) moved[i] = size[i] > 0 ? std::sqrt(moved[i] / size[i]) : NAN;
