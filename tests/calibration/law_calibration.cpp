@@ -20,10 +20,10 @@
 #include "mft/layout/random.hpp"
 #include "mft/studies/law_statistics.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <string>
 #include <vector>
 
@@ -104,11 +104,11 @@ int main(int argc, char **argv) {
       resolved_cells += gap.resolved;
     }
     const PowerFit f = PowerFitOf(L, H, err, se, ok, 77 + (std::uint64_t)r);
-    const double truth = fits_p ? o.p : o.q, lo = fits_p ? f.p_lo : f.q_lo, hi = fits_p ? f.p_hi : f.q_hi;
     if (f.cells == 0) {
       ++failed;
       continue;
     }
+    const double truth = fits_p ? o.p : o.q, lo = fits_p ? f.p_lo : f.q_lo, hi = fits_p ? f.p_hi : f.q_hi;
     mean_exponent += fits_p ? f.p : f.q;
     covered += lo <= truth && truth <= hi;
   }
