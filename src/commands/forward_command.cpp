@@ -31,12 +31,11 @@ static PetscErrorCode ForwardSamples(MPI_Comm comm, const Settings &s) {
                         format_real(s.model.depth_exponent).c_str(), format_real(s.model.head_exponent).c_str(), (unsigned long long)s.init.seed, size, s.data.M, s.data.N, s.model.d));
   PetscCall(SamplesForward(comm, s, s.init.samples, &r));
   const unsigned long long S = r.S, M = r.M, N = r.N, d = r.d;
-  PetscCall(ResultFileWrite(comm, s,
-                            {{"/data/tokens", {M, N, d}, r.inputs.data()},
-                             {"/output/samples", {S, M, N, d}, r.tokens.data()},
-                             {"/output/gram_mean", {M, N, N}, r.gram_mean.data()},
-                             {"/output/gram_stderr", {M, N, N}, r.gram_stderr.data()}},
-                            {{"samples", std::to_string(S)}}, s.output.file));
+  std::vector<ResultArray> arrays = {{"/data/tokens", {M, N, d}, r.inputs.data()},
+                                     {"/output/gram_mean", {M, N, N}, r.gram_mean.data()},
+                                     {"/output/gram_stderr", {M, N, N}, r.gram_stderr.data()}};
+  if (s.output.samples) arrays.push_back({"/output/samples", {S, M, N, d}, r.tokens.data(), r.block});
+  PetscCall(ResultFileWrite(comm, s, arrays, {{"samples", std::to_string(S)}}, s.output.file));
   double trace = 0; // E (1/N) sum_i |x_i(1)|^2, over the probe sequences
   for (unsigned long long m = 0; m < M; ++m)
     for (unsigned long long i = 0; i < N; ++i) trace += r.gram_mean[(m * N + i) * N + i] / (double)(M * N);

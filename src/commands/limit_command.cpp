@@ -41,13 +41,15 @@ static PetscErrorCode LimitDiffusive(MPI_Comm comm, const Settings &s) {
   const double elapsed = seconds() - t0;
   const unsigned long long S = r.fine.S, M = r.fine.M, N = r.fine.N, d = r.fine.d;
   std::vector<ResultArray> arrays = {{"/data/tokens", {M, N, d}, r.fine.inputs.data()},
-                                     {"/limit/samples", {S, M, N, d}, r.fine.tokens.data()},
                                      {"/limit/gram_mean", {M, N, N}, r.gram_mean.data()},
                                      {"/limit/gram_stderr", {M, N, N}, r.gram_stderr.data()}};
-  if (s.limit.richardson) arrays.push_back({"/limit/samples_coarse", {S, M, N, d}, r.coarse.tokens.data()});
+  if (s.output.samples) arrays.push_back({"/limit/samples", {S, M, N, d}, r.fine.tokens.data(), r.fine.block});
+  if (s.output.samples && s.limit.richardson)
+    arrays.push_back({"/limit/samples_coarse", {S, M, N, d}, r.coarse.tokens.data(), r.coarse.block});
   const PetscInt fine_steps = s.limit.richardson ? 2 * n : n;
   PetscCall(ResultFileWrite(comm, s, arrays,
-                            {{"limit.regime", "diffusive"}, {"limit.fine_steps", std::to_string(fine_steps)}},
+                            {{"limit.regime", "diffusive"}, {"limit.fine_steps", std::to_string(fine_steps)},
+                             {"limit.pair", s.limit.richardson ? to_string(s.limit.coupling) : "none"}},
                             s.output.file));
   const double square = MeanSquare(r.gram_mean, r.fine.M, r.fine.N);
   PetscCall(PetscPrintf(comm, "%llu paths, %.2f s; E |x_i(1)|^2 %.6e%s; wrote %s\n", S, elapsed, square,

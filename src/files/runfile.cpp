@@ -165,7 +165,8 @@ PetscErrorCode WriteResult(File &f, const Settings &s, const std::vector<ResultA
   PetscFunctionBeginUser;
   for (auto &a : arrays) {
     std::vector<hsize_t> dims(a.dims.begin(), a.dims.end());
-    PetscCall(WriteReplicated(f, a.name, dims, a.data));
+    if (a.distributed) PetscCall(h5::WriteRows(f, a.name, dims, 1, a.rows, a.data));
+    else PetscCall(WriteReplicated(f, a.name, dims, a.data));
   }
   if (trajectory) PetscCall(TrajectoryWrite(f, *trajectory));
   for (auto &kv : s.record) h5::WriteAttribute(f, kv.first, kv.second);

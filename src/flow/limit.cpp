@@ -92,20 +92,29 @@ PetscErrorCode LimitPathsSolve(MPI_Comm comm, const Settings &s, LimitPaths *r) 
              "init.v_mean = %s, init.o_mean = %s); with a drift the 1/sqrt(L) model has no limit",
              s.model.head_kind == HeadKind::qkvo ? " and init.o_mean = 0" : "", format_real(s.init.v_mean).c_str(),
              format_real(s.init.o_mean).c_str());
-  if (!s.limit.richardson) {
+  const LimitCoupling coupling = s.limit.richardson ? s.limit.coupling : LimitCoupling::independent;
+  PetscCheck(coupling != LimitCoupling::halves || s.limit.step_heads % 2 == 0, comm, PETSC_ERR_USER_INPUT,
+             "limit.coupling = halves takes half of each fine step's heads into a coarse step: limit.step_heads must "
+             "be even (given %" PetscInt_FMT ")", s.limit.step_heads);
+  r->coupled = coupling != LimitCoupling::independent;
+  if (!s.limit.richardson)
     PetscCall(SamplesForward(comm, DiffusiveSchemeFor(s, n), S, &r->fine));
-    r->gram_mean = r->fine.gram_mean, r->gram_stderr = r->fine.gram_stderr;
-    PetscFunctionReturn(0);
+  else if (r->coupled) {
+    Settings coarse = DiffusiveSchemeFor(s, n);
+    if (coupling == LimitCoupling::merged) coarse.model.H = 2 * s.limit.step_heads;
+    PetscCall(SamplesForwardPair(comm, DiffusiveSchemeFor(s, 2 * n), coarse, S, &r->fine, &r->coarse));
+  } else {
+    PetscCall(SamplesForward(comm, DiffusiveSchemeFor(s, 2 * n), S, &r->fine));
+    PetscCall(SamplesForward(comm, DiffusiveSchemeFor(s, n), S, &r->coarse, (std::uint64_t)S));
   }
-  PetscCall(SamplesForward(comm, DiffusiveSchemeFor(s, n), S, &r->coarse));
-  PetscCall(SamplesForward(comm, DiffusiveSchemeFor(s, 2 * n), S, &r->fine, (std::uint64_t)S));
-  const size_t G = r->fine.gram_mean.size();
-  r->gram_mean.resize(G), r->gram_stderr.resize(G);
-  for (size_t e = 0; e < G; ++e) { // independent paths: the variances add
-    r->gram_mean[e] = 2 * r->fine.gram_mean[e] - r->coarse.gram_mean[e];
-    r->gram_stderr[e] = std::sqrt(4 * std::pow(r->fine.gram_stderr[e], 2) + std::pow(r->coarse.gram_stderr[e], 2));
-  }
+  PetscCall(GramOf(comm, PathsLaw(r->fine, &r->coarse, r->coupled), r->fine.M, r->fine.N, r->fine.d, &r->gram_mean, &r->gram_stderr));
   PetscFunctionReturn(0);
+}
+
+Law PathsLaw(const Samples &fine, const Samples *coarse, bool coupled) {
+  if (!coarse || coarse->S == 0) return {SamplesSet(fine)};
+  if (!coupled) return {SamplesSet(fine, 2.0), SamplesSet(*coarse, -1.0)};
+  return {SampleSet({{fine.tokens.data(), 2.0}, {coarse->tokens.data(), -1.0}}, fine.S, fine.block.size())};
 }
 
 } // namespace mft

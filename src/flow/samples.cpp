@@ -1,10 +1,11 @@
 // Samples of a model's law: a block of initialisations per rank, each on a
-// one-rank problem, gathered at the end.
+// one-rank problem; statistics reduced over the ranks.
 #include "mft/flow/samples.hpp"
 
 #include "mft/flow/problem.hpp"
 #include "mft/files/report.hpp"
 
+#include <algorithm>
 #include <climits>
 #include <cmath>
 
@@ -12,93 +13,206 @@ namespace mft {
 
 namespace {
 
-// The block's samples, one after the other on p: x(1) of each into out.
-PetscErrorCode RunBlock(Problem *p, const Settings &s, Range block, std::uint64_t first, double *out) {
+// x(1) of p at its current heads into out.
+PetscErrorCode RunOne(Problem *p, double *out) {
   const PetscInt n = p->tokens.M * p->tokens.N * p->tokens.d;
+  const PetscScalar *x;
   PetscFunctionBeginUser;
-  for (PetscInt k = block.begin; k < block.end; ++k) {
-    PetscCall(HeadsInitialize(&p->heads, s.init, s.init.seed + first + (std::uint64_t)k, p->heads.theta));
-    PetscCall(ProblemSetHeads(p));
-    PetscCall(VecCopy(p->x0, p->x1));
-    PetscCall(FlowForward(&p->flow, p->x1));
-    const PetscScalar *x;
-    PetscCall(VecGetArrayRead(p->x1, &x));
-    std::copy(x, x + n, out + (k - block.begin) * n);
-    PetscCall(VecRestoreArrayRead(p->x1, &x));
-  }
+  PetscCall(ProblemSetHeads(p));
+  PetscCall(VecCopy(p->x0, p->x1));
+  PetscCall(FlowForward(&p->flow, p->x1));
+  PetscCall(VecGetArrayRead(p->x1, &x));
+  std::copy(x, x + n, out);
+  PetscCall(VecRestoreArrayRead(p->x1, &x));
+  PetscFunctionReturn(0);
+}
+
+// The one-rank problem of a sample of the model of s.
+PetscErrorCode SampleProblem(const Settings &s, Settings *one, Problem *p) {
+  PetscFunctionBeginUser;
+  *one = s; // a sample is a whole model on one rank
+  one->scheme.zero_targets = true;
+  one->parallel.head_groups = 0;
+  one->output.trajectory = 0;
+  PetscCall(ProblemCreate(PETSC_COMM_SELF, *one, p));
+  PetscFunctionReturn(0);
+}
+
+// r's sizes and its block on this rank; the inputs of p.
+PetscErrorCode SamplesStart(MPI_Comm comm, const Settings &s, PetscInt S, Problem *p, Samples *r) {
+  PetscMPIInt size, rank;
+  PetscFunctionBeginUser;
+  PetscCallMPI(MPI_Comm_size(comm, &size));
+  PetscCallMPI(MPI_Comm_rank(comm, &rank));
+  const double entries = (double)S * (double)s.data.M * (double)s.data.N * (double)s.model.d / size;
+  PetscCheck(entries <= (double)INT_MAX, comm, PETSC_ERR_USER_INPUT,
+             "%" PetscInt_FMT " samples of %" PetscInt_FMT " x %" PetscInt_FMT " tokens in R^%" PetscInt_FMT
+             " are %.3g numbers a rank, more than one block can hold (%d): take more ranks, fewer samples or fewer "
+             "probe tokens",
+             S, s.data.M, s.data.N, s.model.d, entries, INT_MAX);
+  r->S = S, r->M = p->tokens.M, r->N = p->tokens.N, r->d = p->tokens.d;
+  r->block = split(S, size, rank);
+  PetscCall(GatherAll(p->x0, &r->inputs));
+  r->tokens.assign((size_t)(r->block.size() * r->M * r->N * r->d), 0.0);
+  PetscFunctionReturn(0);
+}
+
+// The slowest rank's seconds since t0, into each of rs.
+PetscErrorCode SamplesTimed(MPI_Comm comm, double t0, std::initializer_list<Samples *> rs) {
+  double elapsed = seconds() - t0;
+  PetscFunctionBeginUser;
+  PetscCallMPI(MPI_Allreduce(MPI_IN_PLACE, &elapsed, 1, MPI_DOUBLE, MPI_MAX, comm));
+  for (Samples *r : rs) r->seconds = elapsed;
   PetscFunctionReturn(0);
 }
 
 } // namespace
 
 PetscErrorCode SamplesForward(MPI_Comm comm, const Settings &s, PetscInt S, Samples *r, std::uint64_t first) {
-  PetscMPIInt size, rank;
+  Settings one;
   Problem p;
   PetscFunctionBeginUser;
-  PetscCallMPI(MPI_Comm_size(comm, &size));
-  PetscCallMPI(MPI_Comm_rank(comm, &rank));
-  const double entries = (double)S * (double)s.data.M * (double)s.data.N * (double)s.model.d;
-  PetscCheck(entries <= (double)INT_MAX, comm, PETSC_ERR_USER_INPUT,
-             "%" PetscInt_FMT " samples of %" PetscInt_FMT " x %" PetscInt_FMT " tokens in R^%" PetscInt_FMT
-             " are %.3g numbers, more than one gather can hold (%d): take fewer samples or probe tokens",
-             S, s.data.M, s.data.N, s.model.d, entries, INT_MAX);
-  Settings one = s; // a sample is a whole model on one rank
-  one.scheme.zero_targets = true;
-  one.parallel.head_groups = 0;
-  one.output.trajectory = 0;
-  PetscCall(ProblemCreate(PETSC_COMM_SELF, one, &p));
-  r->S = S, r->M = p.tokens.M, r->N = p.tokens.N, r->d = p.tokens.d;
-  const PetscInt n = r->M * r->N * r->d;
-  PetscCall(GatherAll(p.x0, &r->inputs));
-  const Range block = split(S, size, rank);
-  std::vector<double> mine((size_t)(block.size() * n));
+  PetscCall(SampleProblem(s, &one, &p));
+  PetscCall(SamplesStart(comm, one, S, &p, r));
+  const size_t n = (size_t)(r->M * r->N * r->d);
   const double t0 = seconds();
-  PetscCall(RunBlock(&p, one, block, first, mine.data()));
-  double elapsed = seconds() - t0;
-  PetscCall(ProblemDestroy(&p));
-  PetscCallMPI(MPI_Allreduce(MPI_IN_PLACE, &elapsed, 1, MPI_DOUBLE, MPI_MAX, comm));
-  r->seconds = elapsed;
-  std::vector<int> counts((size_t)size), offsets((size_t)size);
-  for (PetscMPIInt q = 0; q < size; ++q) {
-    const Range b = split(S, size, q);
-    counts[q] = (int)(b.size() * n), offsets[q] = (int)(b.begin * n);
+  for (PetscInt k = r->block.begin; k < r->block.end; ++k) {
+    PetscCall(HeadsInitialize(&p.heads, one.init, one.init.seed + first + (std::uint64_t)k, p.heads.theta));
+    PetscCall(RunOne(&p, r->tokens.data() + (size_t)(k - r->block.begin) * n));
   }
-  r->tokens.assign((size_t)(S * n), 0.0);
-  PetscCallMPI(MPI_Allgatherv(mine.data(), counts[rank], MPI_DOUBLE, r->tokens.data(), counts.data(), offsets.data(),
-                              MPI_DOUBLE, comm));
-  SamplesGram(r);
+  PetscCall(ProblemDestroy(&p));
+  PetscCall(SamplesTimed(comm, t0, {r}));
+  PetscCall(SamplesGram(comm, r));
   PetscFunctionReturn(0);
 }
 
-void SamplesGram(Samples *r) {
-  const PetscInt M = r->M, N = r->N, d = r->d, S = r->S;
-  const size_t G = (size_t)(M * N * N);
-  std::vector<double> gram(G);
-  auto sample_gram = [&](PetscInt k) { // G of sample k, every probe sequence
-    for (PetscInt m = 0; m < M; ++m) {
-      const double *x = r->tokens.data() + ((size_t)k * M + m) * N * d;
-      for (PetscInt i = 0; i < N; ++i)
-        for (PetscInt j = 0; j < N; ++j) {
-          double g = 0;
-          for (PetscInt c = 0; c < d; ++c) g += x[i * d + c] * x[j * d + c];
-          gram[(m * N + i) * N + j] = g;
-        }
+std::vector<PetscInt> CoarseHeads(PetscInt L_f, PetscInt H_f, PetscInt L_c, PetscInt H_c) {
+  std::vector<PetscInt> map;
+  if (L_f != 2 * L_c || !(H_c == 2 * H_f || (H_c == H_f && H_c % 2 == 0))) return map;
+  for (PetscInt j = 0; j < L_c; ++j)
+    for (PetscInt a = 0; a < H_c; ++a) {
+      const PetscInt layer = 2 * j + (a >= H_c / 2 ? 1 : 0);
+      map.push_back(layer * H_f + (H_c == H_f ? a : a % H_f));
     }
-  };
-  // Two passes (the mean, then the spread about it): no cancellation where
-  // the spread is small against the mean.
-  r->gram_mean.assign(G, 0.0);
-  r->gram_stderr.assign(G, 0.0);
-  for (PetscInt k = 0; k < S; ++k) {
-    sample_gram(k);
-    for (size_t e = 0; e < G; ++e) r->gram_mean[e] += gram[e];
+  return map;
+}
+
+PetscErrorCode SamplesForwardPair(MPI_Comm comm, const Settings &fine_settings, const Settings &coarse_settings,
+                                  PetscInt S, Samples *fine, Samples *coarse, std::uint64_t first) {
+  Settings one_f, one_c;
+  Problem f, c;
+  PetscFunctionBeginUser;
+  const std::vector<PetscInt> map = CoarseHeads(fine_settings.model.L, fine_settings.model.H,
+                                                coarse_settings.model.L, coarse_settings.model.H);
+  PetscCheck(!map.empty(), comm, PETSC_ERR_ARG_INCOMP,
+             "no coupling of a %" PetscInt_FMT " x %" PetscInt_FMT " model to a %" PetscInt_FMT " x %" PetscInt_FMT
+             " one: the coarse model halves L and keeps H (even) or doubles it",
+             fine_settings.model.L, fine_settings.model.H, coarse_settings.model.L, coarse_settings.model.H);
+  PetscCall(SampleProblem(fine_settings, &one_f, &f));
+  PetscCall(SampleProblem(coarse_settings, &one_c, &c));
+  PetscCheck(f.heads.shape.size == c.heads.shape.size, comm, PETSC_ERR_ARG_INCOMP,
+             "a coupled pair shares its heads: both models need one head shape");
+  PetscCall(SamplesStart(comm, one_f, S, &f, fine));
+  PetscCall(SamplesStart(comm, one_c, S, &c, coarse));
+  const size_t n = (size_t)(fine->M * fine->N * fine->d), entries = (size_t)f.heads.shape.size;
+  const double t0 = seconds();
+  for (PetscInt k = fine->block.begin; k < fine->block.end; ++k) {
+    PetscCall(HeadsInitialize(&f.heads, one_f.init, one_f.init.seed + first + (std::uint64_t)k, f.heads.theta));
+    const PetscScalar *from;
+    PetscScalar *to;
+    PetscCall(VecGetArrayRead(f.heads.theta, &from));
+    PetscCall(VecGetArray(c.heads.theta, &to));
+    for (size_t h = 0; h < map.size(); ++h) std::copy(from + map[h] * entries, from + (map[h] + 1) * entries, to + h * entries);
+    PetscCall(VecRestoreArray(c.heads.theta, &to));
+    PetscCall(VecRestoreArrayRead(f.heads.theta, &from));
+    PetscCall(RunOne(&f, fine->tokens.data() + (size_t)(k - fine->block.begin) * n));
+    PetscCall(RunOne(&c, coarse->tokens.data() + (size_t)(k - coarse->block.begin) * n));
   }
-  for (double &e : r->gram_mean) e /= (double)S;
-  for (PetscInt k = 0; S > 1 && k < S; ++k) {
-    sample_gram(k);
-    for (size_t e = 0; e < G; ++e) r->gram_stderr[e] += (gram[e] - r->gram_mean[e]) * (gram[e] - r->gram_mean[e]);
+  PetscCall(ProblemDestroy(&f));
+  PetscCall(ProblemDestroy(&c));
+  PetscCall(SamplesTimed(comm, t0, {fine, coarse}));
+  PetscCall(SamplesGram(comm, fine));
+  PetscCall(SamplesGram(comm, coarse));
+  PetscFunctionReturn(0);
+}
+
+namespace {
+
+// G_ij = x_i . x_j of one sequence of N tokens in R^d, into g (N, N).
+void Gram(const double *x, PetscInt N, PetscInt d, double *g) {
+  for (PetscInt i = 0; i < N; ++i)
+    for (PetscInt j = 0; j < N; ++j) {
+      double s = 0;
+      for (PetscInt c = 0; c < d; ++c) s += x[i * d + c] * x[j * d + c];
+      g[i * N + j] = s;
+    }
+}
+
+} // namespace
+
+void SetGram(const SampleSet &k, PetscInt M, PetscInt N, PetscInt d, PetscInt s, PetscInt m, double *g, double *z) {
+  std::fill(z, z + N * N, 0.0);
+  for (const SampleSet::Member &member : k.members) {
+    Gram(member.tokens + ((size_t)s * M + m) * N * d, N, d, g);
+    for (PetscInt e = 0; e < N * N; ++e) z[e] += member.weight * g[e];
   }
-  for (double &e : r->gram_stderr) e = S > 1 ? std::sqrt(e / (double)(S - 1) / (double)S) : 0.0;
+}
+
+PetscErrorCode GramOf(MPI_Comm comm, const Law &law, PetscInt M, PetscInt N, PetscInt d, std::vector<double> *mean,
+                      std::vector<double> *se) {
+  const size_t per = (size_t)(N * N), G = (size_t)M * per;
+  std::vector<double> g(per), z(per), mu(G), var(G);
+  PetscFunctionBeginUser;
+  mean->assign(G, 0.0);
+  se->assign(G, 0.0);
+  for (const SampleSet &k : law) {
+    std::fill(mu.begin(), mu.end(), 0.0), std::fill(var.begin(), var.end(), 0.0);
+    for (int pass = 0; pass < 2; ++pass) { // the mean, then the spread about it
+      std::vector<double> &sum = pass ? var : mu;
+      for (PetscInt s = 0; s < k.rows; ++s)
+        for (PetscInt m = 0; m < M; ++m) {
+          SetGram(k, M, N, d, s, m, g.data(), z.data());
+          for (size_t e = 0; e < per; ++e) sum[m * per + e] += pass ? std::pow(z[e] - mu[m * per + e], 2) : z[e];
+        }
+      PetscCallMPI(MPI_Allreduce(MPI_IN_PLACE, sum.data(), (int)G, MPI_DOUBLE, MPI_SUM, comm));
+      if (!pass)
+        for (double &v : mu) v /= (double)k.S;
+    }
+    for (size_t e = 0; e < G; ++e) (*mean)[e] += mu[e], (*se)[e] += k.S > 1 ? var[e] / (double)(k.S - 1) / (double)k.S : 0.0;
+  }
+  for (double &v : *se) v = std::sqrt(v); // the sets' variances add
+  PetscFunctionReturn(0);
+}
+
+SampleSet SamplesSet(const Samples &r, double weight) {
+  return SampleSet({{r.tokens.data(), weight}}, r.S, r.block.size());
+}
+
+PetscErrorCode SamplesGram(MPI_Comm comm, Samples *r) {
+  PetscFunctionBeginUser;
+  PetscCall(GramOf(comm, {SamplesSet(*r)}, r->M, r->N, r->d, &r->gram_mean, &r->gram_stderr));
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode SamplesGather(MPI_Comm comm, const Samples &r, PetscInt count, std::vector<double> *out) {
+  PetscMPIInt size, rank;
+  PetscFunctionBeginUser;
+  PetscCallMPI(MPI_Comm_size(comm, &size));
+  PetscCallMPI(MPI_Comm_rank(comm, &rank));
+  count = std::min(count, r.S);
+  const PetscInt n = r.M * r.N * r.d;
+  PetscCheck((double)count * (double)n <= (double)INT_MAX, comm, PETSC_ERR_USER_INPUT,
+             "%" PetscInt_FMT " samples of %" PetscInt_FMT " numbers are more than one gather can hold", count, n);
+  std::vector<int> counts((size_t)size), offsets((size_t)size);
+  for (PetscMPIInt q = 0; q < size; ++q) {
+    const Range b = split(r.S, size, q);
+    const PetscInt end = std::min(b.end, count), begin = std::min(b.begin, count);
+    counts[q] = (int)((end - begin) * n), offsets[q] = (int)(begin * n);
+  }
+  out->assign((size_t)(count * n), 0.0);
+  PetscCallMPI(MPI_Allgatherv(r.tokens.data(), counts[rank], MPI_DOUBLE, out->data(), counts.data(), offsets.data(),
+                              MPI_DOUBLE, comm));
+  PetscFunctionReturn(0);
 }
 
 } // namespace mft

@@ -19,7 +19,7 @@ namespace {
 const std::vector<std::string> kHeadKind = {"qkv", "qkvo"}, kLossKind = {"token", "pooled"},
                                kInitLaw = {"gaussian", "uniform"}, kOptimizerKind = {"gd", "adamw", "adamw-block"},
                                kSchedule = {"constant", "cosine"}, kNtkPart = {"none", "full", "value"},
-                               kLimitScheme = {"rk", "euler"}, kStudyState = {"init", "trained"},
+                               kLimitScheme = {"rk", "euler"}, kLimitCoupling = {"independent", "halves", "merged"}, kStudyState = {"init", "trained"},
                                kStudySchedule = {"serial", "groups"},
                                kLseMode = {"sample", "closed"}, kCutSequences = {"auto", "tokens", "projections"},
                                kTokenNorm = {"none", "sphere", "pre"};
@@ -33,6 +33,7 @@ const char *to_string(OptimizerKind v) { return kOptimizerKind[(size_t)v].c_str(
 const char *to_string(Schedule v) { return kSchedule[(size_t)v].c_str(); }
 const char *to_string(NtkPart v) { return kNtkPart[(size_t)v].c_str(); }
 const char *to_string(LimitScheme v) { return kLimitScheme[(size_t)v].c_str(); }
+const char *to_string(LimitCoupling v) { return kLimitCoupling[(size_t)v].c_str(); }
 const char *to_string(StudyState v) { return kStudyState[(size_t)v].c_str(); }
 const char *to_string(StudySchedule v) { return kStudySchedule[(size_t)v].c_str(); }
 const char *to_string(LseMode v) { return kLseMode[(size_t)v].c_str(); }
@@ -343,6 +344,12 @@ std::vector<Option> declare(Settings &s) {
       flag("limit.richardson", &s.limit.richardson,
            "diffusive limit: paths at n and 2n steps, the Gram means extrapolated as 2 E_2n - E_n (bias O(1/n^2))")
           .read_by({"limit", "study"}),
+      choice("limit.coupling", &s.limit.coupling, kLimitCoupling,
+             "diffusive limit with limit.richardson, the n-step paths against the 2n-step ones: independent draws; "
+             "halves: path p's step j from half of the heads of steps 2j and 2j + 1 of fine path p (the n-step "
+             "scheme's law exactly; limit.step_heads even); merged: from all of them (the n x 2 step_heads scheme: "
+             "a smaller variance, another bias; docs/model.md)")
+          .read_by({"limit", "study"}),
       choice("limit.scheme", &s.limit.scheme, kLimitScheme,
              "rk: adaptive embedded Runge-Kutta (TSRK 5dp); euler: model.L Euler steps with the same ensemble"),
       real("limit.rtol", &s.limit.rtol, 0.0, true, "relative tolerance of the adaptive solve"),
@@ -474,6 +481,10 @@ std::vector<Option> declare(Settings &s) {
               "forward, train, limit: S > 0 also writes the tokens (and the adjoint, where there is one) at the S + 1 "
               "depths 0, 1/S, ..., 1 (/trajectory); S must divide model.L (0: off)")
           .read_by({"forward", "train", "limit"}),
+      flag("output.samples", &s.output.samples,
+           "forward with init.samples, limit at a = c = 1/2: write every sample's x(1) (/output/samples, "
+           "/limit/samples; each rank its block); false: the Gram means alone")
+          .read_by({"forward", "limit"}),
       integer("parallel.threads", &s.parallel.threads, 0,
               "threads per rank over its sequences and heads (0: OMP_NUM_THREADS, 1 when unset); results are "
               "bitwise the same for any count"),

@@ -10,29 +10,28 @@ namespace mft {
 
 namespace {
 
-// G_ij = x_i . x_j of one sequence of N tokens in R^d, into g (N, N).
-void Gram(const double *x, PetscInt N, PetscInt d, double *g) {
-  for (PetscInt i = 0; i < N; ++i)
-    for (PetscInt j = 0; j < N; ++j) {
-      double s = 0;
-      for (PetscInt c = 0; c < d; ++c) s += x[i * d + c] * x[j * d + c];
-      g[i * N + j] = s;
-    }
-}
-
-// The variance over set k's samples of the mean of sum_ij D_ij G_ij, for
-// sequence m (D: (N, N)).
-double ProjectionVariance(const SampleSet &k, PetscInt M, PetscInt N, PetscInt d, PetscInt m, const double *D) {
-  std::vector<double> g((size_t)(N * N));
-  double sum = 0, sum2 = 0;
-  for (PetscInt s = 0; s < k.S; ++s) {
-    Gram(k.tokens + ((size_t)s * M + m) * N * d, N, d, g.data());
-    double z = 0;
-    for (PetscInt e = 0; e < N * N; ++e) z += D[e] * g[e];
-    sum += z, sum2 += z * z;
-  }
-  const double mean = sum / (double)k.S;
-  return std::max(0.0, (sum2 - k.S * mean * mean) / (double)(k.S - 1)) / (double)k.S;
+// The variance of the mean over set k's samples of sum_ij D_ij z_ij, for
+// every sequence m (D: (M, N, N)), two passes reduced over comm.
+PetscErrorCode ProjectionVariance(MPI_Comm comm, const SampleSet &k, PetscInt M, PetscInt N, PetscInt d,
+                                  const std::vector<double> &D, std::vector<double> *var) {
+  std::vector<double> g((size_t)(N * N)), z((size_t)(N * N)), mean((size_t)M, 0.0);
+  auto project = [&](PetscInt s, PetscInt m) {
+    SetGram(k, M, N, d, s, m, g.data(), z.data());
+    double y = 0;
+    for (PetscInt e = 0; e < N * N; ++e) y += D[m * N * N + e] * z[e];
+    return y;
+  };
+  PetscFunctionBeginUser;
+  var->assign((size_t)M, 0.0);
+  for (PetscInt s = 0; s < k.rows; ++s)
+    for (PetscInt m = 0; m < M; ++m) mean[m] += project(s, m);
+  PetscCallMPI(MPI_Allreduce(MPI_IN_PLACE, mean.data(), (int)M, MPI_DOUBLE, MPI_SUM, comm));
+  for (double &v : mean) v /= (double)k.S;
+  for (PetscInt s = 0; s < k.rows; ++s)
+    for (PetscInt m = 0; m < M; ++m) (*var)[m] += std::pow(project(s, m) - mean[m], 2);
+  PetscCallMPI(MPI_Allreduce(MPI_IN_PLACE, var->data(), (int)M, MPI_DOUBLE, MPI_SUM, comm));
+  for (double &v : *var) v = k.S > 1 ? v / (double)(k.S - 1) / (double)k.S : 0.0;
+  PetscFunctionReturn(0);
 }
 
 double Distance(const double *a, const double *b, PetscInt n) {
@@ -43,48 +42,29 @@ double Distance(const double *a, const double *b, PetscInt n) {
 
 } // namespace
 
-void GramOf(const Law &law, PetscInt M, PetscInt N, PetscInt d, std::vector<double> *mean, std::vector<double> *se) {
-  const size_t per = (size_t)(N * N);
-  mean->assign((size_t)M * per, 0.0);
-  se->assign((size_t)M * per, 0.0);
-  std::vector<double> g(per);
-  for (const SampleSet &k : law) {
-    std::vector<double> sum((size_t)M * per, 0.0), sum2((size_t)M * per, 0.0);
-    for (PetscInt s = 0; s < k.S; ++s)
-      for (PetscInt m = 0; m < M; ++m) {
-        Gram(k.tokens + ((size_t)s * M + m) * N * d, N, d, g.data());
-        for (size_t e = 0; e < per; ++e) sum[m * per + e] += g[e], sum2[m * per + e] += g[e] * g[e];
-      }
-    for (size_t e = 0; e < sum.size(); ++e) {
-      const double mu = sum[e] / (double)k.S;
-      const double var = std::max(0.0, (sum2[e] - k.S * mu * mu) / (double)(k.S - 1));
-      (*mean)[e] += k.weight * mu;
-      (*se)[e] += k.weight * k.weight * var / (double)k.S; // a variance until the end
-    }
-  }
-  for (double &v : *se) v = std::sqrt(v);
-}
-
-GramGap GramGapOf(const Law &model, const Law &limit, PetscInt M, PetscInt N, PetscInt d) {
+PetscErrorCode GramGapOf(MPI_Comm comm, const Law &model, const Law &limit, PetscInt M, PetscInt N, PetscInt d,
+                         GramGap *gap) {
   std::vector<double> gm, gs, lm, ls;
-  GramOf(model, M, N, d, &gm, &gs);
-  GramOf(limit, M, N, d, &lm, &ls);
+  PetscFunctionBeginUser;
+  PetscCall(GramOf(comm, model, M, N, d, &gm, &gs));
+  PetscCall(GramOf(comm, limit, M, N, d, &lm, &ls));
   const size_t per = (size_t)(N * N);
+  std::vector<double> D((size_t)M * per), first((size_t)M, 0.0), v;
+  for (size_t e = 0; e < D.size(); ++e) D[e] = gm[e] - lm[e];
+  for (const Law *law : {&model, &limit}) // Var(2 sum D G): each side's sets
+    for (const SampleSet &k : *law) {
+      PetscCall(ProjectionVariance(comm, k, M, N, d, D, &v));
+      for (PetscInt m = 0; m < M; ++m) first[m] += 4 * v[m];
+    }
   GramGap worst;
   worst.err = -1;
   for (PetscInt m = 0; m < M; ++m) {
-    std::vector<double> D(per);
     double d2 = 0, floor = 0, second = 0, norm2 = 0;
-    for (size_t e = 0; e < per; ++e) {
-      const size_t at = m * per + e;
+    for (size_t at = m * per; at < (m + 1) * per; ++at) {
       const double V = gs[at] * gs[at] + ls[at] * ls[at];
-      D[e] = gm[at] - lm[at];
-      d2 += D[e] * D[e], floor += V, second += 2 * V * V, norm2 += lm[at] * lm[at];
+      d2 += D[at] * D[at], floor += V, second += 2 * V * V, norm2 += lm[at] * lm[at];
     }
-    double first = 0; // Var(2 sum D G): each side's sets
-    for (const Law *law : {&model, &limit})
-      for (const SampleSet &k : *law) first += 4 * k.weight * k.weight * ProjectionVariance(k, M, N, d, m, D.data());
-    const double corrected = d2 - floor, half = 1.96 * std::sqrt(first + second), norm = std::sqrt(norm2);
+    const double corrected = d2 - floor, half = 1.96 * std::sqrt(first[m] + second), norm = std::sqrt(norm2);
     GramGap g;
     g.err = std::sqrt(std::max(corrected, 0.0)) / norm;
     g.lo = std::sqrt(std::max(corrected - half, 0.0)) / norm;
@@ -93,7 +73,8 @@ GramGap GramGapOf(const Law &model, const Law &limit, PetscInt M, PetscInt N, Pe
     g.sequence = m;
     if (g.err > worst.err) worst = g;
   }
-  return worst;
+  *gap = worst;
+  PetscFunctionReturn(0);
 }
 
 double GramRelative(const std::vector<double> &a, const std::vector<double> &b, PetscInt M, PetscInt N) {

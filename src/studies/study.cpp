@@ -89,16 +89,16 @@ std::string partial_path(const std::string &dir, PetscInt i, PetscInt t) {
 }
 
 PetscErrorCode ReadVerified(const std::string &path, const std::function<PetscErrorCode(h5::File &)> &read,
-                            std::string *problem) {
+                            std::string *problem, MPI_Comm comm) {
   std::uint64_t stored = 0, computed = 0;
   PetscFunctionBeginUser;
   problem->clear();
   PetscCall(PetscPushErrorHandler(ErrorCapture, nullptr));
-  PetscErrorCode err = h5::Verify(PETSC_COMM_SELF, path, &stored, &computed);
+  PetscErrorCode err = h5::Verify(comm, path, &stored, &computed);
   if (!err && stored != computed) *problem = path + " is damaged (checksum)";
   if (!err && problem->empty()) {
     h5::File f;
-    err = h5::Open(PETSC_COMM_SELF, path, false, &f);
+    err = h5::Open(comm, path, false, &f);
     if (!err) {
       err = read(f);
       const PetscErrorCode closed = h5::Close(&f); // closed also when reading failed
@@ -107,6 +107,9 @@ PetscErrorCode ReadVerified(const std::string &path, const std::function<PetscEr
   }
   PetscCall(PetscPopErrorHandler());
   if (err) *problem = captured_error();
+  int bad = !problem->empty(), any = bad; // one verdict on every rank
+  PetscCallMPI(MPI_Allreduce(&bad, &any, 1, MPI_INT, MPI_MAX, comm));
+  if (any && !bad) *problem = path + " could not be read on another rank";
   PetscFunctionReturn(0);
 }
 

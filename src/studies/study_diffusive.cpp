@@ -35,32 +35,45 @@ constexpr std::uint64_t kCellSeeds = 10000000;
 constexpr PetscInt kEnergySamples = 4000;
 
 // The samples of each probe set that a law file holds (the model's, or the
-// limit's fine paths and, extrapolated, its coarse ones).
+// limit's fine paths and, extrapolated, its coarse ones), each rank its block.
 struct LawSamples {
   std::vector<Samples> fine, coarse;
+  bool coupled = false; // coarse path p made of fine path p's heads
 };
 
+// This rank's block of the samples at `name` (x->S stays 0 when not there).
 PetscErrorCode ReadSamples(h5::File &f, const std::string &name, Samples *x) {
+  PetscMPIInt size, rank;
   PetscFunctionBeginUser;
+  PetscCallMPI(MPI_Comm_size(f.comm, &size));
+  PetscCallMPI(MPI_Comm_rank(f.comm, &rank));
   const auto dims = h5::Shape(f, name), in = h5::Shape(f, name.substr(0, name.rfind('/')) + "/inputs");
-  if (dims.size() != 4 || in.size() != 3) PetscFunctionReturn(0); // x->S stays 0: not there
+  if (dims.size() != 4 || in.size() != 3) PetscFunctionReturn(0);
   x->S = (PetscInt)dims[0], x->M = (PetscInt)dims[1], x->N = (PetscInt)dims[2], x->d = (PetscInt)dims[3];
-  x->tokens.resize(dims[0] * dims[1] * dims[2] * dims[3]);
+  x->block = split(x->S, size, rank);
+  x->tokens.resize(x->block.size() * dims[1] * dims[2] * dims[3]);
   x->inputs.resize(in[0] * in[1] * in[2]);
-  PetscCall(h5::ReadRows(f, name, dims, 1, Range{0, x->S}, x->tokens.data()));
+  PetscCall(h5::ReadRows(f, name, dims, 1, x->block, x->tokens.data()));
   PetscCall(h5::ReadRows(f, name.substr(0, name.rfind('/')) + "/inputs", in, 1, Range{0, x->M}, x->inputs.data()));
   PetscFunctionReturn(0);
 }
 
 // *kept: path holds the samples of every probe set of `names` (and coarse
-// paths when `coarse`), verified, made with the settings `identity`.
-PetscErrorCode LawFileRead(const std::string &path, const std::vector<std::string> &names,
+// paths when `coarse`), verified, made with the settings `identity`. Every
+// rank reads its block and all take one decision (whether the file exists
+// too: rank 0 looks).
+PetscErrorCode LawFileRead(MPI_Comm comm, const std::string &path, const std::vector<std::string> &names,
                            const std::string &identity, bool coarse, LawSamples *out, bool *kept) {
   struct stat st;
   std::string problem;
+  PetscMPIInt rank;
+  int exists = 0;
   PetscFunctionBeginUser;
   *kept = false;
-  if (stat(path.c_str(), &st) != 0) PetscFunctionReturn(0);
+  PetscCallMPI(MPI_Comm_rank(comm, &rank));
+  if (rank == 0) exists = stat(path.c_str(), &st) == 0;
+  PetscCallMPI(MPI_Bcast(&exists, 1, MPI_INT, 0, comm));
+  if (!exists) PetscFunctionReturn(0);
   out->fine.assign(names.size(), Samples()), out->coarse.assign(names.size(), Samples());
   auto read = [&](h5::File &f) -> PetscErrorCode {
     std::string id;
@@ -72,36 +85,32 @@ PetscErrorCode LawFileRead(const std::string &path, const std::vector<std::strin
     }
     return 0;
   };
-  PetscCall(ReadVerified(path, read, &problem));
+  PetscCall(ReadVerified(path, read, &problem, comm));
   *kept = problem.empty();
   PetscFunctionReturn(0);
 }
 
 // The law of probe set k that x holds: its samples, or with coarse paths (the
 // limit's) 2 fine - coarse.
-Law LawOf(const LawSamples &limit, size_t k) {
-  const Samples &f = limit.fine[k];
-  if (k < limit.coarse.size() && limit.coarse[k].S > 0)
-    return {{f.tokens.data(), f.S, 2.0}, {limit.coarse[k].tokens.data(), limit.coarse[k].S, -1.0}};
-  return {{f.tokens.data(), f.S, 1.0}};
+Law LawOf(const LawSamples &x, size_t k) {
+  return PathsLaw(x.fine[k], k < x.coarse.size() ? &x.coarse[k] : nullptr, x.coupled);
 }
 
 PetscErrorCode LawFileWrite(MPI_Comm comm, const Settings &cs, const std::string &path, const std::string &identity,
                             const std::vector<std::string> &names, const LawSamples &x) {
   std::vector<ResultArray> arrays;
-  std::vector<std::vector<double>> grams;
+  std::vector<std::vector<double>> grams(2 * names.size());
   PetscFunctionBeginUser;
   for (size_t k = 0; k < names.size(); ++k) {
     const Samples &f = x.fine[k];
     const unsigned long long S = f.S, M = f.M, N = f.N, d = f.d;
     const std::string at = "/probes/" + names[k];
     arrays.push_back({at + "/inputs", {M, N, d}, f.inputs.data()});
-    arrays.push_back({at + "/samples", {S, M, N, d}, f.tokens.data()});
+    arrays.push_back({at + "/samples", {S, M, N, d}, f.tokens.data(), f.block});
     if (k < x.coarse.size() && x.coarse[k].S > 0)
-      arrays.push_back(
-          {at + "/samples_coarse", {(unsigned long long)x.coarse[k].S, M, N, d}, x.coarse[k].tokens.data()});
-    grams.emplace_back(), grams.emplace_back();
-    GramOf(LawOf(x, k), f.M, f.N, f.d, &grams[grams.size() - 2], &grams.back());
+      arrays.push_back({at + "/samples_coarse", {(unsigned long long)x.coarse[k].S, M, N, d},
+                        x.coarse[k].tokens.data(), x.coarse[k].block});
+    PetscCall(GramOf(comm, LawOf(x, k), f.M, f.N, f.d, &grams[2 * k], &grams[2 * k + 1]));
   }
   for (size_t k = 0; k < names.size(); ++k) {
     const unsigned long long M = x.fine[k].M, N = x.fine[k].N;
@@ -133,14 +142,15 @@ PetscErrorCode LawLimit(MPI_Comm comm, const std::vector<std::string> &args, con
   PetscFunctionBeginUser;
   PetscCall(ProbeSettings(comm, args, s, variant, 0, &cs));
   const std::string identity = case_identity(cs) + " limit.paths=" + std::to_string(s.limit.paths);
-  PetscCall(LawFileRead(path, names, identity, s.limit.richardson, out, &kept));
+  out->coupled = s.limit.richardson && s.limit.coupling != LimitCoupling::independent; // both in the identity
+  PetscCall(LawFileRead(comm, path, names, identity, s.limit.richardson, out, &kept));
   if (kept) PetscFunctionReturn(0);
   out->fine.assign(names.size(), Samples()), out->coarse.assign(names.size(), Samples());
   for (size_t k = 0; k < names.size(); ++k) {
     LimitPaths paths;
     PetscCall(ProbeSettings(comm, args, s, variant, k, &cs));
     PetscCall(LimitPathsSolve(comm, cs, &paths));
-    out->fine[k] = paths.fine, out->coarse[k] = paths.coarse;
+    out->fine[k] = std::move(paths.fine), out->coarse[k] = std::move(paths.coarse);
   }
   PetscCall(LawFileWrite(comm, cs, path, identity, names, *out));
   PetscFunctionReturn(0);
@@ -162,7 +172,7 @@ PetscErrorCode LawCell(MPI_Comm comm, const std::vector<std::string> &args, cons
   PetscCall(ProbeSettings(comm, args, s, model, 0, &cs));
   const std::string identity = case_identity(cs) + " study.samples=" + std::to_string(s.study.samples) +
                                " first=" + std::to_string(first);
-  PetscCall(LawFileRead(path, names, identity, false, out, &kept));
+  PetscCall(LawFileRead(comm, path, names, identity, false, out, &kept));
   if (kept) PetscFunctionReturn(0);
   out->fine.assign(names.size(), Samples()), out->coarse.clear();
   for (size_t k = 0; k < names.size(); ++k) {
@@ -182,17 +192,17 @@ struct CellLaw {
   double seconds = 0;
 };
 
-// The energy distance of one probe sequence m, its pairs split over the ranks.
-PetscErrorCode EnergyAt(MPI_Comm comm, const Samples &x, const Samples &y, PetscInt m, Energy *e) {
+// The energy distance of one probe sequence m between the first samples of
+// each side (X: S rows, Y: P rows, every rank all of them), its pairs split
+// over the ranks.
+PetscErrorCode EnergyAt(MPI_Comm comm, const std::vector<double> &X, PetscInt S, const std::vector<double> &Y,
+                        PetscInt P, PetscInt M, PetscInt n, PetscInt m, Energy *e) {
   PetscMPIInt size, rank;
   PetscFunctionBeginUser;
   PetscCallMPI(MPI_Comm_size(comm, &size));
   PetscCallMPI(MPI_Comm_rank(comm, &rank));
-  const PetscInt n = x.N * x.d, stride = x.M * n;
-  const PetscInt S = std::min(x.S, kEnergySamples), P = std::min(y.S, kEnergySamples);
   const Range rows = split(S + P, size, rank);
-  EnergySums mine = EnergyTerms(x.tokens.data() + m * n, S, y.tokens.data() + m * n, P, n, stride, rows.begin,
-                                rows.end), all;
+  EnergySums mine = EnergyTerms(X.data() + m * n, S, Y.data() + m * n, P, n, M * n, rows.begin, rows.end), all;
   PetscCallMPI(MPI_Allreduce(&mine, &all, (int)(sizeof all / sizeof(double)), MPI_DOUBLE, MPI_SUM, comm));
   *e = EnergyOf(all, S, P);
   PetscFunctionReturn(0);
@@ -203,12 +213,17 @@ PetscErrorCode CompareCell(MPI_Comm comm, const std::vector<std::string> &names,
   PetscFunctionBeginUser;
   c->gap.err = -1, c->energy.value = -HUGE_VAL;
   for (size_t k = 0; k < names.size(); ++k) {
-    const Samples &x = model.fine[k];
-    const GramGap g = GramGapOf({{x.tokens.data(), x.S, 1.0}}, LawOf(limit, k), x.M, x.N, x.d);
+    const Samples &x = model.fine[k], &y = limit.fine[k];
+    GramGap g;
+    PetscCall(GramGapOf(comm, {SamplesSet(x)}, LawOf(limit, k), x.M, x.N, x.d, &g));
     if (g.err > c->gap.err) c->gap = g, c->probe = names[k];
+    std::vector<double> X, Y; // the energy distance's samples: a fixed number, on every rank
+    PetscCall(SamplesGather(comm, x, kEnergySamples, &X));
+    PetscCall(SamplesGather(comm, y, kEnergySamples, &Y));
+    const PetscInt S = std::min(x.S, kEnergySamples), P = std::min(y.S, kEnergySamples);
     for (PetscInt m = 0; m < x.M; ++m) {
       Energy e;
-      PetscCall(EnergyAt(comm, x, limit.fine[k], m, &e));
+      PetscCall(EnergyAt(comm, X, S, Y, P, x.M, x.N * x.d, m, &e));
       if (e.value > c->energy.value) c->energy = e;
     }
   }
@@ -218,20 +233,22 @@ PetscErrorCode CompareCell(MPI_Comm comm, const std::vector<std::string> &names,
 // The limit's own error, the largest over probe sets: its steps (the coarse
 // paths' Gram means against the fine ones; zero without the extrapolation,
 // which has no second step count) and its sampling.
-void LimitError(const LawSamples &limit, double *steps, double *sampling) {
+PetscErrorCode LimitError(MPI_Comm comm, const LawSamples &limit, double *steps, double *sampling) {
+  PetscFunctionBeginUser;
   *steps = 0, *sampling = 0;
   for (size_t k = 0; k < limit.fine.size(); ++k) {
     const Samples &f = limit.fine[k];
     std::vector<double> mean, se, fine_mean, fine_se, coarse_mean, coarse_se;
-    GramOf(LawOf(limit, k), f.M, f.N, f.d, &mean, &se);
+    PetscCall(GramOf(comm, LawOf(limit, k), f.M, f.N, f.d, &mean, &se));
     std::vector<double> upper = mean;
     for (size_t e = 0; e < upper.size(); ++e) upper[e] += se[e];
     *sampling = std::max(*sampling, GramRelative(upper, mean, f.M, f.N));
     if (k >= limit.coarse.size() || limit.coarse[k].S == 0) continue;
-    GramOf({{f.tokens.data(), f.S, 1.0}}, f.M, f.N, f.d, &fine_mean, &fine_se);
-    GramOf({{limit.coarse[k].tokens.data(), f.S, 1.0}}, f.M, f.N, f.d, &coarse_mean, &coarse_se);
+    PetscCall(GramOf(comm, {SamplesSet(f)}, f.M, f.N, f.d, &fine_mean, &fine_se));
+    PetscCall(GramOf(comm, {SamplesSet(limit.coarse[k])}, f.M, f.N, f.d, &coarse_mean, &coarse_se));
     *steps = std::max(*steps, GramRelative(coarse_mean, fine_mean, f.M, f.N));
   }
+  PetscFunctionReturn(0);
 }
 
 // What a study in law does not take, refused rather than ignored; and its seeds' room.
@@ -284,7 +301,7 @@ PetscErrorCode LawVariant(MPI_Comm comm, const std::vector<std::string> &args, c
   std::vector<char> ok;
   PetscFunctionBeginUser;
   PetscCall(LawLimit(comm, args, s, v, &limit));
-  LimitError(limit, &steps, &sampling);
+  PetscCall(LimitError(comm, limit, &steps, &sampling));
   PetscCall(PetscPrintf(comm, "variant %zu: the limit's own error: its steps %.3e, its sampling %.3e (relative Gram)\n",
                         v, steps, sampling));
   for (size_t i = 0; i < Ls.size(); ++i)

@@ -75,7 +75,16 @@ bool Parse(int argc, char **argv, Options *o) {
 
 } // namespace
 
-int main(int argc, char **argv) {
+int Calibrate(int argc, char **argv);
+
+int main(int argc, char **argv) { // one process: MPI for the statistics' (trivial) reductions
+  MPI_Init(&argc, &argv);
+  const int code = Calibrate(argc, argv);
+  MPI_Finalize();
+  return code;
+}
+
+int Calibrate(int argc, char **argv) {
   Options o;
   if (!Parse(argc, argv, &o)) {
     std::fprintf(stderr, "law_calibration: usage: law_calibration [--replicates R] [--samples S] "
@@ -99,7 +108,10 @@ int main(int argc, char **argv) {
     for (size_t c = 0; c < L.size(); ++c) {
       const double g = o.C * std::pow(L[c], -o.p) * std::pow(H[c], -o.q);
       const std::vector<double> model = Draw(st, base, o.samples, std::sqrt(1 + g));
-      const GramGap gap = GramGapOf({{model.data(), o.samples, 1.0}}, {{limit.data(), o.samples, 1.0}}, kM, kN, kD);
+      GramGap gap;
+      if (GramGapOf(MPI_COMM_SELF, {{model.data(), o.samples, 1.0}}, {{limit.data(), o.samples, 1.0}}, kM, kN, kD,
+                    &gap))
+        return 1;
       err.push_back(gap.err), se.push_back((gap.hi - gap.lo) / 3.92), ok.push_back(gap.resolved);
       resolved_cells += gap.resolved;
     }

@@ -16,6 +16,16 @@ h5ls s2.h5/output | grep -q 'samples *Dataset {64, 2, 8, 4}' && ok || bad "/outp
 h5ls s2.h5/output | grep -q 'gram_stderr *Dataset {2, 8, 8}' && ok || bad "/output/gram_stderr is not (M, N, N)"
 # A sample is computed on one rank whatever the rank count: the same binary gives the same numbers.
 h5diff -q s1.h5 s2.h5 /output/samples /output/samples && ok || bad "2 ranks changed the samples"
+# Each rank writes its block of the samples: 3 ranks, the same samples; the
+# Gram means are sums over ranks, the same to round-off (1e-12 relative).
+expect 0 "" -- mpiexec --oversubscribe -n 3 "$MFT" forward --config "$cfg" "${small[@]}" "${samples[@]}" --output.file s3.h5
+h5diff -q s1.h5 s3.h5 /output/samples /output/samples && ok || bad "3 ranks changed the samples"
+h5diff -q -p 1e-12 s1.h5 s3.h5 /output/gram_mean /output/gram_mean && ok || bad "3 ranks moved the Gram means"
+h5diff -q -p 1e-12 s1.h5 s3.h5 /output/gram_stderr /output/gram_stderr && ok || bad "3 ranks moved the standard errors"
+expect 0 "" -- mpiexec --oversubscribe -n 2 "$MFT" forward --config "$cfg" "${small[@]}" "${samples[@]}" \
+  --output.samples false --output.file nos.h5
+! h5ls nos.h5/output | grep -q '^samples' && h5ls nos.h5/output | grep -q gram_mean && ok ||
+  bad "output.samples = false still wrote the samples"
 h5dump -a model.depth_exponent s2.h5 | grep -q '(0): 0.5' && ok || bad "the run file does not record model.depth_exponent"
 
 expect 0 "" -- mpiexec --oversubscribe -n 2 "$MFT" limit --config "$cfg" "${small[@]}" "${paths[@]}" --output.file l.h5
@@ -23,6 +33,18 @@ grep -q '^mft-summary .*"regime": "diffusive".*"fine_steps": 16' out.txt && ok |
 for ds in 'samples *Dataset {64, 2, 8, 4}' 'samples_coarse *Dataset {64, 2, 8, 4}' 'gram_mean *Dataset {2, 8, 8}'; do
   h5ls l.h5/limit | grep -q "$ds" && ok || bad "/limit lacks $ds"
 done
+
+# The limit's paths on 1 and 3 ranks: the same paths, the same Gram means to round-off.
+for np in 1 3; do
+  expect 0 "" -- mpiexec --oversubscribe -n $np "$MFT" limit --config "$cfg" "${small[@]}" "${paths[@]}" \
+    --limit.coupling halves --output.file l$np.h5
+done
+h5diff -q l1.h5 l3.h5 /limit/samples /limit/samples && h5diff -q l1.h5 l3.h5 /limit/samples_coarse \
+  /limit/samples_coarse && ok || bad "3 ranks changed the limit's paths"
+h5diff -q -p 1e-12 l1.h5 l3.h5 /limit/gram_mean /limit/gram_mean && ok || bad "3 ranks moved the limit's Gram means"
+h5dump -a limit.pair l3.h5 | grep -q '"halves"' && ok || bad "the limit file does not say how its pair is coupled"
+expect 2 "limit.step_heads must be even" -- "$MFT" limit --config "$cfg" "${small[@]}" --limit.step_heads 3 \
+  --limit.coupling halves
 
 # A model at a = c = 1/2 evaluated from its run file keeps its exponents.
 expect 0 "" -- "$MFT" forward --config "$cfg" --model.L 4 --model.H 2 --init.samples 0 --output.file one.h5

@@ -86,6 +86,47 @@ for a, b in zip(rows[1], rows[2]):
 sys.exit(0 if ok else 1)
 EOF
 
+# The same small study on 1 and 3 ranks (each rank its block of samples and
+# paths): the same figures, to round-off; a rerun on 2 ranks keeps the files
+# of the 1-rank run (one decision, taken together) and prints the same table.
+small=("${law[@]}" --model.beta 1 --study.L "2 4" --study.H 1 --study.samples 600 --limit.paths 700 --limit.steps 8
+       --limit.coupling halves)
+for np in 1 3; do
+  mpiexec --oversubscribe -n $np "$MFT" "${small[@]}" --study.dir ranks$np >ranks$np.txt 2>&1 ||
+    bad "the study in law on $np ranks failed: $(tail -3 ranks$np.txt)"
+done
+stamp=$(stat -c %Y ranks1/limit-v0.h5 ranks1/law-v0-L2-H1.h5)
+cp ranks1/law.csv ranks1/law_first.csv
+sleep 1
+mpiexec --oversubscribe -n 2 "$MFT" "${small[@]}" --study.dir ranks1 >rerun.txt 2>&1 || bad "the rerun failed"
+[ "$stamp" = "$(stat -c %Y ranks1/limit-v0.h5 ranks1/law-v0-L2-H1.h5)" ] && ok || bad "the rerun on 2 ranks did not keep the files"
+/usr/bin/python3 - <<'EOF' && ok || bad "a study in law on 1, 2 and 3 ranks (lines above)"
+import csv, sys
+import h5py
+import numpy as np
+ok = True
+def rows(path):
+    return list(csv.DictReader(open(path)))
+keys = ('err_law', 'err_law_lo', 'err_law_hi', 'energy', 'energy_se', 'limit_steps', 'limit_sampling')
+for other in ('ranks3/law.csv', 'ranks1/law.csv'):
+    for a, b in zip(rows('ranks1/law_first.csv'), rows(other)):
+        for k in keys:
+            x, y = float(a[k]), float(b[k])
+            if abs(x - y) > 2e-6 * abs(x) + 1e-12:  # the table's 6 digits
+                print(f'{other} L={a["L"]}: {k} {x} against {y}'); ok = False
+for name in ('limit-v0.h5', 'law-v0-L2-H1.h5', 'law-v0-L4-H1.h5'):
+    f1, f3 = h5py.File('ranks1/' + name, 'r'), h5py.File('ranks3/' + name, 'r')
+    for probe in f1['probes']:
+        a, b = f1['probes'][probe], f3['probes'][probe]
+        if not np.array_equal(a['samples'][()], b['samples'][()]):
+            print(f'{name} {probe}: the samples differ'); ok = False
+        for ds in ('gram_mean', 'gram_stderr'):
+            gap = np.max(np.abs(a[ds][()] - b[ds][()]) / np.abs(a[ds][()]))
+            print(f'{name} {probe} {ds}: largest relative gap 1 against 3 ranks {gap:.1e}')
+            ok = ok and gap <= 1e-12
+sys.exit(0 if ok else 1)
+EOF
+
 # Its --list prices the cells; a width past limit.heads is no reference's concern here.
 expect 0 '' -- "$MFT" "${law[@]}" --study.H "1 8192" --study.dir listed --list
 grep -q '^6 cells in listed$' out.txt && grep -q '^variant 0 L=8 H=8192: ' out.txt && ok ||

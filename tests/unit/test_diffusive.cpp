@@ -5,6 +5,7 @@
 #include "mft/flow/limit.hpp"
 #include "mft/flow/samples.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 using namespace mft;
@@ -22,6 +23,13 @@ std::vector<double> mean_squares(const std::vector<double> &x, PetscInt S, Petsc
       q[s] += mean * mean;
     }
   return q;
+}
+
+// Every sample of r, on every rank.
+std::vector<double> all_samples(const Samples &r) {
+  std::vector<double> x;
+  EXPECT_EQ(SamplesGather(PETSC_COMM_WORLD, r, r.S, &x), 0);
+  return x;
 }
 
 struct Estimate {
@@ -47,14 +55,15 @@ void expect_beta_zero_closed_form(const std::vector<std::string> &args, double s
   Samples r;
   ASSERT_EQ(SamplesForward(PETSC_COMM_WORLD, s, S, &r), 0);
   const PetscInt M = r.M, N = r.N, d = r.d;
-  const std::vector<double> q = mean_squares(r.tokens, S, M, N, d), q0 = mean_squares(r.inputs, 1, M, N, d);
+  const std::vector<double> x = all_samples(r);
+  const std::vector<double> q = mean_squares(x, S, M, N, d), q0 = mean_squares(r.inputs, 1, M, N, d);
   double offset = 0; // x_i(1) - xbar(1) against x_i(0) - xbar(0), every sample
   for (PetscInt k = 0; k < S * M; ++k)
     for (PetscInt c = 0; c < d; ++c) {
       double m1 = 0, m0 = 0;
-      for (PetscInt i = 0; i < N; ++i) m1 += r.tokens[(k * N + i) * d + c] / N, m0 += r.inputs[((k % M) * N + i) * d + c] / N;
+      for (PetscInt i = 0; i < N; ++i) m1 += x[(k * N + i) * d + c] / N, m0 += r.inputs[((k % M) * N + i) * d + c] / N;
       for (PetscInt i = 0; i < N; ++i)
-        offset = std::max(offset, std::fabs(r.tokens[(k * N + i) * d + c] - m1 - r.inputs[((k % M) * N + i) * d + c] + m0));
+        offset = std::max(offset, std::fabs(x[(k * N + i) * d + c] - m1 - r.inputs[((k % M) * N + i) * d + c] + m0));
     }
   EXPECT_LT(offset, 1e-12);
   const ModelSettings &mo = s.model;
@@ -107,17 +116,23 @@ TEST(Diffusive, SamplesAreTheirSeedsModels) {
                                               "true", "--init.seed", "40"});
   Samples r;
   ASSERT_EQ(SamplesForward(PETSC_COMM_WORLD, settings(args, "forward"), 5, &r), 0);
+  int size, rank;
+  MPI_Comm_size(PETSC_COMM_WORLD, &size), MPI_Comm_rank(PETSC_COMM_WORLD, &rank);
+  const Range block = split(5, size, rank);
+  EXPECT_EQ(r.block.begin, block.begin); // a rank holds its block only
+  EXPECT_EQ((PetscInt)r.tokens.size(), block.size() * r.M * r.N * r.d);
   const size_t n = (size_t)(r.M * r.N * r.d);
+  const std::vector<double> x = all_samples(r);
   for (PetscInt k = 0; k < 5; ++k) {
     std::vector<std::string> a = args;
     a.insert(a.end(), {"--init.seed", std::to_string(40 + k)});
     auto p = make_problem(PETSC_COMM_WORLD, tiny(a));
     ASSERT_EQ(ProblemEvaluate(p.get(), PETSC_FALSE), 0);
-    const std::vector<double> mine(r.tokens.begin() + (long)(k * n), r.tokens.begin() + (long)((k + 1) * n));
+    const std::vector<double> mine(x.begin() + (long)(k * n), x.begin() + (long)((k + 1) * n));
     EXPECT_LT(relative_error(mine, gather(p->x1)), 1e-13) << "sample " << k;
   }
-  EXPECT_GT(relative_error(std::vector<double>(r.tokens.begin(), r.tokens.begin() + (long)n),
-                           std::vector<double>(r.tokens.begin() + (long)n, r.tokens.begin() + (long)(2 * n))),
+  EXPECT_GT(relative_error(std::vector<double>(x.begin(), x.begin() + (long)n),
+                           std::vector<double>(x.begin() + (long)n, x.begin() + (long)(2 * n))),
             1e-3); // the samples differ
 }
 
@@ -136,7 +151,7 @@ TEST(Diffusive, LimitAtBetaZeroIsTheExponential) {
     const Settings s = settings(a, "limit");
     LimitPaths r;
     ASSERT_EQ(LimitPathsSolve(PETSC_COMM_WORLD, s, &r), 0);
-    const std::vector<double> q = mean_squares(r.fine.tokens, r.fine.S, r.fine.M, r.fine.N, r.fine.d),
+    const std::vector<double> q = mean_squares(all_samples(r.fine), r.fine.S, r.fine.M, r.fine.N, r.fine.d),
                               q0 = mean_squares(r.fine.inputs, 1, r.fine.M, r.fine.N, r.fine.d);
     const Estimate e = estimate(q, r.fine.M, 0);
     const double steps = std::stod(n), scheme = std::pow(1 + sigma2 / steps, steps) * q0[0];
@@ -151,11 +166,13 @@ TEST(Diffusive, LimitAtBetaZeroIsTheExponential) {
   ASSERT_EQ(LimitPathsSolve(PETSC_COMM_WORLD, settings(args, "limit"), &r), 0);
   const PetscInt M = r.fine.M, N = r.fine.N, d = r.fine.d, S = r.fine.S;
   const std::vector<double> q0 = mean_squares(r.fine.inputs, 1, M, N, d);
-  const std::vector<double> fine = mean_squares(r.fine.tokens, S, M, N, d), coarse = mean_squares(r.coarse.tokens, S, M, N, d);
+  const std::vector<double> fine = mean_squares(all_samples(r.fine), S, M, N, d),
+                            coarse = mean_squares(all_samples(r.coarse), S, M, N, d);
+  std::vector<double> pair(fine.size()); // the coupled pair: 2 fine - coarse, path by path
+  for (size_t k = 0; k < pair.size(); ++k) pair[k] = 2 * fine[k] - coarse[k];
   for (PetscInt m = 0; m < M; ++m) {
-    const Estimate f = estimate(fine, M, m), c = estimate(coarse, M, m);
-    const double extrapolated = 2 * f.mean - c.mean, se = std::sqrt(4 * f.stderr_ * f.stderr_ + c.stderr_ * c.stderr_);
-    EXPECT_LT(std::fabs(extrapolated - std::exp(sigma2) * q0[m]), 4 * se) << "sequence " << m;
+    const Estimate e = estimate(pair, M, m);
+    EXPECT_LT(std::fabs(e.mean - std::exp(sigma2) * q0[m]), 4 * e.stderr_) << "sequence " << m;
   }
 }
 
@@ -203,3 +220,64 @@ TEST(Diffusive, LimitIsTheExtrapolationOfFiniteModels) {
 }
 
 } // namespace
+
+// The coarse model of a coupled pair takes distinct heads of the fine one.
+TEST(Diffusive, CoarseHeadsAreDistinctHeadsOfTwoLayers) {
+  for (auto [Hf, Hc] : {std::pair<PetscInt, PetscInt>{4, 4}, {3, 6}}) {
+    const std::vector<PetscInt> map = CoarseHeads(6, Hf, 3, Hc);
+    ASSERT_EQ(map.size(), (size_t)(3 * Hc));
+    std::vector<PetscInt> sorted = map;
+    std::sort(sorted.begin(), sorted.end());
+    EXPECT_TRUE(std::adjacent_find(sorted.begin(), sorted.end()) == sorted.end()) << Hf << " -> " << Hc;
+    for (PetscInt j = 0; j < 3; ++j)
+      for (PetscInt a = 0; a < Hc; ++a) EXPECT_EQ(map[j * Hc + a] / Hf, 2 * j + (a >= Hc / 2)) << "layer of " << a;
+  }
+  EXPECT_TRUE(CoarseHeads(6, 3, 3, 3).empty()); // an odd H cannot be halved between two layers
+  EXPECT_TRUE(CoarseHeads(6, 4, 2, 4).empty());
+}
+
+// The limit's Richardson pair, coupled. halves: the coarse paths keep the
+// n-step scheme's law (beta = 0: E |xbar(1)|^2 = (1 + sigma^2/n)^n
+// |xbar(0)|^2 exactly; beta = 1: the uncoupled pair's mean), and the pair
+// shares half of its noise: the variance of 2 fine - coarse, path by path,
+// is below that of an independent pair (4 Var fine + Var coarse) by a factor
+// 1.2 to 2.5. merged: the n x 2K scheme (the same closed form at beta = 0),
+// all of the noise shared: a factor above 2. Each fails if the pair's heads
+// are drawn independently.
+TEST(Diffusive, CoupledRichardsonPairsKeepTheirLawAndLowerTheVariance) {
+  for (const char *beta : {"0", "1"}) {
+    std::vector<std::string> args = beta_zero({"--model.depth_exponent", "0.5", "--model.head_exponent", "0.5",
+                                               "--model.beta", beta, "--init.v_gain", "1.1", "--limit.paths", "8192",
+                                               "--limit.step_heads", "4", "--limit.steps", "4"});
+    LimitPaths independent;
+    std::vector<std::string> a = args;
+    a.insert(a.end(), {"--limit.coupling", "independent", "--init.seed", "99"});
+    ASSERT_EQ(LimitPathsSolve(PETSC_COMM_WORLD, settings(a, "limit"), &independent), 0);
+    const PetscInt S = independent.fine.S, M = independent.fine.M, N = independent.fine.N, d = independent.fine.d;
+    const std::vector<double> q0 = mean_squares(independent.fine.inputs, 1, M, N, d),
+                              ic = mean_squares(all_samples(independent.coarse), S, M, N, d);
+    for (const char *coupling : {"halves", "merged"}) {
+      const bool merged = std::string(coupling) == "merged";
+      LimitPaths coupled;
+      a = args;
+      a.insert(a.end(), {"--limit.coupling", coupling});
+      ASSERT_EQ(LimitPathsSolve(PETSC_COMM_WORLD, settings(a, "limit"), &coupled), 0);
+      ASSERT_TRUE(coupled.coupled);
+      const std::vector<double> f = mean_squares(all_samples(coupled.fine), S, M, N, d),
+                                c = mean_squares(all_samples(coupled.coarse), S, M, N, d);
+      std::vector<double> pair(f.size());
+      for (size_t k = 0; k < pair.size(); ++k) pair[k] = 2 * f[k] - c[k];
+      for (PetscInt m = 0; m < M; ++m) {
+        const Estimate ef = estimate(f, M, m), ec = estimate(c, M, m), ei = estimate(ic, M, m),
+                       ep = estimate(pair, M, m);
+        if (std::string(beta) == "0")
+          EXPECT_LT(std::fabs(ec.mean - std::pow(1 + 1.21 / 4, 4) * q0[m]), 4 * ec.stderr_) << coupling << " " << m;
+        else if (!merged)
+          EXPECT_LT(std::fabs(ec.mean - ei.mean), 4 * std::hypot(ec.stderr_, ei.stderr_)) << "sequence " << m;
+        const double ratio = (4 * ef.stderr_ * ef.stderr_ + ec.stderr_ * ec.stderr_) / (ep.stderr_ * ep.stderr_);
+        EXPECT_GT(ratio, merged ? 2.0 : 1.2) << coupling << ", beta " << beta << ", sequence " << m;
+        EXPECT_LT(ratio, merged ? 1e3 : 2.5) << coupling << ", beta " << beta << ", sequence " << m;
+      }
+    }
+  }
+}

@@ -1,5 +1,6 @@
 // Comparing laws from samples (law_statistics.hpp) against closed forms.
 #include "mft/studies/law_statistics.hpp"
+#include "mft/layout/grid.hpp"
 #include "mft/layout/random.hpp"
 
 #include <gtest/gtest.h>
@@ -53,7 +54,18 @@ TEST(Law, GramGapOfAScaledLaw) {
   for (double eps : {0.0, 0.1}) {
     std::vector<double> x = Normals(3, S * n, 0.5, 1), y = Normals(4, S * n, 0.5, 1);
     for (double &v : x) v *= 1 + eps;
-    const GramGap g = GramGapOf({{x.data(), S, 1.0}}, {{y.data(), S, 1.0}}, M, N, d);
+    GramGap g, parts;
+    ASSERT_EQ(GramGapOf(PETSC_COMM_SELF, {{x.data(), S, 1.0}}, {{y.data(), S, 1.0}}, M, N, d, &g), 0);
+    // The same samples in blocks over the ranks: the same gap, to round-off.
+    int size, rank;
+    MPI_Comm_size(PETSC_COMM_WORLD, &size), MPI_Comm_rank(PETSC_COMM_WORLD, &rank);
+    const Range b = split(S, size, rank);
+    ASSERT_EQ(GramGapOf(PETSC_COMM_WORLD, {SampleSet({{x.data() + b.begin * n, 1.0}}, S, b.size())},
+                        {SampleSet({{y.data() + b.begin * n, 1.0}}, S, b.size())}, M, N, d, &parts),
+              0);
+    EXPECT_NEAR(parts.err, g.err, 1e-12 * g.err + 1e-15) << "eps " << eps;
+    EXPECT_NEAR(parts.lo, g.lo, 1e-12 * g.lo + 1e-15) << "eps " << eps;
+    EXPECT_NEAR(parts.hi, g.hi, 1e-12 * g.hi + 1e-15) << "eps " << eps;
     const double exact = (1 + eps) * (1 + eps) - 1;
     EXPECT_LE(g.lo, exact) << "eps " << eps;
     EXPECT_GE(g.hi, exact) << "eps " << eps;

@@ -47,11 +47,19 @@ PetscErrorCode RunFileRead(const std::string &path, Problem *p, Optimizer *opt, 
 // Collective on the problem's comm.
 PetscErrorCode RunFileReadParams(const std::string &path, Problem *p);
 
-// A small array known on every rank, for ResultFileWrite.
+// An array for ResultFileWrite: a small one known on every rank, or, with
+// `distributed`, one whose first dimension is split over the ranks, data
+// holding this rank's rows [rows.begin, rows.end) (samples: each rank its block).
 struct ResultArray {
   std::string name;
   std::vector<unsigned long long> dims;
   const double *data;
+  bool distributed = false;
+  Range rows;
+  ResultArray(std::string n, std::vector<unsigned long long> shape, const double *d)
+      : name(std::move(n)), dims(std::move(shape)), data(d) {}
+  ResultArray(std::string n, std::vector<unsigned long long> shape, const double *d, Range mine)
+      : name(std::move(n)), dims(std::move(shape)), data(d), distributed(true), rows(mine) {}
 };
 
 // Writes arrays and attributes (with every setting) to path, verified and

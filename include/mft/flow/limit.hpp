@@ -44,11 +44,27 @@ PetscErrorCode LimitSolve(MPI_Comm comm, const Settings &s, LimitResult *r, cons
 // heads, V of gain sigma): an increment of mean zero, covariance C h and
 // odd moments zero, hence weak order 1 for any number of heads. It is the
 // n x step_heads model at a = c = 1/2, and its paths are that model's samples.
+//
+// The extrapolation's pair can share its heads (limit.coupling): path p at n
+// steps takes step j's heads from steps 2j and 2j + 1 of path p at 2n steps
+// (CoarseHeads). With `halves`, half from each: distinct i.i.d. heads, so the
+// n-step paths have exactly the n x step_heads scheme's law and the
+// extrapolation today's bias, and the pair shares half of its noise. With
+// `merged`, all of them: the n-step paths are the n x 2 step_heads scheme,
+// which shares all of its noise with the fine paths but whose weak error
+// constant differs (docs/model.md, 'Coupled estimators').
 struct LimitPaths {
-  Samples fine;   // the paths at 2n steps (at n without the extrapolation)
-  Samples coarse; // with the extrapolation: other paths at n steps
+  Samples fine;   // the paths at 2n steps (at n without the extrapolation); each rank its block
+  Samples coarse; // with the extrapolation: the paths at n steps
+  bool coupled = false; // coarse path p made of fine path p's heads (limit.coupling)
   std::vector<double> gram_mean, gram_stderr; // (M, N, N): 2 E_2n - E_n (or E_n) and its standard error
 };
+
+// The law of paths: the Gram means' weighted sets, 2 fine - coarse (one
+// coupled set, or two independent ones), or the fine paths alone when
+// coarse is null or empty.
+// Not collective.
+Law PathsLaw(const Samples &fine, const Samples *coarse, bool coupled);
 
 // sigma^2 with E A^T A = sigma^2 I for one head's value map: v_gain^2 (qkv), o_gain^2 v_gain^2 (qkvo).
 // Not collective.
@@ -60,8 +76,9 @@ Settings DiffusiveSchemeFor(const Settings &s, PetscInt n);
 
 // Collective on comm. limit.paths paths of the SDE of the model of s (the
 // data of s as probes) with limit.steps steps (and twice as many, with
-// limit.richardson); path p is drawn from seed init.seed + p (n steps) or
-// init.seed + paths + p (2n steps). Every rank holds the result.
+// limit.richardson); path p is drawn from seed init.seed + p (the fine
+// paths; uncoupled, the n-step ones from init.seed + paths + p). Each rank
+// holds its block of the paths, and every rank the Gram means.
 PetscErrorCode LimitPathsSolve(MPI_Comm comm, const Settings &s, LimitPaths *r);
 
 } // namespace mft

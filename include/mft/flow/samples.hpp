@@ -4,23 +4,65 @@
 // random flow (the diffusive regime), a finite model is compared with it in
 // law: many samples of each.
 //
-// The samples are split over the ranks in consecutive blocks; each rank runs
-// its block one after the other on a one-rank problem of its own, so that
-// sample s is bitwise the same on any number of ranks (and equal to
-// `mft forward --init.seed <init.seed + s>` on one rank). Nothing crosses
-// the network until the samples are gathered at the end.
+// The samples are split over the ranks in consecutive blocks, and a rank
+// holds only its block: it runs the block's samples one after the other on
+// a one-rank problem of its own, so that sample s is bitwise the same on any
+// number of ranks (and equal to `mft forward --init.seed <init.seed + s>` on
+// one rank). Statistics over the samples are collective reductions of the
+// blocks' sums (two passes: the mean, then the spread about it); their
+// results agree across rank counts to round-off (the order of a sum over
+// ranks changes with their number), not bit for bit.
+//
+// A coupled pair (SamplesForwardPair) draws each sample's heads once for a
+// fine model and builds a coarse model's heads from them (CoarseHeads): the
+// pair's difference has a small variance while each member keeps its own law.
 #pragma once
 
 #include "mft/settings/settings.hpp"
 
+#include <utility>
 #include <vector>
 
 namespace mft {
 
+// Samples of one law, in sets: the law's mean of f is the sum over sets of
+// the mean over the set's samples of sum_k weight_k f(member k). Sets are
+// independent of each other; the members of one set are coupled (sample s
+// of each was drawn with the others', e.g. from shared heads), so a set's
+// variance is that of its weighted sum. A model: one set of one member of
+// weight 1. The limit extrapolated from n and 2n steps: its fine paths with
+// weight 2 and its coarse ones with -1, one set of two members when the pair
+// is coupled, two sets when drawn independently. tokens: (rows, M, N, d)
+// row-major, this rank's rows of the set's S samples.
+struct SampleSet {
+  struct Member {
+    const double *tokens = nullptr;
+    double weight = 1;
+  };
+  std::vector<Member> members;
+  PetscInt S = 0;    // the set's samples over every rank
+  PetscInt rows = 0; // this rank's
+  SampleSet() = default;
+  SampleSet(const double *tokens, PetscInt S_, double weight) : members{{tokens, weight}}, S(S_), rows(S_) {}
+  SampleSet(std::vector<Member> m, PetscInt S_, PetscInt rows_) : members(std::move(m)), S(S_), rows(rows_) {}
+};
+using Law = std::vector<SampleSet>;
+
+// Sequence m's Gram matrices of sample s (this rank's row) of set k, summed
+// with the members' weights, into z (N, N); g: room for N x N.
+// Not collective.
+void SetGram(const SampleSet &k, PetscInt M, PetscInt N, PetscInt d, PetscInt s, PetscInt m, double *g, double *z);
+
+// The Gram means of a law, (M, N, N), and their standard errors (the sets'
+// variances add). Collective on comm.
+PetscErrorCode GramOf(MPI_Comm comm, const Law &law, PetscInt M, PetscInt N, PetscInt d, std::vector<double> *mean,
+                      std::vector<double> *se);
+
 struct Samples {
   PetscInt S = 0, M = 0, N = 0, d = 0;
+  Range block;                     // the samples this rank holds: split(S, ranks, rank)
   std::vector<double> inputs;      // x(0), (M, N, d)
-  std::vector<double> tokens;      // x(1) of every sample, (S, M, N, d)
+  std::vector<double> tokens;      // x(1) of the block's samples, (block.size(), M, N, d)
   std::vector<double> gram_mean;   // (M, N, N): the sample mean of G_ij = x_i(1) . x_j(1), per probe sequence
   std::vector<double> gram_stderr; // (M, N, N): its standard error (sample standard deviation / sqrt(S))
   double seconds = 0;              // the samples' forward passes, the slowest rank's
@@ -28,12 +70,36 @@ struct Samples {
 
 // Collective on comm. S samples of the model of s (its exponents, head kind,
 // norm and mask; the data of s as probes), seeds s.init.seed + first ...;
-// every rank holds the whole result. `first` offsets the seeds (independent
-// sets of samples of one model).
+// each rank holds its block, the Gram means are every rank's. `first`
+// offsets the seeds (independent sets of samples of one model).
 PetscErrorCode SamplesForward(MPI_Comm comm, const Settings &s, PetscInt S, Samples *r, std::uint64_t first = 0);
 
-// The Gram means and standard errors of r->tokens (summed in sample order).
+// Which heads of a fine L_f x H_f model make the coarse model's: coarse layer
+// j takes its H_c heads from fine layers 2j and 2j + 1 (L_c = L_f / 2), the
+// first half of them from layer 2j. With H_c = 2 H_f every head of the two
+// layers (the (2L, H) -> (L, 2H) diagonal); with H_c = H_f (even) heads
+// 0 .. H_c/2 - 1 of layer 2j and H_c/2 .. H_c - 1 of layer 2j + 1. Distinct
+// i.i.d. heads: the coarse model's heads have exactly its own law.
+// Returns the fine flat head l * H_f + h of every coarse head, in order.
 // Not collective.
-void SamplesGram(Samples *r);
+std::vector<PetscInt> CoarseHeads(PetscInt L_f, PetscInt H_f, PetscInt L_c, PetscInt H_c);
+
+// Collective on comm. S coupled pairs: sample s of `fine` is the model of
+// seed fine.init.seed + first + s, and sample s of `coarse` the model of
+// coarse_settings run with CoarseHeads of those heads (same head shape and
+// init law; coarse's own seed is not used).
+PetscErrorCode SamplesForwardPair(MPI_Comm comm, const Settings &fine_settings, const Settings &coarse_settings,
+                                  PetscInt S, Samples *fine, Samples *coarse, std::uint64_t first = 0);
+
+// The Gram means and standard errors of r's samples (every rank's blocks).
+// Collective on comm.
+PetscErrorCode SamplesGram(MPI_Comm comm, Samples *r);
+// r's samples as one set of a law, with a weight.
+// Not collective.
+SampleSet SamplesSet(const Samples &r, double weight = 1);
+
+// The first `count` samples (at most S) on every rank, (count, M, N, d).
+// Collective on comm.
+PetscErrorCode SamplesGather(MPI_Comm comm, const Samples &r, PetscInt count, std::vector<double> *out);
 
 } // namespace mft

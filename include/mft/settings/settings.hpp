@@ -24,6 +24,7 @@ enum class OptimizerKind { gd, adamw, adamw_block };    // train.optimizer: gd, 
 enum class Schedule { constant, cosine };               // train.schedule
 enum class NtkPart { none, full, value };               // train.ntk (none, full, value), ntk.part (full, value)
 enum class LimitScheme { rk, euler };                   // limit.scheme
+enum class LimitCoupling { independent, halves, merged }; // limit.coupling
 enum class StudyState { init, trained };                // study.state
 enum class StudySchedule { serial, groups };            // study.schedule
 enum class LseMode { sample, closed };                  // lse.mode
@@ -130,6 +131,7 @@ struct LimitSettings {
   PetscInt steps = 64;         // n: steps of the weak Euler scheme (and 2n for the Richardson extrapolation)
   PetscInt step_heads = 16;    // fresh heads drawn at every step (the increment's law; any number gives the SDE)
   bool richardson = true;      // the Gram means extrapolated from n and 2n steps: 2 E_2n - E_n
+  LimitCoupling coupling = LimitCoupling::independent; // the n-step paths from the 2n-step ones' heads (limit.hpp)
 };
 
 struct StudySettings {
@@ -201,6 +203,7 @@ struct CheckpointSettings {
 struct OutputSettings {
   std::string file = "run.h5";
   PetscInt trajectory = 0;    // forward, train, limit: tokens (and adjoint) at S + 1 depths (0: off)
+  bool samples = true;        // forward --init.samples, mft limit's paths: every sample's x(1) in the file
 };
 
 // The most cores a study's plan is made for (study.plan_cores): 2^20, more
@@ -292,6 +295,7 @@ const char *to_string(OptimizerKind);
 const char *to_string(Schedule);
 const char *to_string(NtkPart);
 const char *to_string(LimitScheme);
+const char *to_string(LimitCoupling);
 const char *to_string(StudyState);
 const char *to_string(StudySchedule);
 const char *to_string(LseMode);

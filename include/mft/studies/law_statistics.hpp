@@ -11,9 +11,13 @@
 //   (what a naive estimate adds) is measured and left out.
 //   The fit err = C L^-p H^-q over the resolved cells, weighted least squares
 //   in logarithms, with intervals from a parametric bootstrap of the cells.
-// Every routine here is not collective, but EnergyTerms, which a caller sums
-// over ranks.
+// GramGapOf is collective: each rank holds a block of every set's samples
+// (a Law, samples.hpp), and the sums are reduced over the ranks (two passes,
+// the mean then the spread about it). The rest is not collective;
+// EnergyTerms' sums are the caller's to reduce.
 #pragma once
+
+#include "mft/flow/samples.hpp"
 
 #include <petscsys.h>
 
@@ -21,16 +25,6 @@
 
 namespace mft {
 
-// Samples of one law, in weighted sets: the law's mean of f is sum_k
-// weight_k (the mean of f over set k). A model: one set of weight 1. The
-// limit extrapolated from n and 2n steps: its fine paths with weight 2, its
-// coarse ones with -1. tokens: (S, M, N, d) row-major.
-struct SampleSet {
-  const double *tokens = nullptr;
-  PetscInt S = 0;
-  double weight = 1;
-};
-using Law = std::vector<SampleSet>;
 
 // One probe sequence's Gram gap, or the largest of several.
 struct GramGap {
@@ -39,16 +33,14 @@ struct GramGap {
   PetscInt sequence = 0;          // the sequence of the largest gap
 };
 
-// The Gram means of a law, (M, N, N), and their standard errors.
-void GramOf(const Law &law, PetscInt M, PetscInt N, PetscInt d, std::vector<double> *mean, std::vector<double> *se);
-
 // The gap of each of M probe sequences of N tokens in R^d between a model's
 // law and the limit's, and the largest (its interval is that sequence's).
 // |D|^2, D the difference of the Gram means, is corrected by the sum of the
 // entries' variances; its standard error is that of its first-order part,
 // 2 sum_ij D_ij G_ij per sample, from the samples, with the second-order
-// 2 sum_ij V_ij^2 added.
-GramGap GramGapOf(const Law &model, const Law &limit, PetscInt M, PetscInt N, PetscInt d);
+// 2 sum_ij V_ij^2 added. Collective on comm.
+PetscErrorCode GramGapOf(MPI_Comm comm, const Law &model, const Law &limit, PetscInt M, PetscInt N, PetscInt d,
+                         GramGap *gap);
 
 // The largest over sequences of |a - b|_F / |b|_F, a and b (M, N, N): the
 // limit's bias (coarse paths against fine), or its sampling error (a = b + se).

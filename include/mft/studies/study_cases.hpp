@@ -74,9 +74,11 @@ struct CaseData {
 // checksum verified, opened, handed to `read`, closed; an error on the way
 // (captured, not raised) or a damaged file becomes *problem, which `read`
 // may set too (a file that holds too little).
-// Not collective: on this rank alone (PETSC_COMM_SELF).
+// Collective on comm (by default PETSC_COMM_SELF: this rank alone): the
+// file verified and read on comm's ranks (rows split over them), and one
+// verdict for all of them.
 PetscErrorCode ReadVerified(const std::string &path, const std::function<PetscErrorCode(h5::File &)> &read,
-                            std::string *problem);
+                            std::string *problem, MPI_Comm comm = PETSC_COMM_SELF);
 
 // In a `read` of ReadVerified: the whole one-dimensional dataset `name`
 // into *v, if the file has one of at least `least` entries (else *v is left).
