@@ -42,6 +42,15 @@ def attr(f, key):
         return float("nan")
 
 
+def drop_fixed(fig, ax_l, ax_h, L, H):
+    """No panel against an axis the grid does not vary (a fixed L or H)."""
+    fixed = [ax for ax, values in ((ax_l, L), (ax_h, H)) if len(values) < 2]
+    if len(fixed) == 1:
+        fig.delaxes(fixed[0])
+        width, height = fig.get_size_inches()
+        fig.set_size_inches(width / 2 + 0.5, height)
+
+
 def plot(f, v, quantity, out):
     L = f[f"/v{v}/L"][()]
     H = f[f"/v{v}/H"][()]
@@ -89,6 +98,7 @@ def plot(f, v, quantity, out):
     ax_l.set_title(f"against L (fit at the largest H)")
     ax_h.set_title(f"against H (fit at the largest L)")
     fig.suptitle(f"convergence to the mean-field limit: {quantity}" + (f" [{overrides}]" if overrides != "(none)" else ""))
+    drop_fixed(fig, ax_l, ax_h, L, H)
     fig.tight_layout()
     fig.savefig(out, dpi=110)
     plt.close(fig)
@@ -124,6 +134,7 @@ def plot_time(f, v, quantity, times, out):
     handles, labels = ax_l.get_legend_handles_labels()
     fig.legend(handles, labels, loc="lower center", ncol=min(len(times), 8), fontsize=8, title="training step")
     fig.suptitle(f"err along training: {quantity}")
+    drop_fixed(fig, ax_l, ax_h, L, H)
     fig.tight_layout(rect=(0, 0.14, 1, 1))
     fig.savefig(out, dpi=110)
     plt.close(fig)

@@ -6,7 +6,7 @@
 #include "mft/settings/error.hpp"
 #include "mft/settings/options.hpp"
 #include "mft/files/report.hpp"
-#include "mft/studies/study_diffusive.hpp"
+#include "mft/law/study_in_law.hpp"
 #include "mft/studies/study.hpp"
 #include "mft/studies/study_cases.hpp"
 #include "mft/studies/study_plan.hpp"

@@ -9,7 +9,7 @@
 #include "mft/files/report.hpp"
 #include "mft/files/runfile.hpp"
 #include "mft/studies/study_cases.hpp"
-#include "mft/studies/worst.hpp"
+#include "mft/worst/worst.hpp"
 #include "mft/files/settings_files.hpp"
 #include "mft/settings/options.hpp"
 

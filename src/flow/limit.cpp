@@ -107,7 +107,8 @@ PetscErrorCode LimitPathsSolve(MPI_Comm comm, const Settings &s, LimitPaths *r) 
     PetscCall(SamplesForward(comm, DiffusiveSchemeFor(s, 2 * n), S, &r->fine));
     PetscCall(SamplesForward(comm, DiffusiveSchemeFor(s, n), S, &r->coarse, (std::uint64_t)S));
   }
-  PetscCall(GramOf(comm, PathsLaw(r->fine, &r->coarse, r->coupled), r->fine.M, r->fine.N, r->fine.d, &r->gram_mean, &r->gram_stderr));
+  PetscCall(GramOf(comm, PathsLaw(r->fine, &r->coarse, r->coupled), r->fine.M, r->fine.N, r->fine.d, &r->gram_mean,
+                   &r->gram_stderr));
   PetscFunctionReturn(0);
 }
 

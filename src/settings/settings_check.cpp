@@ -177,6 +177,19 @@ static PetscErrorCode WorstCheck(MPI_Comm comm, const Settings &s) {
   PetscFunctionReturn(0);
 }
 
+// The diffusive limit's samples and paths, refused where nothing draws them.
+static PetscErrorCode LawCheck(MPI_Comm comm, const Settings &s) {
+  PetscFunctionBeginUser;
+  const bool in_law = s.command == "study" ? s.study_in_law() : s.command != "limit" || s.model.diffusive();
+  for (const char *key : {"study.samples", "limit.paths", "limit.steps", "limit.step_heads", "limit.richardson",
+                          "limit.coupling"})
+    PetscCheck(in_law || !s.is_explicit(key), comm, PETSC_ERR_USER_INPUT,
+               "%s does not apply here: only a study in law (a = c = 0.5 at initialisation, centred value maps) "
+               "and mft limit at a = c = 0.5 draw samples and paths of the diffusive limit%s",
+               key, s.command == "study" ? " (this study is compared seed by seed)" : "");
+  PetscFunctionReturn(0);
+}
+
 // Depth and head exponents (docs/model.md, 'Depth and head exponents'): the
 // limits mft computes, and a drift that grows without bound said once.
 static PetscErrorCode ExponentCheck(MPI_Comm comm, const Settings &s) {
@@ -213,6 +226,7 @@ static PetscErrorCode ExponentCheck(MPI_Comm comm, const Settings &s) {
 PetscErrorCode SettingsCheckTogether(MPI_Comm comm, const Settings &s) {
   PetscFunctionBeginUser;
   PetscCall(ExponentCheck(comm, s));
+  PetscCall(LawCheck(comm, s));
   for (const auto &[key, n] : {std::make_pair("limit.adjoint_heads", s.limit.adjoint_heads),
                                 std::make_pair("limit.sample_heads", s.limit.sample_heads)})
     PetscCheck(!s.is_explicit(key) || n <= s.limit.heads, comm, PETSC_ERR_USER_INPUT,

@@ -27,7 +27,7 @@ namespace mft {
 using namespace study;
 
 std::string study::law_path(const std::string &dir, size_t variant, PetscInt L) {
-  return dir + "/law-v" + std::to_string(variant) + "-L" + std::to_string(L) + ".h5";
+  return dir + "/error_law-v" + std::to_string(variant) + "-L" + std::to_string(L) + ".h5";
 }
 
 PetscErrorCode study::ReadLaw(const std::string &path, LawCases *out, std::string *problem) {
@@ -61,7 +61,7 @@ PetscErrorCode study::ReadLaw(const std::string &path, LawCases *out, std::strin
 namespace {
 
 // Variant v's law at depth L, every probe set in order, written to its file.
-PetscErrorCode LawOf(MPI_Comm comm, const std::vector<std::string> &args, const Settings &s, const std::string &dir,
+PetscErrorCode ErrorLawOf(MPI_Comm comm, const std::vector<std::string> &args, const Settings &s, const std::string &dir,
                      size_t v, PetscInt L, double *spent) {
   const std::string path = law_path(dir, v, L);
   LawCases done;
@@ -190,8 +190,10 @@ PetscErrorCode StudyLaw(MPI_Comm comm, const std::vector<std::string> &args, con
   for (const StudyCase &c : StudyCases(s))
     if (c.reference && c.reference_index == 0 && std::filesystem::exists(case_path(dir, c.index), ec))
       for (PetscInt L : integers(s.study.L)) tasks.emplace_back((size_t)c.variant, L);
-  auto name = [&](size_t i) { return "law-v" + std::to_string(tasks[i].first) + "-L" + std::to_string(tasks[i].second); };
-  auto run = [&](MPI_Comm group, size_t i) { return LawOf(group, args, s, dir, tasks[i].first, tasks[i].second, &local); };
+  auto name = [&](size_t i) {
+    return "error_law-v" + std::to_string(tasks[i].first) + "-L" + std::to_string(tasks[i].second);
+  };
+  auto run = [&](MPI_Comm group, size_t i) { return ErrorLawOf(group, args, s, dir, tasks[i].first, tasks[i].second, &local); };
   // One law after another on every rank: two side by side took 1.28x as long (study_depth.cfg, 2 ranks).
   PetscCall(StudyRunTasks(comm, s, dir, tasks.size(), name, run, false));
   PetscCallMPI(MPI_Allreduce(&local, spent, 1, MPI_DOUBLE, MPI_MAX, comm));

@@ -12,7 +12,7 @@
 #include "mft/flow/limit.hpp"
 #include "mft/files/report.hpp"
 #include "mft/files/runfile.hpp"
-#include "mft/studies/worst.hpp"
+#include "mft/worst/worst.hpp"
 
 #include <list>
 #include <map>

@@ -18,7 +18,7 @@
 //   law_calibration [--replicates 200] [--samples 4000] [--design depth|width]
 //                   [--C 0.3] [--p 1] [--q 0] [--min 0.90] [--max 0.99]
 #include "mft/layout/random.hpp"
-#include "mft/studies/law_statistics.hpp"
+#include "mft/law/law_statistics.hpp"
 
 #include <algorithm>
 #include <cmath>

@@ -11,7 +11,7 @@
 #     of its cell), in at least 90% of the cells; the limit's likewise;
 #   - err_law's 95% interval holds the closed form's gap (the largest over
 #     the probe sequences of |E_L G - E_lim G|_F / |E_lim G|_F) in at least
-#     90% of the cells, and the cells of L = 2 are resolved;
+#     9 of the 12 cells of both replicates, and the cells of L = 2 are resolved;
 #   - a replicate with other seeds agrees: the two err_law intervals overlap
 #     in every cell;
 #   - its listing; what a study in law does not take is refused in one line.
@@ -68,8 +68,8 @@ for rep in (1, 2):
     on, held = [], []
     for row in rows[rep]:
         L, H = int(row['L']), int(row['H'])
-        good, z = within(f'law{rep}/law-v0-L{L}-H{H}.h5', (1 + sigma2 / L) ** L)
-        true = gap(f'law{rep}/law-v0-L{L}-H{H}.h5', L)
+        good, z = within(f'law{rep}/samples-v0-L{L}-H{H}.h5', (1 + sigma2 / L) ** L)
+        true = gap(f'law{rep}/samples-v0-L{L}-H{H}.h5', L)
         inside = float(row['err_law_lo']) <= true <= float(row['err_law_hi'])
         on.append(good), held.append(inside)
         print(f'replicate {rep} L={L} H={H}: largest |z| {z:.2f}; err_law {float(row["err_law"]):.4f} '
@@ -79,7 +79,12 @@ for rep in (1, 2):
     limit_ok, z = within(f'law{rep}/limit-v0.h5', math.exp(sigma2))
     print(f'replicate {rep}: {sum(on)}/{len(on)} cells on the closed form, {sum(held)}/{len(held)} intervals hold '
           f'the gap; the limit on e^sigma^2: largest |z| {z:.2f}')
-    ok = ok and sum(on) >= 0.9 * len(on) and sum(held) >= 0.9 * len(held) and limit_ok
+    ok = ok and sum(on) >= 0.9 * len(on) and limit_ok
+    held_all = held_all + held if rep == 2 else held
+# 95% intervals: at least 9 of the 12 hold the gap (a chance of 0.2% to see
+# fewer where every one has its 95%)
+print(f'{sum(held_all)} of {len(held_all)} intervals hold the closed form gap')
+ok = ok and sum(held_all) >= 9
 for a, b in zip(rows[1], rows[2]):
     if max(float(a['err_law_lo']), float(b['err_law_lo'])) > min(float(a['err_law_hi']), float(b['err_law_hi'])):
         print(f'replicates disagree at L={a["L"]} H={a["H"]}'); ok = False
@@ -95,11 +100,16 @@ for np in 1 3; do
   mpiexec --oversubscribe -n $np "$MFT" "${small[@]}" --study.dir ranks$np >ranks$np.txt 2>&1 ||
     bad "the study in law on $np ranks failed: $(tail -3 ranks$np.txt)"
 done
-stamp=$(stat -c %Y ranks1/limit-v0.h5 ranks1/law-v0-L2-H1.h5)
+stamp=$(stat -c %Y ranks1/limit-v0.h5 ranks1/samples-v0-L2-H1.h5)
 cp ranks1/law.csv ranks1/law_first.csv
 sleep 1
 mpiexec --oversubscribe -n 2 "$MFT" "${small[@]}" --study.dir ranks1 >rerun.txt 2>&1 || bad "the rerun failed"
-[ "$stamp" = "$(stat -c %Y ranks1/limit-v0.h5 ranks1/law-v0-L2-H1.h5)" ] && ok || bad "the rerun on 2 ranks did not keep the files"
+[ "$stamp" = "$(stat -c %Y ranks1/limit-v0.h5 ranks1/samples-v0-L2-H1.h5)" ] && ok || bad "the rerun on 2 ranks did not keep the files"
+cp ranks1/law.csv ranks1/law_rerun.csv
+# A cell's seeds are its own: one more L keeps the other cells' files.
+mpiexec --oversubscribe -n 2 "$MFT" "${small[@]}" --study.L "2 3 4" --study.dir ranks1 >more.txt 2>&1 || bad "one more L failed"
+[ "$stamp" = "$(stat -c %Y ranks1/limit-v0.h5 ranks1/samples-v0-L2-H1.h5)" ] && [ -f ranks1/samples-v0-L3-H1.h5 ] && ok ||
+  bad "one more L recomputed the other cells"
 /usr/bin/python3 - <<'EOF' && ok || bad "a study in law on 1, 2 and 3 ranks (lines above)"
 import csv, sys
 import h5py
@@ -108,13 +118,13 @@ ok = True
 def rows(path):
     return list(csv.DictReader(open(path)))
 keys = ('err_law', 'err_law_lo', 'err_law_hi', 'energy', 'energy_se', 'limit_steps', 'limit_sampling')
-for other in ('ranks3/law.csv', 'ranks1/law.csv'):
+for other in ('ranks3/law.csv', 'ranks1/law_rerun.csv'):
     for a, b in zip(rows('ranks1/law_first.csv'), rows(other)):
         for k in keys:
             x, y = float(a[k]), float(b[k])
             if abs(x - y) > 2e-6 * abs(x) + 1e-12:  # the table's 6 digits
                 print(f'{other} L={a["L"]}: {k} {x} against {y}'); ok = False
-for name in ('limit-v0.h5', 'law-v0-L2-H1.h5', 'law-v0-L4-H1.h5'):
+for name in ('limit-v0.h5', 'samples-v0-L2-H1.h5', 'samples-v0-L4-H1.h5'):
     f1, f3 = h5py.File('ranks1/' + name, 'r'), h5py.File('ranks3/' + name, 'r')
     for probe in f1['probes']:
         a, b = f1['probes'][probe], f3['probes'][probe]
@@ -133,6 +143,9 @@ grep -q '^6 cells in listed$' out.txt && grep -q '^variant 0 L=8 H=8192: ' out.t
   bad "the listing of a study in law: $(tail -2 out.txt)"
 expect 2 'study.seeds does not apply to a study in law' -- \
   mpiexec --oversubscribe -n 1 "$MFT" "${law[@]}" --study.seeds 2 --study.dir bad
+expect 2 'study.samples does not apply here' -- \
+  mpiexec --oversubscribe -n 1 "$MFT" "${law[@]}" --study.state trained --study.steps 2 --study.dir bad
+expect 2 'limit.coupling does not apply here' -- "$MFT" limit --limit.coupling merged --output.file bad.h5
 expect 2 'init.v_mean = 0.5 has no limit at a = c = 0.5' -- \
   mpiexec --oversubscribe -n 1 "$MFT" "${law[@]}" --init.v_mean 0.5 --study.dir bad
 expect 2 'a = 0.25, c = 0.25 has neither' -- \

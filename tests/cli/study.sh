@@ -40,7 +40,7 @@ for png in tiny/study_v0_tokens.png tiny/study_v0_adjoint.png; do
 done
 # The error's law (study.law): a file per L of the measured variant, none for the failed one; every
 # cell of variant 0 predicted, inside its own band; the law's constants in the fits.
-[ "$(ls tiny/law-v0-L*.h5 | wc -l)" -eq 3 ] && ! ls tiny/law-v1-* 2>/dev/null && ok || bad "the law files are not one per L of variant 0"
+[ "$(ls tiny/error_law-v0-L*.h5 | wc -l)" -eq 3 ] && ! ls tiny/error_law-v1-* 2>/dev/null && ok || bad "the law files are not one per L of variant 0"
 col() { head -1 tiny/study.csv | tr ',' '\n' | grep -nx "$1" | cut -d: -f1; }
 p=$(col err_predicted_x); lo=$(col err_predicted_x_lo); hi=$(col err_predicted_x_hi)
 [ -n "$p" ] && awk -F, -v p="$p" -v lo="$lo" -v hi="$hi" 'NR > 1 && $1 == 0 { n++; if (!($p > 0 && $lo <= $p && $p <= $hi)) no = 1 } END { exit no || n != 6 }' \

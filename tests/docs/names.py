@@ -9,7 +9,7 @@ backticked name of code: a CamelCase name (`ProblemEvaluate`, `ProblemEvaluate()
 or a snake_case one of six or more characters (`step_bound`, `cli_worst_ranks`)
 must be a word of the sources (src, include, tests, jobs, input, .ci,
 CMakeLists.txt) or a test's name (CTEST_LIST: the output of `ctest -N`); a
-path (`src/studies/worst.cpp`, `jobs/study.sh`) must exist. Shorter snake_case names
+path (`src/worst/worst.cpp`, `jobs/study.sh`) must exist. Shorter snake_case names
 are the documents' mathematics (`s_l`, `lr_t`). The names of other projects'
 code that the documents cite are listed below. Before the documents, the check
 is run on a document naming a removed function and a removed file, and must
@@ -69,7 +69,7 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         probe = os.path.join(tmp, "probe.md")
         with open(probe, "w") as fh:
-            fh.write(f"`ProblemEvaluate` and `src/studies/worst.cpp` stay; `{gone}()` and `src/gone.cpp` went.\n")
+            fh.write(f"`ProblemEvaluate` and `src/worst/worst.cpp` stay; `{gone}()` and `src/gone.cpp` went.\n")
         found = missing(top, [probe], words)
     if found != [("probe.md", gone), ("probe.md", "src/gone.cpp")]:
         sys.exit(f"names.py: the check itself is broken: on a probe document it reports {found}")

@@ -1,5 +1,5 @@
 // Comparing laws from samples (law_statistics.hpp) against closed forms.
-#include "mft/studies/law_statistics.hpp"
+#include "mft/law/law_statistics.hpp"
 #include "mft/layout/grid.hpp"
 #include "mft/layout/random.hpp"
 

@@ -1,7 +1,7 @@
 // The worst-input search (worst.hpp): its objective's gradient against
 // finite differences, and models searched in one batch against each alone.
 #include "helpers.hpp"
-#include "mft/studies/worst.hpp"
+#include "mft/worst/worst.hpp"
 
 #include <cmath>
 

@@ -121,7 +121,7 @@ PetscErrorCode ReadWorst(const std::string &path, WorstCases *out, std::string *
 
 // With study.law at initialisation: the error's law of one variant at one
 // depth L (fluctuation.hpp) for its probe sequences, every set in order, in
-// study.dir/law-v<v>-L<L>.h5: per sequence E(L)^2, F_L^2 and the standard
+// study.dir/error_law-v<v>-L<L>.h5: per sequence E(L)^2, F_L^2 and the standard
 // error of F_L^2, and N d (the fluctuation's dimensions) per sequence.
 // Not collective; ReadLaw reads on this rank alone.
 std::string law_path(const std::string &dir, size_t variant, PetscInt L);

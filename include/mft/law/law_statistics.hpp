@@ -44,6 +44,7 @@ PetscErrorCode GramGapOf(MPI_Comm comm, const Law &model, const Law &limit, Pets
 
 // The largest over sequences of |a - b|_F / |b|_F, a and b (M, N, N): the
 // limit's bias (coarse paths against fine), or its sampling error (a = b + se).
+// Not collective.
 double GramRelative(const std::vector<double> &a, const std::vector<double> &b, PetscInt M, PetscInt N);
 
 // Rows [begin, end) of the energy distance's sums between X (S rows) and Y
@@ -56,6 +57,7 @@ double GramRelative(const std::vector<double> &a, const std::vector<double> &b, 
 struct EnergySums {
   double u[2] = {0, 0}, uu[2] = {0, 0}, within[2] = {0, 0}; // [0]: X's rows, [1]: Y's
 };
+// Not collective.
 EnergySums EnergyTerms(const double *X, PetscInt S, const double *Y, PetscInt P, PetscInt n, PetscInt stride,
                        PetscInt begin, PetscInt end);
 
@@ -64,6 +66,7 @@ struct Energy {
   double se = 0;    // its standard error (first order: 4 var(u_X)/S + 4 var(u_Y)/P)
   double floor = 0; // what the V-statistic would add: E|X - X'|/S + E|Y - Y'|/P
 };
+// Not collective.
 Energy EnergyOf(const EnergySums &sums, PetscInt S, PetscInt P);
 
 struct PowerFit {
@@ -76,6 +79,7 @@ struct PowerFit {
 // The fit over the cells with `resolved` set; se: each cell's standard
 // error (its interval's half width / 1.96). Fewer than 2 cells (3 when both
 // L and H vary): cells = 0. `seed` draws the bootstrap.
+// Not collective.
 PowerFit PowerFitOf(const std::vector<double> &L, const std::vector<double> &H, const std::vector<double> &err,
                     const std::vector<double> &se, const std::vector<char> &resolved, std::uint64_t seed);
 

@@ -1,7 +1,7 @@
 // The worst input: projected gradient ascent over the ball (or the sphere)
 // of sequences or measures, exact gradients from adjoint solves, the
 // collapsed start, cross-fitted scoring (worst.hpp).
-#include "mft/studies/worst.hpp"
+#include "mft/worst/worst.hpp"
 
 #include "mft/kernels/linalg.hpp"
 #include "mft/files/report.hpp"

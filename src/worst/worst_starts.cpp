@@ -1,7 +1,7 @@
 // Where the worst input's search starts (worst.hpp): the probe families and
 // random inputs in the ball (or on the sphere), and earlier inputs taken to
 // another size as the same measure; and whether a search fits the node.
-#include "mft/studies/worst.hpp"
+#include "mft/worst/worst.hpp"
 
 #include "mft/flow/families.hpp"
 #include "mft/layout/h5.hpp"

@@ -1,5 +1,5 @@
 // Comparing two laws from their samples (law_statistics.hpp).
-#include "mft/studies/law_statistics.hpp"
+#include "mft/law/law_statistics.hpp"
 
 #include "mft/layout/random.hpp"
 

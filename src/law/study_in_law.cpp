@@ -1,6 +1,6 @@
 // Studies in law of the diffusive regime (study_diffusive.hpp): the samples
 // of every cell and the limit's paths, their files, the comparison and the fits.
-#include "mft/studies/study_diffusive.hpp"
+#include "mft/law/study_in_law.hpp"
 
 #include "mft/files/report.hpp"
 #include "mft/files/runfile.hpp"
@@ -8,7 +8,8 @@
 #include "mft/flow/samples.hpp"
 #include "mft/layout/grid.hpp"
 #include "mft/layout/h5.hpp"
-#include "mft/studies/law_statistics.hpp"
+#include "mft/layout/random.hpp"
+#include "mft/law/law_statistics.hpp"
 #include "mft/studies/study.hpp"
 #include "mft/studies/study_cases.hpp"
 #include "mft/studies/study_tables.hpp"
@@ -27,9 +28,18 @@ using namespace study;
 
 namespace {
 
-// Cell c's samples are drawn from seeds init.seed + kCellSeeds (1 + c) + s, far
+// Cell (v, L, H)'s samples are drawn from seeds init.seed + CellSeeds(v, L, H) + s, far
 // from the limit's paths (init.seed + p, p < 2 limit.paths) and from each other.
 constexpr std::uint64_t kCellSeeds = 10000000;
+
+// kCellSeeds (1 + h), h a 40-bit hash of (v, L, H): a cell's seeds depend on
+// what it is, not on where it sits in the grid, so that adding an L or an H
+// keeps every other cell's file. Two of a study's cells share seeds with a
+// chance of about (cells)^2 2^-41.
+std::uint64_t CellSeeds(size_t v, PetscInt L, PetscInt H) {
+  Stream st(20261205, kCellSeed, (std::uint64_t)v, ((std::uint64_t)L << 32) ^ (std::uint64_t)H);
+  return kCellSeeds * (1 + (st.next() >> 24));
+}
 // The energy distance takes the first this many samples of each side: its
 // pairs cost S^2 N d, where the Gram means' cost is S N^2 d.
 constexpr PetscInt kEnergySamples = 4000;
@@ -156,16 +166,16 @@ PetscErrorCode LawLimit(MPI_Comm comm, const std::vector<std::string> &args, con
   PetscFunctionReturn(0);
 }
 
-// Cell `cell` (L x H) of variant v: its samples on every probe set, from its
+// Cell L x H of variant v: its samples on every probe set, from its
 // file or drawn and written.
 PetscErrorCode LawCell(MPI_Comm comm, const std::vector<std::string> &args, const Settings &s, size_t v, PetscInt L,
-                       PetscInt H, size_t cell, LawSamples *out) {
+                       PetscInt H, LawSamples *out) {
   const std::vector<std::string> names = probe_names(s);
   std::vector<std::string> model = overrides(StudyVariants(s)[v]);
   model.insert(model.end(), {"--model.L", std::to_string(L), "--model.H", std::to_string(H)});
-  const std::string path = s.study.dir + "/law-v" + std::to_string(v) + "-L" + std::to_string(L) + "-H" +
+  const std::string path = s.study.dir + "/samples-v" + std::to_string(v) + "-L" + std::to_string(L) + "-H" +
                            std::to_string(H) + ".h5";
-  const std::uint64_t first = kCellSeeds * (1 + cell);
+  const std::uint64_t first = CellSeeds(v, L, H);
   Settings cs;
   bool kept;
   PetscFunctionBeginUser;
@@ -310,7 +320,7 @@ PetscErrorCode LawVariant(MPI_Comm comm, const std::vector<std::string> &args, c
       CellLaw c;
       const double t0 = seconds();
       c.L = Ls[i], c.H = Hs[j];
-      PetscCall(LawCell(comm, args, s, v, c.L, c.H, (v * Ls.size() + i) * Hs.size() + j, &cell));
+      PetscCall(LawCell(comm, args, s, v, c.L, c.H, &cell));
       PetscCall(CompareCell(comm, names, cell, limit, &c));
       c.seconds = seconds() - t0;
       PetscCall(PetscPrintf(comm,

@@ -15,7 +15,7 @@
 //     sampling, against every resolved cell's lower bound (limit_clear);
 //   the fit err_law = C L^-p H^-q over the resolved cells, bootstrap intervals.
 // Files in study.dir: limit-v<v>.h5 (the paths of each probe set) and
-// law-v<v>-L<L>-H<H>.h5 (the samples and their Gram means), each kept by a
+// samples-v<v>-L<L>-H<H>.h5 (the samples and their Gram means), each kept by a
 // rerun when it verifies and was made with the same settings; law.csv and
 // law_fits.csv.
 #pragma once
