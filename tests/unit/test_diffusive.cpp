@@ -281,3 +281,36 @@ TEST(Diffusive, CoupledRichardsonPairsKeepTheirLawAndLowerTheVariance) {
     }
   }
 }
+
+// The diagonal pair (2L, H) -> (L, 2H) at a = c = 1/2: one scale, every head
+// of two layers in one. Each member has its own model's law (beta = 0: E
+// |xbar(1)|^2 = (1 + sigma^2/L)^L |xbar(0)|^2 at the model's L, which differs
+// between the two), and the difference of the pair, sample by sample, has a
+// variance well below an independent pair's (beta = 1): fails if the coarse
+// model's heads are not the fine one's.
+TEST(Diffusive, DiagonalPairKeepsEachLawAndCouplesTheDifference) {
+  for (const char *beta : {"0", "1"}) {
+    auto model = [&](const char *L, const char *H) {
+      return settings(beta_zero({"--model.depth_exponent", "0.5", "--model.head_exponent", "0.5", "--model.beta", beta,
+                                 "--init.v_gain", "1.1", "--model.L", L, "--model.H", H}),
+                      "forward");
+    };
+    Samples f, c;
+    ASSERT_EQ(SamplesForwardPair(PETSC_COMM_WORLD, model("8", "3"), model("4", "6"), 8192, &f, &c), 0);
+    const PetscInt S = f.S, M = f.M, N = f.N, d = f.d;
+    const std::vector<double> q0 = mean_squares(f.inputs, 1, M, N, d), qf = mean_squares(all_samples(f), S, M, N, d),
+                              qc = mean_squares(all_samples(c), S, M, N, d);
+    std::vector<double> diff(qf.size());
+    for (size_t k = 0; k < diff.size(); ++k) diff[k] = qf[k] - qc[k];
+    for (PetscInt m = 0; m < M; ++m) {
+      const Estimate ef = estimate(qf, M, m), ec = estimate(qc, M, m), ed = estimate(diff, M, m);
+      if (std::string(beta) == "0") {
+        EXPECT_LT(std::fabs(ef.mean - std::pow(1 + 1.21 / 8, 8) * q0[m]), 4 * ef.stderr_) << "fine, sequence " << m;
+        EXPECT_LT(std::fabs(ec.mean - std::pow(1 + 1.21 / 4, 4) * q0[m]), 4 * ec.stderr_) << "coarse, sequence " << m;
+      } else {
+        const double ratio = (ef.stderr_ * ef.stderr_ + ec.stderr_ * ec.stderr_) / (ed.stderr_ * ed.stderr_);
+        EXPECT_GT(ratio, 3.0) << "sequence " << m;
+      }
+    }
+  }
+}
