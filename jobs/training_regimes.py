@@ -15,8 +15,8 @@ prints and draws, per regime (a = c):
     a fixed rate and at the transferred scaling from the same lr0 (the
     smallest from which both stay on the grid), with its slope in L;
   - the seeds' spread of the trained outputs at the transferred rate,
-    mean over pairs of seeds of |x_s(1) - x_s'(1)|^2 / |x(1)|^2 on the
-    study's probes: near 0 when training leads every seed to one function
+    mean over pairs of seeds of |x_s(1) - x_s'(1)|^2 over the pair's mean
+    |x(1)|^2 on the study's probes: near 0 when training leads every seed to one function
     (a deterministic limit), of order 1 when the outputs stay random.
 
     /usr/bin/python3 jobs/training_regimes.py STUDY_DIR [OUT.png]
@@ -134,7 +134,8 @@ def transfer_scaling(folder, a_of_variant):
 
 def spread(cases, a, lr, L):
     outs = [c["out"] for (ca, cl, cL, _), c in cases.items() if (ca, cl, cL) == (a, lr, L)]
-    pairs = [np.sum((x - y) ** 2) / np.sum(x * x) for x, y in itertools.combinations(outs, 2)]
+    # |x - y|^2 over the pair's mean |x|^2: the same whatever order the seeds come in
+    pairs = [2 * np.sum((x - y) ** 2) / (np.sum(x * x) + np.sum(y * y)) for x, y in itertools.combinations(outs, 2)]
     return float(np.mean(pairs)) if pairs else float("nan")
 
 

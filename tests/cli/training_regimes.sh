@@ -64,4 +64,33 @@ for r in moved:
             sys.exit(f"a {a} L {L}: script {r['L' + L]}, movement.csv {table[key]}")
 print("collapse rows:", sum(1 for _ in open("tr/regimes_collapse.csv")) - 1)
 PY
+# The trained spread (jobs/trained_spread.py) at lr = 0.02 (L/4)^-1/2, on the
+# grid at L = 2 and 4: its spread and jackknife error recomputed from the
+# case files' probe outputs.
+/usr/bin/python3 "$top/jobs/trained_spread.py" tr spread.png --lr0 0.02 >spread.txt 2>&1 ||
+  { bad "trained_spread.py failed: $(tail -3 spread.txt)"; finish; exit 1; }
+/usr/bin/python3 - <<'PY' && ok || bad "trained_spread.py's table (lines above)"
+import csv, glob, itertools, sys
+import h5py
+import numpy as np
+outs = {}
+for path in glob.glob("tr/case-*.h5"):
+    with h5py.File(path) as f:
+        a = {k: (v.decode() if isinstance(v, bytes) else str(v)) for k, v in f.attrs.items()}
+        if float(a["model.depth_exponent"]) != 0.5:
+            continue
+        x = np.concatenate([f["probes"][n]["tokens"][()].ravel() for n in sorted(f["probes"])])
+        outs.setdefault((int(a["study.case_L"]), float(a["train.lr"])), {})[int(a["study.case_seed"])] = x
+def spread(xs):
+    return np.mean([2 * np.sum((x - y) ** 2) / (np.sum(x * x) + np.sum(y * y)) for x, y in itertools.combinations(xs, 2)])
+for r in csv.DictReader(open("tr/trained_spread.csv")):
+    L, lr = int(r["L"]), float(r["lr"])
+    seeds = next(v for (cL, cl), v in outs.items() if cL == L and abs(cl / lr - 1) < 1e-3)
+    xs = [seeds[s] for s in sorted(seeds)]
+    loo = [spread(xs[:i] + xs[i + 1:]) for i in range(len(xs))]
+    se = np.sqrt((len(xs) - 1) / len(xs) * np.sum((np.array(loo) - np.mean(loo)) ** 2))
+    print(f"L = {L}: spread {r['spread']} (recomputed {spread(xs):.5g}), s.e. {r['spread_se']} ({se:.3g})")
+    if abs(float(r["spread"]) / spread(xs) - 1) > 1e-4 or abs(float(r["spread_se"]) / se - 1) > 1e-2:
+        sys.exit(1)
+PY
 finish
