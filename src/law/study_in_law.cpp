@@ -368,11 +368,24 @@ PetscErrorCode WriteTable(MPI_Comm comm, const std::string &path, const std::str
 PetscErrorCode StudyInLawList(MPI_Comm comm, const Settings &s) {
   const std::vector<PetscInt> Ls = integers(s.study.L), Hs = integers(s.study.H);
   const double sets = (double)probe_sets(s).size(), S = (double)s.study.samples;
-  const double limit = sets * (double)s.limit.paths * (double)s.limit.step_heads * (double)s.limit.steps *
-                       (s.limit.richardson ? 3 : 1);
-  double total = 0;
+  const double steps = s.limit.richardson ? (s.limit.coupling == LimitCoupling::merged ? 4 : 3) : 1;
+  const double limit = sets * (double)s.limit.paths * (double)s.limit.step_heads * (double)s.limit.steps * steps;
+  double total = 0, tokens = 0; // tokens: M N d over the probe sets
+  PetscMPIInt size;
   PetscFunctionBeginUser;
   PetscCall(LawCheck(comm, s));
+  PetscCallMPI(MPI_Comm_size(comm, &size));
+  double largest = 0; // the largest probe set's M N d
+  for (const ProbeSet &set : probe_sets(s)) {
+    const double n = (double)(s.study.probe_M * (set.N ? set.N : s.data.N) * s.model.d);
+    tokens += n, largest = std::max(largest, n);
+  }
+  // A rank holds its block of a cell's samples and of the limit's paths (both
+  // sets with the extrapolation), and the energy distance's first samples.
+  const double ranks = s.study.plan_cores > 0 ? (double)s.study.plan_cores : (double)size;
+  const double held = 8 * tokens * ((double)s.study.samples + (s.limit.richardson ? 2 : 1) * (double)s.limit.paths);
+  const double energy = 8 * tokens * 2 * (double)std::min<PetscInt>(kEnergySamples, s.study.samples);
+  const double verify = 8 * largest * (double)std::max(s.study.samples, s.limit.paths); // a file read back
   for (size_t v = 0; v < StudyVariants(s).size(); ++v) {
     PetscCall(PetscPrintf(comm, "variant %zu: the limit, %.4g head evaluations (each over a probe set)\n", v, limit));
     total += limit;
@@ -386,6 +399,12 @@ PetscErrorCode StudyInLawList(MPI_Comm comm, const Settings &s) {
   PetscCall(PetscPrintf(comm,
                         "study in law: %.4g head evaluations in all, each over a probe set, spread over every rank\n",
                         total));
+  PetscCall(PetscPrintf(comm,
+                        "memory a rank on %.0f ranks (study.plan_cores, or the ranks of this run): %.3g GB of samples "
+                        "and paths, %.3g GB while a file is verified, %.3g GB for the energy distance, and the process "
+                        "(about 0.07 GB): %.3g GB\n",
+                        ranks, held / ranks / 1e9, verify / ranks / 1e9, energy / 1e9,
+                        (held + verify) / ranks / 1e9 + energy / 1e9 + 0.07));
   PetscCall(PetscPrintf(comm, "%zu cells in %s\n", StudyVariants(s).size() * Ls.size() * Hs.size(),
                         s.study.dir.c_str()));
   PetscFunctionReturn(0);

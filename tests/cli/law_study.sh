@@ -137,9 +137,11 @@ for name in ('limit-v0.h5', 'samples-v0-L2-H1.h5', 'samples-v0-L4-H1.h5'):
 sys.exit(0 if ok else 1)
 EOF
 
-# Its --list prices the cells; a width past limit.heads is no reference's concern here.
+# Its --list prices the cells and a rank's memory (8 M N d (S + 2 P) over the 2 probe sets:
+# 0.00973 GB); a width past limit.heads is no reference's concern here.
 expect 0 '' -- "$MFT" "${law[@]}" --study.H "1 8192" --study.dir listed --list
-grep -q '^6 cells in listed$' out.txt && grep -q '^variant 0 L=8 H=8192: ' out.txt && ok ||
+grep -q '^6 cells in listed$' out.txt && grep -q '^variant 0 L=8 H=8192: ' out.txt &&
+  grep -q '^memory a rank on 1 ranks .*: 0.00973 GB of samples and paths' out.txt && ok ||
   bad "the listing of a study in law: $(tail -2 out.txt)"
 expect 2 'study.seeds does not apply to a study in law' -- \
   mpiexec --oversubscribe -n 1 "$MFT" "${law[@]}" --study.seeds 2 --study.dir bad
