@@ -49,12 +49,12 @@ PetscErrorCode GramGapOf(MPI_Comm comm, const Law &model, const Law &limit, Pets
   PetscCall(GramOf(comm, model, M, N, d, &gm, &gs));
   PetscCall(GramOf(comm, limit, M, N, d, &lm, &ls));
   const size_t per = (size_t)(N * N);
-  std::vector<double> D((size_t)M * per), first((size_t)M, 0.0), v;
+  std::vector<double> D((size_t)M * per), first((size_t)M, 0.0), first_model((size_t)M, 0.0), v;
   for (size_t e = 0; e < D.size(); ++e) D[e] = gm[e] - lm[e];
   for (const Law *law : {&model, &limit}) // Var(2 sum D G): each side's sets
     for (const SampleSet &k : *law) {
       PetscCall(ProjectionVariance(comm, k, M, N, d, D, &v));
-      for (PetscInt m = 0; m < M; ++m) first[m] += 4 * v[m];
+      for (PetscInt m = 0; m < M; ++m) first[m] += 4 * v[m], first_model[m] += law == &model ? 4 * v[m] : 0.0;
     }
   GramGap worst;
   worst.err = -1;
@@ -71,6 +71,7 @@ PetscErrorCode GramGapOf(MPI_Comm comm, const Law &model, const Law &limit, Pets
     g.hi = std::sqrt(std::max(corrected + half, 0.0)) / norm;
     g.resolved = corrected - half > 0;
     g.sequence = m;
+    g.model_share = first[m] > 0 ? first_model[m] / first[m] : 1;
     if (g.err > worst.err) worst = g;
   }
   *gap = worst;

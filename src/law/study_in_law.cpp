@@ -166,10 +166,10 @@ PetscErrorCode LawLimit(MPI_Comm comm, const std::vector<std::string> &args, con
   PetscFunctionReturn(0);
 }
 
-// Cell L x H of variant v: its samples on every probe set, from its
-// file or drawn and written.
+// Cell L x H of variant v: its S samples on every probe set (with a
+// target, at least S), from its file or drawn and written.
 PetscErrorCode LawCell(MPI_Comm comm, const std::vector<std::string> &args, const Settings &s, size_t v, PetscInt L,
-                       PetscInt H, LawSamples *out) {
+                       PetscInt H, PetscInt S, LawSamples *out) {
   const std::vector<std::string> names = probe_names(s);
   std::vector<std::string> model = overrides(StudyVariants(s)[v]);
   model.insert(model.end(), {"--model.L", std::to_string(L), "--model.H", std::to_string(H)});
@@ -180,14 +180,15 @@ PetscErrorCode LawCell(MPI_Comm comm, const std::vector<std::string> &args, cons
   bool kept;
   PetscFunctionBeginUser;
   PetscCall(ProbeSettings(comm, args, s, model, 0, &cs));
-  const std::string identity = case_identity(cs) + " study.samples=" + std::to_string(s.study.samples) +
-                               " first=" + std::to_string(first);
+  const std::string identity = case_identity(cs) + " first=" + std::to_string(first);
   PetscCall(LawFileRead(comm, path, names, identity, false, out, &kept));
+  for (size_t k = 0; kept && k < out->fine.size(); ++k) // the file's count, the same on every rank
+    kept = out->fine[k].S == S || (s.study.target > 0 && out->fine[k].S > S);
   if (kept) PetscFunctionReturn(0);
   out->fine.assign(names.size(), Samples()), out->coarse.clear();
   for (size_t k = 0; k < names.size(); ++k) {
     PetscCall(ProbeSettings(comm, args, s, model, k, &cs));
-    PetscCall(SamplesForward(comm, cs, s.study.samples, &out->fine[k], first));
+    PetscCall(SamplesForward(comm, cs, S, &out->fine[k], first));
   }
   PetscCall(LawFileWrite(comm, cs, path, identity, names, *out));
   PetscFunctionReturn(0);
@@ -195,7 +196,8 @@ PetscErrorCode LawCell(MPI_Comm comm, const std::vector<std::string> &args, cons
 
 // One cell's comparison with the limit, over every probe set.
 struct CellLaw {
-  PetscInt L = 0, H = 0;
+  PetscInt L = 0, H = 0, samples = 0;
+  std::string target; // with study.target: met, or why not
   GramGap gap;
   std::string probe;
   Energy energy;
@@ -271,9 +273,14 @@ PetscErrorCode LawCheck(MPI_Comm comm, const Settings &s) {
     PetscCheck(!s.is_explicit(key), comm, PETSC_ERR_USER_INPUT,
                "%s does not apply to a study in law (a = c = 0.5 at initialisation): every cell draws study.samples "
                "samples against limit.paths paths of the limit", key);
-  PetscCheck(s.study.samples < (PetscInt)kCellSeeds && 2 * s.limit.paths < (PetscInt)kCellSeeds, comm,
-             PETSC_ERR_USER_INPUT, "a study in law draws fewer than %llu samples a cell and %llu paths",
-             (unsigned long long)kCellSeeds, (unsigned long long)kCellSeeds / 2);
+  const PetscInt most = s.study.target > 0 ? std::max(s.study.samples, s.study.max_samples > 0 ? s.study.max_samples
+                                                                                              : 64 * s.study.samples)
+                                           : s.study.samples;
+  PetscCheck(most < (PetscInt)kCellSeeds && 2 * s.limit.paths < (PetscInt)kCellSeeds, comm, PETSC_ERR_USER_INPUT,
+             "a study in law draws fewer than %llu samples a cell (study.samples, or study.max_samples with a "
+             "target) and %llu paths", (unsigned long long)kCellSeeds, (unsigned long long)kCellSeeds / 2);
+  PetscCheck(s.study.target > 0 || !s.is_explicit("study.max_samples"), comm, PETSC_ERR_USER_INPUT,
+             "study.max_samples bounds the samples that study.target asks for: give a target, or study.samples alone");
   PetscFunctionReturn(0);
 }
 
@@ -293,17 +300,56 @@ PetscErrorCode LawHeader(MPI_Comm comm, const Settings &s) {
 // law.csv's row of one cell.
 std::string LawRow(size_t v, const Settings &s, const CellLaw &c, double steps, double sampling) {
   const bool clear = c.gap.resolved && std::max(steps, sampling) < c.gap.lo;
-  return csv({std::to_string(v), std::to_string(c.L), std::to_string(c.H), std::to_string(s.study.samples),
+  return csv({std::to_string(v), std::to_string(c.L), std::to_string(c.H), std::to_string(c.samples),
               std::to_string(s.limit.paths), num(c.gap.err), num(c.gap.lo), num(c.gap.hi),
               c.gap.resolved ? "true" : "false", quoted(c.probe), std::to_string(c.gap.sequence), num(c.energy.value),
               num(c.energy.se), num(c.energy.floor), num(steps), num(sampling), clear ? "true" : "false",
-              num(c.seconds)});
+              num(c.seconds), quoted(c.target)});
+}
+
+// Cell L x H of variant v against the limit: its samples (study.samples;
+// with study.target, the pilot, then as many as its interval says the
+// target needs, S (h / target)^2 and 10% more, h its half-width, until met
+// or study.max_samples), compared and printed.
+PetscErrorCode LawCellCompared(MPI_Comm comm, const std::vector<std::string> &args, const Settings &s, size_t v,
+                               const LawSamples &limit, CellLaw *c) {
+  const std::vector<std::string> names = probe_names(s);
+  const PetscInt most = s.study.max_samples > 0 ? s.study.max_samples : 64 * s.study.samples;
+  const double t0 = seconds();
+  PetscFunctionBeginUser;
+  for (PetscInt S = s.study.samples, round = 0;; ++round) {
+    LawSamples cell;
+    PetscCall(LawCell(comm, args, s, v, c->L, c->H, S, &cell));
+    PetscCall(CompareCell(comm, names, cell, limit, c));
+    c->samples = cell.fine[0].S;
+    if (s.study.target <= 0) break;
+    // half^2 ~ a / S + b: a the model's share, b the limit's, which more samples do not shrink
+    const double half = (c->gap.hi - c->gap.lo) / 2, want = std::pow(s.study.target / half, 2);
+    const double a = c->gap.model_share, b = 1 - a, bound = half * std::sqrt(b);
+    char said[192];
+    snprintf(said, sizeof said, "met with %" PetscInt_FMT " samples", c->samples);
+    const bool met = half <= s.study.target, limited = !met && b >= 0.9 * want;
+    if (!met && (limited || c->samples >= most || round == 4))
+      snprintf(said, sizeof said, "not met: half-width %.3g at %" PetscInt_FMT " samples (%s %.3g)", half,
+               c->samples, limited ? "the limit's paths alone give about" : "study.max_samples reached; target",
+               limited ? bound : s.study.target);
+    c->target = said;
+    if (met || limited || c->samples >= most || round == 4) break;
+    S = std::min(most, (PetscInt)std::ceil(1.1 * (double)c->samples * a / (want - b)));
+  }
+  c->seconds = seconds() - t0;
+  PetscCall(PetscPrintf(comm,
+                        "variant %zu L=%" PetscInt_FMT " H=%" PetscInt_FMT ": err_law %.3e [%.3e, %.3e]%s, energy "
+                        "%.3e +- %.1e (floor %.1e), %" PetscInt_FMT " samples, %.1f s%s%s\n",
+                        v, c->L, c->H, c->gap.err, c->gap.lo, c->gap.hi, c->gap.resolved ? " resolved" : "",
+                        c->energy.value, c->energy.se, c->energy.floor, c->samples, c->seconds,
+                        c->target.empty() ? "" : "; target ", c->target.c_str()));
+  PetscFunctionReturn(0);
 }
 
 // Variant v's cells: compared with the limit, printed, in rows; its fit.
 PetscErrorCode LawVariant(MPI_Comm comm, const std::vector<std::string> &args, const Settings &s, size_t v,
                           std::vector<std::string> *rows, std::vector<std::string> *fits, PetscInt *resolved) {
-  const std::vector<std::string> names = probe_names(s);
   const std::vector<PetscInt> Ls = integers(s.study.L), Hs = integers(s.study.H);
   LawSamples limit;
   double steps, sampling;
@@ -316,18 +362,9 @@ PetscErrorCode LawVariant(MPI_Comm comm, const std::vector<std::string> &args, c
                         v, steps, sampling));
   for (size_t i = 0; i < Ls.size(); ++i)
     for (size_t j = 0; j < Hs.size(); ++j) {
-      LawSamples cell;
       CellLaw c;
-      const double t0 = seconds();
       c.L = Ls[i], c.H = Hs[j];
-      PetscCall(LawCell(comm, args, s, v, c.L, c.H, &cell));
-      PetscCall(CompareCell(comm, names, cell, limit, &c));
-      c.seconds = seconds() - t0;
-      PetscCall(PetscPrintf(comm,
-                            "variant %zu L=%" PetscInt_FMT " H=%" PetscInt_FMT ": err_law %.3e [%.3e, %.3e]%s, energy "
-                            "%.3e +- %.1e (floor %.1e), %.1f s\n",
-                            v, c.L, c.H, c.gap.err, c.gap.lo, c.gap.hi, c.gap.resolved ? " resolved" : "",
-                            c.energy.value, c.energy.se, c.energy.floor, c.seconds));
+      PetscCall(LawCellCompared(comm, args, s, v, limit, &c));
       rows->push_back(LawRow(v, s, c, steps, sampling));
       L.push_back((double)c.L), H.push_back((double)c.H), err.push_back(c.gap.err);
       se.push_back((c.gap.hi - c.gap.lo) / 3.92), ok.push_back(c.gap.resolved);
@@ -426,7 +463,7 @@ PetscErrorCode StudyInLawRun(MPI_Comm comm, const std::vector<std::string> &args
   for (size_t v = 0; v < StudyVariants(s).size(); ++v) PetscCall(LawVariant(comm, args, s, v, &rows, &fits, &resolved));
   PetscCall(WriteTable(comm, s.study.dir + "/law.csv",
                        "variant,L,H,samples,paths,err_law,err_law_lo,err_law_hi,resolved,probe,sequence,energy,"
-                       "energy_se,energy_floor,limit_steps,limit_sampling,limit_clear,seconds",
+                       "energy_se,energy_floor,limit_steps,limit_sampling,limit_clear,seconds,target",
                        rows));
   PetscCall(WriteTable(comm, s.study.dir + "/law_fits.csv", "variant,cells,C,p,p_lo,p_hi,q,q_lo,q_hi", fits));
   PetscCall(PetscPrintf(comm,

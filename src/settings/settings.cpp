@@ -369,6 +369,12 @@ std::vector<Option> declare(Settings &s) {
       integers("study.L", &s.study.L, 1, "depths L of the grid (space-separated)"),
       integers("study.H", &s.study.H, 1, "widths H of the grid (space-separated)"),
       integer("study.seeds", &s.study.seeds, 1, "initial-head seeds per (L, H)"),
+      real("study.target", &s.study.target, 0.0, false,
+           "a study in law: the half-width of every cell's err_law 95% interval asked for; a cell draws "
+           "study.samples (a pilot), then as many as the pilot says the target needs, until it is met or "
+           "study.max_samples is reached (0: no target)"),
+      integer("study.max_samples", &s.study.max_samples, 0,
+              "a study in law with study.target: the most samples a cell may draw (0: 64 study.samples)"),
       integer("study.samples", &s.study.samples, 2,
               "a study in law (model.depth_exponent = model.head_exponent = 0.5 at initialisation): samples of "
               "each (L, H) model, against limit.paths paths of the limit"),

@@ -137,6 +137,28 @@ for name in ('limit-v0.h5', 'samples-v0-L2-H1.h5', 'samples-v0-L4-H1.h5'):
 sys.exit(0 if ok else 1)
 EOF
 
+# A precision asked for: from a 400-sample pilot, every cell draws what its
+# interval asks and meets a half-width of 0.045; a target the limit's paths
+# cannot reach is said to be theirs, with the files of the first run kept.
+target=("${law[@]}" --model.beta 1 --study.L "2 4" --study.H 1 --study.samples 400 --limit.paths 20000
+        --limit.steps 8 --study.dir target)
+mpiexec --oversubscribe -n 2 "$MFT" "${target[@]}" --study.target 0.045 >target.txt 2>&1 || bad "the target run failed"
+/usr/bin/python3 - <<'EOF' && ok || bad "a study given a target (lines above)"
+import csv, sys
+rows = list(csv.DictReader(open("target/law.csv")))
+for r in rows:
+    half = (float(r["err_law_hi"]) - float(r["err_law_lo"])) / 2
+    print(f'L={r["L"]}: {r["samples"]} samples, half-width {half:.4f}: {r["target"]}')
+    if not r["target"].startswith("met") or half > 0.045:
+        sys.exit(1)
+sys.exit(0 if len(rows) == 2 and any(int(r["samples"]) > 400 for r in rows) else 1)
+EOF
+mpiexec --oversubscribe -n 2 "$MFT" "${target[@]}" --study.target 0.01 >limited.txt 2>&1 || bad "the second target run failed"
+grep -q "target not met: half-width .* (the limit's paths alone give about" limited.txt && ok ||
+  bad "a target beyond the limit's paths was not said to be theirs: $(grep '^variant 0 L' limited.txt)"
+expect 2 'study.max_samples bounds the samples that study.target asks for' -- \
+  "$MFT" "${target[@]}" --study.max_samples 1000 --study.dir bad
+
 # Its --list prices the cells and a rank's memory (8 M N d (S + 2 P) over the 2 probe sets:
 # 0.00973 GB); a width past limit.heads is no reference's concern here.
 expect 0 '' -- "$MFT" "${law[@]}" --study.H "1 8192" --study.dir listed --list

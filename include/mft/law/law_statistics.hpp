@@ -31,6 +31,7 @@ struct GramGap {
   double err = 0, lo = 0, hi = 0; // relative: the corrected estimate and its 95% interval
   bool resolved = false;          // lo > 0: the gap is above the sampling errors
   PetscInt sequence = 0;          // the sequence of the largest gap
+  double model_share = 1;         // the model's samples' part of the interval's variance (first order)
 };
 
 // The gap of each of M probe sequences of N tokens in R^d between a model's

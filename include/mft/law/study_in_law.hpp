@@ -13,7 +13,9 @@
 //     from the first 4000 samples and paths (its pairs cost S^2 N d);
 //   the limit's own error: its steps (coarse against fine paths) and its
 //     sampling, against every resolved cell's lower bound (limit_clear);
-//   the fit err_law = C L^-p H^-q over the resolved cells, bootstrap intervals.
+//   the fit err_law = C L^-p H^-q over the resolved cells, bootstrap intervals;
+//   with study.target, each cell's samples chosen from a pilot so that its
+//   interval's half-width meets the target (or it says why not).
 // Files in study.dir: limit-v<v>.h5 (the paths of each probe set) and
 // samples-v<v>-L<L>-H<H>.h5 (the samples and their Gram means), each kept by a
 // rerun when it verifies and was made with the same settings; law.csv and
