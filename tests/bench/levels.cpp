@@ -16,7 +16,7 @@
 // (a(H) 2^-p - a(2H)) L^-p + ..., whose ratio over an octave is 2^p; f is
 // each sequence's mean |x_i(1)|^2, and the interval is the delta method's.
 // A benchmark, not a test:
-//   mpiexec -n 2 build/tests/levels [samples] [orders Lmax]
+//   mpiexec -n 2 build/tests/levels [samples] [orders Lmax [Lmin]]
 #include "mft/flow/samples.hpp"
 #include "mft/files/report.hpp"
 
@@ -95,12 +95,12 @@ PetscErrorCode TraceDifference(const Samples &f, const Samples &c, std::vector<d
   PetscFunctionReturn(0);
 }
 
-// D_L of every sequence with its standard error, for L = 1 .. Lmax; the local orders.
-PetscErrorCode Orders(PetscInt S, PetscInt Lmax) {
+// D_L of every sequence with its standard error, for L = Lmin .. Lmax; the local orders.
+PetscErrorCode Orders(PetscInt S, PetscInt Lmin, PetscInt Lmax) {
   std::vector<std::vector<double>> D, se;
   std::vector<PetscInt> Ls;
   PetscFunctionBeginUser;
-  for (PetscInt L = 1; L <= Lmax; L *= 2) {
+  for (PetscInt L = Lmin; L <= Lmax; L *= 2) {
     Samples f, c;
     std::vector<double> t, tse;
     const double t0 = seconds();
@@ -127,7 +127,7 @@ int main(int argc, char **argv) {
   PetscCall(PetscInitialize(&argc, &argv, nullptr, nullptr));
   const PetscInt S = argc > 1 ? std::atoi(argv[1]) : 4000;
   if (argc > 3 && std::string(argv[2]) == "orders") {
-    PetscCall(Orders(S, std::atoi(argv[3])));
+    PetscCall(Orders(S, argc > 4 ? std::atoi(argv[4]) : 1, std::atoi(argv[3])));
     PetscCall(PetscFinalize());
     return 0;
   }

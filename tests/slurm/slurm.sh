@@ -34,9 +34,9 @@ wait_job() {
 # to the batch shell. It is sent with scancel once mft has written its first
 # checkpoints, not left to a short time limit: Slurm checks --signal's time
 # only every 30-60 s, and on a 1-minute limit it once came 2 s before the
-# limit, whose SIGTERM then ended mpiexec (seen in CI). The job (5000
-# quickstart steps, about 70 s on 2 cores) is still running when it comes.
-args="--train.steps 5000 --checkpoint.every 200 --train.log_every 1000"
+# limit, whose SIGTERM then ended mpiexec (seen in CI). The job (3000
+# quickstart steps, about 40 s on 2 cores) is still running when it comes.
+args="--train.steps 3000 --checkpoint.every 200 --train.log_every 1000"
 expect 0 "" -- mpiexec --oversubscribe -n 2 "$MFT" train --config "$top/input/quickstart.cfg" $args \
   --checkpoint.dir ref.ckpt --output.file ref.h5
 job=$(sbatch --parsable --time=5 --signal=B:USR1@10 --ntasks=2 --output="$work/job.out" \
