@@ -71,6 +71,11 @@ int main(int argc, char **argv) {
   // name (the same checkpoint step) then waits forever. A user's own choice
   // (OMPI_MCA_io) stands.
   setenv("OMPI_MCA_io", "romio321", 0);
+  // A single process started without a launcher talks to no one: the
+  // shared-memory transport (ob1) spares UCX's device probes, 0.2 s of each
+  // start (0.54 s -> 0.32 s for an input error). A user's choice stands.
+  if (!std::getenv("OMPI_COMM_WORLD_SIZE") && !std::getenv("PMIX_RANK") && !std::getenv("PMI_RANK"))
+    setenv("OMPI_MCA_pml", "ob1", 0);
   int provided;
   MPI_Init_thread(&pargc, &pargvp, MPI_THREAD_FUNNELED, &provided);
   PetscCall(PetscInitialize(&pargc, &pargvp, nullptr, help));
