@@ -10,6 +10,7 @@
 #include "mft/layout/h5.hpp"
 #include "mft/layout/random.hpp"
 #include "mft/law/law_statistics.hpp"
+#include "mft/law/levels.hpp"
 #include "mft/studies/study.hpp"
 #include "mft/studies/study_cases.hpp"
 #include "mft/studies/study_tables.hpp"
@@ -32,14 +33,6 @@ namespace {
 // from the limit's paths (init.seed + p, p < 2 limit.paths) and from each other.
 constexpr std::uint64_t kCellSeeds = 10000000;
 
-// kCellSeeds (1 + h), h a 40-bit hash of (v, L, H): a cell's seeds depend on
-// what it is, not on where it sits in the grid, so that adding an L or an H
-// keeps every other cell's file. Two of a study's cells share seeds with a
-// chance of about (cells)^2 2^-41.
-std::uint64_t CellSeeds(size_t v, PetscInt L, PetscInt H) {
-  Stream st(20261205, kCellSeed, (std::uint64_t)v, ((std::uint64_t)L << 32) ^ (std::uint64_t)H);
-  return kCellSeeds * (1 + (st.next() >> 24));
-}
 // The energy distance takes the first this many samples of each side: its
 // pairs cost S^2 N d, where the Gram means' cost is S N^2 d.
 constexpr PetscInt kEnergySamples = 4000;
@@ -128,16 +121,6 @@ PetscErrorCode LawFileWrite(MPI_Comm comm, const Settings &cs, const std::string
     arrays.push_back({"/probes/" + names[k] + "/gram_stderr", {M, N, N}, grams[2 * k + 1].data()});
   }
   PetscCall(ResultFileWrite(comm, cs, arrays, {{"study.case_identity", identity}}, path));
-  PetscFunctionReturn(0);
-}
-
-// The settings of probe set k of the model given by `model` (options).
-PetscErrorCode ProbeSettings(MPI_Comm comm, const std::vector<std::string> &args, const Settings &s,
-                             std::vector<std::string> model, size_t k, Settings *cs) {
-  PetscFunctionBeginUser;
-  const auto probes = probe_overrides(s, probe_sets(s)[k]);
-  model.insert(model.end(), probes.begin(), probes.end());
-  PetscCall(CaseSettings(comm, args, model, cs, true));
   PetscFunctionReturn(0);
 }
 
@@ -386,21 +369,25 @@ PetscErrorCode LawVariant(MPI_Comm comm, const std::vector<std::string> &args, c
   PetscFunctionReturn(0);
 }
 
-PetscErrorCode WriteTable(MPI_Comm comm, const std::string &path, const std::string &header,
-                          const std::vector<std::string> &rows) {
-  PetscMPIInt rank;
+} // namespace
+
+// kCellSeeds (1 + h), h a 40-bit hash of (v, L, H): a cell's seeds depend on
+// what it is, not on where it sits in the grid, so that adding an L or an H
+// keeps every other cell's file. Two of a study's cells share seeds with a
+// chance of about (cells)^2 2^-41.
+std::uint64_t CellSeeds(size_t v, PetscInt L, PetscInt H) {
+  Stream st(20261205, kCellSeed, (std::uint64_t)v, ((std::uint64_t)L << 32) ^ (std::uint64_t)H);
+  return kCellSeeds * (1 + (st.next() >> 24));
+}
+// The settings of probe set k of the model given by `model` (options).
+PetscErrorCode ProbeSettings(MPI_Comm comm, const std::vector<std::string> &args, const Settings &s,
+                             std::vector<std::string> model, size_t k, Settings *cs) {
   PetscFunctionBeginUser;
-  PetscCallMPI(MPI_Comm_rank(comm, &rank));
-  if (rank == 0) {
-    std::ofstream out(path);
-    out << header << "\n";
-    for (const std::string &r : rows) out << r; // csv() ends each row
-    PetscCheck(out.good(), PETSC_COMM_SELF, PETSC_ERR_FILE_WRITE, "cannot write '%s'", path.c_str());
-  }
+  const auto probes = probe_overrides(s, probe_sets(s)[k]);
+  model.insert(model.end(), probes.begin(), probes.end());
+  PetscCall(CaseSettings(comm, args, model, cs, true));
   PetscFunctionReturn(0);
 }
-
-} // namespace
 
 PetscErrorCode StudyInLawList(MPI_Comm comm, const Settings &s) {
   const std::vector<PetscInt> Ls = integers(s.study.L), Hs = integers(s.study.H);
@@ -411,6 +398,7 @@ PetscErrorCode StudyInLawList(MPI_Comm comm, const Settings &s) {
   PetscMPIInt size;
   PetscFunctionBeginUser;
   PetscCall(LawCheck(comm, s));
+  if (s.study.levels) PetscFunctionReturn(LevelsList(comm, s));
   PetscCallMPI(MPI_Comm_size(comm, &size));
   double largest = 0; // the largest probe set's M N d
   for (const ProbeSet &set : probe_sets(s)) {
@@ -453,6 +441,7 @@ PetscErrorCode StudyInLawRun(MPI_Comm comm, const std::vector<std::string> &args
   PetscInt resolved = 0;
   PetscFunctionBeginUser;
   PetscCall(LawCheck(comm, s));
+  if (s.study.levels) PetscFunctionReturn(LevelsRun(comm, args, s, status));
   PetscCall(LawHeader(comm, s));
   const double t0 = seconds();
   PetscCallMPI(MPI_Comm_rank(comm, &rank));

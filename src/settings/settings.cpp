@@ -373,6 +373,10 @@ std::vector<Option> declare(Settings &s) {
            "a study in law: the half-width of every cell's err_law 95% interval asked for; a cell draws "
            "study.samples (a pilot), then as many as the pilot says the target needs, until it is met or "
            "study.max_samples is reached (0: no target)"),
+      flag("study.levels", &s.study.levels,
+           "a study in law: the multilevel hierarchy of the diagonal L x H = (largest study.L) x study.H instead "
+           "of the cells against the limit; each level's diagnostics, the depth rate of its differences, and "
+           "with study.target the multilevel estimate (levels.csv, levels_fits.csv)"),
       integer("study.max_samples", &s.study.max_samples, 0,
               "a study in law with study.target: the most samples a cell may draw (0: 64 study.samples)"),
       integer("study.samples", &s.study.samples, 2,

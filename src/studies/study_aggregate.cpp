@@ -23,6 +23,20 @@ namespace mft {
 using namespace study;
 
 // A CSV row: the fields joined by commas.
+PetscErrorCode WriteTable(MPI_Comm comm, const std::string &path, const std::string &header,
+                          const std::vector<std::string> &rows) {
+  PetscMPIInt rank;
+  PetscFunctionBeginUser;
+  PetscCallMPI(MPI_Comm_rank(comm, &rank));
+  if (rank == 0) {
+    std::ofstream out(path);
+    out << header << "\n";
+    for (const std::string &r : rows) out << r; // csv() ends each row
+    PetscCheck(out.good(), PETSC_COMM_SELF, PETSC_ERR_FILE_WRITE, "cannot write '%s'", path.c_str());
+  }
+  PetscFunctionReturn(0);
+}
+
 std::string csv(std::initializer_list<std::string> fields) {
   std::string row;
   for (const std::string &f : fields) row += (row.empty() ? "" : ",") + f;

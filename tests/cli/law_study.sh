@@ -165,6 +165,43 @@ expect 0 '' -- "$MFT" "${law[@]}" --study.H "1 8192" --study.dir listed --list
 grep -q '^6 cells in listed$' out.txt && grep -q '^variant 0 L=8 H=8192: ' out.txt &&
   grep -q '^memory a rank on 1 ranks .*: 0.00973 GB of samples and paths' out.txt && ok ||
   bad "the listing of a study in law: $(tail -2 out.txt)"
+# The diagonal's levels (study.levels, L x H = 8): on 1 and 3 ranks the same
+# figures to the table's digits, Giles's check passing on every level, the
+# coupled differences' variances below the fine model's; with a target, the
+# allocation meets it; a grid that is no diagonal is refused.
+levels=(study --model.depth_exponent 0.5 --model.head_exponent 0.5 --model.d 4 --model.k 2 --data.N 4
+        --study.probe_M 2 --study.levels true --study.L "1 2 4" --study.H 2 --study.samples 1500)
+for np in 1 3; do
+  mpiexec --oversubscribe -n $np "$MFT" "${levels[@]}" --study.dir levels$np >levels$np.txt 2>&1 ||
+    bad "the levels on $np ranks failed: $(tail -3 levels$np.txt)"
+done
+mpiexec --oversubscribe -n 2 "$MFT" "${levels[@]}" --study.target 0.02 --study.dir levelst >levelst.txt 2>&1 ||
+  bad "the levels with a target failed: $(tail -3 levelst.txt)"
+grep '^variant' levels1.txt levelst.txt
+/usr/bin/python3 - <<'PY' && ok || bad "the diagonal's levels (lines above)"
+import csv, sys
+one, three = list(csv.DictReader(open("levels1/levels.csv"))), list(csv.DictReader(open("levels3/levels.csv")))
+ok = [(r["L"], r["H"], r["L_coarse"], r["H_coarse"]) for r in one] == \
+    [("1", "8", "0", "0"), ("2", "4", "1", "8"), ("4", "2", "2", "4")]
+for a, b in zip(one, three):
+    for k in ("mean", "var", "mean_fine", "var_fine", "kurtosis", "check"):
+        if abs(float(a[k]) - float(b[k])) > 2e-6 * abs(float(a[k])) + 1e-12:
+            print(f'level {a["level"]}: {k} {a[k]} on 1 rank, {b[k]} on 3'); ok = False
+for r in one[1:]:
+    if not float(r["check"]) < 1 or not float(r["var"]) < 0.5 * float(r["var_fine"]):
+        print(f'level {r["level"]}: check {r["check"]}, var {r["var"]} against the fine {r["var_fine"]}'); ok = False
+fit = list(csv.DictReader(open("levelst/levels_fits.csv")))[0]
+if not (fit["met"] == "met" and float(fit["half_width"]) <= 0.02):
+    print(f'the target: {fit["half_width"]} {fit["met"]}'); ok = False
+if not any(int(r["samples"]) > 1500 for r in csv.DictReader(open("levelst/levels.csv"))):
+    print("the allocation drew no more than the pilot"); ok = False
+sys.exit(0 if ok else 1)
+PY
+expect 2 'study.levels takes one study.H' -- "$MFT" "${levels[@]}" --study.H "2 4" --study.dir bad
+expect 2 'study.levels takes depths that double' -- "$MFT" "${levels[@]}" --study.L "1 3" --study.dir bad
+expect 2 'limit.paths does not apply to study.levels' -- "$MFT" "${levels[@]}" --limit.paths 10 --study.dir bad
+expect 0 '' -- "$MFT" "${levels[@]}" --study.dir listed --list
+grep -q '^3 levels in listed$' out.txt && ok || bad "the listing of the levels: $(tail -2 out.txt)"
 expect 2 'study.seeds does not apply to a study in law' -- \
   mpiexec --oversubscribe -n 1 "$MFT" "${law[@]}" --study.seeds 2 --study.dir bad
 expect 2 'study.samples does not apply here' -- \

@@ -4,6 +4,7 @@
 #include "helpers.hpp"
 #include "mft/flow/limit.hpp"
 #include "mft/flow/samples.hpp"
+#include "mft/law/levels.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -312,5 +313,41 @@ TEST(Diffusive, DiagonalPairKeepsEachLawAndCouplesTheDifference) {
         EXPECT_GT(ratio, 3.0) << "sequence " << m;
       }
     }
+  }
+}
+
+// The diagonal's levels at L H = 8 (1 x 8, 2 x 4 -> 1 x 8, 4 x 2 -> 2 x 4),
+// beta = 1: each coarse model is the level below's fine one, so Giles's check
+// passes on every level; a coarse model whose heads take the wrong scale
+// (head exponent 0.75 for 0.5) breaks level 2, whose check must then fail.
+// The coupled differences' variances fall below half the fine model's
+// (fails if the pair's heads are drawn independently).
+TEST(Diffusive, LevelsCheckPassesAndFailsOnABrokenLevel) {
+  auto model = [](PetscInt L, PetscInt H, const char *c) {
+    return std::vector<Settings>{settings(beta_zero({"--model.depth_exponent", "0.5", "--model.head_exponent", c,
+                                                     "--model.beta", "1", "--init.v_gain", "1.1", "--model.L",
+                                                     std::to_string(L).c_str(), "--model.H", std::to_string(H).c_str()}),
+                                          "forward")};
+  };
+  for (const char *broken : {"0.5", "0.75"}) {
+    std::vector<Level> levels(3);
+    const PetscInt L[] = {1, 2, 4}, H[] = {8, 4, 2};
+    for (int l = 0; l < 3; ++l) {
+      levels[l].L = L[l], levels[l].H = H[l];
+      const std::vector<Settings> coarse = l == 0 ? std::vector<Settings>() : model(L[l - 1], H[l - 1], l == 2 ? broken : "0.5");
+      ASSERT_EQ(LevelDraw(PETSC_COMM_WORLD, model(L[l], H[l], "0.5"), coarse, 4096, 1000000 * (l + 1), &levels[l]), 0);
+    }
+    LevelsCheck(&levels);
+    EXPECT_LT(levels[1].check, 1.0);
+    if (std::string(broken) == "0.5") {
+      EXPECT_LT(levels[2].check, 1.0);
+      for (int l = 1; l < 3; ++l) EXPECT_LT(levels[l].var, 0.5 * levels[l].var_fine) << "level " << l;
+    } else {
+      EXPECT_GT(levels[2].check, 1.0) << "a coarse model of the wrong law passed the check";
+    }
+    EXPECT_EQ(levels[2].samples, 4096);
+    PetscMPIInt size, rank;
+    MPI_Comm_size(PETSC_COMM_WORLD, &size), MPI_Comm_rank(PETSC_COMM_WORLD, &rank);
+    EXPECT_EQ((PetscInt)levels[2].values.size(), split(4096, size, rank).size()) << "a rank holds its block";
   }
 }

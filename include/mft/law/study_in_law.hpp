@@ -24,6 +24,7 @@
 
 #include "mft/settings/settings.hpp"
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -34,6 +35,15 @@ namespace mft {
 // (mft study --list; jobs/study.sh); the last line "<n> cells in <dir>".
 // Not collective: rank 0 prints.
 PetscErrorCode StudyInLawList(MPI_Comm comm, const Settings &s);
+
+// The first seed of cell (v, L, H)'s samples: 10^7 (1 + h), h a 40-bit hash
+// of (v, L, H). Not collective.
+std::uint64_t CellSeeds(size_t v, PetscInt L, PetscInt H);
+
+// The settings of probe set k of the study's model given by `model` (options
+// over the command's args). Collective on comm.
+PetscErrorCode ProbeSettings(MPI_Comm comm, const std::vector<std::string> &args, const Settings &s,
+                             std::vector<std::string> model, size_t k, Settings *cs);
 
 // Runs the study in law of s (args: the command's own). Collective on comm.
 PetscErrorCode StudyInLawRun(MPI_Comm comm, const std::vector<std::string> &args, const Settings &s, int *status);

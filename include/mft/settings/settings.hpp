@@ -141,6 +141,7 @@ struct StudySettings {
   PetscInt samples = 2000;            // a study in law (a = c = 1/2): samples of each (L, H) model (the pilot, with a target)
   double target = 0;                  // a study in law: the half-width of each cell's err_law interval asked for (0: none)
   PetscInt max_samples = 0;           // a study in law with a target: the most samples a cell draws (0: 64 samples)
+  bool levels = false;                // a study in law: the diagonal's multilevel hierarchy (levels.hpp)
   StudyState state = StudyState::init; // init: against the mean-field reference; trained: after `steps`
   PetscInt steps = 50;                // trained: training steps (the config's optimizer) of every model
   std::string times;                  // trained: steps at which err is recorded (0 and `steps` always are)

@@ -55,6 +55,10 @@ struct Outputs {
 // A CSV row: the fields joined by commas; a field in quotes.
 std::string csv(std::initializer_list<std::string> fields);
 std::string quoted(const std::string &s);
+// A table: its header line and its rows (csv()), written by rank 0.
+// Collective on comm.
+PetscErrorCode WriteTable(MPI_Comm comm, const std::string &path, const std::string &header,
+                          const std::vector<std::string> &rows);
 
 // A figure of the printed summary with its interval; "(not determined)" when
 // one of the flags `undecided` (space-separated) is raised.
