@@ -14,7 +14,8 @@
 // their differences show: for a smooth statistic f, if E f_{L,H} - E f_lim =
 // a(H) L^-p + b(H) L^-2p + ..., then D_L = E f_{2L,H} - E f_{L,2H} =
 // (a(H) 2^-p - a(2H)) L^-p + ..., whose ratio over an octave is 2^p; f is
-// each sequence's mean |x_i(1)|^2, and the interval is the delta method's.
+// each sequence's mean |x_i(1)|^2 and their mean over the sequences (the
+// last column), and the interval is the delta method's.
 // A benchmark, not a test:
 //   mpiexec -n 2 build/tests/levels [samples] [orders Lmax [Lmin]]
 #include "mft/flow/samples.hpp"
@@ -70,10 +71,11 @@ PetscErrorCode Pair(const char *name, PetscInt L, PetscInt Hf, PetscInt Lc, Pets
 
 // The mean over ranks' samples of sequence m's per-sample statistic
 // y = mean_i |x_i|^2 (fine) - mean_i |x_i|^2 (coarse), and its standard
-// error (two passes reduced over the ranks).
+// error (two passes reduced over the ranks); entry M: y's mean over the
+// sequences.
 PetscErrorCode TraceDifference(const Samples &f, const Samples &c, std::vector<double> *mean, std::vector<double> *se) {
   const PetscInt M = f.M, N = f.N, d = f.d, rows = f.block.size();
-  auto y = [&](PetscInt s, PetscInt m) {
+  auto one = [&](PetscInt s, PetscInt m) {
     double v = 0;
     for (PetscInt e = 0; e < N * d; ++e) {
       const size_t at = ((size_t)s * M + m) * N * d + e;
@@ -81,15 +83,21 @@ PetscErrorCode TraceDifference(const Samples &f, const Samples &c, std::vector<d
     }
     return v;
   };
+  auto y = [&](PetscInt s, PetscInt m) {
+    if (m < M) return one(s, m);
+    double v = 0;
+    for (PetscInt k = 0; k < M; ++k) v += one(s, k) / (double)M;
+    return v;
+  };
   PetscFunctionBeginUser;
-  mean->assign((size_t)M, 0.0), se->assign((size_t)M, 0.0);
+  mean->assign((size_t)M + 1, 0.0), se->assign((size_t)M + 1, 0.0);
   for (PetscInt s = 0; s < rows; ++s)
-    for (PetscInt m = 0; m < M; ++m) (*mean)[m] += y(s, m);
-  PetscCallMPI(MPI_Allreduce(MPI_IN_PLACE, mean->data(), (int)M, MPI_DOUBLE, MPI_SUM, PETSC_COMM_WORLD));
+    for (PetscInt m = 0; m <= M; ++m) (*mean)[m] += y(s, m);
+  PetscCallMPI(MPI_Allreduce(MPI_IN_PLACE, mean->data(), (int)M + 1, MPI_DOUBLE, MPI_SUM, PETSC_COMM_WORLD));
   for (double &v : *mean) v /= (double)f.S;
   for (PetscInt s = 0; s < rows; ++s)
-    for (PetscInt m = 0; m < M; ++m) (*se)[m] += std::pow(y(s, m) - (*mean)[m], 2);
-  PetscCallMPI(MPI_Allreduce(MPI_IN_PLACE, se->data(), (int)M, MPI_DOUBLE, MPI_SUM, PETSC_COMM_WORLD));
+    for (PetscInt m = 0; m <= M; ++m) (*se)[m] += std::pow(y(s, m) - (*mean)[m], 2);
+  PetscCallMPI(MPI_Allreduce(MPI_IN_PLACE, se->data(), (int)M + 1, MPI_DOUBLE, MPI_SUM, PETSC_COMM_WORLD));
   for (double &v : *se) v = std::sqrt(v / (double)(f.S - 1) / (double)f.S);
   PetscFunctionReturn(0);
 }
@@ -106,8 +114,8 @@ PetscErrorCode Orders(PetscInt S, PetscInt Lmin, PetscInt Lmax) {
     PetscCall(SamplesForwardPair(PETSC_COMM_WORLD, ModelOf(2 * L, 4), ModelOf(L, 8), S, &f, &c, 7 + 1000000 * L));
     PetscCall(TraceDifference(f, c, &t, &tse));
     D.push_back(t), se.push_back(tse), Ls.push_back(L);
-    PetscCall(PetscPrintf(PETSC_COMM_WORLD, "L = %3" PetscInt_FMT ": D_L (per sequence)", L));
-    for (PetscInt m = 0; m < f.M; ++m) PetscCall(PetscPrintf(PETSC_COMM_WORLD, "  %+.4e +- %.1e", t[m], tse[m]));
+    PetscCall(PetscPrintf(PETSC_COMM_WORLD, "L = %3" PetscInt_FMT ": D_L (per sequence, then their mean)", L));
+    for (PetscInt m = 0; m <= f.M; ++m) PetscCall(PetscPrintf(PETSC_COMM_WORLD, "  %+.4e +- %.1e", t[m], tse[m]));
     PetscCall(PetscPrintf(PETSC_COMM_WORLD, "  (%.1f s)\n", seconds() - t0));
   }
   for (size_t k = 0; k + 1 < D.size(); ++k) {

@@ -46,7 +46,10 @@ expect 2 "model.norm = \\(absent\\) there but sphere now" -- \
 long=("${base[@]}" --train.schedule constant --checkpoint.every 0)
 $run2 train "${long[@]}" --train.steps 10000000 --checkpoint.dir sig --output.file sig.h5 >sig.txt 2>&1 &
 pid=$!
-sleep 1.5
+# Once the loop has begun (its header printed: the handlers are in place),
+# however long the start took on a loaded machine.
+for _ in $(seq 1 600); do grep -q '^ *step ' sig.txt 2>/dev/null && break; sleep 0.05; done
+sleep 0.5
 kill -USR1 $pid
 wait $pid
 code=$?
