@@ -228,8 +228,8 @@ PetscErrorCode LevelsVariant(MPI_Comm comm, const std::vector<std::string> &args
   double estimate = 0, cost = 0;
   for (const Level &x : levels) estimate += x.mean, cost += x.cost * (double)x.samples;
   // Plain sampling of the finest model to the same standard error: its
-  // variance over se^2 samples, each costing level 0's (the same heads).
-  const double plain = levels.back().var_fine / (se * se) * levels[0].cost;
+  // variance over se^2 samples, each costing half of the top level's pair.
+  const double plain = levels.back().var_fine / (se * se) * levels.back().cost / 2;
   PetscCall(PetscPrintf(comm, "variant %zu: E P(%" PetscInt_FMT " x %" PetscInt_FMT ") = %.6e +- %.2e (95%%), "
                               "%.3g s of samples; plain sampling to the same interval: %.3g s%s%s\n",
                         v, Ls.back(), Hs.back(), estimate, 1.96 * se, cost, plain, said.empty() ? "" : "; target ",
