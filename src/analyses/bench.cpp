@@ -92,7 +92,7 @@ PetscErrorCode MeasureReverseRate(MPI_Comm comm, const ModelSettings &m, PetscIn
   std::vector<double> statistics;
   if (attention_statistics_pay(shape, N)) statistics.resize((size_t)(q.size() * attention_statistics_width(shape)));
   w.statistics = statistics.empty() ? nullptr : statistics.data();
-  const AttentionOptions o{m.beta, m.causal};
+  const AttentionOptions o{LogitScale(m), m.causal};
   auto forward = [&] { attention(shape, theta.data(), o, x.data(), N, q, 1.0, out.data(), w); };
   auto reverse = [&] {
     attention_reverse(shape, theta.data(), o, x.data(), N, q, 1.0, lam.data(), dx.data(), dtheta.data(), w);

@@ -50,6 +50,8 @@ PetscErrorCode CommandInfo(MPI_Comm comm, const std::vector<std::string> &args, 
   if (!attr("model.L").empty())
     os << "  model: L = " << attr("model.L") << ", H = " << attr("model.H") << ", d = " << attr("model.d")
        << ", k = " << attr("model.k") << ", " << attr("model.head_kind") << ", beta = " << attr("model.beta")
+       << (attr("model.logit_exponent").empty() || attr("model.logit_exponent") == "0" ? ""
+                                                                                     : ", g = " + attr("model.logit_exponent"))
        << (attr("model.causal") == "true" ? ", causal" : "")
        << (attr("model.norm").empty() || attr("model.norm") == "none" ? "" : ", norm " + attr("model.norm")) << "; loss "
        << attr("loss.kind") << "\n";

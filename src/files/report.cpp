@@ -14,13 +14,13 @@ PetscErrorCode ReportHeader(const Problem &p) {
   PetscFunctionBeginUser;
   PetscCall(PetscPrintf(p.grid.comm,
                         "mft %s: L=%" PetscInt_FMT " H=%" PetscInt_FMT " d=%" PetscInt_FMT " k=%" PetscInt_FMT
-                        " %s beta=%g%s%s%s | M=%" PetscInt_FMT " N=%" PetscInt_FMT " %s | loss %s | %d ranks (%" PetscInt_FMT
+                        " %s beta=%g%s%s%s%s | M=%" PetscInt_FMT " N=%" PetscInt_FMT " %s | loss %s | %d ranks (%" PetscInt_FMT
                         " head groups x %" PetscInt_FMT " token groups)\n",
                         s.command.c_str(), m.L, m.H, m.d, m.k, to_string(m.head_kind), m.beta,
                         m.causal ? " causal" : "",
                         m.norm == TokenNorm::none ? "" : (std::string(" norm=") + to_string(m.norm)).c_str(),
                         m.mean_field() ? "" : (" a=" + format_real(m.depth_exponent) + " c=" + format_real(m.head_exponent)).c_str(),
-                        p.tokens.M,
+                        m.logit_exponent == 0 ? "" : (" g=" + format_real(m.logit_exponent)).c_str(), p.tokens.M,
                         p.tokens.N,
                         s.data.file.empty() ? s.data.family.c_str() : s.data.file.c_str(), to_string(s.loss.kind),
                         p.grid.size, p.grid.Ph, p.grid.Pt));

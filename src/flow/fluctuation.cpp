@@ -154,7 +154,7 @@ void AddLayer(const Schemes &x, const std::vector<double> &theta, const std::vec
   const PetscInt M = p.tokens.M, N = p.tokens.N, d = p.tokens.d;
   const size_t K = q.size();
   AttentionOptions o;
-  o.beta = p.settings.model.beta, o.causal = p.settings.model.causal;
+  o.beta = LogitScale(p.settings.model), o.causal = p.settings.model.causal;
   AttentionWork work;
   work.reserve(shape, N);
   std::vector<double> out((size_t)(N * d)), a(K);

@@ -31,7 +31,7 @@ void plain_forward(const ModelSettings &m, const std::vector<double> &theta, Pet
         for (PetscInt c = 0; c < d; ++c) {
           double b = 0, av = 0;
           for (PetscInt q = 0; q < m.k; ++q) b += Q[q * d + r] * K[q * d + c];
-          B[r * d + c] = m.beta * b;
+          B[r * d + c] = LogitScale(m) * b;
           if (m.head_kind == HeadKind::qkv) av = V[r * d + c];
           else
             for (PetscInt q = 0; q < m.k; ++q) av += O[r * m.k + q] * V[q * d + c];

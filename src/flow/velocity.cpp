@@ -25,7 +25,7 @@ PetscErrorCode VelocityCreate(const Grid &g, const TokenLayout &t, Heads *h, con
   v->grid = &g;
   v->tokens = &t;
   v->heads = h;
-  v->options.beta = m.beta;
+  v->options.beta = LogitScale(m);
   v->options.causal = m.causal;
   v->scale = HeadSumScale(m, m.L, h->H);
   PetscCall(VecDuplicate(t.local, &v->x_local));

@@ -45,6 +45,11 @@ double HeadSumScale(const ModelSettings &m, PetscInt L, PetscInt H) {
   return std::pow((double)L, 1.0 - m.depth_exponent) * std::pow((double)H, -m.head_exponent);
 }
 
+double LogitScale(const ModelSettings &m) {
+  if (m.logit_exponent == 0.0) return m.beta; // today's model, bitwise
+  return m.beta * std::pow((double)m.k, -m.logit_exponent);
+}
+
 double GradientScale(const ModelSettings &m, PetscInt L, PetscInt H) {
   if (m.mean_field()) return (double)(L * H);
   return std::pow((double)L, m.depth_exponent) * std::pow((double)H, m.head_exponent);
@@ -245,6 +250,9 @@ std::vector<Option> declare(Settings &s) {
       integer("model.k", &m.k, 1, "query/key dimension (and value dimension of qkvo heads), at most d"),
       choice("model.head_kind", &m.head_kind, kHeadKind, "head parameters: qkv (A = V) or qkvo (A = O V)"),
       real("model.beta", &m.beta, 0.0, false, "inverse temperature of the softmax"),
+      real("model.logit_exponent", &m.logit_exponent, 0.0, false,
+           "g: the logits are beta k^-g x_i^T Q^T K x_j (0: beta alone; 0.5: standard attention's 1/sqrt(k); "
+           "1: muP's 1/k)"),
       flag("model.causal", &m.causal, "causal mask: token i attends to j <= i only"),
       choice("model.norm", &m.norm, kTokenNorm,
              "normalized tokens: none; sphere (tokens on the unit sphere, each layer's step projected and retracted); "

@@ -145,4 +145,14 @@ grep -q "on the unit sphere" out.txt && ok || bad "mft worst does not say it sea
 # A picture of the run.
 /usr/bin/python3 "$here/../../jobs/plot_run.py" run.h5 run.png > plot.txt 2>&1 && ok || { bad "plot_run.py failed"; cat plot.txt; }
 [ "$(stat -c %s run.png 2>/dev/null || echo 0)" -gt 10000 ] && file run.png | grep -q PNG && ok || bad "run.png is not a PNG of a plot"
+
+# The logit exponent: recorded, shown by mft info, brought by --params.file,
+# and a different one given beside it refused.
+expect 0 "" -- "$MFT" train --config "$here/../../input/quickstart.cfg" --train.steps 3 --model.logit_exponent 0.5 \
+  --output.file logit.h5
+"$MFT" info logit.h5 | grep -q 'beta = 1, g = 0.5' && ok || bad "mft info does not show the logit exponent"
+expect 0 "" -- "$MFT" forward --params.file logit.h5 --output.file logit_forward.h5
+grep -q ' g=0.5 ' out.txt && ok || bad "--params.file did not bring the logit exponent: $(head -n 1 out.txt)"
+expect 2 'model.logit_exponent = 1 is given, but params.file logit.h5 has model.logit_exponent = 0.5' -- \
+  "$MFT" forward --params.file logit.h5 --model.logit_exponent 1 --output.file bad.h5
 finish

@@ -3,6 +3,8 @@
 #include "mft/flow/plain.hpp"
 
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 
 using namespace mft;
 using namespace mft::test;
@@ -163,6 +165,35 @@ TEST(Forward, UniformAttentionClosedForm) {
         expected[(m * N + i) * d + c] = x0[(m * N + i) * d + c] + y[c] - xbar[c];
   }
   EXPECT_LT(relative_error(x1, expected), 1e-13);
+}
+
+// model.logit_exponent g: the logits beta k^-g x^T Q^T K x. At g = 1/2 and 1
+// (k = 3, so k^-g is no power of 2), qkv and qkvo, masked and normalized,
+// x(1) equals the model whose beta is beta k^-g (given to 17 digits) at
+// g = 0, bitwise, and the plain loop to 1e-13; at beta = 0 g changes
+// nothing, bitwise (every token attends to the mean).
+TEST(Forward, LogitExponentScalesBeta) {
+  auto x1 = [](const char *kind, const char *causal, const char *norm, const std::string &beta, const char *g) {
+    auto p = make_problem(PETSC_COMM_WORLD, tiny({"--model.head_kind", kind, "--model.causal", causal, "--model.norm",
+                                                  norm, "--model.k", "3", "--model.beta", beta,
+                                                  "--model.logit_exponent", g}));
+    EXPECT_EQ(ProblemEvaluate(p.get(), PETSC_FALSE), 0);
+    std::vector<double> x = gather(p->x0);
+    plain_forward(p->settings.model, gather(p->heads.theta), p->tokens.M, p->tokens.N, x);
+    const std::vector<double> out = gather(p->x1);
+    EXPECT_LT(relative_error(out, x), 1e-13) << kind << " g = " << g;
+    return out;
+  };
+  const char *kinds[][3] = {{"qkv", "true", "none"}, {"qkvo", "false", "pre"}, {"qkvo", "true", "sphere"}};
+  for (const auto &v : kinds)
+    for (const char *g : {"0.5", "1"}) {
+      char scaled[32];
+      std::snprintf(scaled, sizeof scaled, "%.17g", 1.7 * std::pow(3.0, -std::atof(g)));
+      const std::vector<double> a = x1(v[0], v[1], v[2], "1.7", g), b = x1(v[0], v[1], v[2], scaled, "0");
+      EXPECT_EQ(a, b) << v[0] << " " << v[2] << " g = " << g << ": not the model of beta k^-g";
+      EXPECT_NE(a, x1(v[0], v[1], v[2], "1.7", "0")) << "g changed nothing";
+      EXPECT_EQ(x1(v[0], v[1], v[2], "0", g), x1(v[0], v[1], v[2], "0", "0")) << "beta = 0, g = " << g;
+    }
 }
 
 } // namespace

@@ -12,13 +12,15 @@ namespace {
 struct Variant {
   const char *head_kind, *loss, *causal, *norm = "none";
   const char *a = "1", *c = "1"; // depth and head exponents
+  const char *g = "0";           // the logit exponent
 };
 
 std::string VariantName(const Variant &v) {
-  const std::string norm = v.norm, a = v.a, c = v.c;
+  const std::string norm = v.norm, a = v.a, c = v.c, g = v.g;
   auto digits = [](std::string x) { return x.erase(std::min(x.find('.'), x.size()), 1); };
   return std::string(v.head_kind) + "_" + v.loss + (std::string(v.causal) == "true" ? "_causal" : "") +
-         (norm == "none" ? "" : "_" + norm) + (a == "1" && c == "1" ? "" : "_a" + digits(a) + "_c" + digits(c));
+         (norm == "none" ? "" : "_" + norm) + (a == "1" && c == "1" ? "" : "_a" + digits(a) + "_c" + digits(c)) +
+         (g == "0" ? "" : "_g" + digits(g));
 }
 
 class GradientVariants : public ::testing::TestWithParam<Variant> {
@@ -28,7 +30,9 @@ protected:
     return make_problem(PETSC_COMM_WORLD, tiny({"--model.head_kind", v.head_kind, "--loss.kind", v.loss,
                                                 "--model.causal", v.causal, "--loss.c", "2", "--init.seed", "11",
                                                 "--model.beta", "1.3", "--model.norm", v.norm,
-                                                "--model.depth_exponent", v.a, "--model.head_exponent", v.c}));
+                                                "--model.depth_exponent", v.a, "--model.head_exponent", v.c,
+                                                "--model.logit_exponent", v.g,
+                                                "--model.k", std::string(v.g) == "0" ? "2" : "3"}));
   }
 };
 
@@ -126,6 +130,16 @@ INSTANTIATE_TEST_SUITE_P(Diffusive, GradientVariants,
                                            Variant{"qkv", "pooled", "false", "sphere", "0.5", "0.5"},
                                            Variant{"qkvo", "token", "true", "pre", "0.75", "1"},
                                            Variant{"qkv", "token", "true", "none", "1", "0.5"}),
+                         [](const auto &info) { return VariantName(info.param); });
+
+// The logit exponent (beta k^-g, k = 3) at g = 1/2 and 1: every head kind,
+// mask and norm, and with depth and head exponents.
+INSTANTIATE_TEST_SUITE_P(Logit, GradientVariants,
+                         ::testing::Values(Variant{"qkv", "token", "true", "none", "1", "1", "0.5"},
+                                           Variant{"qkvo", "pooled", "true", "pre", "1", "1", "1"},
+                                           Variant{"qkvo", "token", "false", "sphere", "1", "1", "0.5"},
+                                           Variant{"qkv", "pooled", "false", "none", "1", "1", "1"},
+                                           Variant{"qkvo", "token", "true", "none", "0.5", "0.5", "0.5"}),
                          [](const auto &info) { return VariantName(info.param); });
 
 // Threads over a sequence's queries (Velocity::query_chunks): one sequence

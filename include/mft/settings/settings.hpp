@@ -44,6 +44,10 @@ struct ModelSettings {
   // exponents'): a = depth_exponent, c = head_exponent; 1 and 1 are the
   // mean-field (ODE) model, 1/2 and 1/2 with centred value maps the diffusive one.
   double depth_exponent = 1.0, head_exponent = 1.0;
+  // The logits beta k^-g x_i^T Q^T K x_j (docs/model.md, 'The logit
+  // exponent'): g = logit_exponent; 0 (the default) leaves beta alone,
+  // 1/2 is standard attention's 1/sqrt(k), 1 muP's 1/k.
+  double logit_exponent = 0.0;
   bool mean_field() const { return depth_exponent == 1.0 && head_exponent == 1.0; }
   bool diffusive() const { return depth_exponent == 0.5 && head_exponent == 0.5; }
 };
@@ -52,6 +56,10 @@ struct ModelSettings {
 // that an Euler step of 1/L applies: L^(1-a) H^-c, exactly 1/H when a = c = 1.
 // Not collective.
 double HeadSumScale(const ModelSettings &m, PetscInt L, PetscInt H);
+
+// The logits' factor beta k^-g: exactly beta when g = 0.
+// Not collective.
+double LogitScale(const ModelSettings &m);
 
 // The reported gradient's factor, g = L^a H^c dR/dtheta: exactly L H when a = c = 1.
 // Not collective.
