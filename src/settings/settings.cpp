@@ -247,7 +247,8 @@ std::vector<Option> declare(Settings &s) {
       integer("model.H", &m.H, 1, "attention heads per layer"),
       integer("model.d", &m.d, 1, "token dimension")
           .read_by({"forward", "train", "ntk", "lse", "limit", "study", "bench", "worst"}),
-      integer("model.k", &m.k, 1, "query/key dimension (and value dimension of qkvo heads), at most d"),
+      integer("model.k", &m.k, 1, "query/key dimension (and value dimension of qkvo heads), a sum index of the logits and of O V: any k, "
+              "above d too"),
       choice("model.head_kind", &m.head_kind, kHeadKind, "head parameters: qkv (A = V) or qkvo (A = O V)"),
       real("model.beta", &m.beta, 0.0, false, "inverse temperature of the softmax"),
       real("model.logit_exponent", &m.logit_exponent, 0.0, false,

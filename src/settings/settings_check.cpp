@@ -258,9 +258,6 @@ PetscErrorCode SettingsCheck(MPI_Comm comm, const Settings &s) {
   PetscMPIInt size;
   PetscFunctionBeginUser;
   PetscCallMPI(MPI_Comm_size(comm, &size));
-  PetscCheck(m.k <= m.d, comm, PETSC_ERR_USER_INPUT,
-             "model.k = %" PetscInt_FMT " exceeds model.d = %" PetscInt_FMT ": a head's key dimension is at most d",
-             m.k, m.d);
   const double limit = (double)std::numeric_limits<PetscInt>::max();
   const double tokens = (double)d.M * d.N * m.d;
   PetscCheck(tokens <= limit, comm, PETSC_ERR_USER_INPUT,

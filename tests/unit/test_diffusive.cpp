@@ -104,7 +104,7 @@ TEST(Diffusive, BetaZeroOtherExponentsAreExactAtFiniteSize) {
   expect_beta_zero_closed_form(beta_zero({"--model.depth_exponent", "0.25", "--model.head_exponent", "1",
                                           "--init.v_gain", "0.8"}),
                                0.64);
-  // O of mean 0.7 I (d = 3, k = 2): E A^T A = v_gain^2 (o_gain^2 + (k/d) o_mean^2) I, still isotropic.
+  // O of mean 0.7 I (d = 3, k = 2): E A^T A = v_gain^2 (o_gain^2 + (min(k, d)/d) o_mean^2) I, still isotropic.
   expect_beta_zero_closed_form(beta_zero({"--model.depth_exponent", "1", "--model.head_exponent", "0.5",
                                           "--model.head_kind", "qkvo", "--init.o_mean", "0.7", "--init.v_gain", "1.5"}),
                                1.5 * 1.5 * (1 + 2.0 / 3.0 * 0.49));

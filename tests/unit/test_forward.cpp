@@ -196,4 +196,22 @@ TEST(Forward, LogitExponentScalesBeta) {
     }
 }
 
+// k is a sum index of the logits and of O V, not a rank: keys wider than the
+// tokens (k = 7 > d = 3), qkv and qkvo, causal or not, under a block mean
+// of Q, K and O (the rectangular identity's first d rows): the TS forward
+// equals the plain loop, and the tokens moved.
+TEST(Forward, KeysWiderThanTokens) {
+  for (const char *kind : {"qkv", "qkvo"})
+    for (const char *causal : {"false", "true"}) {
+      auto p = make_problem(PETSC_COMM_WORLD, tiny({"--model.head_kind", kind, "--model.causal", causal, "--model.k", "7",
+                                                    "--init.q_mean", "0.3", "--init.k_mean", "0.3", "--init.o_mean",
+                                                    "0.5", "--model.logit_exponent", "0.5"}));
+      ASSERT_EQ(ProblemEvaluate(p.get(), PETSC_FALSE), 0);
+      std::vector<double> x = gather(p->x0);
+      plain_forward(p->settings.model, gather(p->heads.theta), p->tokens.M, p->tokens.N, x);
+      EXPECT_LT(relative_error(gather(p->x1), x), 1e-13) << kind << (std::string(causal) == "true" ? " causal" : "");
+      EXPECT_GT(relative_error(gather(p->x1), gather(p->x0)), 1e-3);
+    }
+}
+
 } // namespace

@@ -13,6 +13,7 @@ struct Variant {
   const char *head_kind, *loss, *causal, *norm = "none";
   const char *a = "1", *c = "1"; // depth and head exponents
   const char *g = "0";           // the logit exponent
+  const char *k = nullptr;       // the key dimension (tiny's d is 3): 2, or 3 with a logit exponent
 };
 
 std::string VariantName(const Variant &v) {
@@ -20,7 +21,7 @@ std::string VariantName(const Variant &v) {
   auto digits = [](std::string x) { return x.erase(std::min(x.find('.'), x.size()), 1); };
   return std::string(v.head_kind) + "_" + v.loss + (std::string(v.causal) == "true" ? "_causal" : "") +
          (norm == "none" ? "" : "_" + norm) + (a == "1" && c == "1" ? "" : "_a" + digits(a) + "_c" + digits(c)) +
-         (g == "0" ? "" : "_g" + digits(g));
+         (g == "0" ? "" : "_g" + digits(g)) + (v.k ? std::string("_k") + v.k : "");
 }
 
 class GradientVariants : public ::testing::TestWithParam<Variant> {
@@ -32,7 +33,7 @@ protected:
                                                 "--model.beta", "1.3", "--model.norm", v.norm,
                                                 "--model.depth_exponent", v.a, "--model.head_exponent", v.c,
                                                 "--model.logit_exponent", v.g,
-                                                "--model.k", std::string(v.g) == "0" ? "2" : "3"}));
+                                                "--model.k", v.k ? v.k : std::string(v.g) == "0" ? "2" : "3"}));
   }
 };
 
@@ -133,13 +134,16 @@ INSTANTIATE_TEST_SUITE_P(Diffusive, GradientVariants,
                          [](const auto &info) { return VariantName(info.param); });
 
 // The logit exponent (beta k^-g, k = 3) at g = 1/2 and 1: every head kind,
-// mask and norm, and with depth and head exponents.
+// mask and norm, and with depth and head exponents; and keys wider than the
+// tokens (k = 5 > d = 3).
 INSTANTIATE_TEST_SUITE_P(Logit, GradientVariants,
                          ::testing::Values(Variant{"qkv", "token", "true", "none", "1", "1", "0.5"},
                                            Variant{"qkvo", "pooled", "true", "pre", "1", "1", "1"},
                                            Variant{"qkvo", "token", "false", "sphere", "1", "1", "0.5"},
                                            Variant{"qkv", "pooled", "false", "none", "1", "1", "1"},
-                                           Variant{"qkvo", "token", "true", "none", "0.5", "0.5", "0.5"}),
+                                           Variant{"qkvo", "token", "true", "none", "0.5", "0.5", "0.5"},
+                                           Variant{"qkvo", "pooled", "false", "none", "1", "1", "0.5", "5"},
+                                           Variant{"qkv", "token", "true", "pre", "1", "1", "1", "5"}),
                          [](const auto &info) { return VariantName(info.param); });
 
 // Threads over a sequence's queries (Velocity::query_chunks): one sequence
