@@ -14,8 +14,6 @@
 #include <algorithm>
 #include <cmath>
 
-#include <cerrno>
-#include <sys/stat.h>
 
 namespace mft {
 
@@ -107,10 +105,8 @@ static PetscErrorCode CasesToRun(MPI_Comm comm, const std::vector<std::string> &
 PetscErrorCode CommandStudy(MPI_Comm comm, const std::vector<std::string> &args, int *status) {
   Settings s;
   PetscBool help;
-  PetscMPIInt rank;
   PetscInt missing = 0;
   PetscFunctionBeginUser;
-  PetscCallMPI(MPI_Comm_rank(comm, &rank));
   PetscCall(SettingsParse(comm, "study", args, &s, &help));
   if (help) PetscFunctionReturn(0);
   PetscCall(InputsVerify(comm, s)); // the files mft wrote, whole, before any work
@@ -122,10 +118,7 @@ PetscErrorCode CommandStudy(MPI_Comm comm, const std::vector<std::string> &args,
   PetscCall(StudyHeader(comm, s, cases.size(), dir));
   if (s.aggregate.empty()) {
     PetscCall(StudyProbeFileCheck(comm, args, s));
-    if (rank == 0)
-      PetscCheck(mkdir(dir.c_str(), 0755) == 0 || errno == EEXIST, PETSC_COMM_SELF, PETSC_ERR_FILE_WRITE,
-                 "cannot create study.dir '%s'", dir.c_str());
-    PetscCallMPI(MPI_Barrier(comm));
+    PetscCall(StudyDirCreate(comm, dir));
     std::vector<StudyCase> todo;
     PetscCall(CasesToRun(comm, args, s, cases, &todo));
     CasesRun run;

@@ -8,13 +8,11 @@
 #include "mft/settings/error.hpp"
 #include "mft/law/study_in_law.hpp"
 #include "mft/studies/study.hpp"
+#include "mft/studies/fit.hpp"
 #include "mft/studies/study_cases.hpp"
 #include "mft/studies/study_tables.hpp"
 
-#include <sys/stat.h>
-
 #include <algorithm>
-#include <cerrno>
 #include <cmath>
 
 namespace mft {
@@ -54,13 +52,9 @@ PetscErrorCode Moments(MPI_Comm comm, const std::vector<double> &x, PetscInt cou
   PetscFunctionReturn(0);
 }
 
-// The least-squares slope of y over x.
+// The least-squares slope of y over x (NaN with fewer than two points).
 double Slope(const std::vector<double> &x, const std::vector<double> &y) {
-  if (x.size() < 2) return NAN;
-  double mx = 0, my = 0, sxy = 0, sxx = 0;
-  for (size_t i = 0; i < x.size(); ++i) mx += x[i] / (double)x.size(), my += y[i] / (double)x.size();
-  for (size_t i = 0; i < x.size(); ++i) sxy += (x[i] - mx) * (y[i] - my), sxx += (x[i] - mx) * (x[i] - mx);
-  return sxy / sxx;
+  return x.size() < 2 ? NAN : fit_line(x, y).slope;
 }
 
 } // namespace
@@ -79,10 +73,11 @@ PetscErrorCode LevelDraw(MPI_Comm comm, const std::vector<Settings> &fine, const
       else PetscCall(SamplesForwardPair(comm, fine[k], coarse[k], n, &f, &c, at));
       if (k == 0) y.assign((size_t)f.block.size(), 0.0), p.assign((size_t)f.block.size(), 0.0);
       const double w = 1.0 / (double)fine.size();
-      AddP(f, w, &y), AddP(f, w, &p);
+      AddP(f, w, &p);
       if (!coarse.empty()) AddP(c, -w, &y);
       slowest += f.seconds;
     }
+    for (size_t row = 0; row < y.size(); ++row) y[row] += p[row]; // Y = P_fine - P_coarse
     level->values.insert(level->values.end(), y.begin(), y.end());
     level->fine.insert(level->fine.end(), p.begin(), p.end());
     level->cost = (level->cost * (double)(level->samples + done) + slowest) / (double)(level->samples + done + n);
@@ -207,18 +202,21 @@ PetscErrorCode LevelsVariant(MPI_Comm comm, const std::vector<std::string> &args
     for (const Level &x : levels) se += x.var / (double)x.samples;
     se = std::sqrt(se);
     if (s.study.target <= 0) break;
+    if (1.96 * se <= s.study.target || round == 3) {
+      said = 1.96 * se <= s.study.target ? "met" : "not met after three rounds";
+      break;
+    }
     const std::vector<PetscInt> want = LevelsAllocation(levels, s.study.target);
-    bool capped = false, more = false;
-    for (size_t l = 0; l < levels.size() && 1.96 * se > s.study.target && round < 3; ++l) {
+    bool more = false;
+    for (size_t l = 0; l < levels.size(); ++l) {
       const PetscInt n = std::min(most, want[l]);
-      capped = capped || want[l] > most;
       if (n <= levels[l].samples) continue;
       more = true;
       PetscCall(LevelDraw(comm, models[l], l ? models[l - 1] : std::vector<Settings>(), n - levels[l].samples,
                           CellSeeds(v, Ls[l], Hs[l]), &levels[l]));
     }
-    if (!more) {
-      said = 1.96 * se <= s.study.target ? "met" : capped ? "not met: study.max_samples reached" : "not met";
+    if (!more) { // every level the allocation wants more of is at study.max_samples
+      said = "not met: study.max_samples reached";
       break;
     }
   }
@@ -250,18 +248,13 @@ PetscErrorCode LevelsVariant(MPI_Comm comm, const std::vector<std::string> &args
 PetscErrorCode LevelsRun(MPI_Comm comm, const std::vector<std::string> &args, const Settings &s, int *status) {
   std::vector<PetscInt> Ls, Hs;
   std::vector<std::string> rows, fits;
-  PetscMPIInt rank;
   PetscFunctionBeginUser;
   const std::string problem = LevelsProblem(s, &Ls, &Hs);
   PetscCheck(problem.empty(), comm, PETSC_ERR_USER_INPUT, "%s", problem.c_str());
   for (const char *key : {"limit.paths", "limit.steps", "limit.step_heads", "limit.richardson", "limit.coupling"})
     PetscCheck(!s.is_explicit(key), comm, PETSC_ERR_USER_INPUT,
                "%s does not apply to study.levels: its levels are finite models, no limit's paths are drawn", key);
-  PetscCallMPI(MPI_Comm_rank(comm, &rank));
-  if (rank == 0)
-    PetscCheck(mkdir(s.study.dir.c_str(), 0755) == 0 || errno == EEXIST, PETSC_COMM_SELF, PETSC_ERR_FILE_WRITE,
-               "cannot create study.dir '%s'", s.study.dir.c_str());
-  PetscCallMPI(MPI_Barrier(comm));
+  PetscCall(StudyDirCreate(comm, s.study.dir));
   const double t0 = seconds();
   PetscCall(PetscPrintf(comm, "mft study in law, levels: L x H = %" PetscInt_FMT " fixed, L in {%s}, %" PetscInt_FMT
                               " samples a level (the pilot%s) | %zu probe sets | %s\n",

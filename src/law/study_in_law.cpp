@@ -19,7 +19,6 @@
 #include <sys/stat.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <cmath>
 #include <fstream>
 
@@ -436,7 +435,6 @@ PetscErrorCode StudyInLawList(MPI_Comm comm, const Settings &s) {
 }
 
 PetscErrorCode StudyInLawRun(MPI_Comm comm, const std::vector<std::string> &args, const Settings &s, int *status) {
-  PetscMPIInt rank;
   std::vector<std::string> rows, fits;
   PetscInt resolved = 0;
   PetscFunctionBeginUser;
@@ -444,11 +442,7 @@ PetscErrorCode StudyInLawRun(MPI_Comm comm, const std::vector<std::string> &args
   if (s.study.levels) PetscFunctionReturn(LevelsRun(comm, args, s, status));
   PetscCall(LawHeader(comm, s));
   const double t0 = seconds();
-  PetscCallMPI(MPI_Comm_rank(comm, &rank));
-  if (rank == 0)
-    PetscCheck(mkdir(s.study.dir.c_str(), 0755) == 0 || errno == EEXIST, PETSC_COMM_SELF, PETSC_ERR_FILE_WRITE,
-               "cannot create study.dir '%s'", s.study.dir.c_str());
-  PetscCallMPI(MPI_Barrier(comm));
+  PetscCall(StudyDirCreate(comm, s.study.dir));
   for (size_t v = 0; v < StudyVariants(s).size(); ++v) PetscCall(LawVariant(comm, args, s, v, &rows, &fits, &resolved));
   PetscCall(WriteTable(comm, s.study.dir + "/law.csv",
                        "variant,L,H,samples,paths,err_law,err_law_lo,err_law_hi,resolved,probe,sequence,energy,"

@@ -9,7 +9,10 @@
 #include "mft/layout/h5.hpp"
 #include "mft/files/runfile.hpp"
 
+#include <sys/stat.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
 #include <filesystem>
 #include <sstream>
@@ -218,6 +221,17 @@ std::string StudyCase::describe() const {
 std::pair<PetscInt, PetscInt> StudyTeacher(const Settings &s) {
   return {s.data.teacher_L ? s.data.teacher_L : s.study.reference_L,
           s.data.teacher_H ? s.data.teacher_H : s.study.reference_H};
+}
+
+PetscErrorCode StudyDirCreate(MPI_Comm comm, const std::string &dir) {
+  PetscMPIInt rank;
+  PetscFunctionBeginUser;
+  PetscCallMPI(MPI_Comm_rank(comm, &rank));
+  if (rank == 0)
+    PetscCheck(mkdir(dir.c_str(), 0755) == 0 || errno == EEXIST, PETSC_COMM_SELF, PETSC_ERR_FILE_WRITE,
+               "cannot create study.dir '%s'", dir.c_str());
+  PetscCallMPI(MPI_Barrier(comm));
+  PetscFunctionReturn(0);
 }
 
 std::vector<std::string> StudyVariants(const Settings &s) {

@@ -39,6 +39,10 @@ struct StudyCase {
 // Not collective.
 std::vector<std::string> StudyVariants(const Settings &s);
 
+// Creates a study's folder (kept when it exists), rank 0 for all; every rank
+// waits for it. Collective on comm.
+PetscErrorCode StudyDirCreate(MPI_Comm comm, const std::string &dir);
+
 // The teacher of a trained study's targets, (L, H): data.teacher_L/H, by
 // default the reference's shape; every model and reference learns its targets.
 // Not collective, as is StudyCases.
