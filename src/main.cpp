@@ -45,10 +45,23 @@ void usage(FILE *out) {
   std::fprintf(out, "`mft COMMAND --help` lists every option with its default.\n");
 }
 
+// A malformed command line, read before MPI and PETSc start (a third of an
+// input error's time), and only in a single process: under a launcher every
+// rank would print it, and the launcher would add lines of its own.
+bool refused_early(const std::string &command, const std::vector<std::string> &args) {
+  if (std::getenv("OMPI_COMM_WORLD_SIZE") || std::getenv("PMIX_RANK") || std::getenv("PMI_RANK")) return false;
+  if (command == "info") return false; // reads its own arguments
+  bool known = false;
+  for (const auto &c : commands) known = known || command == c.name;
+  const std::string problem = known ? mft::SettingsProblem(command, args) : "";
+  if (problem.empty()) return false;
+  std::fprintf(stderr, "mft: error: %s\n", problem.c_str());
+  return true;
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
-  mft::BlasSetup(argv);
   if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h")) {
     if (argc < 2) std::fprintf(stderr, "mft: error: no command given (%s)\n", names().c_str());
     usage(argc < 2 ? stderr : stdout);
@@ -57,6 +70,8 @@ int main(int argc, char **argv) {
   const std::string command = argv[1];
   std::vector<std::string> petsc_args;
   const std::vector<std::string> args = mft::split_arguments(argc - 1, argv + 1, petsc_args);
+  if (refused_early(command, args)) return mft::kExitInput;
+  mft::BlasSetup(argv);
   std::vector<char *> pargv;
   for (auto &a : petsc_args) pargv.push_back(const_cast<char *>(a.c_str()));
   pargv.push_back(nullptr);

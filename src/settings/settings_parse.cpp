@@ -188,20 +188,31 @@ std::vector<std::string> split_arguments(int argc, char **argv, std::vector<std:
   return mine;
 }
 
+// The command line and config file into *s (unless --help is given, then
+// *help); the first problem, or "".
+static std::string Values(const std::string &command, const std::vector<std::string> &args, Settings *s,
+                          Descriptions *d, bool *help) {
+  *s = Settings();
+  s->command = command;
+  std::vector<Option> options = declare(*s);
+  Describe(command, options, d);
+  po::variables_map vm;
+  std::string problem = ReadValues(args, options, *d, &vm);
+  *help = vm.count("help") > 0;
+  if (!problem.empty() || *help) return problem;
+  problem = StoreValues(args, options, vm, s);
+  return problem.empty() ? UnusedOption(command, args, vm) : problem;
+}
+
 PetscErrorCode SettingsParse(MPI_Comm comm, const std::string &command, const std::vector<std::string> &args,
                              Settings *s, PetscBool *help) {
   PetscFunctionBeginUser;
-  *s = Settings();
-  s->command = command;
-  *help = PETSC_FALSE;
-  std::vector<Option> options = declare(*s);
   Descriptions d;
-  Describe(command, options, &d);
-  po::variables_map vm;
-  std::string problem = ReadValues(args, options, d, &vm);
+  bool asked = false;
+  const std::string problem = Values(command, args, s, &d, &asked);
   PetscCheck(problem.empty(), comm, PETSC_ERR_USER_INPUT, "%s", problem.c_str());
-  if (vm.count("help")) {
-    *help = PETSC_TRUE;
+  *help = asked ? PETSC_TRUE : PETSC_FALSE;
+  if (asked) {
     std::ostringstream os;
     os << "usage: mft " << command << " [--config FILE] [--section.key VALUE ...] [PETSc options]\n"
        << "Options on the command line override the config file; a key given twice: the last one wins.\n\n"
@@ -210,12 +221,16 @@ PetscErrorCode SettingsParse(MPI_Comm comm, const std::string &command, const st
     PetscCall(PetscPrintf(comm, "%s", os.str().c_str()));
     PetscFunctionReturn(0);
   }
-  problem = StoreValues(args, options, vm, s);
-  if (problem.empty()) problem = UnusedOption(command, args, vm);
-  PetscCheck(problem.empty(), comm, PETSC_ERR_USER_INPUT, "%s", problem.c_str());
   PetscCall(SettingsCheckTogether(comm, *s));
   PetscCall(SettingsCheckOutputs(comm, command, *s));
   PetscFunctionReturn(0);
+}
+
+std::string SettingsProblem(const std::string &command, const std::vector<std::string> &args) {
+  Settings s;
+  Descriptions d;
+  bool help;
+  return Values(command, args, &s, &d, &help);
 }
 
 InitSettings TeacherInit(const Settings &s) {

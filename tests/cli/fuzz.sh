@@ -4,9 +4,11 @@
 # dump, and no work started (nothing written). The options and their types
 # come from each command's --help: numbers get 'abc' (and, for mft forward,
 # 'nan' and '', and 'inf' where the default is not a whole number), booleans
-# 'maybe', integer lists '1 x'; every option with a range in its help, once,
-# a value below it (zero or negative) and an integer beyond any machine's. Files: a folder where a file is expected, an
-# output in a folder that does not exist or is a folder.
+# 'maybe', integer lists '1 x', each under the first command that reads the
+# option (one parser reads every command's values) and every command at least
+# once; every option with a range in its help, once, a value below it (zero
+# or negative) and an integer beyond any machine's. Files: a folder where a
+# file is expected, an output in a folder that does not exist or is a folder.
 here="$(cd "$(dirname "$0")" && pwd)"
 source "$here/lib.sh" "$1"
 ulimit -c 0
@@ -18,6 +20,15 @@ mkdir -p afolder cases
 : > table.txt
 # add CMD KEY VALUE PATTERN: one row of the table.
 add() { printf '%s\x1f%s\x1f%s\x1f%s\n' "$@" >> table.txt; }
+# value CMD KEY VALUE: a malformed value, under the first command that reads
+# the option (every command reads a value through the same parser:
+# settings_parse.cpp), and under every command for its first option.
+declare -A tried
+value() {
+  [ -n "${tried[$2 $3]:-}" ] && [ -n "${tried[$1]:-}" ] && return
+  tried[$2 $3]=1 tried[$1]=1
+  add "$1" "$2" "$3" "$2"
+}
 for cmd in forward train ntk lse limit study bench; do
   "$MFT" "$cmd" --help > help.txt 2>&1 || bad "mft $cmd --help failed"
   tr '\n' ' ' < help.txt | grep -oE -- '--[a-z_]+\.[A-Za-z_0-9]+ arg \(=[^)]*\)' |
@@ -51,15 +62,15 @@ open(seenfile, "w").write(" ".join(sorted(seen)))
 PY
   while IFS=$'\t' read -r key def; do
     if [[ "$def" =~ ^-?[0-9]+$ ]]; then
-      add "$cmd" "$key" abc "$key"
-      [ "$cmd" = forward ] && for v in nan ""; do add "$cmd" "$key" "$v" "$key"; done
+      value "$cmd" "$key" abc
+      [ "$cmd" = forward ] && for v in nan ""; do value "$cmd" "$key" "$v"; done
     elif [[ "$def" =~ ^-?[0-9.]+(e[-+]?[0-9]+)?$ ]]; then
-      add "$cmd" "$key" abc "$key"
-      [ "$cmd" = forward ] && for v in nan inf ""; do add "$cmd" "$key" "$v" "$key"; done
+      value "$cmd" "$key" abc
+      [ "$cmd" = forward ] && for v in nan inf ""; do value "$cmd" "$key" "$v"; done
     elif [ "$def" = true ] || [ "$def" = false ]; then
-      add "$cmd" "$key" maybe "$key"
+      value "$cmd" "$key" maybe
     elif [[ "$def" =~ ^[0-9]+( [0-9]+)+$ ]]; then
-      add "$cmd" "$key" "1 x" "$key"
+      value "$cmd" "$key" "1 x"
     fi
   done < options.txt
   add "$cmd" config afolder "config file 'afolder' is not a file"

@@ -325,6 +325,13 @@ std::vector<std::string> split_arguments(int argc, char **argv, std::vector<std:
 PetscErrorCode SettingsParse(MPI_Comm comm, const std::string &command, const std::vector<std::string> &args,
                              Settings *s, PetscBool *help);
 
+// The first problem SettingsParse would report before its checks of the
+// options together (a malformed value, an unknown or unread option, a config
+// file that cannot be read), or "". Needs neither MPI nor PETSc: mft reads
+// the command line with it before either starts.
+// Not collective.
+std::string SettingsProblem(const std::string &command, const std::vector<std::string> &args);
+
 // Whether `command` reads option `key`, as the option table's row says (its
 // section's readers unless the row names its own). An option given on the
 // command line that the command does not read is refused by SettingsParse; a
