@@ -34,9 +34,10 @@ wait_job() {
 # to the batch shell. It is sent with scancel once mft has written its first
 # checkpoints, not left to a short time limit: Slurm checks --signal's time
 # only every 30-60 s, and on a 1-minute limit it once came 2 s before the
-# limit, whose SIGTERM then ended mpiexec (seen in CI). The job (3000
-# quickstart steps, about 40 s on 2 cores) is still running when it comes.
-args="--train.steps 3000 --checkpoint.every 200 --train.log_every 1000"
+# limit, whose SIGTERM then ended mpiexec (seen in CI). The job (2000
+# quickstart steps, about 27 s on 2 cores) is still running when it comes,
+# 5 s after its first checkpoint.
+args="--train.steps 2000 --checkpoint.every 200 --train.log_every 1000"
 expect 0 "" -- mpiexec --oversubscribe -n 2 "$MFT" train --config "$top/input/quickstart.cfg" $args \
   --checkpoint.dir ref.ckpt --output.file ref.h5
 job=$(sbatch --parsable --time=5 --signal=B:USR1@10 --ntasks=2 --output="$work/job.out" \
@@ -46,7 +47,7 @@ for _ in $(seq 1 300); do
   ls "$work"/job.ckpt/checkpoint-*.h5 >/dev/null 2>&1 && break
   sleep 1
 done
-sleep 10
+sleep 5
 scancel --batch --signal=USR1 "$job" && ok || bad "scancel could not signal job $job"
 state=$(wait_job "$job" 900)
 restarts=$(scontrol show job "$job" | sed -n 's/.*Restarts=\([0-9]*\).*/\1/p')
