@@ -1,0 +1,95 @@
+// The law of the heads' logit matrix at initialisation (docs/model.md, 'The
+// logit exponent'): over 16384 heads drawn by HeadsInitialize, the entries
+// of W = k^-1/2 Q^T K have the stated mean, covariance and excess kurtosis,
+// each within 4 of its standard errors (delta method, from the same sample).
+#include "helpers.hpp"
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+using namespace mft;
+using namespace mft::test;
+
+namespace {
+
+struct Moments {
+  double mean, mean_se, kurtosis, kurtosis_se;
+};
+
+// The sample mean and excess kurtosis of x, with their standard errors: the
+// kurtosis m4 / m2^2 - 3 through its influence function
+// (y^4 - m4) / m2^2 - 2 m4 (y^2 - m2) / m2^3, y = x - mean.
+Moments moments(const std::vector<double> &x) {
+  const double n = (double)x.size();
+  double mean = 0, m2 = 0, m4 = 0;
+  for (double v : x) mean += v / n;
+  for (double v : x) m2 += (v - mean) * (v - mean) / n, m4 += std::pow(v - mean, 4) / n;
+  double influence = 0;
+  for (double v : x) {
+    const double y = v - mean, f = (y * y * y * y - m4) / (m2 * m2) - 2 * m4 * (y * y - m2) / (m2 * m2 * m2);
+    influence += f * f / n;
+  }
+  return {mean, std::sqrt(m2 / n), m4 / (m2 * m2) - 3, std::sqrt(influence / n)};
+}
+
+// The d x d entries of k^-1/2 Q^T K of every head, entry-major: w[e][head].
+std::vector<std::vector<double>> logit_matrices(const std::vector<std::string> &args, PetscInt *k, PetscInt *d) {
+  auto p = make_problem(PETSC_COMM_WORLD, args);
+  const HeadShape &sh = p->heads.shape;
+  *k = sh.k, *d = sh.d;
+  const std::vector<double> theta = gather(p->heads.theta);
+  const size_t heads = theta.size() / (size_t)sh.size;
+  std::vector<std::vector<double>> w((size_t)(sh.d * sh.d), std::vector<double>(heads));
+  for (size_t i = 0; i < heads; ++i) {
+    const double *Q = theta.data() + i * sh.size + sh.offQ, *K = theta.data() + i * sh.size + sh.offK;
+    for (PetscInt a = 0; a < sh.d; ++a)
+      for (PetscInt b = 0; b < sh.d; ++b) {
+        double s = 0;
+        for (PetscInt r = 0; r < sh.k; ++r) s += Q[r * sh.d + a] * K[r * sh.d + b];
+        w[a * sh.d + b][i] = s / std::sqrt((double)sh.k);
+      }
+  }
+  return w;
+}
+
+// Centred Q and K (gains 1.5 and 0.7, d = 3): every entry of W has mean 0,
+// variance (q_gain k_gain / d)^2, excess kurtosis 6/k (Gaussian entries) or
+// 0.24/k (uniform), and two entries are uncorrelated; with block means
+// q_mean = 0.8, k_mean = -0.5 the first min(k, d) diagonal entries move by
+// k^-1/2 q_mean k_mean and the others stay centred.
+TEST(InitLaw, LogitMatrixHasTheStatedLaw) {
+  const double qg = 1.5, kg = 0.7, qm = 0.8, km = -0.5;
+  for (const char *law : {"gaussian", "uniform"})
+    for (const char *kk : {"1", "64"})
+      for (bool means : {false, true}) {
+        PetscInt k, d;
+        const auto w = logit_matrices({"--model.L", "16", "--model.H", "1024", "--model.d", "3", "--model.k", kk,
+                                       "--data.M", "1", "--data.N", "2", "--init.law", law, "--init.q_gain", "1.5",
+                                       "--init.k_gain", "0.7", "--init.q_mean", means ? "0.8" : "0", "--init.k_mean",
+                                       means ? "-0.5" : "0", "--model.logit_exponent", "0.5"},
+                                      &k, &d);
+        const size_t n = w[0].size();
+        ASSERT_EQ(n, 16384u);
+        const std::string where = std::string(law) + " k = " + kk + (means ? " with means" : "");
+        const double variance = qg * kg / d * (qg * kg / d), excess = (law[0] == 'g' ? 6.0 : 0.24) / (double)k;
+        for (PetscInt a = 0; a < d; ++a)
+          for (PetscInt b = 0; b < d; ++b) {
+            const Moments m = moments(w[a * d + b]);
+            const double shift = a == b && a < std::min(k, d) ? qm * km / std::sqrt((double)k) : 0.0;
+            EXPECT_LT(std::fabs(m.mean - (means ? shift : 0.0)), 4 * m.mean_se) << where << " entry " << a << b;
+            if (means) continue; // the means add variance of their own (docs/model.md)
+            EXPECT_LT(std::fabs(m.kurtosis - excess), 4 * m.kurtosis_se) << where << " entry " << a << b;
+            // The covariance with every entry (its variance with itself), within 4 standard errors.
+            for (PetscInt e = 0; e < d * d; ++e) {
+              std::vector<double> prod(n);
+              for (size_t i = 0; i < n; ++i) prod[i] = w[a * d + b][i] * w[e][i];
+              const Moments c = moments(prod);
+              EXPECT_LT(std::fabs(c.mean - (e == a * d + b ? variance : 0.0)), 4 * c.mean_se)
+                  << where << " covariance of entries " << a * d + b << " and " << e;
+            }
+          }
+      }
+}
+
+} // namespace
