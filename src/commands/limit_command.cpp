@@ -98,11 +98,11 @@ PetscErrorCode CommandLimit(MPI_Comm comm, const std::vector<std::string> &args,
   if (s.limit.fluctuation) PetscCall(FluctuationPriceCheck(comm, s)); // before the limit's own solve
   const Settings ls = LimitSettingsFor(s);
   PetscCall(PetscPrintf(comm, "mft limit: ensemble of %" PetscInt_FMT " %s heads shared by every depth, %s, d=%" PetscInt_FMT
-                              " k=%" PetscInt_FMT " | probes: M=%" PetscInt_FMT " N=%" PetscInt_FMT " %s\n",
+                              " k=%s | probes: M=%" PetscInt_FMT " N=%" PetscInt_FMT " %s\n",
                         ls.model.H, to_string(ls.model.head_kind),
                         ls.scheme.adaptive ? ("TSRK 5dp, rtol " + std::to_string(ls.scheme.rtol)).c_str()
                                            : (std::to_string(ls.model.L) + " Euler steps").c_str(),
-                        ls.model.d, ls.model.k, ls.data.M, ls.data.N, ls.data.family.c_str()));
+                        ls.model.d, ls.model.infinite_head ? "inf" : std::to_string(ls.model.k).c_str(), ls.data.M, ls.data.N, ls.data.family.c_str()));
   const double t0 = seconds();
   PetscCall(LimitSolve(comm, ls, &r, nullptr, &trajectory));
   const double elapsed = seconds() - t0;

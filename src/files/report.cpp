@@ -13,10 +13,10 @@ PetscErrorCode ReportHeader(const Problem &p) {
   const ModelSettings &m = s.model;
   PetscFunctionBeginUser;
   PetscCall(PetscPrintf(p.grid.comm,
-                        "mft %s: L=%" PetscInt_FMT " H=%" PetscInt_FMT " d=%" PetscInt_FMT " k=%" PetscInt_FMT
+                        "mft %s: L=%" PetscInt_FMT " H=%" PetscInt_FMT " d=%" PetscInt_FMT " k=%s"
                         " %s beta=%g%s%s%s%s | M=%" PetscInt_FMT " N=%" PetscInt_FMT " %s | loss %s | %d ranks (%" PetscInt_FMT
                         " head groups x %" PetscInt_FMT " token groups)\n",
-                        s.command.c_str(), m.L, m.H, m.d, m.k, to_string(m.head_kind), m.beta,
+                        s.command.c_str(), m.L, m.H, m.d, m.infinite_head ? "inf" : std::to_string(m.k).c_str(), to_string(m.head_kind), m.beta,
                         m.causal ? " causal" : "",
                         m.norm == TokenNorm::none ? "" : (std::string(" norm=") + to_string(m.norm)).c_str(),
                         m.mean_field() ? "" : (" a=" + format_real(m.depth_exponent) + " c=" + format_real(m.head_exponent)).c_str(),

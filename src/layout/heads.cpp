@@ -14,6 +14,8 @@ PetscErrorCode HeadsCreate(const Grid &g, const ModelSettings &m, Heads *h) {
   h->shape = head_shape(m.head_kind, m.d, m.k);
   h->L = m.L;
   h->H = m.H;
+  h->infinite = m.infinite_head;
+  h->logit_exponent = m.logit_exponent;
   h->group = split(m.H, g.Ph, g.a);
   h->owned = split(m.L * m.H, g.size, g.rank);
   const PetscInt P = h->shape.size, Hl = h->group.size();
@@ -96,6 +98,30 @@ PetscErrorCode HeadsDestroy(Heads *h) {
   PetscFunctionReturn(0);
 }
 
+// The infinite head (heads.hpp) of k = d, from the law draws xi of its
+// entries (the finite head's) and Gaussians drawn after them.
+static void InfiniteHead(const HeadShape &sh, const InitSettings &s, double g, const double *xi, Stream &r,
+                         double *head) {
+  const PetscInt d = sh.d;
+  std::vector<double> zeta((size_t)sh.size);
+  r.normals(zeta.data(), sh.size);
+  const double w = g == 0.5 ? s.q_gain * s.k_gain / (double)d : 0.0, root = std::sqrt((double)d);
+  for (PetscInt i = 0; i < d; ++i)
+    for (PetscInt j = 0; j < d; ++j) {
+      const PetscInt e = i * d + j;
+      const double id = i == j ? 1.0 : 0.0;
+      head[sh.offQ + e] = id;
+      head[sh.offK + e] = w * zeta[(size_t)(sh.offK + e)];
+      if (sh.kind == HeadKind::qkv) {
+        head[sh.offV + e] = s.v_mean * id + s.v_gain / root * xi[sh.offV + e];
+      } else {
+        head[sh.offO + e] = id;
+        head[sh.offV + e] = s.o_mean * s.v_mean * id + s.o_mean * s.v_gain / root * xi[sh.offV + e] +
+                            s.o_gain * s.v_gain / root * zeta[(size_t)(sh.offV + e)];
+      }
+    }
+}
+
 PetscErrorCode HeadsInitialize(Heads *h, const InitSettings &s, std::uint64_t seed, Vec theta) {
   const HeadShape &sh = h->shape;
   const double gain[4] = {s.q_gain, s.k_gain, s.v_gain, s.o_gain};
@@ -111,6 +137,10 @@ PetscErrorCode HeadsInitialize(Heads *h, const InitSettings &s, std::uint64_t se
     if (s.law == InitLaw::gaussian) r.normals(xi.data(), sh.size);
     else
       for (double &u : xi) u = std::sqrt(3.0) * (2.0 * r.uniform() - 1.0);
+    if (h->infinite) {
+      InfiniteHead(sh, s, h->logit_exponent, xi.data(), r, head);
+      continue;
+    }
     const double *next = xi.data();
     for (PetscInt b = 0; b < sh.blocks(); ++b) {
       const PetscInt rows = sh.block_rows(b), cols = sh.block_cols(b);

@@ -46,7 +46,7 @@ double HeadSumScale(const ModelSettings &m, PetscInt L, PetscInt H) {
 }
 
 double LogitScale(const ModelSettings &m) {
-  if (m.logit_exponent == 0.0) return m.beta; // today's model, bitwise
+  if (m.logit_exponent == 0.0 || m.infinite_head) return m.beta; // g = 0: today's model, bitwise
   return m.beta * std::pow((double)m.k, -m.logit_exponent);
 }
 
@@ -236,6 +236,20 @@ const std::vector<std::string> kCommands = {"forward", "train", "ntk", "lse", "l
 
 } // namespace
 
+// model.k: an integer, or inf (the infinite head; k is set to d once every
+// option is read).
+Option head_dimension(ModelSettings *m) {
+  Option k = integer("model.k", &m->k, 1,
+                     "query/key dimension (and value dimension of qkvo heads), a sum index of the logits and of O V: "
+                     "any k, above d too; inf: the k -> infinity head at initialisation (docs/model.md)");
+  const auto set = k.set;
+  k.set = [m, set](const std::string &v) {
+    m->infinite_head = v == "inf";
+    if (!m->infinite_head) set(v);
+  };
+  return k;
+}
+
 std::vector<Option> declare(Settings &s) {
   ModelSettings &m = s.model;
   DataSettings &d = s.data;
@@ -247,8 +261,7 @@ std::vector<Option> declare(Settings &s) {
       integer("model.H", &m.H, 1, "attention heads per layer"),
       integer("model.d", &m.d, 1, "token dimension")
           .read_by({"forward", "train", "ntk", "lse", "limit", "study", "bench", "worst"}),
-      integer("model.k", &m.k, 1, "query/key dimension (and value dimension of qkvo heads), a sum index of the logits and of O V: any k, "
-              "above d too"),
+      head_dimension(&m),
       choice("model.head_kind", &m.head_kind, kHeadKind, "head parameters: qkv (A = V) or qkvo (A = O V)"),
       real("model.beta", &m.beta, 0.0, false, "inverse temperature of the softmax"),
       real("model.logit_exponent", &m.logit_exponent, 0.0, false,

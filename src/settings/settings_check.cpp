@@ -222,11 +222,31 @@ static PetscErrorCode ExponentCheck(MPI_Comm comm, const Settings &s) {
   PetscFunctionReturn(0);
 }
 
+// The infinite head (model.k = inf, docs/model.md, 'The infinite head'): the
+// limit of k^-g Q^T K, which exists for g >= 1/2, at initialisation.
+static PetscErrorCode InfiniteHeadCheck(MPI_Comm comm, const Settings &s) {
+  PetscFunctionBeginUser;
+  if (!s.model.infinite_head) PetscFunctionReturn(0);
+  PetscCheck(s.model.logit_exponent >= 0.5, comm, PETSC_ERR_USER_INPUT,
+             "model.k = inf is the limit of k^-g Q^T K, a Gaussian W at model.logit_exponent = 0.5 and 0 above it; "
+             "at g = %s it grows without bound", format_real(s.model.logit_exponent).c_str());
+  const bool differentiates = s.gradient || s.command == "ntk";
+  const bool trains = s.command == "train" || s.command == "bench" ||
+                      (s.command == "study" && s.study.state == StudyState::trained);
+  PetscCheck(!trains && !differentiates, comm, PETSC_ERR_USER_INPUT,
+             "model.k = inf is the infinite head's law at initialisation (forward, limit, worst, studies at "
+             "initialisation): its training is not that of its k = d form (docs/model.md, 'The infinite head'), "
+             "and mft %s%s %s its heads", s.command.c_str(), s.gradient ? " --gradient" : "",
+             differentiates ? "differentiates" : "would train");
+  PetscFunctionReturn(0);
+}
+
 // Settings that are valid one by one but not together.
 PetscErrorCode SettingsCheckTogether(MPI_Comm comm, const Settings &s) {
   PetscFunctionBeginUser;
   PetscCall(ExponentCheck(comm, s));
   PetscCall(LawCheck(comm, s));
+  PetscCall(InfiniteHeadCheck(comm, s));
   for (const auto &[key, n] : {std::make_pair("limit.adjoint_heads", s.limit.adjoint_heads),
                                 std::make_pair("limit.sample_heads", s.limit.sample_heads)})
     PetscCheck(!s.is_explicit(key) || n <= s.limit.heads, comm, PETSC_ERR_USER_INPUT,

@@ -201,6 +201,7 @@ static std::string Values(const std::string &command, const std::vector<std::str
   *help = vm.count("help") > 0;
   if (!problem.empty() || *help) return problem;
   problem = StoreValues(args, options, vm, s);
+  if (s->model.infinite_head) s->model.k = s->model.d; // its k = d form (settings.hpp)
   return problem.empty() ? UnusedOption(command, args, vm) : problem;
 }
 

@@ -18,9 +18,9 @@ void ProblemDeleter::operator()(Problem *p) const {
   delete p;
 }
 
-ProblemPtr make_problem(MPI_Comm comm, const std::vector<std::string> &args) {
+ProblemPtr make_problem(MPI_Comm comm, const std::vector<std::string> &args, const std::string &command) {
   ProblemPtr p(new Problem);
-  PetscErrorCode err = ProblemCreate(comm, settings(args), p.get());
+  PetscErrorCode err = ProblemCreate(comm, settings(args, command), p.get());
   EXPECT_EQ(err, 0);
   return p;
 }

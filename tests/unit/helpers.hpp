@@ -15,12 +15,12 @@ namespace mft::test {
 // by default: it reads every option a problem uses).
 Settings settings(const std::vector<std::string> &args, const std::string &command = "train");
 
-// A problem on comm from option pairs; destroyed with the pointer.
+// A problem on comm from option pairs (parsed as `command`'s); destroyed with the pointer.
 struct ProblemDeleter {
   void operator()(Problem *p) const;
 };
 using ProblemPtr = std::unique_ptr<Problem, ProblemDeleter>;
-ProblemPtr make_problem(MPI_Comm comm, const std::vector<std::string> &args);
+ProblemPtr make_problem(MPI_Comm comm, const std::vector<std::string> &args, const std::string &command = "train");
 
 // The whole of a distributed Vec, on every rank.
 std::vector<double> gather(Vec v);

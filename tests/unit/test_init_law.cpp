@@ -1,8 +1,10 @@
 // The law of the heads' logit matrix at initialisation (docs/model.md, 'The
-// logit exponent'): over 16384 heads drawn by HeadsInitialize, the entries
-// of W = k^-1/2 Q^T K have the stated mean, covariance and excess kurtosis,
-// each within 4 of its standard errors (delta method, from the same sample).
+// logit exponent', 'The infinite head'): over 16384 heads drawn by
+// HeadsInitialize, the entries of W = k^-1/2 Q^T K have the stated mean,
+// covariance and excess kurtosis, each within 4 of its standard errors
+// (delta method, from the same sample); the infinite head's forward pass.
 #include "helpers.hpp"
+#include "mft/flow/plain.hpp"
 
 #include <cmath>
 #include <string>
@@ -35,7 +37,7 @@ Moments moments(const std::vector<double> &x) {
 
 // The d x d entries of k^-1/2 Q^T K of every head, entry-major: w[e][head].
 std::vector<std::vector<double>> logit_matrices(const std::vector<std::string> &args, PetscInt *k, PetscInt *d) {
-  auto p = make_problem(PETSC_COMM_WORLD, args);
+  auto p = make_problem(PETSC_COMM_WORLD, args, "forward");
   const HeadShape &sh = p->heads.shape;
   *k = sh.k, *d = sh.d;
   const std::vector<double> theta = gather(p->heads.theta);
@@ -47,7 +49,7 @@ std::vector<std::vector<double>> logit_matrices(const std::vector<std::string> &
       for (PetscInt b = 0; b < sh.d; ++b) {
         double s = 0;
         for (PetscInt r = 0; r < sh.k; ++r) s += Q[r * sh.d + a] * K[r * sh.d + b];
-        w[a * sh.d + b][i] = s / std::sqrt((double)sh.k);
+        w[a * sh.d + b][i] = p->heads.infinite ? s : s / std::sqrt((double)sh.k); // the infinite head's W = Q^T K
       }
   }
   return w;
@@ -58,10 +60,12 @@ std::vector<std::vector<double>> logit_matrices(const std::vector<std::string> &
 // 0.24/k (uniform), and two entries are uncorrelated; with block means
 // q_mean = 0.8, k_mean = -0.5 the first min(k, d) diagonal entries move by
 // k^-1/2 q_mean k_mean and the others stay centred.
+// The infinite head (model.k = inf): W is that Gaussian matrix, excess
+// kurtosis 0 under either law, its mean 0 with block means too.
 TEST(InitLaw, LogitMatrixHasTheStatedLaw) {
   const double qg = 1.5, kg = 0.7, qm = 0.8, km = -0.5;
   for (const char *law : {"gaussian", "uniform"})
-    for (const char *kk : {"1", "64"})
+    for (const char *kk : {"1", "64", "inf"})
       for (bool means : {false, true}) {
         PetscInt k, d;
         const auto w = logit_matrices({"--model.L", "16", "--model.H", "1024", "--model.d", "3", "--model.k", kk,
@@ -72,11 +76,13 @@ TEST(InitLaw, LogitMatrixHasTheStatedLaw) {
         const size_t n = w[0].size();
         ASSERT_EQ(n, 16384u);
         const std::string where = std::string(law) + " k = " + kk + (means ? " with means" : "");
-        const double variance = qg * kg / d * (qg * kg / d), excess = (law[0] == 'g' ? 6.0 : 0.24) / (double)k;
+        const bool infinite = std::string(kk) == "inf";
+        const double variance = qg * kg / d * (qg * kg / d),
+                     excess = infinite ? 0.0 : (law[0] == 'g' ? 6.0 : 0.24) / (double)k;
         for (PetscInt a = 0; a < d; ++a)
           for (PetscInt b = 0; b < d; ++b) {
             const Moments m = moments(w[a * d + b]);
-            const double shift = a == b && a < std::min(k, d) ? qm * km / std::sqrt((double)k) : 0.0;
+            const double shift = a == b && a < std::min(k, d) && !infinite ? qm * km / std::sqrt((double)k) : 0.0;
             EXPECT_LT(std::fabs(m.mean - (means ? shift : 0.0)), 4 * m.mean_se) << where << " entry " << a << b;
             if (means) continue; // the means add variance of their own (docs/model.md)
             EXPECT_LT(std::fabs(m.kurtosis - excess), 4 * m.kurtosis_se) << where << " entry " << a << b;
@@ -90,6 +96,34 @@ TEST(InitLaw, LogitMatrixHasTheStatedLaw) {
             }
           }
       }
+}
+
+// At g = 1 the infinite head's W vanishes: it attends uniformly, and x(1)
+// is that of the k = d model at beta = 0 (the same V draws), to round-off; at
+// g = 1/2 the TS forward equals the plain loop and differs from it.
+TEST(InitLaw, InfiniteHeadForward) {
+  auto x1 = [](std::vector<std::string> extra, bool plain) {
+    auto p = make_problem(PETSC_COMM_WORLD, tiny(extra), "forward");
+    EXPECT_EQ(ProblemEvaluate(p.get(), PETSC_FALSE), 0);
+    std::vector<double> x = gather(p->x0);
+    if (plain) plain_forward(p->settings.model, gather(p->heads.theta), p->tokens.M, p->tokens.N, x);
+    return plain ? x : gather(p->x1);
+  };
+  for (const char *kind : {"qkv", "qkvo"}) {
+    const std::vector<std::string> model = {"--model.head_kind", kind, "--model.beta", "2", "--model.d", "3"};
+    auto with = [&](std::vector<std::string> more) {
+      more.insert(more.begin(), model.begin(), model.end());
+      return more;
+    };
+    const std::vector<std::string> half = with({"--model.k", "inf", "--model.logit_exponent", "0.5"});
+    const std::vector<double> ts = x1(half, false);
+    EXPECT_LT(relative_error(ts, x1(half, true)), 1e-13) << kind;
+    EXPECT_GT(relative_error(ts, x1(with({"--model.k", "inf", "--model.logit_exponent", "1"}), false)), 1e-3) << kind;
+    if (std::string(kind) == "qkv")
+      EXPECT_LT(relative_error(x1(with({"--model.k", "inf", "--model.logit_exponent", "1"}), false),
+                               x1(with({"--model.k", "3", "--model.beta", "0"}), false)),
+                1e-14);
+  }
 }
 
 } // namespace

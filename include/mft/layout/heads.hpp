@@ -41,6 +41,8 @@ namespace mft {
 struct Heads {
   HeadShape shape;
   PetscInt L = 0, H = 0;
+  bool infinite = false;     // model.k = inf: k = d, drawn from the k -> infinity law (HeadsInitialize)
+  double logit_exponent = 0; // g, of which the infinite head's W depends
   Range group;               // heads [h0, h1) of each layer held in `local`
   Range owned;               // flat heads l*H+h owned in theta
   Vec theta = nullptr;       // all parameters, distributed
@@ -70,6 +72,10 @@ PetscErrorCode HeadsDestroy(Heads *h);
 // Draws every head i.i.d. from rho_0 (docs/model.md, 'Initialisation') into theta:
 // entry = mean * I[r][c] + spread * xi, xi standard normal or uniform with
 // unit variance, spread = gain / sqrt(fan-in); one random stream per (l, h).
+// The infinite head (docs/model.md, 'The infinite head'): Q = I, K = W of
+// i.i.d. N(0, (q_gain k_gain / d)^2) entries at g = 1/2 (0 above); V as a
+// qkv head's; a qkvo head's O = I and V = O V's limit, o_mean v_mean I +
+// o_mean v_gain / sqrt(d) xi + o_gain v_gain / sqrt(d) zeta, zeta Gaussian.
 // Not collective: each rank draws the heads of theta it owns (call it on every
 // rank to fill theta).
 PetscErrorCode HeadsInitialize(Heads *h, const InitSettings &s, std::uint64_t seed, Vec theta);

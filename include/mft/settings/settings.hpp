@@ -48,6 +48,10 @@ struct ModelSettings {
   // exponent'): g = logit_exponent; 0 (the default) leaves beta alone,
   // 1/2 is standard attention's 1/sqrt(k), 1 muP's 1/k.
   double logit_exponent = 0.0;
+  // model.k = inf: the k -> infinity limit of a head at initialisation
+  // (docs/model.md, 'The infinite head'), held as a head of k = d with
+  // Q = I and K = W; k is then d.
+  bool infinite_head = false;
   bool mean_field() const { return depth_exponent == 1.0 && head_exponent == 1.0; }
   bool diffusive() const { return depth_exponent == 0.5 && head_exponent == 0.5; }
 };
@@ -57,7 +61,8 @@ struct ModelSettings {
 // Not collective.
 double HeadSumScale(const ModelSettings &m, PetscInt L, PetscInt H);
 
-// The logits' factor beta k^-g: exactly beta when g = 0.
+// The logits' factor beta k^-g: exactly beta when g = 0, and for the
+// infinite head (whose W carries the k^-1/2).
 // Not collective.
 double LogitScale(const ModelSettings &m);
 
