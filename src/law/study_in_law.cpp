@@ -15,6 +15,7 @@
 #include "mft/studies/study_cases.hpp"
 #include "mft/studies/study_tables.hpp"
 #include "mft/settings/error.hpp"
+#include "mft/settings/options.hpp"
 
 #include <sys/stat.h>
 
@@ -148,16 +149,18 @@ PetscErrorCode LawLimit(MPI_Comm comm, const std::vector<std::string> &args, con
   PetscFunctionReturn(0);
 }
 
-// Cell L x H of variant v: its S samples on every probe set (with a
-// target, at least S), from its file or drawn and written.
+// Cell L x H (x k, a study over k; "inf": the infinite head) of variant v:
+// its S samples on every probe set (with a target, at least S), from its
+// file or drawn and written.
 PetscErrorCode LawCell(MPI_Comm comm, const std::vector<std::string> &args, const Settings &s, size_t v, PetscInt L,
-                       PetscInt H, PetscInt S, LawSamples *out) {
+                       PetscInt H, const std::string &k, PetscInt S, LawSamples *out) {
   const std::vector<std::string> names = probe_names(s);
   std::vector<std::string> model = overrides(StudyVariants(s)[v]);
   model.insert(model.end(), {"--model.L", std::to_string(L), "--model.H", std::to_string(H)});
+  if (!k.empty()) model.insert(model.end(), {"--model.k", k});
   const std::string path = s.study.dir + "/samples-v" + std::to_string(v) + "-L" + std::to_string(L) + "-H" +
-                           std::to_string(H) + ".h5";
-  const std::uint64_t first = CellSeeds(v, L, H);
+                           std::to_string(H) + (k.empty() ? "" : "-k" + k) + ".h5";
+  const std::uint64_t first = CellSeeds(v, L, H, k.empty() ? 0 : k == "inf" ? -1 : std::stoll(k));
   Settings cs;
   bool kept;
   PetscFunctionBeginUser;
@@ -179,6 +182,7 @@ PetscErrorCode LawCell(MPI_Comm comm, const std::vector<std::string> &args, cons
 // One cell's comparison with the limit, over every probe set.
 struct CellLaw {
   PetscInt L = 0, H = 0, samples = 0;
+  std::string k; // a study over k: the cell's
   std::string target; // with study.target: met, or why not
   GramGap gap;
   std::string probe;
@@ -263,11 +267,30 @@ PetscErrorCode LawCheck(MPI_Comm comm, const Settings &s) {
              "target) and %llu paths", (unsigned long long)kCellSeeds, (unsigned long long)kCellSeeds / 2);
   PetscCheck(s.study.target > 0 || !s.is_explicit("study.max_samples"), comm, PETSC_ERR_USER_INPUT,
              "study.max_samples bounds the samples that study.target asks for: give a target, or study.samples alone");
+  if (s.study.k.empty()) PetscFunctionReturn(0);
+  PetscCheck(integers(s.study.L).size() == 1 && integers(s.study.H).size() == 1 && !s.study.levels, comm,
+             PETSC_ERR_USER_INPUT,
+             "a study over k (study.k) compares the L x H x k cells of one L and one H with the same model of infinite "
+             "heads: give one study.L and one study.H (given '%s' and '%s'), and no study.levels",
+             s.study.L.c_str(), s.study.H.c_str());
+  PetscCheck(s.model.logit_exponent >= 0.5, comm, PETSC_ERR_USER_INPUT,
+             "a study over k compares with infinite heads, which exist for model.logit_exponent 0.5 or above (given "
+             "%s)", format_real(s.model.logit_exponent).c_str());
   PetscFunctionReturn(0);
 }
 
 PetscErrorCode LawHeader(MPI_Comm comm, const Settings &s) {
   PetscFunctionBeginUser;
+  if (!s.study.k.empty()) {
+    PetscCall(PetscPrintf(comm,
+                          "mft study in law over k: a = c = 1/2, g = %s, %zu variants, L = %s, H = %s, k in {%s}, %"
+                          PetscInt_FMT " samples a cell against %" PetscInt_FMT " samples of the model of infinite "
+                          "heads | probes: %zu sets of %" PetscInt_FMT " sequences | %s\n",
+                          format_real(s.model.logit_exponent).c_str(), StudyVariants(s).size(), s.study.L.c_str(),
+                          s.study.H.c_str(), s.study.k.c_str(), s.study.samples, s.limit.paths, probe_sets(s).size(),
+                          s.study.probe_M, s.study.dir.c_str()));
+    PetscFunctionReturn(0);
+  }
   PetscCall(PetscPrintf(comm,
                         "mft study in law: a = c = 1/2, %zu variants, L in {%s}, H in {%s}, %" PetscInt_FMT
                         " samples a cell against %" PetscInt_FMT " paths of the limit (%" PetscInt_FMT
@@ -286,7 +309,7 @@ std::string LawRow(size_t v, const Settings &s, const CellLaw &c, double steps, 
               std::to_string(s.limit.paths), num(c.gap.err), num(c.gap.lo), num(c.gap.hi),
               c.gap.resolved ? "true" : "false", quoted(c.probe), std::to_string(c.gap.sequence), num(c.energy.value),
               num(c.energy.se), num(c.energy.floor), num(steps), num(sampling), clear ? "true" : "false",
-              num(c.seconds), quoted(c.target)});
+              num(c.seconds), quoted(c.target), c.k});
 }
 
 // Cell L x H of variant v against the limit: its samples (study.samples;
@@ -301,7 +324,7 @@ PetscErrorCode LawCellCompared(MPI_Comm comm, const std::vector<std::string> &ar
   PetscFunctionBeginUser;
   for (PetscInt S = s.study.samples, round = 0;; ++round) {
     LawSamples cell;
-    PetscCall(LawCell(comm, args, s, v, c->L, c->H, S, &cell));
+    PetscCall(LawCell(comm, args, s, v, c->L, c->H, c->k, S, &cell));
     PetscCall(CompareCell(comm, names, cell, limit, c));
     c->samples = cell.fine[0].S;
     if (s.study.target <= 0) break;
@@ -321,11 +344,47 @@ PetscErrorCode LawCellCompared(MPI_Comm comm, const std::vector<std::string> &ar
   }
   c->seconds = seconds() - t0;
   PetscCall(PetscPrintf(comm,
-                        "variant %zu L=%" PetscInt_FMT " H=%" PetscInt_FMT ": err_law %.3e [%.3e, %.3e]%s, energy "
+                        "variant %zu L=%" PetscInt_FMT " H=%" PetscInt_FMT "%s%s: err_law %.3e [%.3e, %.3e]%s, energy "
                         "%.3e +- %.1e (floor %.1e), %" PetscInt_FMT " samples, %.1f s%s%s\n",
-                        v, c->L, c->H, c->gap.err, c->gap.lo, c->gap.hi, c->gap.resolved ? " resolved" : "",
+                        v, c->L, c->H, c->k.empty() ? "" : " k=", c->k.c_str(), c->gap.err, c->gap.lo, c->gap.hi, c->gap.resolved ? " resolved" : "",
                         c->energy.value, c->energy.se, c->energy.floor, c->samples, c->seconds,
                         c->target.empty() ? "" : "; target ", c->target.c_str()));
+  PetscFunctionReturn(0);
+}
+
+// Variant v's cells over k (study.k): each against the same L x H model of
+// infinite heads (its samples in place of the limit's paths), printed, in
+// rows; the fit err_law = C k^-r.
+PetscErrorCode LawVariantInK(MPI_Comm comm, const std::vector<std::string> &args, const Settings &s, size_t v,
+                             std::vector<std::string> *rows, std::vector<std::string> *fits, PetscInt *resolved) {
+  const PetscInt L = integers(s.study.L)[0], H = integers(s.study.H)[0];
+  LawSamples infinite;
+  double steps, sampling;
+  std::vector<double> k, one, err, se;
+  std::vector<char> ok;
+  PetscFunctionBeginUser;
+  PetscCall(LawCell(comm, args, s, v, L, H, "inf", s.limit.paths, &infinite));
+  PetscCall(LimitError(comm, infinite, &steps, &sampling));
+  PetscCall(PetscPrintf(comm, "variant %zu: the reference, %" PetscInt_FMT " samples of the L=%" PetscInt_FMT
+                        " H=%" PetscInt_FMT " model of infinite heads: its sampling %.3e (relative Gram)\n",
+                        v, s.limit.paths, L, H, sampling));
+  for (PetscInt kk : integers(s.study.k)) {
+    CellLaw c;
+    c.L = L, c.H = H, c.k = std::to_string(kk);
+    PetscCall(LawCellCompared(comm, args, s, v, infinite, &c));
+    rows->push_back(LawRow(v, s, c, steps, sampling));
+    k.push_back((double)kk), one.push_back(1.0), err.push_back(c.gap.err);
+    se.push_back((c.gap.hi - c.gap.lo) / 3.92), ok.push_back(c.gap.resolved);
+    *resolved += c.gap.resolved;
+  }
+  const PowerFit f = PowerFitOf(one, k, err, se, ok, s.init.seed + v); // k in H's place: C k^-r, r as q
+  fits->push_back(csv({std::to_string(v), std::to_string(f.cells), num(f.C), "", "", "", f.fits_q ? num(f.q) : "",
+                       f.fits_q ? num(f.q_lo) : "", f.fits_q ? num(f.q_hi) : ""}));
+  if (f.fits_q)
+    PetscCall(PetscPrintf(comm, "variant %zu: err_law = %.3g k^-r over %" PetscInt_FMT " resolved cells: r = %.3f "
+                          "[%.3f, %.3f]\n", v, f.C, f.cells, f.q, f.q_lo, f.q_hi));
+  else
+    PetscCall(PetscPrintf(comm, "variant %zu: too few resolved cells to fit err_law = C k^-r\n", v));
   PetscFunctionReturn(0);
 }
 
@@ -338,6 +397,7 @@ PetscErrorCode LawVariant(MPI_Comm comm, const std::vector<std::string> &args, c
   std::vector<double> L, H, err, se;
   std::vector<char> ok;
   PetscFunctionBeginUser;
+  if (!s.study.k.empty()) PetscFunctionReturn(LawVariantInK(comm, args, s, v, rows, fits, resolved));
   PetscCall(LawLimit(comm, args, s, v, &limit));
   PetscCall(LimitError(comm, limit, &steps, &sampling));
   PetscCall(PetscPrintf(comm, "variant %zu: the limit's own error: its steps %.3e, its sampling %.3e (relative Gram)\n",
@@ -370,12 +430,13 @@ PetscErrorCode LawVariant(MPI_Comm comm, const std::vector<std::string> &args, c
 
 } // namespace
 
-// kCellSeeds (1 + h), h a 40-bit hash of (v, L, H): a cell's seeds depend on
+// kCellSeeds (1 + h), h a 40-bit hash of (v, L, H, k): a cell's seeds depend on
 // what it is, not on where it sits in the grid, so that adding an L or an H
 // keeps every other cell's file. Two of a study's cells share seeds with a
 // chance of about (cells)^2 2^-41.
-std::uint64_t CellSeeds(size_t v, PetscInt L, PetscInt H) {
-  Stream st(20261205, kCellSeed, (std::uint64_t)v, ((std::uint64_t)L << 32) ^ (std::uint64_t)H);
+std::uint64_t CellSeeds(size_t v, PetscInt L, PetscInt H, PetscInt k) {
+  const std::uint64_t with_k = k == 0 ? 0 : (std::uint64_t)(k + 2) * 0x9E3779B97F4A7C15ull; // k = 0: none
+  Stream st(20261205, kCellSeed, (std::uint64_t)v, (((std::uint64_t)L << 32) ^ (std::uint64_t)H) + with_k);
   return kCellSeeds * (1 + (st.next() >> 24));
 }
 // The settings of probe set k of the model given by `model` (options).
@@ -410,15 +471,21 @@ PetscErrorCode StudyInLawList(MPI_Comm comm, const Settings &s) {
   const double held = 8 * tokens * ((double)s.study.samples + (s.limit.richardson ? 2 : 1) * (double)s.limit.paths);
   const double energy = 8 * tokens * 2 * (double)std::min<PetscInt>(kEnergySamples, s.study.samples);
   const double verify = 8 * largest * (double)std::max(s.study.samples, s.limit.paths); // a file read back
+  // A study over k: the reference is limit.paths samples of the L x H model of infinite heads.
+  const std::vector<PetscInt> ks = s.study.k.empty() ? std::vector<PetscInt>{0} : integers(s.study.k);
+  const double reference = s.study.k.empty() ? limit : sets * (double)s.limit.paths * (double)(Ls[0] * Hs[0]);
   for (size_t v = 0; v < StudyVariants(s).size(); ++v) {
-    PetscCall(PetscPrintf(comm, "variant %zu: the limit, %.4g head evaluations (each over a probe set)\n", v, limit));
-    total += limit;
+    PetscCall(PetscPrintf(comm, "variant %zu: the %s, %.4g head evaluations (each over a probe set)\n", v,
+                          s.study.k.empty() ? "limit" : "model of infinite heads", reference));
+    total += reference;
     for (PetscInt L : Ls)
-      for (PetscInt H : Hs) {
-        PetscCall(PetscPrintf(comm, "variant %zu L=%" PetscInt_FMT " H=%" PetscInt_FMT ": %.4g head evaluations\n", v,
-                              L, H, sets * S * (double)(L * H)));
-        total += sets * S * (double)(L * H);
-      }
+      for (PetscInt H : Hs)
+        for (PetscInt k : ks) {
+          const std::string with_k = k > 0 ? " k=" + std::to_string(k) : "";
+          PetscCall(PetscPrintf(comm, "variant %zu L=%" PetscInt_FMT " H=%" PetscInt_FMT "%s: %.4g head evaluations\n",
+                                v, L, H, with_k.c_str(), sets * S * (double)(L * H)));
+          total += sets * S * (double)(L * H);
+        }
   }
   PetscCall(PetscPrintf(comm,
                         "study in law: %.4g head evaluations in all, each over a probe set, spread over every rank\n",
@@ -429,7 +496,7 @@ PetscErrorCode StudyInLawList(MPI_Comm comm, const Settings &s) {
                         "(about 0.07 GB): %.3g GB\n",
                         ranks, held / ranks / 1e9, verify / ranks / 1e9, energy / 1e9,
                         (held + verify) / ranks / 1e9 + energy / 1e9 + 0.07));
-  PetscCall(PetscPrintf(comm, "%zu cells in %s\n", StudyVariants(s).size() * Ls.size() * Hs.size(),
+  PetscCall(PetscPrintf(comm, "%zu cells in %s\n", StudyVariants(s).size() * Ls.size() * Hs.size() * ks.size(),
                         s.study.dir.c_str()));
   PetscFunctionReturn(0);
 }
@@ -446,7 +513,7 @@ PetscErrorCode StudyInLawRun(MPI_Comm comm, const std::vector<std::string> &args
   for (size_t v = 0; v < StudyVariants(s).size(); ++v) PetscCall(LawVariant(comm, args, s, v, &rows, &fits, &resolved));
   PetscCall(WriteTable(comm, s.study.dir + "/law.csv",
                        "variant,L,H,samples,paths,err_law,err_law_lo,err_law_hi,resolved,probe,sequence,energy,"
-                       "energy_se,energy_floor,limit_steps,limit_sampling,limit_clear,seconds,target",
+                       "energy_se,energy_floor,limit_steps,limit_sampling,limit_clear,seconds,target,k",
                        rows));
   PetscCall(WriteTable(comm, s.study.dir + "/law_fits.csv", "variant,cells,C,p,p_lo,p_hi,q,q_lo,q_hi", fits));
   PetscCall(PetscPrintf(comm,

@@ -395,6 +395,11 @@ std::vector<Option> declare(Settings &s) {
            "a study in law: the half-width of every cell's err_law 95% interval asked for; a cell draws "
            "study.samples (a pilot), then as many as the pilot says the target needs, until it is met or "
            "study.max_samples is reached (0: no target)"),
+      integers("study.k", &s.study.k, 1,
+               "a study in law over the head dimension: cells L x H x k, each against the same L x H model with "
+               "infinite heads (model.k = inf; model.logit_exponent 0.5 or above), and the fit err_law = C k^-r; "
+               "one L and one H (empty: the cells against the limit)",
+               true),
       flag("study.levels", &s.study.levels,
            "a study in law: the multilevel hierarchy of the diagonal L x H = (largest study.L) x study.H instead "
            "of the cells against the limit; each level's diagnostics, the depth rate of its differences, and "

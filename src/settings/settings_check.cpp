@@ -181,7 +181,7 @@ static PetscErrorCode WorstCheck(MPI_Comm comm, const Settings &s) {
 static PetscErrorCode LawCheck(MPI_Comm comm, const Settings &s) {
   PetscFunctionBeginUser;
   const bool in_law = s.command == "study" ? s.study_in_law() : s.command != "limit" || s.model.diffusive();
-  for (const char *key : {"study.samples", "study.target", "study.max_samples", "study.levels", "limit.paths", "limit.steps", "limit.step_heads", "limit.richardson",
+  for (const char *key : {"study.samples", "study.target", "study.max_samples", "study.levels", "study.k", "limit.paths", "limit.steps", "limit.step_heads", "limit.richardson",
                           "limit.coupling"})
     PetscCheck(in_law || !s.is_explicit(key), comm, PETSC_ERR_USER_INPUT,
                "%s does not apply here: only a study in law (a = c = 0.5 at initialisation, centred value maps) "

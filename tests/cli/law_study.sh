@@ -14,7 +14,8 @@
 #     9 of the 12 cells of both replicates, and the cells of L = 2 are resolved;
 #   - a replicate with other seeds agrees: the two err_law intervals overlap
 #     in every cell;
-#   - its listing; what a study in law does not take is refused in one line.
+#   - its listing; what a study in law does not take is refused in one line;
+#   - a study over k: the gap to infinite heads falls with k.
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 source "$here/lib.sh" "$1"
 
@@ -202,6 +203,33 @@ expect 2 'study.levels takes depths that double' -- "$MFT" "${levels[@]}" --stud
 expect 2 'limit.paths does not apply to study.levels' -- "$MFT" "${levels[@]}" --limit.paths 10 --study.dir bad
 expect 0 '' -- "$MFT" "${levels[@]}" --study.dir listed --list
 grep -q '^3 levels in listed$' out.txt && ok || bad "the listing of the levels: $(tail -2 out.txt)"
+# A study over the head dimension (study.k, g = 1/2, beta = 2): the gap of
+# the 2 x 2 x k model to the same model of infinite heads falls with k (k = 1's
+# interval above k = 4's), on 1 and 3 ranks to the table's digits; a
+# grid of two H and g = 0 are refused.
+ks=(study --model.depth_exponent 0.5 --model.head_exponent 0.5 --model.d 4 --model.beta 2
+    --model.logit_exponent 0.5 --data.N 4 --study.probe_M 2 --study.L 2 --study.H 2 --study.k "1 4"
+    --study.samples 4000 --limit.paths 4000)
+for np in 1 3; do
+  mpiexec --oversubscribe -n $np "$MFT" "${ks[@]}" --study.dir ks$np >ks$np.txt 2>&1 ||
+    bad "the study over k on $np ranks failed: $(tail -3 ks$np.txt)"
+done
+grep '^variant' ks1.txt
+/usr/bin/python3 - <<'PY' && ok || bad "the study over k (lines above)"
+import csv, sys
+one, three = list(csv.DictReader(open("ks1/law.csv"))), list(csv.DictReader(open("ks3/law.csv")))
+ok = [r["k"] for r in one] == ["1", "4"]
+for a, b in zip(one, three):
+    for key in ("err_law", "err_law_lo", "err_law_hi"):
+        if abs(float(a[key]) - float(b[key])) > 2e-6 * abs(float(a[key])) + 1e-12:
+            print(f'k = {a["k"]}: {key} {a[key]} on 1 rank, {b[key]} on 3'); ok = False
+if not float(one[0]["err_law_lo"]) > float(one[1]["err_law_hi"]):
+    print(f'the gap does not fall from k = 1 ({one[0]["err_law_lo"]} ..) to k = 4 (.. {one[1]["err_law_hi"]})'); ok = False
+sys.exit(0 if ok else 1)
+PY
+expect 2 'give one study.L and one study.H' -- "$MFT" "${ks[@]}" --study.H "2 4" --study.dir bad
+expect 2 'infinite heads, which exist for model.logit_exponent 0.5 or above' -- \
+  "$MFT" "${ks[@]}" --model.logit_exponent 0 --study.dir bad
 expect 2 'study.seeds does not apply to a study in law' -- \
   mpiexec --oversubscribe -n 1 "$MFT" "${law[@]}" --study.seeds 2 --study.dir bad
 expect 2 'study.samples does not apply here' -- \

@@ -15,9 +15,13 @@
 //     sampling, against every resolved cell's lower bound (limit_clear);
 //   the fit err_law = C L^-p H^-q over the resolved cells, bootstrap intervals;
 //   with study.target, each cell's samples chosen from a pilot so that its
-//   interval's half-width meets the target (or it says why not).
+//   interval's half-width meets the target (or it says why not);
+//   with study.k (one L, one H), the cells L x H x k against limit.paths
+//   samples of the same model with infinite heads (model.k = inf) in place
+//   of the limit, and the fit err_law = C k^-r (law_fits.csv's q and its
+//   interval; p empty).
 // Files in study.dir: limit-v<v>.h5 (the paths of each probe set) and
-// samples-v<v>-L<L>-H<H>.h5 (the samples and their Gram means), each kept by a
+// samples-v<v>-L<L>-H<H>[-k<k>].h5 (the samples and their Gram means), each kept by a
 // rerun when it verifies and was made with the same settings; law.csv and
 // law_fits.csv.
 #pragma once
@@ -37,8 +41,9 @@ namespace mft {
 PetscErrorCode StudyInLawList(MPI_Comm comm, const Settings &s);
 
 // The first seed of cell (v, L, H)'s samples: 10^7 (1 + h), h a 40-bit hash
-// of (v, L, H). Not collective.
-std::uint64_t CellSeeds(size_t v, PetscInt L, PetscInt H);
+// of (v, L, H), and of k in a study over k (-1: the infinite head; 0: none).
+// Not collective.
+std::uint64_t CellSeeds(size_t v, PetscInt L, PetscInt H, PetscInt k = 0);
 
 // The settings of probe set k of the study's model given by `model` (options
 // over the command's args). Collective on comm.

@@ -155,6 +155,7 @@ struct StudySettings {
   double target = 0;                  // a study in law: the half-width of each cell's err_law interval asked for (0: none)
   PetscInt max_samples = 0;           // a study in law with a target: the most samples a cell draws (0: 64 samples)
   bool levels = false;                // a study in law: the diagonal's multilevel hierarchy (levels.hpp)
+  std::string k;                      // a study in law over the head dimension: its k (study_in_law.hpp)
   StudyState state = StudyState::init; // init: against the mean-field reference; trained: after `steps`
   PetscInt steps = 50;                // trained: training steps (the config's optimizer) of every model
   std::string times;                  // trained: steps at which err is recorded (0 and `steps` always are)
