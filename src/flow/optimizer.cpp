@@ -44,7 +44,15 @@ PetscErrorCode OptimizerStep(Optimizer *o, Vec theta, Vec g) {
   const TrainSettings &s = o->settings;
   const double lr = learning_rate(s, o->step);
   PetscFunctionBeginUser;
-  if (o->kind == OptimizerKind::gd) {
+  const HeadShape &sh = o->shape;
+  double rate[4]; // per block: lr k^-e
+  bool scaled = false;
+  for (PetscInt b = 0; b < 4; ++b) {
+    const double e = s.block_lr_exponents[(size_t)b];
+    rate[b] = e == 0 ? lr : lr * std::pow((double)sh.k, -e);
+    scaled = scaled || e != 0;
+  }
+  if (o->kind == OptimizerKind::gd && !scaled) {
     PetscCall(VecAXPY(theta, -lr, g));
     ++o->step;
     PetscFunctionReturn(0);
@@ -55,12 +63,18 @@ PetscErrorCode OptimizerStep(Optimizer *o, Vec theta, Vec g) {
   const PetscScalar *ga;
   PetscCall(VecGetArray(theta, &th));
   PetscCall(VecGetArrayRead(g, &ga));
-  PetscCall(VecGetArray(o->m, &m));
-  PetscCall(VecGetArray(o->v, &v));
-  const HeadShape &sh = o->shape;
+  if (o->kind == OptimizerKind::gd) m = v = nullptr;
+  else {
+    PetscCall(VecGetArray(o->m, &m));
+    PetscCall(VecGetArray(o->v, &v));
+  }
   for (PetscInt h = 0; h < o->heads; ++h)
     for (PetscInt b = 0; b < sh.blocks(); ++b) {
       const PetscInt n = sh.block_rows(b) * sh.block_cols(b), off = h * sh.size + sh.block_offset(b);
+      if (!m) { // gd with per-block rates
+        for (PetscInt e = off; e < off + n; ++e) th[e] -= rate[b] * ga[e];
+        continue;
+      }
       double *vb = nullptr;
       if (o->kind == OptimizerKind::adamw_block) {
         double g2 = 0;
@@ -73,11 +87,13 @@ PetscErrorCode OptimizerStep(Optimizer *o, Vec theta, Vec g) {
         double ve;
         if (vb) ve = *vb;
         else ve = v[e] = s.beta2 * v[e] + (1.0 - s.beta2) * ga[e] * ga[e];
-        th[e] -= lr * ((m[e] / c1) / (std::sqrt(ve / c2) + s.eps) + s.weight_decay * th[e]);
+        th[e] -= rate[b] * ((m[e] / c1) / (std::sqrt(ve / c2) + s.eps) + s.weight_decay * th[e]);
       }
     }
-  PetscCall(VecRestoreArray(o->v, &v));
-  PetscCall(VecRestoreArray(o->m, &m));
+  if (m) {
+    PetscCall(VecRestoreArray(o->v, &v));
+    PetscCall(VecRestoreArray(o->m, &m));
+  }
   PetscCall(VecRestoreArrayRead(g, &ga));
   PetscCall(VecRestoreArray(theta, &th));
   ++o->step;

@@ -173,6 +173,21 @@ Option positive_reals(const std::string &key, std::string *dst, const std::strin
           }};
 }
 
+// Four real numbers, one a block (Q, K, V, O).
+Option exponents(const std::string &key, std::array<double, 4> *dst, const std::string &help) {
+  return {key, "0 0 0 0", help + " [four numbers]", [=](const std::string &v) {
+            std::istringstream in(v);
+            std::array<double, 4> e{};
+            size_t n = 0;
+            for (std::string w; in >> w; ++n) {
+              if (n == 4) throw BadValue("has more than four numbers: " + v);
+              e[n] = parse_real(w);
+            }
+            if (n != 4) throw BadValue("needs four numbers (Q K V O), got '" + v + "'");
+            *dst = e;
+          }};
+}
+
 Option text(const std::string &key, std::string *dst, const std::string &help) {
   return {key, *dst, help, [=](const std::string &v) { *dst = v; }};
 }
@@ -343,6 +358,10 @@ std::vector<Option> declare(Settings &s) {
       real("train.lr_min", &t.lr_min, 0.0, false, "cosine: learning rate at the last step").defining(),
       integer("train.batch", &t.batch, 0, "sequences per step, drawn from train.seed and the step (0: all)").defining(),
       seed("train.seed", &t.seed, "seed of the mini-batch draws").defining(),
+      exponents("train.block_lr_exponents", &t.block_lr_exponents,
+                "per block Q K V O, the exponent e of the block's rate lr k^-e (muP: '0.5 0.5 0 1' at "
+                "model.logit_exponent 0.5, '0 0 0 1' at 1 under AdamW; docs/model.md)")
+          .defining(),
       choice("train.ntk", &t.ntk, kNtkPart, "NTK at the start (full or value part) beside the fitted rate of log R at the end"),
 
       choice("ntk.part", &s.ntk.part, kNtkPart, "parameters of the NTK: every block, or the value blocks (V; V and O for qkvo)",

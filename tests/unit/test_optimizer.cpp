@@ -4,6 +4,7 @@
 #include "mft/flow/optimizer.hpp"
 
 #include <cmath>
+#include <string>
 
 using namespace mft;
 using namespace mft::test;
@@ -69,6 +70,28 @@ TEST(Optimizer, AdamWTwoStepsByHand) {
       th = th - lr * (mhat / (std::sqrt(vhat) + eps) + wd * th);
     }
     EXPECT_NEAR(theta[i], th, 1e-14) << i;
+  }
+}
+
+// Per-block rates (train.block_lr_exponents): each entry of block b steps at
+// lr k^-e_b, gd and AdamW (one step, by hand), qkvo at k = 4.
+TEST(Optimizer, PerBlockRates) {
+  const double lr = 0.1, e[4] = {0.5, 1, 0, 2}, k = 4;
+  for (const char *kind : {"gd", "adamw"}) {
+    Tiny t({"--train.optimizer", kind, "--train.lr", "0.1", "--model.head_kind", "qkvo", "--model.k", "4",
+            "--train.block_lr_exponents", "0.5 1 0 2"});
+    t.set(t.p->heads.theta, 1.0, 0.5);
+    const auto theta = t.step(2.0, -1.0);
+    const HeadShape &sh = t.p->heads.shape;
+    for (size_t i = 0; i < theta.size(); ++i) {
+      const PetscInt at = (PetscInt)i % sh.size;
+      PetscInt b = 0;
+      while (b + 1 < sh.blocks() && at >= sh.block_offset(b + 1)) ++b;
+      const double g = value(i, 2.0, -1.0), rate = lr * std::pow(k, -e[b]), eps = 1e-8;
+      // AdamW's first step: mhat = g, vhat = g^2
+      const double step = std::string(kind) == "gd" ? g : g / (std::fabs(g) + eps);
+      EXPECT_NEAR(theta[i], value(i, 1.0, 0.5) - rate * step, 1e-14) << kind << " entry " << i << " block " << b;
+    }
   }
 }
 

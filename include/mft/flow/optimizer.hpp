@@ -7,7 +7,8 @@
 //                mhat = m / (1 - b1^t), vhat = v / (1 - b2^t);
 //   adamw-block: the same with one second moment per block (one matrix Q, K,
 //                V or O of one head): v_b <- b2 v_b + (1-b2) |g_b|^2 / size(b).
-// Heads never change layer: the marginal of the parameter law over depth is
+// Each block b (Q, K, V, O) steps at lr k^-e_b, e = train.block_lr_exponents
+// (all 0: lr, bitwise). Heads never change layer: the marginal of the parameter law over depth is
 // preserved. The moments live in Vecs of theta's layout (whole heads per
 // rank), so that blocks are never split and the state is checkpointed whole.
 #pragma once

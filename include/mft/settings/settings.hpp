@@ -10,6 +10,7 @@
 
 #include <petscsys.h>
 
+#include <array>
 #include <cstdint>
 #include <string>
 #include <utility>
@@ -122,6 +123,9 @@ struct TrainSettings {
   PetscInt batch = 0;                            // sequences per step (0: full batch)
   std::uint64_t seed = 5;                        // mini-batch draws
   NtkPart ntk = NtkPart::none;                   // the NTK at the start, its rate fitted at the end
+  // Per block (Q, K, V, O) the exponent e of its rate lr k^-e (muP's
+  // per-block rates, docs/model.md 'The infinite head'); all 0: lr itself.
+  std::array<double, 4> block_lr_exponents{};
 };
 
 struct NtkSettings {
