@@ -74,6 +74,7 @@ TEST(Worst, ModelsInOneBatchEqualEachAlone) {
   std::vector<WorstResult> both, one;
   ASSERT_EQ(WorstSearch(PETSC_COMM_WORLD, s, models, refs, "", &both), 0);
   ASSERT_EQ(both.size(), 2u);
+  size_t moved = 0; // models whose ascent beat their best start (the collapsed start, a fixed point, may be it)
   for (size_t j = 0; j < 2; ++j) {
     ASSERT_EQ(WorstSearch(PETSC_COMM_WORLD, s, {models[j]}, refs, "", &one), 0);
     EXPECT_LT(relative_error(both[j].tokens, one[0].tokens), 1e-12) << j;
@@ -81,12 +82,14 @@ TEST(Worst, ModelsInOneBatchEqualEachAlone) {
     EXPECT_EQ(both[j].best, one[0].best) << j;
     EXPECT_EQ(both[j].estimator, "cross-fit corrected"); // 3 references: 1 searched, 2 held out
     EXPECT_EQ(both[j].heldout_e2.size(), 2u);
-    EXPECT_GT(both[j].raw, both[j].initial) << "the ascent did not move model " << j;
+    EXPECT_GE(both[j].raw, both[j].initial * (1 - 1e-12)) << "the ascent lost ground on model " << j;
+    moved += both[j].raw > both[j].initial * (1 + 1e-9);
     size_t ascended = 0;
     for (double e : both[j].start_err) ascended += std::isfinite(e);
     EXPECT_EQ(ascended, 3u) << "worst.keep = 2, and the collapsed start";
     EXPECT_GE(both[j].raw, both[j].collapsed) << "the collapsed start is one of the starts";
   }
+  EXPECT_GE(moved, 1u) << "the ascent moved no model";
 }
 
 // A measure search's objective (worst.atoms): dF/dx and dF/dw from the
