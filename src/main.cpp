@@ -45,11 +45,16 @@ void usage(FILE *out) {
   std::fprintf(out, "`mft COMMAND --help` lists every option with its default.\n");
 }
 
+// Whether a launcher (mpiexec, srun) started this process.
+bool launched() {
+  return std::getenv("OMPI_COMM_WORLD_SIZE") || std::getenv("PMIX_RANK") || std::getenv("PMI_RANK");
+}
+
 // A malformed command line, read before MPI and PETSc start (a third of an
 // input error's time), and only in a single process: under a launcher every
 // rank would print it, and the launcher would add lines of its own.
 bool refused_early(const std::string &command, const std::vector<std::string> &args) {
-  if (std::getenv("OMPI_COMM_WORLD_SIZE") || std::getenv("PMIX_RANK") || std::getenv("PMI_RANK")) return false;
+  if (launched()) return false;
   if (command == "info") return false; // reads its own arguments
   bool known = false;
   for (const auto &c : commands) known = known || command == c.name;
@@ -89,8 +94,7 @@ int main(int argc, char **argv) {
   // A single process started without a launcher talks to no one: the
   // shared-memory transport (ob1) spares UCX's device probes, 0.2 s of each
   // start (0.54 s -> 0.32 s for an input error). A user's choice stands.
-  if (!std::getenv("OMPI_COMM_WORLD_SIZE") && !std::getenv("PMIX_RANK") && !std::getenv("PMI_RANK"))
-    setenv("OMPI_MCA_pml", "ob1", 0);
+  if (!launched()) setenv("OMPI_MCA_pml", "ob1", 0);
   int provided;
   MPI_Init_thread(&pargc, &pargvp, MPI_THREAD_FUNNELED, &provided);
   PetscCall(PetscInitialize(&pargc, &pargvp, nullptr, help));

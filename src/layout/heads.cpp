@@ -99,11 +99,11 @@ PetscErrorCode HeadsDestroy(Heads *h) {
 }
 
 // The infinite head (heads.hpp) of k = d, from the law draws xi of its
-// entries (the finite head's) and Gaussians drawn after them.
+// entries (the finite head's) and the Gaussians zeta drawn after them.
 static void InfiniteHead(const HeadShape &sh, const InitSettings &s, double g, const double *xi, Stream &r,
-                         double *head) {
+                         std::vector<double> &zeta, double *head) {
   const PetscInt d = sh.d;
-  std::vector<double> zeta((size_t)sh.size);
+  zeta.resize((size_t)sh.size);
   r.normals(zeta.data(), sh.size);
   const double w = g == 0.5 ? s.q_gain * s.k_gain / (double)d : 0.0, root = std::sqrt((double)d);
   for (PetscInt i = 0; i < d; ++i)
@@ -129,7 +129,7 @@ PetscErrorCode HeadsInitialize(Heads *h, const InitSettings &s, std::uint64_t se
   PetscScalar *t;
   PetscFunctionBeginUser;
   PetscCall(VecGetArray(theta, &t));
-  std::vector<double> xi((size_t)sh.size);
+  std::vector<double> xi((size_t)sh.size), zeta; // zeta: the infinite head's Gaussians
   for (PetscInt flat = h->owned.begin; flat < h->owned.end; ++flat) {
     Stream r(seed, kHeads, (std::uint64_t)(flat / h->H), (std::uint64_t)(flat % h->H));
     double *head = t + (flat - h->owned.begin) * sh.size;
@@ -138,7 +138,7 @@ PetscErrorCode HeadsInitialize(Heads *h, const InitSettings &s, std::uint64_t se
     else
       for (double &u : xi) u = std::sqrt(3.0) * (2.0 * r.uniform() - 1.0);
     if (h->infinite) {
-      InfiniteHead(sh, s, h->logit_exponent, xi.data(), r, head);
+      InfiniteHead(sh, s, h->logit_exponent, xi.data(), r, zeta, head);
       continue;
     }
     const double *next = xi.data();
