@@ -110,7 +110,7 @@ PetscErrorCode CommandStudy(MPI_Comm comm, const std::vector<std::string> &args,
   PetscCall(SettingsParse(comm, "study", args, &s, &help));
   if (help) PetscFunctionReturn(0);
   PetscCall(InputsVerify(comm, s)); // the files mft wrote, whole, before any work
-  if (s.study_in_law()) PetscFunctionReturn(s.list_cases ? StudyInLawList(comm, s) : StudyInLawRun(comm, args, s, status));
+  if (s.study_in_law()) PetscFunctionReturn(s.list_cases ? StudyInLawList(comm, args, s) : StudyInLawRun(comm, args, s, status));
   const auto cases = StudyCases(s);
   if (s.list_cases) PetscFunctionReturn(StudyList(comm, args, s, cases));
   const std::string dir = s.aggregate.empty() ? s.study.dir : s.aggregate;

@@ -35,10 +35,13 @@
 namespace mft {
 
 // A study in law is what Settings::study_in_law() says.
-// Lists the study's cells and the limit with their cost in head evaluations
-// (mft study --list; jobs/study.sh); the last line "<n> cells in <dir>".
-// Not collective: rank 0 prints.
-PetscErrorCode StudyInLawList(MPI_Comm comm, const Settings &s);
+// Lists the study's cells and the limit with their cost in head evaluations,
+// the memory a rank and the time (from a pilot of the largest cell's samples,
+// the limit's paths and the energy distance's pairs on the ranks of this
+// run), for study.plan_cores ranks or this run's (mft study --list;
+// jobs/study.sh); the last line "<n> cells in <dir>". Writes no file.
+// Collective.
+PetscErrorCode StudyInLawList(MPI_Comm comm, const std::vector<std::string> &args, const Settings &s);
 
 // The first seed of cell (v, L, H)'s samples: 10^7 (1 + h), h a 40-bit hash
 // of (v, L, H), and of k in a study over k (-1: the infinite head; 0: none).
