@@ -123,6 +123,14 @@ std::vector<PetscInt> LevelsAllocation(const std::vector<Level> &levels, double 
   return n;
 }
 
+LocalOrder LocalOrderOf(double mean_a, double se_a, double mean_b, double se_b) {
+  LocalOrder o;
+  o.p = std::log2(std::fabs(mean_a / mean_b));
+  const double se = std::hypot(se_a / mean_a, se_b / mean_b) / std::log(2.0);
+  o.lo = o.p - 1.96 * se, o.hi = o.p + 1.96 * se;
+  return o;
+}
+
 namespace {
 
 // The levels of a study: L_l from study.L (doubling), H_l = P / L_l with
@@ -166,11 +174,10 @@ PetscErrorCode LevelsPrint(MPI_Comm comm, size_t v, const std::vector<Level> &le
                               "gamma %.3f (costs)\n", v, levels.size() - 1, r.alpha, r.beta, r.gamma));
   for (size_t l = 1; l + 1 < levels.size(); ++l) {
     const Level &a = levels[l], &b = levels[l + 1];
-    const double p = std::log2(std::fabs(a.mean / b.mean));
-    const double se = std::hypot(std::sqrt(a.var / (double)a.samples) / a.mean,
-                                 std::sqrt(b.var / (double)b.samples) / b.mean) / std::log(2.0);
+    const LocalOrder o = LocalOrderOf(a.mean, std::sqrt(a.var / (double)a.samples), b.mean,
+                                      std::sqrt(b.var / (double)b.samples));
     PetscCall(PetscPrintf(comm, "variant %zu: local order of the means, L %" PetscInt_FMT " -> %" PetscInt_FMT
-                                ": %.3f [%.3f, %.3f]\n", v, a.L, b.L, p, p - 1.96 * se, p + 1.96 * se));
+                                ": %.3f [%.3f, %.3f]\n", v, a.L, b.L, o.p, o.lo, o.hi));
   }
   PetscFunctionReturn(0);
 }

@@ -19,6 +19,7 @@
 // A benchmark, not a test:
 //   mpiexec -n 2 build/tests/levels [samples] [orders Lmax [Lmin]]
 #include "mft/flow/samples.hpp"
+#include "mft/law/levels.hpp"
 #include "mft/files/report.hpp"
 
 #include <cmath>
@@ -121,9 +122,8 @@ PetscErrorCode Orders(PetscInt S, PetscInt Lmin, PetscInt Lmax) {
   for (size_t k = 0; k + 1 < D.size(); ++k) {
     PetscCall(PetscPrintf(PETSC_COMM_WORLD, "local order %3" PetscInt_FMT " -> %3" PetscInt_FMT ":", Ls[k], Ls[k + 1]));
     for (size_t m = 0; m < D[k].size(); ++m) {
-      const double p = std::log2(std::fabs(D[k][m] / D[k + 1][m]));
-      const double s = std::hypot(se[k][m] / D[k][m], se[k + 1][m] / D[k + 1][m]) / std::log(2.0);
-      PetscCall(PetscPrintf(PETSC_COMM_WORLD, "  %.3f [%.3f, %.3f]", p, p - 1.96 * s, p + 1.96 * s));
+      const LocalOrder o = LocalOrderOf(D[k][m], se[k][m], D[k + 1][m], se[k + 1][m]);
+      PetscCall(PetscPrintf(PETSC_COMM_WORLD, "  %.3f [%.3f, %.3f]", o.p, o.lo, o.hi));
     }
     PetscCall(PetscPrintf(PETSC_COMM_WORLD, "\n"));
   }

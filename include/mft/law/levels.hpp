@@ -26,6 +26,7 @@
 
 #include "mft/settings/settings.hpp"
 
+#include <cmath>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -64,6 +65,15 @@ struct LevelRates {
   double alpha = NAN, beta = NAN, gamma = NAN;
 };
 LevelRates LevelsRates(const std::vector<Level> &levels);
+
+// The local order over an octave, log2 |D_a / D_b|, of two levels' means D
+// with their standard errors, and its 95% interval by the delta method
+// (tests/calibration/law_calibration.cpp --design levels measures its
+// coverage). Not collective.
+struct LocalOrder {
+  double p = NAN, lo = NAN, hi = NAN;
+};
+LocalOrder LocalOrderOf(double mean_a, double se_a, double mean_b, double se_b);
 
 // Giles's allocation for a 95% half-width `target` of the telescoped mean:
 // N_l = (1.96 / target)^2 sqrt(V_l / C_l) sum_k sqrt(V_k C_k), rounded up.
