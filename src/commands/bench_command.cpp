@@ -139,7 +139,7 @@ PetscErrorCode NormAgainstBare(MPI_Comm comm, const Settings &bs, BenchFigures *
   PetscFunctionBeginUser;
   for (int i = 0; i < 2; ++i) {
     PetscCall(ProblemCreate(comm, i ? bare : bs, &p[i]));
-    PetscCall(OptimizerCreate(bs.train, p[i].heads, &opt[i]));
+    PetscCall(OptimizerCreate(bs, p[i].heads, &opt[i]));
     PetscCall(ProblemEvaluate(&p[i], PETSC_TRUE)); // warm-up
   }
   for (PetscInt r = 0; r < bs.bench.repeats; ++r)
@@ -218,7 +218,7 @@ PetscErrorCode BenchSize(MPI_Comm comm, const std::string &name, const Settings 
   PetscFunctionBeginUser;
   PetscCallMPI(MPI_Comm_size(comm, &size));
   PetscCall(ProblemCreate(comm, bs, &p));
-  PetscCall(OptimizerCreate(bs.train, p.heads, &opt));
+  PetscCall(OptimizerCreate(bs, p.heads, &opt));
   PetscCall(ProblemEvaluate(&p, PETSC_TRUE)); // warm-up
   PetscCall(TimeRepeats(comm, bs, &p, &opt, &x));
   f.ops = 3 * forward_operations(bs), f.step = median(x.step), f.forward = median(x.forward);

@@ -96,7 +96,7 @@ PetscErrorCode CommandTrain(MPI_Comm comm, const std::vector<std::string> &args,
   PetscCall(SettingsFromFiles(comm, "train", args, &s));
   PetscCall(ProblemCreate(comm, s, &p));
   PetscCall(ReportHeader(p));
-  PetscCall(OptimizerCreate(p.settings.train, p.heads, &opt));
+  PetscCall(OptimizerCreate(p.settings, p.heads, &opt));
   PetscCall(TrainStart(&p, &opt, &history, &start, &saved));
   const TrainSettings &t = p.settings.train;
   const CheckpointSettings &c = p.settings.checkpoint;

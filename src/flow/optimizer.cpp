@@ -5,10 +5,16 @@
 
 namespace mft {
 
-PetscErrorCode OptimizerCreate(const TrainSettings &s, const Heads &h, Optimizer *o) {
+PetscErrorCode OptimizerCreate(const Settings &all, const Heads &h, Optimizer *o) {
+  const TrainSettings &s = all.train;
   PetscFunctionBeginUser;
   o->settings = s;
   o->kind = s.optimizer;
+  o->block_scale = {1, 1, 1, 1};
+  if (h.infinite) { // gradient descent's limit: W = K at (q_gain^2 + k_gain^2) / d, at g = 1/2; Q = I stays
+    const double q = all.init.q_gain, k = all.init.k_gain;
+    o->block_scale = {0, h.logit_exponent == 0.5 ? (q * q + k * k) / (double)h.shape.d : 0, 1, 1};
+  }
   o->shape = h.shape;
   o->heads = h.owned.size();
   o->step = 0;
@@ -49,8 +55,8 @@ PetscErrorCode OptimizerStep(Optimizer *o, Vec theta, Vec g) {
   bool scaled = false;
   for (PetscInt b = 0; b < 4; ++b) {
     const double e = s.block_lr_exponents[(size_t)b];
-    rate[b] = e == 0 ? lr : lr * std::pow((double)sh.k, -e);
-    scaled = scaled || e != 0;
+    rate[b] = (e == 0 ? lr : lr * std::pow((double)sh.k, -e)) * o->block_scale[(size_t)b];
+    scaled = scaled || e != 0 || o->block_scale[(size_t)b] != 1;
   }
   if (o->kind == OptimizerKind::gd && !scaled) {
     PetscCall(VecAXPY(theta, -lr, g));

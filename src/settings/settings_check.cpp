@@ -231,13 +231,19 @@ static PetscErrorCode InfiniteHeadCheck(MPI_Comm comm, const Settings &s) {
              "model.k = inf is the limit of k^-g Q^T K, a Gaussian W at model.logit_exponent = 0.5 and 0 above it; "
              "at g = %s it grows without bound", format_real(s.model.logit_exponent).c_str());
   const bool differentiates = s.gradient || s.command == "ntk";
-  const bool trains = s.command == "train" || s.command == "bench" ||
-                      (s.command == "study" && s.study.state == StudyState::trained);
+  const bool trains = s.command == "bench" || (s.command == "study" && s.study.state == StudyState::trained);
   PetscCheck(!trains && !differentiates, comm, PETSC_ERR_USER_INPUT,
              "model.k = inf is the infinite head's law at initialisation (forward, limit, worst, studies at "
-             "initialisation): its training is not that of its k = d form (docs/model.md, 'The infinite head'), "
-             "and mft %s%s %s its heads", s.command.c_str(), s.gradient ? " --gradient" : "",
-             differentiates ? "differentiates" : "would train");
+             "initialisation) and its gradient descent (mft train): its gradient is not that of its k = d form "
+             "(docs/model.md, 'The infinite head'), and mft %s%s %s its heads", s.command.c_str(),
+             s.gradient ? " --gradient" : "", differentiates ? "differentiates" : "would train");
+  const bool plain = s.train.block_lr_exponents == std::array<double, 4>{};
+  PetscCheck(s.command != "train" || (s.train.optimizer == OptimizerKind::gd && s.model.head_kind == HeadKind::qkv &&
+                                      plain),
+             comm, PETSC_ERR_USER_INPUT,
+             "mft train trains the infinite head (model.k = inf) by its limit of gradient descent, for qkv heads: "
+             "give train.optimizer gd, model.head_kind qkv and no train.block_lr_exponents (AdamW's and qkvo's "
+             "limits are in docs/model.md, 'The infinite head', and not built)");
   PetscFunctionReturn(0);
 }
 

@@ -100,7 +100,7 @@ PetscErrorCode TrainCase(CaseRun &r, int *signal) {
   PetscCall(CaseSettings(comm, r.args, train, &ts));
   ts.restart = "auto";
   PetscCall(ProblemCreate(comm, ts, &p));
-  PetscCall(OptimizerCreate(ts.train, p.heads, &opt));
+  PetscCall(OptimizerCreate(ts, p.heads, &opt));
   PetscCall(TrainResume(&p, &opt, &history, r.c.describe() + ": ", &start, &saved));
   const std::vector<PetscInt> times = StudyTimes(s);
   std::vector<double> heads, heads0;

@@ -12,12 +12,17 @@ expect 2 "model.L must be at least 1" -- "$MFT" train --model.L -3
 expect 2 "model.H 'many' is not an integer" -- "$MFT" train --model.H many
 expect 0 "" -- "$MFT" train --model.k 9 --model.d 4 --train.steps 2 --output.file wide_keys.h5 # k is a sum index: k > d runs
 expect 2 "train.lr must be greater than 0" -- "$MFT" train --train.lr 0
-# The infinite head: a law at initialisation for g >= 1/2; training or differentiating it is refused.
+# The infinite head: a law at initialisation for g >= 1/2, trained by gradient
+# descent's limit (qkv); AdamW, qkvo, a bench and differentiating it are refused.
 expect 0 "" -- "$MFT" forward --model.k inf --model.logit_exponent 0.5 --output.file infinite.h5
 grep -q " k=inf " out.txt && ok || bad "the infinite head's header does not say k=inf: $(head -n 1 out.txt)"
 expect 2 "model.k = inf is the limit of k\^-g Q\^T K.*at g = 0 it grows without bound" -- "$MFT" forward --model.k inf
-expect 2 "model.k = inf is the infinite head's law at initialisation.*mft train would train" -- \
-  "$MFT" train --model.k inf --model.logit_exponent 0.5
+expect 0 "" -- "$MFT" train --model.k inf --model.logit_exponent 0.5 --train.steps 20 --output.file infinite_trained.h5
+grep -q '"reduction"' out.txt && ok || bad "no summary of the infinite head's training"
+expect 2 "by its limit of gradient descent, for qkv heads: give train.optimizer gd" -- \
+  "$MFT" train --model.k inf --model.logit_exponent 0.5 --train.optimizer adamw
+expect 2 "model.k = inf is the infinite head's law .*mft bench would train" -- \
+  "$MFT" bench --model.k inf --model.logit_exponent 0.5
 expect 2 "mft forward --gradient differentiates" -- "$MFT" forward --model.k inf --model.logit_exponent 1 --gradient
 expect 2 "data.family 'cauchy'" -- "$MFT" forward --data.family cauchy
 expect 2 "exceeds the largest vector" -- "$MFT" forward --data.M 1000000 --data.N 100000

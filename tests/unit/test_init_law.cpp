@@ -4,6 +4,7 @@
 // covariance and excess kurtosis, each within 4 of its standard errors
 // (delta method, from the same sample); the infinite head's forward pass.
 #include "helpers.hpp"
+#include "mft/flow/optimizer.hpp"
 #include "mft/flow/plain.hpp"
 
 #include <cmath>
@@ -124,6 +125,88 @@ TEST(InitLaw, InfiniteHeadForward) {
                                x1(with({"--model.k", "3", "--model.beta", "0"}), false)),
                 1e-14);
   }
+}
+
+// Gradient descent at g = 1/2 (docs/model.md, 'The infinite head'): a step
+// -eps (dR/dQ, dR/dK) moves W = k^-1/2 Q^T K by -eps k^-1 (G K^T K + Q^T Q G),
+// G = dR/dW, which tends to -eps (q_gain^2 + k_gain^2) / d G as k grows (Q^T
+// Q / k -> q_gain^2 / d I), Q^T Q / k itself moving by O(k^-1): the infinite
+// head trains W itself at that rate, which mft train does (model.k = inf).
+// Checked by training a finite model and the infinite head that holds its W
+// (Q = I, K = W, the same V, on the same targets) side by side with the
+// optimizer mft train uses: their W part by a gap, relative to how far W
+// moved, that falls like k^-1/2.
+TEST(InitLaw, InfiniteHeadTrainsAsFiniteHeadsDo) {
+  const std::vector<std::string> common = {"--model.d", "3", "--model.beta", "1", "--model.L", "2", "--model.H", "2",
+                                           "--init.q_gain", "2", "--init.k_gain", "0.5", "--init.seed", "11",
+                                           "--model.logit_exponent", "0.5", "--train.optimizer", "gd",
+                                           "--train.lr", "0.5"};
+  auto with = [&](std::vector<std::string> more) {
+    more.insert(more.begin(), common.begin(), common.end());
+    return tiny(more);
+  };
+  std::vector<double> gaps;
+  for (const char *k : {"16", "1024"}) {
+    auto finite = make_problem(PETSC_COMM_WORLD, with({"--model.k", k}));
+    auto limit = make_problem(PETSC_COMM_WORLD, with({"--model.k", "inf"}));
+    const HeadShape &f = finite->heads.shape, &e = limit->heads.shape;
+    ASSERT_EQ(relative_error(gather(limit->x0), gather(finite->x0)), 0.0);
+    ASSERT_EQ(VecCopy(finite->targets.y, limit->targets.y), 0);
+    const size_t d = (size_t)f.d, rows = (size_t)f.k;
+    auto logits = [&](const std::vector<double> &theta) { // k^-1/2 Q^T K of every head
+      std::vector<double> W;
+      for (size_t i = 0; i < theta.size() / (size_t)f.size; ++i)
+        for (size_t a = 0; a < d; ++a)
+          for (size_t b = 0; b < d; ++b) {
+            double s = 0;
+            for (size_t r = 0; r < rows; ++r) s += theta[i * f.size + f.offQ + r * d + a] * theta[i * f.size + f.offK + r * d + b];
+            W.push_back(s / std::sqrt((double)rows));
+          }
+      return W;
+    };
+    const std::vector<double> theta = gather(finite->heads.theta), W0 = logits(theta);
+    std::vector<double> theta_w = gather(limit->heads.theta);
+    for (size_t i = 0; i < theta.size() / (size_t)f.size; ++i)
+      for (size_t a = 0; a < d; ++a) {
+        for (size_t b = 0; b < d; ++b)
+          theta_w[i * e.size + e.offQ + a * d + b] = a == b, theta_w[i * e.size + e.offK + a * d + b] = W0[(i * d + a) * d + b];
+        for (size_t b = 0; b < d; ++b) theta_w[i * e.size + e.offV + a * d + b] = theta[i * f.size + f.offV + a * d + b];
+      }
+    ASSERT_EQ(SetFromAll(limit->heads.theta, theta_w), 0);
+    ASSERT_EQ(ProblemSetHeads(limit.get()), 0);
+    double risk[2][2];
+    for (int side = 0; side < 2; ++side) {
+      Problem *p = side ? limit.get() : finite.get();
+      Optimizer opt;
+      ASSERT_EQ(OptimizerCreate(p->settings, p->heads, &opt), 0);
+      for (int step = 0; step < 10; ++step) {
+        ASSERT_EQ(ProblemEvaluate(p, PETSC_TRUE), 0);
+        if (step == 0) risk[side][0] = p->risk;
+        ASSERT_EQ(OptimizerStep(&opt, p->heads.theta, p->grad), 0);
+        ASSERT_EQ(ProblemSetHeads(p), 0);
+      }
+      ASSERT_EQ(ProblemEvaluate(p, PETSC_FALSE), 0);
+      risk[side][1] = p->risk;
+      ASSERT_EQ(OptimizerDestroy(&opt), 0);
+    }
+    const std::vector<double> W = logits(gather(finite->heads.theta)), trained = gather(limit->heads.theta);
+    double gap = 0, moved = 0, q_moved = 0;
+    for (size_t i = 0; i < W.size() / (d * d); ++i)
+      for (size_t a = 0; a < d * d; ++a) {
+        const double Wi = trained[i * e.size + e.offK + a];
+        gap += std::pow(W[i * d * d + a] - Wi, 2), moved += std::pow(Wi - W0[i * d * d + a], 2);
+        q_moved += std::pow(trained[i * e.size + e.offQ + a] - theta_w[i * e.size + e.offQ + a], 2);
+      }
+    EXPECT_EQ(q_moved, 0.0) << "the infinite head's Q = I moved";
+    EXPECT_LT(risk[1][1], 0.9 * risk[1][0]) << "the infinite head did not train";
+    EXPECT_GT(std::sqrt(moved), 0.05) << "W hardly moved: the test could not see the rate";
+    gaps.push_back(std::sqrt(gap / moved));
+    PetscPrintf(PETSC_COMM_WORLD, "k = %s: W moved %.3f, the infinite head's from the finite one's %.4f; risk %.4g -> "
+                "%.4g (finite), %.4g -> %.4g (infinite)\n", k, std::sqrt(moved), std::sqrt(gap), risk[0][0], risk[0][1],
+                risk[1][0], risk[1][1]);
+  }
+  EXPECT_LT(gaps[1], 0.15) << "at k = 1024 the finite heads' W does not train as the infinite head's";
+  EXPECT_GT(gaps[0] / gaps[1], 3.0) << "the gap does not fall like k^-1/2: " << gaps[0] << " -> " << gaps[1];
 }
 
 } // namespace

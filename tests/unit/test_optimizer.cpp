@@ -19,7 +19,7 @@ struct Tiny {
   explicit Tiny(std::vector<std::string> extra) {
     extra.insert(extra.end(), {"--model.L", "2", "--model.H", "2"});
     p = make_problem(PETSC_COMM_WORLD, tiny(extra));
-    EXPECT_EQ(OptimizerCreate(p->settings.train, p->heads, &opt), 0);
+    EXPECT_EQ(OptimizerCreate(p->settings, p->heads, &opt), 0);
     EXPECT_EQ(VecDuplicate(p->heads.theta, &g), 0);
   }
   ~Tiny() {

@@ -24,7 +24,7 @@ Outcome run(MPI_Comm comm, std::vector<std::string> args) {
   o.x1 = gather(p->x1);
   o.grad = gather(p->grad);
   Optimizer opt;
-  EXPECT_EQ(OptimizerCreate(p->settings.train, p->heads, &opt), 0);
+  EXPECT_EQ(OptimizerCreate(p->settings, p->heads, &opt), 0);
   for (int step = 0; step < 20; ++step) {
     ProblemSetBatch(p.get(), step); // (draws the batch: nothing can fail)
     EXPECT_EQ(ProblemEvaluate(p.get(), PETSC_TRUE), 0);

@@ -8,7 +8,9 @@
 //   adamw-block: the same with one second moment per block (one matrix Q, K,
 //                V or O of one head): v_b <- b2 v_b + (1-b2) |g_b|^2 / size(b).
 // Each block b (Q, K, V, O) steps at lr k^-e_b, e = train.block_lr_exponents
-// (all 0: lr, bitwise). Heads never change layer: the marginal of the parameter law over depth is
+// (all 0: lr, bitwise). The infinite head (model.k = inf, gd; docs/model.md,
+// 'The infinite head') steps its K = W at lr (q_gain^2 + k_gain^2) / d at
+// g = 1/2 and 0 above, and keeps Q = I: the limit of the finite heads' steps. Heads never change layer: the marginal of the parameter law over depth is
 // preserved. The moments live in Vecs of theta's layout (whole heads per
 // rank), so that blocks are never split and the state is checkpointed whole.
 #pragma once
@@ -17,6 +19,8 @@
 #include "mft/settings/settings.hpp"
 
 #include <petscvec.h>
+
+#include <array>
 
 namespace mft {
 
@@ -27,12 +31,13 @@ struct Optimizer {
   PetscInt heads = 0;   // heads owned by this rank (of theta)
   PetscInt step = 0;    // updates done: t of the bias corrections is step + 1
   Vec m = nullptr;      // first moment, theta's layout (adamw, adamw-block)
+  std::array<double, 4> block_scale{1, 1, 1, 1}; // per block, times the rate (the infinite head's)
   Vec v = nullptr;      // second moment: theta's layout (adamw), or one entry per block (adamw-block)
 };
 
-// The optimizer of s for the heads h. Create and Destroy are collective on
+// The optimizer of s.train for the heads h. Create and Destroy are collective on
 // theta's comm (its moment vectors).
-PetscErrorCode OptimizerCreate(const TrainSettings &s, const Heads &h, Optimizer *o);
+PetscErrorCode OptimizerCreate(const Settings &s, const Heads &h, Optimizer *o);
 PetscErrorCode OptimizerDestroy(Optimizer *o);
 
 // The learning rate of update number `step` (0-based): linear warm-up over
