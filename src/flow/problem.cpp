@@ -30,11 +30,12 @@ static PetscErrorCode GenerateTokens(const DataSettings &s, const TokenLayout &t
 }
 
 // The teacher's model: data.teacher_L x data.teacher_H with its exponents
-// (each 0: the student's).
+// and head dimension (each 0: the student's).
 static ModelSettings TeacherModel(const Settings &s) {
   ModelSettings m = s.model;
   if (s.data.teacher_L) m.L = s.data.teacher_L;
   if (s.data.teacher_H) m.H = s.data.teacher_H;
+  if (s.data.teacher_k) m.k = s.data.teacher_k, m.infinite_head = false;
   if (s.data.teacher_depth_exponent > 0) m.depth_exponent = s.data.teacher_depth_exponent;
   if (s.data.teacher_head_exponent > 0) m.head_exponent = s.data.teacher_head_exponent;
   return m;
@@ -88,7 +89,8 @@ static PetscErrorCode TeacherTargets(Problem *p) {
   }
   const ModelSettings tm = TeacherModel(s);
   const bool own = tm.L == s.model.L && tm.H == s.model.H && tm.depth_exponent == s.model.depth_exponent &&
-                   tm.head_exponent == s.model.head_exponent;
+                   tm.head_exponent == s.model.head_exponent && tm.k == s.model.k &&
+                   tm.infinite_head == s.model.infinite_head;
   if (!own) {
     PetscCall(TeacherOutput(p, tm));
   } else if (s.data.teacher_perturbation > 0) { // near the student's start: a small initial risk

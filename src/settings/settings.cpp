@@ -309,6 +309,8 @@ std::vector<Option> declare(Settings &s) {
               "layers of the teacher (0: the student's; in a trained study, the reference's: one set of targets)"),
       integer("data.teacher_H", &d.teacher_H, 0,
               "heads per layer of the teacher (0: the student's; in a trained study, the reference's)"),
+      integer("data.teacher_k", &d.teacher_k, 0,
+              "head dimension of the teacher (0: the student's): one teacher for students of every k"),
       real("data.teacher_depth_exponent", &d.teacher_depth_exponent, 0.0, false,
            "the teacher's model.depth_exponent (0: the student's): one teacher for students of both regimes"),
       real("data.teacher_head_exponent", &d.teacher_head_exponent, 0.0, false,
@@ -436,6 +438,9 @@ std::vector<Option> declare(Settings &s) {
                true),
       integer("study.reference_L", &s.study.reference_L, 1, "trained: depth of the reference model"),
       integer("study.reference_H", &s.study.reference_H, 1, "trained: width of the reference model"),
+      text("study.reference_k", &s.study.reference_k,
+           "trained: head dimension of the reference model, an integer or inf (empty: the models'; needs "
+           "data.teacher_k)"),
       integer("study.references", &s.study.references, 0,
               "independent references (initial-head seeds); with 2 or more, their spread estimates the "
               "reference's own error, which is removed from the models' (docs/results.md); with 3 or more it enters the "

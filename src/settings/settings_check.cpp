@@ -120,6 +120,9 @@ static PetscErrorCode StudyCheck(MPI_Comm comm, const Settings &s) {
              "times the largest L = %" PetscInt_FMT " of the grid: its own error would stay in the models' (lower "
              "study.reference_margin to run anyway)",
              s.study.reference_L, format_real(m).c_str(), Lmax);
+  PetscCheck(s.study.reference_k.empty() || (trained && s.data.teacher_k > 0), comm, PETSC_ERR_USER_INPUT,
+             "study.reference_k = %s: a trained study's reference of another head dimension, against one teacher for "
+             "every k: give study.state trained and data.teacher_k", s.study.reference_k.c_str());
   if (trained) {
     PetscCheck(s.data.teacher_perturbation == 0, comm, PETSC_ERR_USER_INPUT,
                "data.teacher_perturbation = %s in a trained study: its teacher is one model of the reference's shape "
@@ -231,17 +234,16 @@ static PetscErrorCode InfiniteHeadCheck(MPI_Comm comm, const Settings &s) {
              "model.k = inf is the limit of k^-g Q^T K, a Gaussian W at model.logit_exponent = 0.5 and 0 above it; "
              "at g = %s it grows without bound", format_real(s.model.logit_exponent).c_str());
   const bool differentiates = s.gradient || s.command == "ntk";
-  const bool trains = s.command == "bench" || (s.command == "study" && s.study.state == StudyState::trained);
-  PetscCheck(!trains && !differentiates, comm, PETSC_ERR_USER_INPUT,
+  PetscCheck(s.command != "bench" && !differentiates, comm, PETSC_ERR_USER_INPUT,
              "model.k = inf is the infinite head's law at initialisation (forward, limit, worst, studies at "
-             "initialisation) and its gradient descent (mft train): its gradient is not that of its k = d form "
-             "(docs/model.md, 'The infinite head'), and mft %s%s %s its heads", s.command.c_str(),
+             "initialisation) and its gradient descent (mft train, trained studies): its gradient is not that of its "
+             "k = d form (docs/model.md, 'The infinite head'), and mft %s%s %s its heads", s.command.c_str(),
              s.gradient ? " --gradient" : "", differentiates ? "differentiates" : "would train");
   const bool plain = s.train.block_lr_exponents == std::array<double, 4>{};
-  PetscCheck(s.command != "train" || (s.train.optimizer == OptimizerKind::gd && s.model.head_kind == HeadKind::qkv &&
-                                      plain),
+  const bool trains = s.command == "train" || (s.command == "study" && s.study.state == StudyState::trained);
+  PetscCheck(!trains || (s.train.optimizer == OptimizerKind::gd && s.model.head_kind == HeadKind::qkv && plain),
              comm, PETSC_ERR_USER_INPUT,
-             "mft train trains the infinite head (model.k = inf) by its limit of gradient descent, for qkv heads: "
+             "mft trains the infinite head (model.k = inf) by its limit of gradient descent, for qkv heads: "
              "give train.optimizer gd, model.head_kind qkv and no train.block_lr_exponents (AdamW's and qkvo's "
              "limits are in docs/model.md, 'The infinite head', and not built)");
   PetscFunctionReturn(0);

@@ -215,6 +215,13 @@ std::vector<std::string> study::CaseModel(const Settings &s, const StudyCase &c)
   const bool trained = s.study.state == StudyState::trained;
   std::vector<std::string> model = overrides(StudyVariants(s)[c.variant]);
   const std::string seed = std::to_string(s.init.seed + (c.reference ? 100003 * c.reference_index : c.seed));
+  if (c.reference && trained && !s.study.reference_k.empty()) { // the reference's k in place of the variant's
+    std::vector<std::string> kept;
+    for (size_t i = 0; i + 1 < model.size(); i += 2)
+      if (model[i] != "--model.k") kept.insert(kept.end(), {model[i], model[i + 1]});
+    model = kept;
+    model.insert(model.end(), {"--model.k", s.study.reference_k});
+  }
   if (!c.reference || trained)
     model.insert(model.end(), {"--model.L", std::to_string(c.L), "--model.H", std::to_string(c.H), "--init.seed", seed});
   else

@@ -212,6 +212,34 @@ expect 2 "study.learning_rates = '0.01': a learning-rate study needs two rates o
 expect 2 "study.probe_file: study.probe_M = 400 but file .*digits_heldout.h5 has only 359 sequences" -- \
   "$MFT" study --config digits.cfg --study.probe_M 400 --study.dir digits_many
 
+# A trained study over k against infinite heads (study.reference_k inf, one
+# teacher of data.teacher_k for every variant): the two variants' references
+# are the same models, bitwise, whatever the variant's k; the models of k = 1
+# and k = 8 differ.
+"$MFT" study --config base.cfg --model.logit_exponent 0.5 --train.optimizer gd --train.lr 0.5 --data.teacher_k 2 \
+  --study.reference_k inf --study.variants "model.k=1; model.k=8" --study.L 2 --study.H "2 4" \
+  --study.steps 6 --study.dir over_k >over_k.txt 2>&1 || bad "the study over k failed: $(tail -2 over_k.txt)"
+/usr/bin/python3 - over_k <<'PY' && ok || bad "the references of a study over k are not the variants' shared infinite heads"
+import glob, sys, h5py, numpy as np
+refs, models = {}, {}
+for f in glob.glob(sys.argv[1] + "/case-*.h5"):
+    with h5py.File(f) as h:
+        text = lambda key: h.attrs[key].decode() if isinstance(h.attrs[key], bytes) else str(h.attrs[key])
+        v, x = int(text("study.variant")), h["/times/6/probes"][list(h["/times/6/probes"])[0]]["tokens"][...]
+        assert text("model.k") == ("inf" if text("study.reference") == "true" else ["1", "8"][v]), text("model.k")
+        if text("study.reference") == "true":
+            refs[(v, int(h.attrs["study.reference_index"]))] = x
+        elif int(h.attrs["study.case_H"]) == 4 and int(h.attrs["study.case_seed"]) == 1:
+            models[v] = x
+assert len(refs) == 4 and len(models) == 2, (len(refs), len(models))
+for r in range(2):
+    assert np.array_equal(refs[(0, r)], refs[(1, r)]), "variant 1's reference differs from variant 0's"
+assert not np.array_equal(refs[(0, 0)], refs[(0, 1)]), "the references share their seed"
+assert not np.allclose(models[0], models[1]), "k = 1 and k = 8 gave the same model"
+PY
+expect 2 "study.reference_k = inf: .*give study.state trained and data.teacher_k" -- \
+  "$MFT" study --config base.cfg --study.reference_k inf --study.dir bad
+
 # Bad study settings: exit 2, one line, before any work.
 expect 2 "study.times entry 9 is beyond study.steps = 6" -- "$MFT" study --config base.cfg --study.steps 6 --study.times "2 9" --study.dir bad
 [ ! -e bad ] && ok || bad "a refused study made its folder"

@@ -86,6 +86,7 @@ struct DataSettings {
   std::uint64_t teacher_seed = 2;  // heads of the teacher that makes the targets
   double teacher_perturbation = 0; // > 0: the teacher is the initial heads plus this times N(0,1) entries
   PetscInt teacher_L = 0, teacher_H = 0; // the teacher's shape (0: the student's; a trained study: the reference's)
+  PetscInt teacher_k = 0;                // the teacher's head dimension (0: the student's)
   double teacher_depth_exponent = 0, teacher_head_exponent = 0; // the teacher's a and c (0: the student's)
   std::string teacher_init;   // the teacher's own law: init.* overrides "v_mean=-1 q_gain=3" (empty: the students')
   std::string file;           // user data in the docs/model.md layout (overrides the family)
@@ -165,6 +166,7 @@ struct StudySettings {
   std::string times;                  // trained: steps at which err is recorded (0 and `steps` always are)
   PetscInt reference_L = 128;         // trained: the reference model, trained the same way
   PetscInt reference_H = 128;
+  std::string reference_k;            // trained: the reference's head dimension, an integer or inf ("": the models')
   PetscInt references = 4;            // independent references (seeds): their spread estimates their own error
   double reference_margin = 4;        // the reference at least this times the largest model in a varied direction
   double resolution = 0.5;            // a cell is resolved when the references' error / err_corrected <= this
