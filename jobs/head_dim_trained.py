@@ -14,7 +14,12 @@ joint value, the H term free): when the B_H agree, the gap in k does not
 depend on H, the fit is separable, and taking k then H, H then k or both
 together reach the same limit.
 
-    /usr/bin/python3 jobs/head_dim_trained.py STUDY_DIR [--time T] [--quantity x]
+    /usr/bin/python3 jobs/head_dim_trained.py STUDY_DIR [--time T] [--quantity x] [--calibrate R]
+
+--calibrate R measures the intervals' coverage instead: R synthetic grids
+whose cells are the fitted law plus normal noise of each cell's standard
+error, each fitted and bootstrapped as the data are; prints how often the
+95% intervals of q and r hold the law's.
 
 Reads STUDY_DIR/study.csv; prints the table and the fits; writes
 STUDY_DIR/head_dim_trained.csv and head_dim_trained.png. Needs
@@ -74,6 +79,25 @@ def fit(k, H, err, se):
     return np.sqrt(A2), EXPONENTS[i], np.sqrt(B2), EXPONENTS[j], res[i, j]
 
 
+def intervals(k, H, err, se, rng, boots):
+    """The bootstrap's 95% intervals of (A, q, B, r)."""
+    boot = np.array([fit(k, H, np.abs(err + se * rng.standard_normal(len(err))), se)[:4] for _ in range(boots)])
+    return np.percentile(boot, [2.5, 97.5], axis=0)
+
+
+def calibrate(k, H, se, law, replicates, boots, rng):
+    """Coverage of q and r over synthetic grids of the fitted law."""
+    A, q, B, r = law
+    truth = np.sqrt(A ** 2 * H ** (-2 * q) + B ** 2 * k ** (-2 * r))
+    hits = np.zeros(2)
+    for _ in range(replicates):
+        err = np.abs(truth + se * rng.standard_normal(len(truth)))
+        lo, hi = intervals(k, H, err, se, rng, boots)
+        hits += [lo[1] <= q <= hi[1], lo[3] <= r <= hi[3]]
+    print(f"head_dim_trained: {replicates} synthetic grids of q = {q:.2f}, r = {r:.2f}: the 95% intervals hold q "
+          f"in {hits[0] / replicates:.3f} of them, r in {hits[1] / replicates:.3f}")
+
+
 def gap_at(k, err, se, r):
     """B at one H: err^2 = a + B^2 k^-2r, a >= 0 and B^2 >= 0."""
     y, w = err ** 2, 1 / np.maximum(2 * err * se, 1e-12)
@@ -87,6 +111,7 @@ def main():
     ap.add_argument("--time", default=None, help="training step (default: the last)")
     ap.add_argument("--quantity", default="x", choices=["x", "p"])
     ap.add_argument("--bootstrap", type=int, default=200)
+    ap.add_argument("--calibrate", type=int, default=0, help="replicates of a coverage measurement (0: none)")
     a = ap.parse_args()
     path = os.path.join(a.dir, "study.csv")
     times = sorted({int(r["time"]) for r in csv.DictReader(open(path))})
@@ -97,9 +122,9 @@ def main():
     k, H, err, se = c.T
     A, q, B, r, chi2 = fit(k, H, err, se)
     rng = np.random.default_rng(7)
-    boot = np.array([fit(k, H, np.abs(err + se * rng.standard_normal(len(err))), se)[:4]
-                     for _ in range(a.bootstrap)])
-    lo, hi = np.percentile(boot, [2.5, 97.5], axis=0)
+    if a.calibrate:
+        return calibrate(k, H, se, (A, q, B, r), a.calibrate, a.bootstrap, rng)
+    lo, hi = intervals(k, H, err, se, rng, a.bootstrap)
     print(f"head_dim_trained: {a.dir}, time {time}, err_corrected_{a.quantity}, {len(c)} cells")
     print("   k     H   err (+- s.e.)")
     for row in c:
