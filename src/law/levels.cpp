@@ -284,18 +284,20 @@ PetscErrorCode LevelsRun(MPI_Comm comm, const std::vector<std::string> &args, co
   PetscFunctionReturn(0);
 }
 
-PetscErrorCode LevelsList(MPI_Comm comm, const Settings &s) {
+PetscErrorCode LevelsList(MPI_Comm comm, const Settings &s, double *evaluations) {
   std::vector<PetscInt> Ls, Hs;
   PetscFunctionBeginUser;
+  *evaluations = 0;
   const std::string problem = LevelsProblem(s, &Ls, &Hs);
   PetscCheck(problem.empty(), comm, PETSC_ERR_USER_INPUT, "%s", problem.c_str());
   const double sets = (double)probe_sets(s).size(), S = (double)s.study.samples;
   for (size_t v = 0; v < StudyVariants(s).size(); ++v)
-    for (size_t l = 0; l < Ls.size(); ++l)
+    for (size_t l = 0; l < Ls.size(); ++l) {
+      const double n = sets * S * (double)(Ls[l] * Hs[l]) * (l ? 2 : 1);
       PetscCall(PetscPrintf(comm, "variant %zu level %zu: %" PetscInt_FMT " x %" PetscInt_FMT "%s: %.4g head "
-                                  "evaluations (the pilot)\n", v, l, Ls[l], Hs[l], l ? " and its coarse model" : "",
-                            sets * S * (double)(Ls[l] * Hs[l]) * (l ? 2 : 1)));
-  PetscCall(PetscPrintf(comm, "%zu levels in %s\n", StudyVariants(s).size() * Ls.size(), s.study.dir.c_str()));
+                                  "evaluations (the pilot)\n", v, l, Ls[l], Hs[l], l ? " and its coarse model" : "", n));
+      *evaluations += n;
+    }
   PetscFunctionReturn(0);
 }
 

@@ -464,6 +464,7 @@ struct LawPilot {
 };
 
 PetscErrorCode LawPilotRun(MPI_Comm comm, const std::vector<std::string> &args, const Settings &s, LawPilot *p) {
+  const bool paths = s.study.k.empty() && !s.study.levels; // a study over k or the levels draw no paths
   PetscMPIInt size;
   PetscInt L = 0, H = 0;
   Settings cs;
@@ -482,7 +483,7 @@ PetscErrorCode LawPilotRun(MPI_Comm comm, const std::vector<std::string> &args, 
   PetscCall(SamplesForward(comm, cs, S, &x));
   const double t1 = seconds();
   p->sample = (t1 - t0) * size / ((double)S * (double)(L * H));
-  if (s.study.k.empty()) {
+  if (paths) {
     const double steps = s.limit.richardson ? (s.limit.coupling == LimitCoupling::merged ? 4 : 3) : 1;
     const double per_path = steps * (double)(s.limit.steps * s.limit.step_heads);
     LimitPaths paths;
@@ -491,7 +492,7 @@ PetscErrorCode LawPilotRun(MPI_Comm comm, const std::vector<std::string> &args, 
     PetscCall(LimitPathsSolve(comm, cs, &paths));
     p->path = (seconds() - t1) * size / ((double)cs.limit.paths * per_path);
   } else
-    p->path = p->sample; // the infinite heads' samples: at most the largest k's cost
+    p->path = p->sample; // the infinite heads' samples (at most the largest k's cost), or none
   std::vector<double> X; // the energy distance's pairs: 1000 rows a side, the first sample's tokens
   PetscCall(SamplesGather(comm, x, 1, &X));
   const PetscInt n = x.N * x.d, rows = 1000;
@@ -532,6 +533,25 @@ PetscErrorCode LawTimePrint(MPI_Comm comm, const std::vector<std::string> &args,
   PetscFunctionReturn(0);
 }
 
+// The levels' listing (LevelsList), their time from the pilot, and the last
+// line "<n> levels in <dir>".
+PetscErrorCode LevelsListPriced(MPI_Comm comm, const std::vector<std::string> &args, const Settings &s) {
+  double evaluations;
+  LawPilot p;
+  PetscMPIInt size;
+  PetscFunctionBeginUser;
+  PetscCallMPI(MPI_Comm_size(comm, &size));
+  PetscCall(LevelsList(comm, s, &evaluations));
+  PetscCall(LawPilotRun(comm, args, s, &p));
+  const double ranks = s.study.plan_cores > 0 ? (double)s.study.plan_cores : (double)size;
+  PetscCall(PetscPrintf(comm, "time on %.0f ranks, priced from a %.2f s pilot on %d: about %.4g s for the pilot's "
+                              "samples (with study.target, more where a level needs them)\n",
+                        ranks, p.seconds, size, evaluations * p.sample / ranks));
+  PetscCall(PetscPrintf(comm, "%zu levels in %s\n", StudyVariants(s).size() * integers(s.study.L).size(),
+                        s.study.dir.c_str()));
+  PetscFunctionReturn(0);
+}
+
 } // namespace
 
 PetscErrorCode StudyInLawList(MPI_Comm comm, const std::vector<std::string> &args, const Settings &s) {
@@ -543,7 +563,7 @@ PetscErrorCode StudyInLawList(MPI_Comm comm, const std::vector<std::string> &arg
   PetscMPIInt size;
   PetscFunctionBeginUser;
   PetscCall(LawCheck(comm, s));
-  if (s.study.levels) PetscFunctionReturn(LevelsList(comm, s));
+  if (s.study.levels) PetscFunctionReturn(LevelsListPriced(comm, args, s));
   PetscCallMPI(MPI_Comm_size(comm, &size));
   double largest = 0; // the largest probe set's M N d
   for (const ProbeSet &set : probe_sets(s)) {

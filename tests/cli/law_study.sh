@@ -210,7 +210,8 @@ expect 2 'study.levels takes one study.H' -- "$MFT" "${levels[@]}" --study.H "2 
 expect 2 'study.levels takes depths that double' -- "$MFT" "${levels[@]}" --study.L "1 3" --study.dir bad
 expect 2 'limit.paths does not apply to study.levels' -- "$MFT" "${levels[@]}" --limit.paths 10 --study.dir bad
 expect 0 '' -- "$MFT" "${levels[@]}" --study.dir listed --list
-grep -q '^3 levels in listed$' out.txt && ok || bad "the listing of the levels: $(tail -2 out.txt)"
+grep -q '^3 levels in listed$' out.txt && grep -q '^time on 1 ranks, priced from a .* pilot on 1: about [0-9.e+-]* s' out.txt &&
+  ok || bad "the listing of the levels: $(tail -2 out.txt)"
 # A study over the head dimension (study.k, g = 1/2, beta = 2): the gap of
 # the 2 x 2 x k model to the same model of infinite heads falls with k (k = 1's
 # interval above k = 4's), on 1 and 3 ranks to the table's digits; a

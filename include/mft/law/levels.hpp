@@ -84,8 +84,9 @@ std::vector<PetscInt> LevelsAllocation(const std::vector<Level> &levels, double 
 // written to study.dir (levels.csv, levels_fits.csv). Collective on comm.
 PetscErrorCode LevelsRun(MPI_Comm comm, const std::vector<std::string> &args, const Settings &s, int *status);
 
-// Lists the levels of every variant with their head evaluations (mft study
-// --list). Not collective: rank 0 prints.
-PetscErrorCode LevelsList(MPI_Comm comm, const Settings &s);
+// Lists the levels of every variant with their head evaluations at the
+// pilot's samples (mft study --list), and their sum in *evaluations.
+// Not collective: rank 0 prints.
+PetscErrorCode LevelsList(MPI_Comm comm, const Settings &s, double *evaluations);
 
 } // namespace mft
