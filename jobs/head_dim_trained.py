@@ -16,6 +16,14 @@ together reach the same limit.
 
     /usr/bin/python3 jobs/head_dim_trained.py STUDY_DIR [--time T] [--quantity x] [--calibrate R]
 
+--law compares in law instead, for a study at a = c = 1/2 whose trained
+models are random (input/study_head_dim_trained_diffusive.cfg): from the case
+files, each variant's seeds' Gram means of x(1) against the references'
+(infinite heads) on every probe sequence, the relative Frobenius gap
+corrected for both sides' sampling, its largest over the sequences with a
+standard error from a bootstrap over the seeds, and the fit of gap = C
+k^-r over the cells above twice their standard error.
+
 --calibrate R measures the intervals' coverage instead: R synthetic grids
 whose cells are the fitted law plus normal noise of each cell's standard
 error, each fitted and bootstrapped as the data are; prints how often the
@@ -23,7 +31,7 @@ error, each fitted and bootstrapped as the data are; prints how often the
 
 Reads STUDY_DIR/study.csv; prints the table and the fits; writes
 STUDY_DIR/head_dim_trained.csv and head_dim_trained.png. Needs
-python3-numpy, python3-scipy, python3-matplotlib.
+python3-numpy, python3-scipy, python3-matplotlib (python3-h5py with --law).
 """
 import argparse
 import csv
@@ -98,6 +106,57 @@ def calibrate(k, H, se, law, replicates, boots, rng):
           f"in {hits[0] / replicates:.3f} of them, r in {hits[1] / replicates:.3f}")
 
 
+def grams_of(case_dir, time):
+    """Per variant: the models' and the references' Gram matrices (seeds, M, N, N) over every probe set."""
+    import glob
+    import h5py
+    text = lambda h, key: h.attrs[key].decode() if isinstance(h.attrs[key], bytes) else str(h.attrs[key])
+    out = {}
+    for path in sorted(glob.glob(os.path.join(case_dir, "case-*.h5"))):
+        with h5py.File(path) as h:
+            v, ref = int(text(h, "study.variant")), text(h, "study.reference") == "true"
+            probes = h[f"/times/{time}/probes"]
+            x = np.concatenate([probes[name]["tokens"][...] for name in sorted(probes)])
+            out.setdefault(v, ([], []))[1 if ref else 0].append(np.einsum("mid,mjd->mij", x, x))
+    return {v: (np.array(a), np.array(b)) for v, (a, b) in out.items()}
+
+
+def law_gap(G, R):
+    """The largest relative gap of the Gram means over the sequences, each
+    corrected for both sides' sampling: (|dG|^2 - its noise)^1/2 / |G_R|."""
+    dG = G.mean(0) - R.mean(0)
+    noise = (G.var(0, ddof=1) / len(G) + R.var(0, ddof=1) / len(R)).sum(axis=(1, 2))
+    return np.sqrt(np.maximum((dG ** 2).sum(axis=(1, 2)) - noise, 0)).max() / np.sqrt((R.mean(0) ** 2).sum(axis=(1, 2))).max()
+
+
+def in_law(a, time, rng):
+    """--law: each variant's gap in law to the references, and C k^-r."""
+    grams = grams_of(a.dir, time)
+    ks, gaps, ses = [], [], []
+    refs = grams[0][1]
+    for v, (G, _) in sorted(grams.items()):
+        k = float(re.search(r"model\.k=(\d+)", next(r["overrides"] for r in csv.DictReader(
+            open(os.path.join(a.dir, "study.csv"))) if r["variant"] == str(v))).group(1))
+        gap = law_gap(G, refs)
+        boot = [law_gap(G[rng.integers(0, len(G), len(G))], refs[rng.integers(0, len(refs), len(refs))])
+                for _ in range(a.bootstrap)]
+        se = np.std(boot, ddof=1)
+        print(f"k = {k:3.0f}: {len(G)} seeds against {len(refs)} of infinite heads, gap in law {gap:.4f} +- {se:.4f}")
+        ks.append(k), gaps.append(gap), ses.append(se)
+    ks, gaps, ses = map(np.array, (ks, gaps, ses))
+    ok = gaps > 2 * ses
+    if ok.sum() >= 2:
+        w = gaps[ok] / ses[ok]
+        r, logC = np.polyfit(np.log(ks[ok]), np.log(gaps[ok]), 1, w=w)
+        boot = [-np.polyfit(np.log(ks[ok]), np.log(np.abs(gaps[ok] + ses[ok] * rng.standard_normal(ok.sum()))), 1,
+                            w=w)[0] for _ in range(a.bootstrap)]
+        rlo, rhi = np.percentile(boot, [2.5, 97.5])
+        print(f"gap = {np.exp(logC):.3f} k^-r over the {ok.sum()} cells above twice their standard error: "
+              f"r = {-r:.2f} [{rlo:.2f}, {rhi:.2f}]")
+    else:
+        print("fewer than two cells above twice their standard error: no fit")
+
+
 def gap_at(k, err, se, r):
     """B at one H: err^2 = a + B^2 k^-2r, a >= 0 and B^2 >= 0."""
     y, w = err ** 2, 1 / np.maximum(2 * err * se, 1e-12)
@@ -112,10 +171,13 @@ def main():
     ap.add_argument("--quantity", default="x", choices=["x", "p"])
     ap.add_argument("--bootstrap", type=int, default=200)
     ap.add_argument("--calibrate", type=int, default=0, help="replicates of a coverage measurement (0: none)")
+    ap.add_argument("--law", action="store_true", help="compare in law (a = c = 1/2: random trained models)")
     a = ap.parse_args()
     path = os.path.join(a.dir, "study.csv")
     times = sorted({int(r["time"]) for r in csv.DictReader(open(path))})
     time = a.time if a.time is not None else str(times[-1])
+    if a.law:
+        return in_law(a, time, np.random.default_rng(7))
     c = cells(path, time, a.quantity)
     if len(c) < 5:
         raise SystemExit(f"head_dim_trained: {len(c)} resolved cells at time {time}: too few to fit")
