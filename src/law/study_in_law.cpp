@@ -1,5 +1,6 @@
-// Studies in law of the diffusive regime (study_diffusive.hpp): the samples
-// of every cell and the limit's paths, their files, the comparison and the fits.
+// Studies in law of the diffusive regime (study_in_law.hpp): the samples of
+// every cell and the limit's paths, their files, the comparison and the fits
+// (the listing and its pricing: law_list.cpp).
 #include "mft/law/study_in_law.hpp"
 
 #include "mft/files/report.hpp"
@@ -32,10 +33,6 @@ namespace {
 // Cell (v, L, H)'s samples are drawn from seeds init.seed + CellSeeds(v, L, H) + s, far
 // from the limit's paths (init.seed + p, p < 2 limit.paths) and from each other.
 constexpr std::uint64_t kCellSeeds = 10000000;
-
-// The energy distance takes the first this many samples of each side: its
-// pairs cost S^2 N d, where the Gram means' cost is S N^2 d.
-constexpr PetscInt kEnergySamples = 4000;
 
 // The samples of each probe set that a law file holds (the model's, or the
 // limit's fine paths and, extrapolated, its coarse ones), each rank its block.
@@ -249,8 +246,9 @@ PetscErrorCode LimitError(MPI_Comm comm, const LawSamples &limit, double *steps,
   PetscFunctionReturn(0);
 }
 
-// What a study in law does not take, refused rather than ignored; and its seeds' room.
-PetscErrorCode LawCheck(MPI_Comm comm, const Settings &s) {
+} // namespace
+
+PetscErrorCode StudyInLawCheck(MPI_Comm comm, const Settings &s) {
   PetscFunctionBeginUser;
   PetscCheck(s.aggregate.empty(), comm, PETSC_ERR_USER_INPUT,
              "a study in law makes its tables as it runs: run it again (its files are kept) instead of --aggregate");
@@ -278,6 +276,8 @@ PetscErrorCode LawCheck(MPI_Comm comm, const Settings &s) {
              "%s)", format_real(s.model.logit_exponent).c_str());
   PetscFunctionReturn(0);
 }
+
+namespace {
 
 PetscErrorCode LawHeader(MPI_Comm comm, const Settings &s) {
   PetscFunctionBeginUser;
@@ -449,168 +449,11 @@ PetscErrorCode ProbeSettings(MPI_Comm comm, const std::vector<std::string> &args
   PetscFunctionReturn(0);
 }
 
-namespace {
-
-// A pilot's share of each side, in head evaluations over a probe set.
-constexpr double kPilotEvaluations = 4e5;
-
-// The seconds a rank spends on one head evaluation of a cell's samples and of
-// the limit's paths (or of the infinite heads' samples), and on one distance
-// of the energy distance's pairs, from a pilot on this run's ranks: the
-// samples of the largest cell, the paths at the study's steps, and a block of
-// pairs.
-struct LawPilot {
-  double sample = 0, path = 0, pair = 0, seconds = 0;
-};
-
-PetscErrorCode LawPilotRun(MPI_Comm comm, const std::vector<std::string> &args, const Settings &s, LawPilot *p) {
-  const bool paths = s.study.k.empty() && !s.study.levels; // a study over k or the levels draw no paths
-  PetscMPIInt size;
-  PetscInt L = 0, H = 0;
-  Settings cs;
-  Samples x;
-  PetscFunctionBeginUser;
-  PetscCallMPI(MPI_Comm_size(comm, &size));
-  for (PetscInt l : integers(s.study.L))
-    for (PetscInt h : integers(s.study.H))
-      if (l * h > L * H) L = l, H = h;
-  std::vector<std::string> model = overrides(StudyVariants(s)[0]);
-  model.insert(model.end(), {"--model.L", std::to_string(L), "--model.H", std::to_string(H)});
-  if (!s.study.k.empty()) model.insert(model.end(), {"--model.k", std::to_string(integers(s.study.k).back())});
-  PetscCall(ProbeSettings(comm, args, s, model, 0, &cs));
-  const double t0 = seconds();
-  const PetscInt S = std::max<PetscInt>(size, (PetscInt)std::ceil(kPilotEvaluations / (double)(L * H)));
-  PetscCall(SamplesForward(comm, cs, S, &x));
-  const double t1 = seconds();
-  p->sample = (t1 - t0) * size / ((double)S * (double)(L * H));
-  if (paths) {
-    const double steps = s.limit.richardson ? (s.limit.coupling == LimitCoupling::merged ? 4 : 3) : 1;
-    const double per_path = steps * (double)(s.limit.steps * s.limit.step_heads);
-    LimitPaths paths;
-    PetscCall(ProbeSettings(comm, args, s, overrides(StudyVariants(s)[0]), 0, &cs));
-    cs.limit.paths = std::max<PetscInt>(size, (PetscInt)std::ceil(kPilotEvaluations / per_path));
-    PetscCall(LimitPathsSolve(comm, cs, &paths));
-    p->path = (seconds() - t1) * size / ((double)cs.limit.paths * per_path);
-  } else
-    p->path = p->sample; // the infinite heads' samples (at most the largest k's cost), or none
-  std::vector<double> X; // the energy distance's pairs: 1000 rows a side, the first sample's tokens
-  PetscCall(SamplesGather(comm, x, 1, &X));
-  const PetscInt n = x.N * x.d, rows = 1000;
-  std::vector<double> Y((size_t)(rows * n));
-  for (size_t e = 0; e < Y.size(); ++e) Y[e] = X[e % (size_t)n] + 1e-3 * (double)(e / (size_t)n);
-  const double t2 = seconds();
-  (void)EnergyTerms(Y.data(), rows / 2, Y.data() + rows / 2 * n, rows / 2, n, n, 0, rows / 2);
-  p->pair = (seconds() - t2) / ((double)(rows / 2) * (double)rows);
-  p->seconds = seconds() - t0;
-  PetscFunctionReturn(0);
-}
-
-// The study's time on `ranks` ranks, priced from the pilot: the cells'
-// samples, the limit's paths (all variants' `reference` head evaluations)
-// and the energy distances (every cell, probe set and sequence: its first
-// samples' pairs).
-PetscErrorCode LawTimePrint(MPI_Comm comm, const std::vector<std::string> &args, const Settings &s, double cells,
-                            double reference, double ranks) {
-  LawPilot p;
-  PetscMPIInt size;
-  PetscFunctionBeginUser;
-  PetscCallMPI(MPI_Comm_size(comm, &size));
-  PetscCall(LawPilotRun(comm, args, s, &p));
-  const double n_cells = (double)(StudyVariants(s).size() * integers(s.study.L).size() * integers(s.study.H).size() *
-                                  (s.study.k.empty() ? 1 : integers(s.study.k).size()));
-  const double rows = (double)(std::min<PetscInt>(kEnergySamples, s.study.samples) +
-                               std::min<PetscInt>(kEnergySamples, s.limit.paths));
-  const double samples = cells * p.sample / ranks, paths = reference * p.path / ranks;
-  const double energy = n_cells * (double)probe_sets(s).size() * (double)s.study.probe_M * rows * rows * p.pair / ranks;
-  PetscCall(PetscPrintf(comm,
-                        "time on %.0f ranks, priced from a %.2f s pilot on %d: about %.4g s (the cells' samples %.4g s, "
-                        "the %s %.4g s, the energy distances %.4g s)%s\n",
-                        ranks, p.seconds, size, samples + paths + energy, samples,
-                        s.study.k.empty() ? "limit's paths" : "infinite heads' samples", paths, energy,
-                        s.study.target > 0 ? "; with study.target, the pilot's samples: a cell that needs more draws "
-                                             "more, up to study.max_samples"
-                                           : ""));
-  PetscFunctionReturn(0);
-}
-
-// The levels' listing (LevelsList), their time from the pilot, and the last
-// line "<n> levels in <dir>".
-PetscErrorCode LevelsListPriced(MPI_Comm comm, const std::vector<std::string> &args, const Settings &s) {
-  double evaluations;
-  LawPilot p;
-  PetscMPIInt size;
-  PetscFunctionBeginUser;
-  PetscCallMPI(MPI_Comm_size(comm, &size));
-  PetscCall(LevelsList(comm, s, &evaluations));
-  PetscCall(LawPilotRun(comm, args, s, &p));
-  const double ranks = s.study.plan_cores > 0 ? (double)s.study.plan_cores : (double)size;
-  PetscCall(PetscPrintf(comm, "time on %.0f ranks, priced from a %.2f s pilot on %d: about %.4g s for the pilot's "
-                              "samples (with study.target, more where a level needs them)\n",
-                        ranks, p.seconds, size, evaluations * p.sample / ranks));
-  PetscCall(PetscPrintf(comm, "%zu levels in %s\n", StudyVariants(s).size() * integers(s.study.L).size(),
-                        s.study.dir.c_str()));
-  PetscFunctionReturn(0);
-}
-
-} // namespace
-
-PetscErrorCode StudyInLawList(MPI_Comm comm, const std::vector<std::string> &args, const Settings &s) {
-  const std::vector<PetscInt> Ls = integers(s.study.L), Hs = integers(s.study.H);
-  const double sets = (double)probe_sets(s).size(), S = (double)s.study.samples;
-  const double steps = s.limit.richardson ? (s.limit.coupling == LimitCoupling::merged ? 4 : 3) : 1;
-  const double limit = sets * (double)s.limit.paths * (double)s.limit.step_heads * (double)s.limit.steps * steps;
-  double cells = 0, tokens = 0; // tokens: M N d over the probe sets
-  PetscMPIInt size;
-  PetscFunctionBeginUser;
-  PetscCall(LawCheck(comm, s));
-  if (s.study.levels) PetscFunctionReturn(LevelsListPriced(comm, args, s));
-  PetscCallMPI(MPI_Comm_size(comm, &size));
-  double largest = 0; // the largest probe set's M N d
-  for (const ProbeSet &set : probe_sets(s)) {
-    const double n = (double)(s.study.probe_M * (set.N ? set.N : s.data.N) * s.model.d);
-    tokens += n, largest = std::max(largest, n);
-  }
-  // A rank holds its block of a cell's samples and of the limit's paths (both
-  // sets with the extrapolation), and the energy distance's first samples.
-  const double ranks = s.study.plan_cores > 0 ? (double)s.study.plan_cores : (double)size;
-  const double held = 8 * tokens * ((double)s.study.samples + (s.limit.richardson ? 2 : 1) * (double)s.limit.paths);
-  const double energy = 8 * tokens * 2 * (double)std::min<PetscInt>(kEnergySamples, s.study.samples);
-  const double verify = 8 * largest * (double)std::max(s.study.samples, s.limit.paths); // a file read back
-  // A study over k: the reference is limit.paths samples of the L x H model of infinite heads.
-  const std::vector<PetscInt> ks = s.study.k.empty() ? std::vector<PetscInt>{0} : integers(s.study.k);
-  const double reference = s.study.k.empty() ? limit : sets * (double)s.limit.paths * (double)(Ls[0] * Hs[0]);
-  for (size_t v = 0; v < StudyVariants(s).size(); ++v) {
-    PetscCall(PetscPrintf(comm, "variant %zu: the %s, %.4g head evaluations (each over a probe set)\n", v,
-                          s.study.k.empty() ? "limit" : "model of infinite heads", reference));
-    for (PetscInt L : Ls)
-      for (PetscInt H : Hs)
-        for (PetscInt k : ks) {
-          const std::string with_k = k > 0 ? " k=" + std::to_string(k) : "";
-          PetscCall(PetscPrintf(comm, "variant %zu L=%" PetscInt_FMT " H=%" PetscInt_FMT "%s: %.4g head evaluations\n",
-                                v, L, H, with_k.c_str(), sets * S * (double)(L * H)));
-          cells += sets * S * (double)(L * H);
-        }
-  }
-  PetscCall(PetscPrintf(comm,
-                        "study in law: %.4g head evaluations in all, each over a probe set, spread over every rank\n",
-                        cells + reference * (double)StudyVariants(s).size()));
-  PetscCall(PetscPrintf(comm,
-                        "memory a rank on %.0f ranks (study.plan_cores, or the ranks of this run): %.3g GB of samples "
-                        "and paths, %.3g GB while a file is verified, %.3g GB for the energy distance, and the process "
-                        "(about 0.07 GB): %.3g GB\n",
-                        ranks, held / ranks / 1e9, verify / ranks / 1e9, energy / 1e9,
-                        (held + verify) / ranks / 1e9 + energy / 1e9 + 0.07));
-  PetscCall(LawTimePrint(comm, args, s, cells, reference * (double)StudyVariants(s).size(), ranks));
-  PetscCall(PetscPrintf(comm, "%zu cells in %s\n", StudyVariants(s).size() * Ls.size() * Hs.size() * ks.size(),
-                        s.study.dir.c_str()));
-  PetscFunctionReturn(0);
-}
-
 PetscErrorCode StudyInLawRun(MPI_Comm comm, const std::vector<std::string> &args, const Settings &s, int *status) {
   std::vector<std::string> rows, fits;
   PetscInt resolved = 0;
   PetscFunctionBeginUser;
-  PetscCall(LawCheck(comm, s));
+  PetscCall(StudyInLawCheck(comm, s));
   if (s.study.levels) PetscFunctionReturn(LevelsRun(comm, args, s, status));
   PetscCall(LawHeader(comm, s));
   const double t0 = seconds();

@@ -53,6 +53,15 @@ std::uint64_t CellSeeds(size_t v, PetscInt L, PetscInt H, PetscInt k = 0);
 PetscErrorCode ProbeSettings(MPI_Comm comm, const std::vector<std::string> &args, const Settings &s,
                              std::vector<std::string> model, size_t k, Settings *cs);
 
+// The energy distance of a cell takes the first this many samples of each
+// side: its pairs cost S^2 N d, where the Gram means' cost is S N^2 d.
+constexpr PetscInt kEnergySamples = 4000;
+
+// What a study in law does not take, refused in one line rather than
+// ignored, and its seeds' room. Not collective: every rank checks the same
+// settings.
+PetscErrorCode StudyInLawCheck(MPI_Comm comm, const Settings &s);
+
 // Runs the study in law of s (args: the command's own). Collective on comm.
 PetscErrorCode StudyInLawRun(MPI_Comm comm, const std::vector<std::string> &args, const Settings &s, int *status);
 
