@@ -120,7 +120,10 @@ static PetscErrorCode StudyCheck(MPI_Comm comm, const Settings &s) {
              "times the largest L = %" PetscInt_FMT " of the grid: its own error would stay in the models' (lower "
              "study.reference_margin to run anyway)",
              s.study.reference_L, format_real(m).c_str(), Lmax);
-  PetscCheck(s.study.reference_k.empty() || (trained && s.data.teacher_k > 0), comm, PETSC_ERR_USER_INPUT,
+  const std::string &rk = s.study.reference_k;
+  PetscCheck(rk.empty() || rk == "inf" || (rk.find_first_not_of("0123456789") == std::string::npos && rk[0] != '0'),
+             comm, PETSC_ERR_USER_INPUT, "study.reference_k '%s' is neither a positive integer nor inf", rk.c_str());
+  PetscCheck(rk.empty() || (trained && s.data.teacher_k > 0), comm, PETSC_ERR_USER_INPUT,
              "study.reference_k = %s: a trained study's reference of another head dimension, against one teacher for "
              "every k: give study.state trained and data.teacher_k", s.study.reference_k.c_str());
   if (trained) {

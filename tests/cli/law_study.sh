@@ -174,6 +174,12 @@ took=$(sed -n 's/^mft-summary .*"seconds": \([0-9.]*\).*/\1/p' law1.txt)
 echo "priced ${priced:-nothing} s, took $took s"
 awk -v p="${priced:-0}" -v r="$took" 'BEGIN { exit !(p > r / 3 && p < 3 * r) }' && ok ||
   bad "the listing's time, ${priced:-none} s, is not within a factor 3 of the run's $took s"
+# A pilot on one rank prices 2 ranks as the pilot on 2 does (a rank's share, not the run's).
+"$MFT" "${law[@]}" --study.dir law1 --list --study.plan_cores 2 >priced1.txt 2>&1 || bad "the listing on one rank failed"
+one=$(sed -n 's/^time on 2 ranks, priced from a .* pilot on 1: about \([0-9.e+]*\) s .*/\1/p' priced1.txt)
+echo "priced on 1 rank for 2: ${one:-nothing} s"
+awk -v p="${priced:-0}" -v q="${one:-0}" 'BEGIN { exit !(q > p / 1.5 && q < 1.5 * p) }' && ok ||
+  bad "a pilot on 1 rank priced 2 ranks at ${one:-none} s, on 2 ranks at ${priced:-none} s"
 # The diagonal's levels (study.levels, L x H = 8): on 1 and 3 ranks the same
 # figures to the table's digits, Giles's check passing on every level, the
 # coupled differences' variances below the fine model's; with a target, the

@@ -239,6 +239,8 @@ assert not np.allclose(models[0], models[1]), "k = 1 and k = 8 gave the same mod
 PY
 expect 2 "study.reference_k = inf: .*give study.state trained and data.teacher_k" -- \
   "$MFT" study --config base.cfg --study.reference_k inf --study.dir bad
+expect 2 "study.reference_k 'many' is neither a positive integer nor inf" -- \
+  "$MFT" study --config base.cfg --study.reference_k many --data.teacher_k 2 --study.dir bad
 
 # Bad study settings: exit 2, one line, before any work.
 expect 2 "study.times entry 9 is beyond study.steps = 6" -- "$MFT" study --config base.cfg --study.steps 6 --study.times "2 9" --study.dir bad

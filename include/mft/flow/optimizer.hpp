@@ -10,7 +10,8 @@
 // Each block b (Q, K, V, O) steps at lr k^-e_b, e = train.block_lr_exponents
 // (all 0: lr, bitwise). The infinite head (model.k = inf, gd; docs/model.md,
 // 'The infinite head') steps its K = W at lr (q_gain^2 + k_gain^2) / d at
-// g = 1/2 and 0 above, and keeps Q = I: the limit of the finite heads' steps. Heads never change layer: the marginal of the parameter law over depth is
+// g = 1/2 and 0 above, and keeps Q = I: the limit of the finite heads' steps.
+// Heads never change layer: the marginal of the parameter law over depth is
 // preserved. The moments live in Vecs of theta's layout (whole heads per
 // rank), so that blocks are never split and the state is checkpointed whole.
 #pragma once
@@ -30,8 +31,8 @@ struct Optimizer {
   HeadShape shape;
   PetscInt heads = 0;   // heads owned by this rank (of theta)
   PetscInt step = 0;    // updates done: t of the bias corrections is step + 1
-  Vec m = nullptr;      // first moment, theta's layout (adamw, adamw-block)
   std::array<double, 4> block_scale{1, 1, 1, 1}; // per block, times the rate (the infinite head's)
+  Vec m = nullptr;      // first moment, theta's layout (adamw, adamw-block)
   Vec v = nullptr;      // second moment: theta's layout (adamw), or one entry per block (adamw-block)
 };
 
