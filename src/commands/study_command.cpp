@@ -17,6 +17,14 @@
 
 namespace mft {
 
+// ", one set for every variant" where the variants share their references.
+static std::string shared_by(const Settings &s) {
+  const PetscInt nv = (PetscInt)StudyVariants(s).size();
+  for (PetscInt v = 1; v < nv; ++v)
+    if (StudyReferenceVariant(s, v) != 0) return "";
+  return nv > 1 ? " (one set for every variant)" : "";
+}
+
 // The study's first line: its cases, where, and what every model learns.
 static PetscErrorCode StudyHeader(MPI_Comm comm, const Settings &s, size_t cases, const std::string &dir) {
   PetscFunctionBeginUser;
@@ -32,7 +40,8 @@ static PetscErrorCode StudyHeader(MPI_Comm comm, const Settings &s, size_t cases
     }
     const std::string against = s.study.references == 0 ? "with no references (a learning-rate study)"
                                 : "against " + std::to_string(s.study.references) + " references of " +
-                                      std::to_string(s.study.reference_L) + " x " + std::to_string(s.study.reference_H);
+                                      std::to_string(s.study.reference_L) + " x " + std::to_string(s.study.reference_H) +
+                                      shared_by(s);
     PetscCall(PetscPrintf(comm, "mft study: %zu cases in %s; trained %" PetscInt_FMT " steps %s; every model learns %s\n",
                           cases, dir.c_str(), s.study.steps, against.c_str(), learns.c_str()));
   } else {

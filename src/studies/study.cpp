@@ -288,12 +288,26 @@ PetscErrorCode StudyCaseFinished(MPI_Comm comm, const std::vector<std::string> &
   PetscFunctionReturn(0);
 }
 
+PetscInt StudyReferenceVariant(const Settings &s, PetscInt v) {
+  StudyCase ref;
+  ref.reference = true, ref.variant = v;
+  const std::vector<std::string> own = study::CaseModel(s, ref);
+  for (ref.variant = 0; ref.variant < v; ++ref.variant)
+    if (study::CaseModel(s, ref) == own) return ref.variant;
+  return v;
+}
+
+bool StudyCaseOf(const Settings &s, const StudyCase &c, PetscInt v) {
+  return c.reference ? c.variant == StudyReferenceVariant(s, v) : c.variant == v;
+}
+
 std::vector<StudyCase> StudyCases(const Settings &s) {
   std::vector<StudyCase> cases;
   const auto Ls = integers(s.study.L), Hs = integers(s.study.H);
   const PetscInt nv = (PetscInt)StudyVariants(s).size();
   for (PetscInt v = 0; v < nv; ++v) {
-    for (PetscInt r = 0; r < s.study.references; ++r) {
+    const PetscInt own = StudyReferenceVariant(s, v) == v ? s.study.references : 0; // else shared
+    for (PetscInt r = 0; r < own; ++r) {
       StudyCase ref;
       ref.index = (PetscInt)cases.size(), ref.variant = v, ref.reference = true, ref.reference_index = r;
       ref.L = s.study.state == StudyState::trained ? s.study.reference_L : 0;

@@ -115,7 +115,7 @@ PetscErrorCode ReadVariant(const Settings &s, const std::string &dir, size_t v, 
   const auto families = probe_names(s);
   PetscFunctionBeginUser;
   for (const StudyCase &c : StudyCases(s)) {
-    if (c.variant != (PetscInt)v) continue;
+    if (!StudyCaseOf(s, c, (PetscInt)v)) continue;
     CaseData data;
     std::string problem;
     PetscCall(ReadCase(case_path(dir, c.index), families, prefix, &data, &problem));

@@ -72,7 +72,7 @@ PetscErrorCode ErrorLawOf(MPI_Comm comm, const std::vector<std::string> &args, c
   const double t0 = seconds();
   StudyCase reference;
   for (const StudyCase &c : StudyCases(s))
-    if (c.variant == (PetscInt)v && c.reference && c.reference_index == 0) reference = c;
+    if (StudyCaseOf(s, c, (PetscInt)v) && c.reference && c.reference_index == 0) reference = c;
   Settings vs, cs;
   PetscCall(CaseSettings(comm, args, overrides(StudyVariants(s)[v]), &vs));
   CaseData limit; // reference 0's X(1) of every probe set at initialisation; else (or unreadable) solved again

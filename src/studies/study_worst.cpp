@@ -93,7 +93,7 @@ PetscErrorCode SidesOf(MPI_Comm comm, const std::vector<std::string> &args, cons
   const bool trained = s.study.state == StudyState::trained;
   PetscFunctionBeginUser;
   for (const StudyCase &c : StudyCases(s)) {
-    if (c.variant != (PetscInt)v) continue;
+    if (!StudyCaseOf(s, c, (PetscInt)v)) continue;
     CaseData data;
     std::string problem;
     PetscCall(ReadCase(case_path(dir, c.index), {}, trained ? "/times/" + std::to_string(time) : "", &data, &problem));

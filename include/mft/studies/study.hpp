@@ -7,7 +7,7 @@
 // study.steps steps, against a larger model trained the same way), and
 // variants (sets of overrides, e.g. data.N or model.d, or the optimizer).
 // Its cases are numbered: per variant, the study.references references (their
-// own seeds), then every (L, H, seed).
+// own seeds; none where it shares an earlier variant's), then every (L, H, seed).
 // Each case writes study.dir/case-<i>.h5 (a trained case: its probes, the
 // heads' movement and the risk at every recorded time). The aggregation reads
 // them and hands the squared errors of every model against every reference to
@@ -48,6 +48,14 @@ PetscErrorCode StudyDirCreate(MPI_Comm comm, const std::string &dir);
 // Not collective, as is StudyCases.
 std::pair<PetscInt, PetscInt> StudyTeacher(const Settings &s);
 std::vector<StudyCase> StudyCases(const Settings &s);
+
+// The variant whose references variant v is measured against: the first whose
+// references run the same options. Trained variants that differ in model.k
+// alone, with study.reference_k, share one set of references (run once, in
+// the first). StudyCaseOf: whether case c is one of variant v's models or of
+// the references it is measured against. Not collective.
+PetscInt StudyReferenceVariant(const Settings &s, PetscInt v);
+bool StudyCaseOf(const Settings &s, const StudyCase &c, PetscInt v);
 
 // The training steps at which a trained study records its errors
 // (study.times with 0 and study.steps); {0} at initialisation.
