@@ -17,12 +17,14 @@ together reach the same limit.
     /usr/bin/python3 jobs/head_dim_trained.py STUDY_DIR [--time T] [--quantity x] [--calibrate R]
 
 --law compares in law instead, for a study at a = c = 1/2 whose trained
-models are random (input/study_head_dim_trained_diffusive.cfg): from the case
-files, each variant's seeds' Gram means of x(1) against the references'
-(infinite heads) on every probe sequence, the relative Frobenius gap
-corrected for both sides' sampling, its largest over the sequences with a
-standard error from a bootstrap over the seeds, and the fit of gap = C
-k^-r over the cells above twice their standard error.
+models are random (input/study_head_dim_trained_diffusive*.cfg): from the
+case files alone (study.csv is not needed), each cell's (k, H) seeds' Gram
+means of x(1) against the references' on every probe sequence, the relative
+Frobenius gap corrected for both sides' sampling, its largest over the
+sequences with a standard error from a bootstrap over the seeds and the
+references, and the fits gap = C k^-r at each H and gap = C H^-q at each k
+over the cells above twice their standard error; writes
+STUDY_DIR/head_dim_trained_law.csv.
 
 --calibrate R measures the intervals' coverage instead: R synthetic grids
 whose cells are the fitted law plus normal noise of each cell's standard
@@ -42,6 +44,7 @@ import numpy as np
 from scipy.optimize import nnls
 
 EXPONENTS = np.arange(0.0, 1.501, 0.01)
+RATES = np.arange(0.01, 3.001, 0.01)
 
 
 def cells(path, time, quantity):
@@ -107,18 +110,28 @@ def calibrate(k, H, se, law, replicates, boots, rng):
 
 
 def grams_of(case_dir, time):
-    """Per variant: the models' and the references' Gram matrices (seeds, M, N, N) over every probe set."""
+    """The models' Gram matrices (seeds, M, N, N) over every probe set per
+    cell (k, H), the references' (one set, shared by the variants) and their
+    (k, H)."""
     import glob
     import h5py
     text = lambda h, key: h.attrs[key].decode() if isinstance(h.attrs[key], bytes) else str(h.attrs[key])
-    out = {}
+    models, refs, ref = {}, [], None
     for path in sorted(glob.glob(os.path.join(case_dir, "case-*.h5"))):
         with h5py.File(path) as h:
-            v, ref = int(text(h, "study.variant")), text(h, "study.reference") == "true"
+            if time is None:
+                time = str(max(int(t) for t in h["/times"]))
             probes = h[f"/times/{time}/probes"]
             x = np.concatenate([probes[name]["tokens"][...] for name in sorted(probes)])
-            out.setdefault(v, ([], []))[1 if ref else 0].append(np.einsum("mid,mjd->mij", x, x))
-    return {v: (np.array(a), np.array(b)) for v, (a, b) in out.items()}
+            G = np.einsum("mid,mjd->mij", x, x)
+            if text(h, "study.reference") == "true":
+                refs.append(G)
+                ref = (float(text(h, "model.k")), int(text(h, "study.case_H")))
+            else:
+                models.setdefault((float(text(h, "model.k")), int(text(h, "study.case_H"))), []).append(G)
+    if not refs or not models:
+        raise SystemExit(f"head_dim_trained: {case_dir} holds {len(models)} cells and {len(refs)} references")
+    return {c: np.array(G) for c, G in models.items()}, np.array(refs), ref, time
 
 
 def law_gap(G, R):
@@ -129,32 +142,65 @@ def law_gap(G, R):
     return np.sqrt(np.maximum((dG ** 2).sum(axis=(1, 2)) - noise, 0)).max() / np.sqrt((R.mean(0) ** 2).sum(axis=(1, 2))).max()
 
 
+def rate(x, gaps, ses, rng, boots, x_ref=np.inf):
+    """gap = C |x^-p - x_ref^-p| (the references at x_ref: their own gap
+    subtracted; x_ref = inf: exact) over the cells above twice their standard
+    error, p on a grid and log C by weighted least squares in logs: (C, p,
+    p's 95% interval, cells), or None with fewer than two such cells."""
+    ok = gaps > 2 * ses
+    if ok.sum() < 2:
+        return None
+    x, w = x[ok], (gaps[ok] / ses[ok]) ** 2
+    shape = np.log(np.abs(x[None, :] ** -RATES[:, None] - x_ref ** -RATES[:, None]))  # (rates, cells)
+
+    def best(g):
+        logC = ((np.log(g)[None, :] - shape) * w).sum(1) / w.sum()
+        res = (((np.log(g)[None, :] - shape - logC[:, None]) ** 2) * w).sum(1)
+        i = np.argmin(res)
+        return np.exp(logC[i]), RATES[i]
+
+    C, p = best(gaps[ok])
+    boot = [best(np.abs(gaps[ok] + ses[ok] * rng.standard_normal(ok.sum())))[1] for _ in range(boots)]
+    return C, p, np.percentile(boot, [2.5, 97.5]), ok.sum()
+
+
 def in_law(a, time, rng):
-    """--law: each variant's gap in law to the references, and C k^-r."""
-    grams = grams_of(a.dir, time)
-    ks, gaps, ses = [], [], []
-    refs = grams[0][1]
-    for v, (G, _) in sorted(grams.items()):
-        k = float(re.search(r"model\.k=(\d+)", next(r["overrides"] for r in csv.DictReader(
-            open(os.path.join(a.dir, "study.csv"))) if r["variant"] == str(v))).group(1))
+    """--law: each cell's gap in law to the references, and the rates along k
+    (at each H) and along H (at each k)."""
+    models, refs, ref, time = grams_of(a.dir, time)
+    rows = []
+    for (k, H), G in sorted(models.items()):
         gap = law_gap(G, refs)
         boot = [law_gap(G[rng.integers(0, len(G), len(G))], refs[rng.integers(0, len(refs), len(refs))])
                 for _ in range(a.bootstrap)]
-        se = np.std(boot, ddof=1)
-        print(f"k = {k:3.0f}: {len(G)} seeds against {len(refs)} of infinite heads, gap in law {gap:.4f} +- {se:.4f}")
-        ks.append(k), gaps.append(gap), ses.append(se)
-    ks, gaps, ses = map(np.array, (ks, gaps, ses))
-    ok = gaps > 2 * ses
-    if ok.sum() >= 2:
-        w = gaps[ok] / ses[ok]
-        r, logC = np.polyfit(np.log(ks[ok]), np.log(gaps[ok]), 1, w=w)
-        boot = [-np.polyfit(np.log(ks[ok]), np.log(np.abs(gaps[ok] + ses[ok] * rng.standard_normal(ok.sum()))), 1,
-                            w=w)[0] for _ in range(a.bootstrap)]
-        rlo, rhi = np.percentile(boot, [2.5, 97.5])
-        print(f"gap = {np.exp(logC):.3f} k^-r over the {ok.sum()} cells above twice their standard error: "
-              f"r = {-r:.2f} [{rlo:.2f}, {rhi:.2f}]")
-    else:
-        print("fewer than two cells above twice their standard error: no fit")
+        rows.append((k, H, gap, np.std(boot, ddof=1), len(G)))
+        print(f"k = {k:3.0f}, H = {H:3d}: {len(G)} seeds against {len(refs)} references of k = {ref[0]:.0f}, "
+              f"H = {ref[1]}, "
+              f"gap in law {gap:.4f} +- {rows[-1][3]:.4f}")
+    k, H, gap, se, _ = map(np.array, zip(*rows))
+    fits = []
+    for axis, name, other, along, x_ref in ((k, "k", H, "H", ref[0]), (H, "H", k, "k", ref[1])):
+        for o in sorted(set(other)):
+            at = (other == o) & np.isfinite(axis)
+            if len(set(axis[at])) < 2:
+                continue
+            f = rate(axis[at], gap[at], se[at], rng, a.bootstrap, x_ref)
+            if f is None:
+                print(f"along {name} at {along} = {o:.0f}: fewer than two cells above twice their standard error")
+                continue
+            C, p, (lo, hi), n = f
+            less = "" if np.isinf(x_ref) else f" - {x_ref:.0f}^-{p:.2f}"
+            print(f"along {name} at {along} = {o:.0f}: gap = {C:.3f} ({name}^-{p:.2f}{less}) [{lo:.2f}, {hi:.2f}] "
+                  f"over {n} cells above twice their standard error")
+            fits.append((name, o, C, p, lo, hi, n))
+    with open(os.path.join(a.dir, "head_dim_trained_law.csv"), "w") as f:
+        f.write("k,H,gap,se,seeds\n")
+        for row in rows:
+            f.write(",".join(f"{v:.6g}" for v in row) + "\n")
+        f.write("along,at,C,rate,rate_lo,rate_hi,cells\n")
+        for row in fits:
+            f.write(",".join(str(v) if isinstance(v, str) else f"{v:.6g}" for v in row) + "\n")
+    print(f"head_dim_trained: wrote {a.dir}/head_dim_trained_law.csv")
 
 
 def gap_at(k, err, se, r):
@@ -173,11 +219,11 @@ def main():
     ap.add_argument("--calibrate", type=int, default=0, help="replicates of a coverage measurement (0: none)")
     ap.add_argument("--law", action="store_true", help="compare in law (a = c = 1/2: random trained models)")
     a = ap.parse_args()
+    if a.law:
+        return in_law(a, a.time, np.random.default_rng(7))
     path = os.path.join(a.dir, "study.csv")
     times = sorted({int(r["time"]) for r in csv.DictReader(open(path))})
     time = a.time if a.time is not None else str(times[-1])
-    if a.law:
-        return in_law(a, time, np.random.default_rng(7))
     c = cells(path, time, a.quantity)
     if len(c) < 5:
         raise SystemExit(f"head_dim_trained: {len(c)} resolved cells at time {time}: too few to fit")
