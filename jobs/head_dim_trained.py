@@ -24,7 +24,7 @@ Frobenius gap corrected for both sides' sampling, its largest over the
 sequences with a standard error from a bootstrap over the seeds and the
 references, and the fits gap = C k^-r at each H and gap = C H^-q at each k
 over the cells above twice their standard error; writes
-STUDY_DIR/head_dim_trained_law.csv.
+STUDY_DIR/head_dim_trained_law_t<step>.csv.
 
 --calibrate R measures the intervals' coverage instead: R synthetic grids
 whose cells are the fitted law plus normal noise of each cell's standard
@@ -193,14 +193,14 @@ def in_law(a, time, rng):
             print(f"along {name} at {along} = {o:.0f}: gap = {C:.3f} ({name}^-{p:.2f}{less}) [{lo:.2f}, {hi:.2f}] "
                   f"over {n} cells above twice their standard error")
             fits.append((name, o, C, p, lo, hi, n))
-    with open(os.path.join(a.dir, "head_dim_trained_law.csv"), "w") as f:
+    with open(os.path.join(a.dir, f"head_dim_trained_law_t{time}.csv"), "w") as f:
         f.write("k,H,gap,se,seeds\n")
         for row in rows:
             f.write(",".join(f"{v:.6g}" for v in row) + "\n")
         f.write("along,at,C,rate,rate_lo,rate_hi,cells\n")
         for row in fits:
             f.write(",".join(str(v) if isinstance(v, str) else f"{v:.6g}" for v in row) + "\n")
-    print(f"head_dim_trained: wrote {a.dir}/head_dim_trained_law.csv")
+    print(f"head_dim_trained: wrote {a.dir}/head_dim_trained_law_t{time}.csv")
 
 
 def gap_at(k, err, se, r):
