@@ -163,6 +163,22 @@ Option integers(const std::string &key, std::string *dst, PetscInt lo, const std
           }};
 }
 
+// Case numbers and ranges "a-b" (a <= b), space-separated, kept as text (may be empty).
+Option case_list(const std::string &key, std::string *dst, const std::string &help) {
+  return {key, *dst, help + " [integers >= 0, or a-b]", [=](const std::string &v) {
+            std::istringstream in(v);
+            for (std::string w; in >> w;) {
+              const size_t dash = w.find('-', 1);
+              if (dash + 1 == w.size()) throw BadValue("'" + w + "' is not a case or a range a-b of cases");
+              const long long a = parse_integer(w.substr(0, dash));
+              const long long b = dash == std::string::npos ? a : parse_integer(w.substr(dash + 1));
+              if (a < 0 || b < a) throw BadValue("'" + w + "' is not a case or a range a-b of cases, 0 <= a <= b");
+              if (b > std::numeric_limits<PetscInt>::max()) throw BadValue("entry is too large: " + w);
+            }
+            *dst = v;
+          }};
+}
+
 // A space-separated list of numbers, each greater than 0, kept as text (may be empty).
 Option positive_reals(const std::string &key, std::string *dst, const std::string &help) {
   return {key, *dst, help + " [numbers > 0]", [=](const std::string &v) {
@@ -468,7 +484,8 @@ std::vector<Option> declare(Settings &s) {
                      "lr.csv: the risk per rate and the best rate per (L, H), with intervals over seeds, and its "
                      "drift in L and H"),
       text("study.dir", &s.study.dir, "folder of the case files, tables and plots"),
-      integers("study.only", &s.study.only, 0, "run only these cases (a Slurm array task); empty: every case", true),
+      case_list("study.only", &s.study.only,
+                "run only these cases (a Slurm array task), e.g. \"0 5 7-12\" (a-b: a to b); empty: every case"),
       choice("study.schedule", &s.study.schedule, kStudySchedule,
              "serial: each case on every rank, one after another; groups: the ranks split into groups, each case on "
              "a group sized by its predicted cost, a free group taking the next largest case (docs/design.md)"),

@@ -33,7 +33,12 @@ std::vector<std::string> words(const std::string &text, char sep) {
 
 std::vector<PetscInt> integers(const std::string &text) {
   std::vector<PetscInt> out;
-  for (auto &w : words(text)) out.push_back((PetscInt)std::stoll(w));
+  for (auto &w : words(text)) {
+    const size_t dash = w.find('-', 1); // "a-b": a .. b (study.only's ranges)
+    const PetscInt a = (PetscInt)std::stoll(w.substr(0, dash));
+    const PetscInt b = dash == std::string::npos ? a : (PetscInt)std::stoll(w.substr(dash + 1));
+    for (PetscInt i = a; i <= b; ++i) out.push_back(i);
+  }
   return out;
 }
 

@@ -90,8 +90,12 @@ printf '\x5a' | dd of=g3/case-5.h5 bs=1 seek=$((offset + 9)) conv=notrunc status
 expect 0 "" -- run 3 study --config base.cfg --study.dir g3
 grep -q "27 cases kept from a run before" out.txt && ok || bad "the rerun did not keep the 27 finished cases"
 [ "$(grep -c ' done in ' out.txt)" -eq 1 ] && grep -q "^case 5 .* done in" out.txt && ok || bad "the rerun did not redo only case 5"
-expect 0 "" -- run 3 study --config base.cfg --study.dir g3 --train.lr 0.03 --study.only "0 4"
+expect 0 "" -- run 3 study --config base.cfg --study.dir g3 --train.lr 0.03 --study.only "0 2-4"
 grep -q "kept from a run before" out.txt && bad "cases of another train.lr were kept" || ok
+[ "$(grep -c ' done in ' out.txt)" -eq 4 ] && grep -q "^case 3 .* done in" out.txt && ok ||
+  bad "study.only \"0 2-4\" did not run cases 0, 2, 3 and 4"
+expect 2 "study.only '5-3' is not a case or a range a-b of cases" -- \
+  "$MFT" study --config base.cfg --study.dir g3 --study.only "1 5-3"
 
 # 3. Failed cases are named; no other case is lost.
 expect 0 "" -- run 3 study --config base.cfg --study.variants "model.beta=1; model.beta=-1" --study.dir failing

@@ -18,7 +18,8 @@ struct File;
 
 namespace mft::study {
 
-// The words of a text (separated by sep, trimmed) and its integers.
+// The words of a text (separated by sep, trimmed) and its integers (a word
+// "a-b" is a .. b).
 // Not collective.
 std::vector<std::string> words(const std::string &text, char sep = ' ');
 std::vector<PetscInt> integers(const std::string &text);
