@@ -7,4 +7,4 @@ cd "$top/build"
 # The CPU the tests ran on (results compared across machines are compared
 # with a tolerance; bit for bit only within one binary's run).
 echo "mft tests on: $(lscpu | sed -n 's/^Model name: *//p' | head -n 1) ($(nproc) cores$(grep -qw avx512f /proc/cpuinfo && echo ', AVX-512' || echo ', no AVX-512'))"
-ctest --output-on-failure "$@"
+ctest --output-on-failure -j "$(nproc)" "$@"
