@@ -26,6 +26,9 @@ references, and the fits gap = C k^-r at each H and gap = C H^-q at each k
 over the cells above twice their standard error; writes
 STUDY_DIR/head_dim_trained_law_t<step>.csv.
 
+With --law, --calibrate R also measures each rate's coverage the same way,
+and --against K H takes the seeds of cell (K, H) as the references (when
+the study's own references cannot serve, e.g. when some of them failed).
 --calibrate R measures the intervals' coverage instead: R synthetic grids
 whose cells are the fitted law plus normal noise of each cell's standard
 error, each fitted and bootstrapped as the data are; prints how often the
@@ -118,6 +121,8 @@ def grams_of(case_dir, time):
     text = lambda h, key: h.attrs[key].decode() if isinstance(h.attrs[key], bytes) else str(h.attrs[key])
     models, refs, ref = {}, [], None
     for path in sorted(glob.glob(os.path.join(case_dir, "case-*.h5"))):
+        if not re.fullmatch(r"case-\d+\.h5", os.path.basename(path)):
+            continue  # a failed case's partial file (case-<i>-t<step>.h5)
         with h5py.File(path) as h:
             if time is None:
                 time = str(max(int(t) for t in h["/times"]))
@@ -164,10 +169,26 @@ def rate(x, gaps, ses, rng, boots, x_ref=np.inf):
     return C, p, np.percentile(boot, [2.5, 97.5]), ok.sum()
 
 
+def rate_coverage(x, ses, C, p, x_ref, replicates, boots, rng):
+    """How often rate()'s 95% interval holds p on synthetic cells of the law
+    C |x^-p - x_ref^-p| with normal noise of each cell's standard error (a
+    set with fewer than two resolved cells counts as a miss)."""
+    law, hits = C * np.abs(x ** -p - x_ref ** -p), 0
+    for _ in range(replicates):
+        f = rate(x, np.abs(law + ses * rng.standard_normal(len(x))), ses, rng, boots, x_ref)
+        hits += f is not None and f[2][0] <= p <= f[2][1]
+    return hits / replicates
+
+
 def in_law(a, time, rng):
     """--law: each cell's gap in law to the references, and the rates along k
     (at each H) and along H (at each k)."""
     models, refs, ref, time = grams_of(a.dir, time)
+    if a.against:  # the seeds of the widest cell as the references
+        ref = (float(a.against[0]), int(a.against[1]))
+        if ref not in models:
+            raise SystemExit(f"head_dim_trained: --against {a.against[0]} {a.against[1]}: no such cell in {a.dir}")
+        refs = models.pop(ref)
     rows = []
     for (k, H), G in sorted(models.items()):
         gap = law_gap(G, refs)
@@ -193,6 +214,10 @@ def in_law(a, time, rng):
             print(f"along {name} at {along} = {o:.0f}: gap = {C:.3f} ({name}^-{p:.2f}{less}) [{lo:.2f}, {hi:.2f}] "
                   f"over {n} cells above twice their standard error")
             fits.append((name, o, C, p, lo, hi, n))
+            if a.calibrate:
+                print(f"  {a.calibrate} synthetic sets of this law with each cell's standard error: the 95% "
+                      f"interval holds {name}'s rate in "
+                      f"{rate_coverage(axis[at], se[at], C, p, x_ref, a.calibrate, a.bootstrap, rng):.3f} of them")
     with open(os.path.join(a.dir, f"head_dim_trained_law_t{time}.csv"), "w") as f:
         f.write("k,H,gap,se,seeds\n")
         for row in rows:
@@ -218,6 +243,8 @@ def main():
     ap.add_argument("--bootstrap", type=int, default=200)
     ap.add_argument("--calibrate", type=int, default=0, help="replicates of a coverage measurement (0: none)")
     ap.add_argument("--law", action="store_true", help="compare in law (a = c = 1/2: random trained models)")
+    ap.add_argument("--against", nargs=2, metavar=("K", "H"),
+                    help="--law: the seeds of cell (K, H) as the references (K = inf for infinite heads)")
     a = ap.parse_args()
     if a.law:
         return in_law(a, a.time, np.random.default_rng(7))
