@@ -10,6 +10,7 @@
 #include "mft/settings/signals.hpp"
 #include "mft/files/training.hpp"
 #include "mft/files/settings_files.hpp"
+#include "mft/flow/ensemble.hpp"
 
 #include <cmath>
 #include <csignal>
@@ -80,6 +81,73 @@ static PetscErrorCode TrainSummary(const Problem &p, const History &history, con
   PetscFunctionReturn(0);
 }
 
+// The mean over the ensemble's live models of a rank's row of numbers (one
+// per model of its block; NaN for a diverged one), and the live count.
+static PetscErrorCode LiveMean(const Ensemble &e, const double *row, double *mean, PetscInt *live) {
+  double sums[2] = {0, 0};
+  PetscFunctionBeginUser;
+  for (PetscInt s = 0; s < e.models(); ++s)
+    if (std::isfinite(row[s]) && e.diverged[(size_t)s] < 0) sums[0] += row[s], sums[1] += 1;
+  PetscCallMPI(MPI_Allreduce(MPI_IN_PLACE, sums, 2, MPI_DOUBLE, MPI_SUM, e.comm));
+  *mean = sums[1] > 0 ? sums[0] / sums[1] : NAN;
+  *live = (PetscInt)sums[1];
+  PetscFunctionReturn(0);
+}
+
+// mft train --train.seeds S: the ensemble's training (ensemble.hpp), its run
+// file with the seeds axis and its summary line.
+static PetscErrorCode TrainEnsemble(MPI_Comm comm, const Settings &s, int *status) {
+  Ensemble e;
+  Optimizer opt;
+  History history;
+  PetscInt start = 0, saved = -1, live;
+  PetscFunctionBeginUser;
+  PetscCall(EnsembleCreate(comm, s, s.train.seeds, s.init.seed, &e));
+  PetscCall(ReportEnsembleHeader(e));
+  PetscCall(OptimizerCreate(e.p.settings, e.p.heads, &opt));
+  PetscCall(EnsembleTrainResume(&e, &opt, &history, "", &start, &saved));
+  const TrainSettings &t = e.p.settings.train;
+  TrainingStop stop;
+  PetscCall(EnsembleTrainLoop(&e, &opt, &history, start, saved, nullptr, &stop));
+  if (stop.signal) {
+    PetscCall(ReportStopped(comm, e.p.settings.checkpoint, stop));
+    *status = kExitResubmit;
+  } else {
+    EnsembleSetBatch(&e, -1);
+    PetscCall(EnsembleEvaluate(&e, t.steps, true, &live));
+    PetscCheck(live > 0, comm, PETSC_ERR_NOT_CONVERGED,
+               "training diverged: every one of the %" PetscInt_FMT " models has a final risk or gradient that is not "
+               "finite (lower train.lr = %g)", e.S, t.lr);
+    if (saved != t.steps)
+      PetscCall(CheckpointSave(comm, e.p.settings.checkpoint, t.steps, [&](const std::string &path) {
+        return EnsembleFileWrite(e, history, &opt, t.steps, Content::checkpoint, path);
+      }));
+    const double elapsed = seconds() - stop.seconds_start;
+    double initial = NAN, final_risk;
+    PetscInt first_live;
+    PetscCall(LiveMean(e, e.p.risks.data(), &final_risk, &live));
+    e.p.risk = final_risk;
+    PetscCall(EnsembleFileWrite(e, history, &opt, t.steps, Content::run_with_gradient, e.p.settings.output.file));
+    if (!history.loss.empty()) PetscCall(LiveMean(e, history.loss.data(), &initial, &first_live));
+    PetscCall(PetscPrintf(comm, "final risk %.9e (the mean of %" PetscInt_FMT " models; %" PetscInt_FMT
+                          " diverged) after %" PetscInt_FMT " steps (x%.3g lower), %.2f s; wrote %s\n",
+                          final_risk, live, e.S - live, t.steps, initial / final_risk, elapsed,
+                          e.p.settings.output.file.c_str()));
+    const double trained = (double)(t.steps - start);
+    Summary sum;
+    sum.add("command", std::string("train")).add("status", std::string("done")).add("models", (long long)e.S);
+    sum.add("diverged", (long long)(e.S - live)).add("initial_risk", initial).add("final_risk", final_risk);
+    sum.add("reduction", initial / final_risk).add("steps", (long long)t.steps).add("seconds", elapsed);
+    sum.add("models_per_second", trained > 0 ? (double)e.S / elapsed : 0.0);
+    sum.add("model_steps_per_second", trained > 0 ? (double)e.S * trained / elapsed : 0.0);
+    sum.add("file", e.p.settings.output.file);
+    PetscCall(sum.print(comm));
+  }
+  PetscCall(OptimizerDestroy(&opt));
+  PetscCall(EnsembleDestroy(&e));
+  PetscFunctionReturn(0);
+}
+
 PetscErrorCode CommandTrain(MPI_Comm comm, const std::vector<std::string> &args, int *status) {
   Settings s;
   PetscBool help;
@@ -94,6 +162,7 @@ PetscErrorCode CommandTrain(MPI_Comm comm, const std::vector<std::string> &args,
   if (help) PetscFunctionReturn(0);
   PetscCall(InputsVerify(comm, s)); // the files mft wrote, whole, before any work
   PetscCall(SettingsFromFiles(comm, "train", args, &s));
+  if (s.train.seeds > 1) PetscFunctionReturn(TrainEnsemble(comm, s, status));
   PetscCall(ProblemCreate(comm, s, &p));
   PetscCall(ReportHeader(p));
   PetscCall(OptimizerCreate(p.settings, p.heads, &opt));

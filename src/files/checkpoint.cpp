@@ -65,19 +65,29 @@ PetscErrorCode Check(MPI_Comm comm, const std::string &path, std::string *proble
 
 } // namespace
 
-PetscErrorCode CheckpointWrite(const Problem &p, const History &h, const Optimizer &opt, PetscInt step) {
-  const CheckpointSettings &s = p.settings.checkpoint;
+PetscErrorCode CheckpointSave(MPI_Comm comm, const CheckpointSettings &s, PetscInt step,
+                              const std::function<PetscErrorCode(const std::string &)> &write) {
   std::vector<long long> steps;
+  PetscMPIInt rank;
   PetscFunctionBeginUser;
-  if (p.grid.rank == 0) {
+  PetscCallMPI(MPI_Comm_rank(comm, &rank));
+  if (rank == 0) {
     const bool made = mkdir(s.dir.c_str(), 0755) == 0 || errno == EEXIST;
     PetscCheck(made, PETSC_COMM_SELF, PETSC_ERR_FILE_WRITE, "cannot create checkpoint.dir '%s'", s.dir.c_str());
   }
-  PetscCallMPI(MPI_Barrier(p.grid.comm));
-  PetscCall(RunFileWrite(p, h, &opt, step, Content::checkpoint, CheckpointPath(s, step)));
-  PetscCall(ListCheckpoints(p.grid.comm, s.dir, &steps));
-  if (p.grid.rank == 0)
+  PetscCallMPI(MPI_Barrier(comm));
+  PetscCall(write(CheckpointPath(s, step)));
+  PetscCall(ListCheckpoints(comm, s.dir, &steps));
+  if (rank == 0)
     for (size_t i = (size_t)s.keep; i < steps.size(); ++i) std::remove(CheckpointPath(s, (PetscInt)steps[i]).c_str());
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode CheckpointWrite(const Problem &p, const History &h, const Optimizer &opt, PetscInt step) {
+  PetscFunctionBeginUser;
+  PetscCall(CheckpointSave(p.grid.comm, p.settings.checkpoint, step, [&](const std::string &path) {
+    return RunFileWrite(p, h, &opt, step, Content::checkpoint, path);
+  }));
   PetscFunctionReturn(0);
 }
 

@@ -4,26 +4,49 @@
 #include "mft/settings/options.hpp"
 
 #include <cmath>
+#include <cstdio>
 #include <sstream>
 
 namespace mft {
 
+namespace {
+
+// "L=.. H=.. d=.. k=.. qkv beta=..[ causal ...] | M=.. N=.. family | loss token"
+std::string ModelLine(const Settings &s) {
+  const ModelSettings &m = s.model;
+  char line[512];
+  snprintf(line, sizeof line,
+           "L=%" PetscInt_FMT " H=%" PetscInt_FMT " d=%" PetscInt_FMT " k=%s %s beta=%g%s%s%s%s | M=%" PetscInt_FMT
+           " N=%" PetscInt_FMT " %s | loss %s",
+           m.L, m.H, m.d, m.infinite_head ? "inf" : std::to_string(m.k).c_str(), to_string(m.head_kind), m.beta,
+           m.causal ? " causal" : "",
+           m.norm == TokenNorm::none ? "" : (std::string(" norm=") + to_string(m.norm)).c_str(),
+           m.mean_field() ? "" : (" a=" + format_real(m.depth_exponent) + " c=" + format_real(m.head_exponent)).c_str(),
+           m.logit_exponent == 0 ? "" : (" g=" + format_real(m.logit_exponent)).c_str(), s.data.M, s.data.N,
+           s.data.file.empty() ? s.data.family.c_str() : s.data.file.c_str(), to_string(s.loss.kind));
+  return line;
+}
+
+} // namespace
+
+PetscErrorCode ReportEnsembleHeader(const Ensemble &e) {
+  const Settings &s = e.p.settings;
+  PetscMPIInt size;
+  PetscFunctionBeginUser;
+  PetscCallMPI(MPI_Comm_size(e.comm, &size));
+  PetscCall(PetscPrintf(e.comm,
+                        "mft %s: an ensemble of %" PetscInt_FMT " models (seeds %llu .. %llu), each %s | %d ranks, %"
+                        PetscInt_FMT " to %" PetscInt_FMT " models a rank, %" PetscInt_FMT " a kernel\n",
+                        s.command.c_str(), e.S, (unsigned long long)e.first, (unsigned long long)(e.first + e.S - 1),
+                        ModelLine(s).c_str(), size, e.S / size, (e.S + size - 1) / size, kLanes));
+  PetscFunctionReturn(0);
+}
+
 PetscErrorCode ReportHeader(const Problem &p) {
   const Settings &s = p.settings;
-  const ModelSettings &m = s.model;
   PetscFunctionBeginUser;
-  PetscCall(PetscPrintf(p.grid.comm,
-                        "mft %s: L=%" PetscInt_FMT " H=%" PetscInt_FMT " d=%" PetscInt_FMT " k=%s"
-                        " %s beta=%g%s%s%s%s | M=%" PetscInt_FMT " N=%" PetscInt_FMT " %s | loss %s | %d ranks (%" PetscInt_FMT
-                        " head groups x %" PetscInt_FMT " token groups)\n",
-                        s.command.c_str(), m.L, m.H, m.d, m.infinite_head ? "inf" : std::to_string(m.k).c_str(), to_string(m.head_kind), m.beta,
-                        m.causal ? " causal" : "",
-                        m.norm == TokenNorm::none ? "" : (std::string(" norm=") + to_string(m.norm)).c_str(),
-                        m.mean_field() ? "" : (" a=" + format_real(m.depth_exponent) + " c=" + format_real(m.head_exponent)).c_str(),
-                        m.logit_exponent == 0 ? "" : (" g=" + format_real(m.logit_exponent)).c_str(), p.tokens.M,
-                        p.tokens.N,
-                        s.data.file.empty() ? s.data.family.c_str() : s.data.file.c_str(), to_string(s.loss.kind),
-                        p.grid.size, p.grid.Ph, p.grid.Pt));
+  PetscCall(PetscPrintf(p.grid.comm, "mft %s: %s | %d ranks (%" PetscInt_FMT " head groups x %" PetscInt_FMT
+                        " token groups)\n", s.command.c_str(), ModelLine(s).c_str(), p.grid.size, p.grid.Ph, p.grid.Pt));
   if (p.grid.size > 1) {
     const StepCost &c = p.predicted;
     const std::string cut = c.cuts ? std::string(", sequences cut across token groups shared as ") + to_string(c.form)

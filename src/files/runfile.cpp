@@ -210,6 +210,171 @@ PetscErrorCode ResultFileWrite(MPI_Comm comm, const Settings &s, const std::vect
   PetscFunctionReturn(0);
 }
 
+namespace {
+
+// Writes or reads the blocks of an ensemble's vector v (heads of theta's
+// folded layout, or with `scalar` one entry a block) as group/Q, ... of
+// shape (S, L, H, rows, cols) or (S, L, H): this rank's models' rows.
+PetscErrorCode TransferModels(File &f, const std::string &group, const Ensemble &e, Vec v, bool scalar, bool read) {
+  const Heads &hd = e.p.heads;
+  const HeadShape &shape = hd.shape;
+  const PetscInt H = hd.H / hd.seeds, per = hd.L * H;
+  PetscScalar *a;
+  PetscFunctionBeginUser;
+  PetscCall(VecGetArray(v, &a));
+  for (PetscInt b = 0; b < shape.blocks(); ++b) {
+    const PetscInt n = scalar ? 1 : shape.block_rows(b) * shape.block_cols(b);
+    const PetscInt stride = scalar ? shape.blocks() : shape.size, offset = scalar ? b : shape.block_offset(b);
+    std::vector<hsize_t> dims = {(hsize_t)e.S, (hsize_t)hd.L, (hsize_t)H};
+    if (!scalar) dims.insert(dims.end(), {(hsize_t)shape.block_rows(b), (hsize_t)shape.block_cols(b)});
+    std::vector<double> buf((size_t)(e.models() * per * n)); // (model, layer, head, entries)
+    const std::string name = group + "/" + block_name(b);
+    auto each = [&](auto move) {
+      for (PetscInt s = 0, r = 0; s < e.models(); ++s)
+        for (PetscInt l = 0; l < hd.L; ++l)
+          for (PetscInt h = 0; h < H; ++h, ++r) move(r * n, EnsembleHead(e, s, l, h) * stride + offset);
+    };
+    if (!read) {
+      each([&](PetscInt to, PetscInt from) { std::copy(a + from, a + from + n, buf.begin() + to); });
+      PetscCall(h5::WriteRows(f, name, dims, 1, e.block, buf.data()));
+    } else {
+      PetscCheck(h5::Shape(f, name) == dims, f.comm, PETSC_ERR_FILE_UNEXPECTED, "%s has shape %s, expected %s",
+                 name.c_str(), h5::ShapeText(h5::Shape(f, name)).c_str(), h5::ShapeText(dims).c_str());
+      PetscCall(h5::ReadRows(f, name, dims, 1, e.block, buf.data()));
+      each([&](PetscInt from, PetscInt to) { std::copy(buf.begin() + from, buf.begin() + from + n, a + to); });
+    }
+  }
+  PetscCall(VecRestoreArray(v, &a));
+  PetscFunctionReturn(0);
+}
+
+// A rank's history (steps x models) as the file's rows (models x steps), and back.
+std::vector<double> ByModel(const std::vector<double> &rows, PetscInt models) {
+  const size_t steps = models ? rows.size() / (size_t)models : 0;
+  std::vector<double> out(rows.size());
+  for (size_t t = 0; t < steps; ++t)
+    for (size_t s = 0; s < (size_t)models; ++s) out[s * steps + t] = rows[t * (size_t)models + s];
+  return out;
+}
+
+std::vector<double> ByStep(const std::vector<double> &rows, PetscInt models) {
+  const size_t steps = models ? rows.size() / (size_t)models : 0;
+  std::vector<double> out(rows.size());
+  for (size_t t = 0; t < steps; ++t)
+    for (size_t s = 0; s < (size_t)models; ++s) out[t * (size_t)models + s] = rows[s * steps + t];
+  return out;
+}
+
+// A folded state vector's entries (model by model), with `mark` NaN for a diverged model's.
+PetscErrorCode ModelRows(const Ensemble &e, Vec v, bool mark, std::vector<double> *out) {
+  const PetscScalar *a;
+  PetscInt n;
+  PetscFunctionBeginUser;
+  PetscCall(VecGetLocalSize(v, &n));
+  PetscCall(VecGetArrayRead(v, &a));
+  out->assign(a, a + n);
+  PetscCall(VecRestoreArrayRead(v, &a));
+  const size_t per = out->size() / (size_t)std::max<PetscInt>(1, e.models());
+  for (size_t s = 0; mark && s < e.diverged.size(); ++s)
+    if (e.diverged[s] >= 0) std::fill(out->begin() + (std::ptrdiff_t)(s * per), out->begin() + (std::ptrdiff_t)((s + 1) * per), NAN);
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode WriteEnsemble(File &f, const Ensemble &e, const History &h, const Optimizer *opt, PetscInt step,
+                             Content what) {
+  const Problem &p = e.p;
+  const Settings &s = p.settings;
+  const hsize_t S = (hsize_t)e.S, M = (hsize_t)s.data.M, N = (hsize_t)s.data.N, d = (hsize_t)s.model.d;
+  const Range rows = e.block;
+  PetscFunctionBeginUser;
+  std::vector<double> rowsof;
+  PetscCall(ModelRows(e, p.x0, false, &rowsof)); // the data: model 0's
+  PetscCall(WriteReplicated(f, "/data/tokens", {M, N, d}, rowsof.data()));
+  if (p.tokens.weighted()) PetscCall(WriteReplicated(f, "/data/weights", {M, N}, p.tokens.weights.data()));
+  if (p.targets.kind == LossKind::token) {
+    PetscCall(ModelRows(e, p.targets.y, false, &rowsof));
+    PetscCall(WriteReplicated(f, "/data/targets", {M, N, d}, rowsof.data()));
+  } else {
+    PetscCall(WriteReplicated(f, "/data/targets", {M, (hsize_t)p.targets.c}, p.targets.z.data()));
+    PetscCall(WriteReplicated(f, "/data/readout", {(hsize_t)p.targets.c, d}, p.targets.W.data()));
+  }
+  PetscCall(TransferModels(f, "/params", e, p.heads.theta, false, false));
+  if (what == Content::run_with_gradient) PetscCall(TransferModels(f, "/grad", e, p.grad, false, false));
+  if (opt && opt->m) {
+    PetscCall(TransferModels(f, "/optimizer/m", e, opt->m, false, false));
+    PetscCall(TransferModels(f, "/optimizer/v", e, opt->v, opt->kind == OptimizerKind::adamw_block, false));
+  }
+  if (what != Content::checkpoint) {
+    PetscCall(ModelRows(e, p.x1, true, &rowsof));
+    PetscCall(h5::WriteRows(f, "/output/tokens", {S, M, N, d}, 1, rows, rowsof.data()));
+  }
+  const hsize_t steps = (hsize_t)(h.loss.size() / (size_t)std::max<PetscInt>(1, e.models()));
+  const std::vector<double> loss = ByModel(h.loss, e.models()), norms = ByModel(h.max_param_norm, e.models());
+  PetscCall(h5::WriteRows(f, "/history/loss", {S, steps}, 1, rows, loss.data()));
+  PetscCall(h5::WriteRows(f, "/history/max_param_norm", {S, steps}, 1, rows, norms.data()));
+  std::vector<double> diverged(e.diverged.begin(), e.diverged.end()), risk = p.risks;
+  risk.resize((size_t)e.models(), NAN);
+  PetscCall(h5::WriteRows(f, "/ensemble/risk", {S}, 1, rows, risk.data()));
+  PetscCall(h5::WriteRows(f, "/ensemble/diverged", {S}, 1, rows, diverged.data()));
+  for (auto &kv : s.record) h5::WriteAttribute(f, kv.first, kv.second);
+  h5::WriteAttribute(f, "ensemble.models", std::to_string(e.S));
+  h5::WriteAttribute(f, "ensemble.first_seed", std::to_string(e.first), true);
+  h5::WriteAttribute(f, "step", std::to_string(step));
+  if (what != Content::checkpoint) h5::WriteAttribute(f, "risk", text(p.risk));
+  h5::WriteAttribute(f, "command", s.command);
+  h5::WriteAttribute(f, "content", what == Content::checkpoint ? "checkpoint" : "run");
+  PetscMPIInt size;
+  PetscCallMPI(MPI_Comm_size(e.comm, &size));
+  h5::WriteAttribute(f, "ranks", std::to_string(size));
+  PetscFunctionReturn(0);
+}
+
+} // namespace
+
+PetscErrorCode EnsembleFileWrite(const Ensemble &e, const History &h, const Optimizer *opt, PetscInt step, Content what,
+                                 const std::string &path) {
+  PetscFunctionBeginUser;
+  PetscCall(WriteThrough(e.comm, path, [&](File &f) { return WriteEnsemble(f, e, h, opt, step, what); }));
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode EnsembleFileRead(const std::string &path, Ensemble *e, Optimizer *opt, History *h, PetscInt *step) {
+  Problem &p = e->p;
+  File f;
+  std::string value;
+  PetscFunctionBeginUser;
+  PetscCall(h5::Open(e->comm, path, false, &f));
+  PetscCheck(h5::ReadAttribute(f, "ensemble.models", &value) && value == std::to_string(e->S), e->comm,
+             PETSC_ERR_FILE_UNEXPECTED, "%s holds %s models, not the %" PetscInt_FMT " of train.seeds", path.c_str(),
+             value.empty() ? "no ensemble of" : value.c_str(), e->S);
+  f.finite = true;
+  PetscCall(TransferModels(f, "/params", *e, p.heads.theta, false, true));
+  if (opt && opt->m) {
+    PetscCall(TransferModels(f, "/optimizer/m", *e, opt->m, false, true));
+    PetscCall(TransferModels(f, "/optimizer/v", *e, opt->v, opt->kind == OptimizerKind::adamw_block, true));
+  }
+  f.finite = false; // a diverged model's history is NaN
+  const auto n = h5::Shape(f, "/history/loss");
+  PetscCheck(n.size() == 2 && n[0] == (hsize_t)e->S, e->comm, PETSC_ERR_FILE_UNEXPECTED,
+             "%s: /history/loss has shape %s, expected (%" PetscInt_FMT ", steps)", path.c_str(),
+             h5::ShapeText(n).c_str(), e->S);
+  std::vector<double> loss((size_t)(e->models() * (PetscInt)n[1])), norms(loss.size()), diverged((size_t)e->models());
+  PetscCall(h5::ReadRows(f, "/history/loss", n, 1, e->block, loss.data()));
+  PetscCall(h5::ReadRows(f, "/history/max_param_norm", n, 1, e->block, norms.data()));
+  PetscCall(h5::ReadRows(f, "/ensemble/diverged", {(hsize_t)e->S}, 1, e->block, diverged.data()));
+  h->loss = ByStep(loss, e->models()), h->max_param_norm = ByStep(norms, e->models());
+  for (PetscInt s = 0; s < e->models(); ++s) e->diverged[(size_t)s] = (PetscInt)diverged[(size_t)s];
+  PetscCheck(h5::ReadAttribute(f, "step", &value), e->comm, PETSC_ERR_FILE_UNEXPECTED, "%s has no step attribute",
+             path.c_str());
+  *step = (PetscInt)std::stoll(value);
+  PetscCall(h5::Close(&f));
+  PetscCheck((hsize_t)*step == n[1], e->comm, PETSC_ERR_FILE_UNEXPECTED,
+             "%s: step %" PetscInt_FMT " but %llu history entries", path.c_str(), *step, (unsigned long long)n[1]);
+  if (opt) opt->step = *step;
+  PetscCall(ProblemSetHeads(&p));
+  PetscFunctionReturn(0);
+}
+
 PetscErrorCode RunFileReadParams(const std::string &path, Problem *p) {
   File f;
   PetscFunctionBeginUser;

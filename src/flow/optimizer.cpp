@@ -1,6 +1,7 @@
 // gd, AdamW and blockwise AdamW on the owned heads of theta.
 #include "mft/flow/optimizer.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 namespace mft {
@@ -15,6 +16,9 @@ PetscErrorCode OptimizerCreate(const Settings &all, const Heads &h, Optimizer *o
     const double q = all.init.q_gain, k = all.init.k_gain;
     o->block_scale = {0, h.logit_exponent == 0.5 ? (q * q + k * k) / (double)h.shape.d : 0, 1, 1};
   }
+  o->rate_scale = 1;
+  if (s.lr_depth_exponent != 0) o->rate_scale *= std::pow((double)all.model.L, -s.lr_depth_exponent);
+  if (s.lr_head_exponent != 0) o->rate_scale *= std::pow((double)all.model.H, -s.lr_head_exponent);
   o->shape = h.shape;
   o->heads = h.owned.size();
   o->step = 0;
@@ -46,9 +50,11 @@ double learning_rate(const TrainSettings &s, PetscInt step) {
   return s.lr_min + 0.5 * (s.lr - s.lr_min) * (1.0 + std::cos(M_PI * std::fmin(progress, 1.0)));
 }
 
+double OptimizerRate(const Optimizer &o, PetscInt step) { return learning_rate(o.settings, step) * o.rate_scale; }
+
 PetscErrorCode OptimizerStep(Optimizer *o, Vec theta, Vec g) {
   const TrainSettings &s = o->settings;
-  const double lr = learning_rate(s, o->step);
+  const double lr = OptimizerRate(*o, o->step);
   PetscFunctionBeginUser;
   const HeadShape &sh = o->shape;
   double rate[4]; // per block: lr k^-e
@@ -58,7 +64,8 @@ PetscErrorCode OptimizerStep(Optimizer *o, Vec theta, Vec g) {
     rate[b] = (e == 0 ? lr : lr * std::pow((double)sh.k, -e)) * o->block_scale[(size_t)b];
     scaled = scaled || e != 0 || o->block_scale[(size_t)b] != 1;
   }
-  if (o->kind == OptimizerKind::gd && !scaled) {
+  const bool frozen = std::find(o->frozen.begin(), o->frozen.end(), 1) != o->frozen.end();
+  if (o->kind == OptimizerKind::gd && !scaled && !frozen) {
     PetscCall(VecAXPY(theta, -lr, g));
     ++o->step;
     PetscFunctionReturn(0);
@@ -75,7 +82,7 @@ PetscErrorCode OptimizerStep(Optimizer *o, Vec theta, Vec g) {
     PetscCall(VecGetArray(o->v, &v));
   }
   for (PetscInt h = 0; h < o->heads; ++h)
-    for (PetscInt b = 0; b < sh.blocks(); ++b) {
+    for (PetscInt b = 0; b < sh.blocks() && !(frozen && o->frozen[(size_t)h]); ++b) {
       const PetscInt n = sh.block_rows(b) * sh.block_cols(b), off = h * sh.size + sh.block_offset(b);
       if (!m) { // gd with per-block rates
         for (PetscInt e = off; e < off + n; ++e) th[e] -= rate[b] * ga[e];

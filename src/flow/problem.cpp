@@ -6,6 +6,7 @@
 #include "mft/flow/families.hpp"
 #include "mft/layout/random.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <sched.h>
@@ -139,6 +140,75 @@ static PetscErrorCode ThreadsCheck(MPI_Comm comm, PetscInt threads) {
   PetscFunctionReturn(0);
 }
 
+// On p->grid, for `models` models of p->settings folded (1: one): the token
+// layout, the heads, the velocity, the flow and the problem's vectors.
+static PetscErrorCode ProblemSolver(Problem *p, PetscInt threads, PetscInt models) {
+  const Settings &s = p->settings;
+  PetscFunctionBeginUser;
+  PetscCall(TokenLayoutCreate(p->grid, s.data.M * models, s.data.N, s.model.d, &p->tokens));
+  ModelSettings layers = s.model;
+  if (s.scheme.shared) layers.L = 1; // one ensemble of heads for every depth
+  layers.H *= models;
+  PetscCall(HeadsCreate(p->grid, layers, &p->heads));
+  p->heads.seeds = models;
+  p->heads.overlap = s.parallel.overlap;
+  p->seeds = models > 1 || p->seeds > 0 ? models : 0;
+  PetscCall(VelocityCreate(p->grid, p->tokens, &p->heads, s.model, p->predicted.form, threads, &p->velocity, p->seeds));
+  PetscCall(FlowCreate(&p->velocity, s.model.L, s.model.norm, s.scheme, &p->flow));
+  PetscCall(VecDuplicate(p->tokens.state, &p->x0));
+  PetscCall(VecDuplicate(p->tokens.state, &p->x1));
+  PetscCall(VecDuplicate(p->tokens.state, &p->adjoint));
+  PetscCall(VecDuplicate(p->heads.theta, &p->grad));
+  p->targets.kind = s.loss.kind;
+  p->active.assign((size_t)(s.data.M * models), 1);
+  p->velocity.active = &p->active;
+  PetscFunctionReturn(0);
+}
+
+// The whole of `from` (one model's state layout, on one rank), `models` times into `to`.
+static PetscErrorCode Replicate(Vec from, PetscInt models, Vec to) {
+  const PetscScalar *a;
+  PetscScalar *b;
+  PetscInt n;
+  PetscFunctionBeginUser;
+  PetscCall(VecGetLocalSize(from, &n));
+  PetscCall(VecGetArrayRead(from, &a));
+  PetscCall(VecGetArray(to, &b));
+  for (PetscInt s = 0; s < models; ++s) std::copy(a, a + n, b + s * n);
+  PetscCall(VecRestoreArray(to, &b));
+  PetscCall(VecRestoreArrayRead(from, &a));
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode ProblemCreateModels(const Settings &settings, const std::vector<std::uint64_t> &seeds, Problem *p) {
+  Problem one;
+  Settings s1 = settings;
+  PetscFunctionBeginUser;
+  s1.init.seed = seeds.front();
+  s1.parallel.head_groups = 0;
+  PetscCall(ProblemCreate(PETSC_COMM_SELF, s1, &one)); // the data and targets, once
+  const PetscInt models = (PetscInt)seeds.size();
+  p->settings = one.settings;
+  p->settings.init.seed = settings.init.seed;
+  PetscCall(GridCreate(PETSC_COMM_SELF, 1, p->settings.model.H, 0, &p->grid));
+  p->seeds = models;
+  PetscCall(ProblemSolver(p, RankThreads(p->settings.parallel.threads), models));
+  PetscCall(Replicate(one.x0, models, p->x0));
+  for (PetscInt s = 0; s < models; ++s)
+    p->tokens.weights.insert(p->tokens.weights.end(), one.tokens.weights.begin(), one.tokens.weights.end());
+  p->targets.kind = one.targets.kind, p->targets.c = one.targets.c, p->targets.W = one.targets.W;
+  if (one.targets.y) {
+    PetscCall(VecDuplicate(p->x0, &p->targets.y));
+    PetscCall(Replicate(one.targets.y, models, p->targets.y));
+  }
+  for (PetscInt s = 0; s < models; ++s)
+    p->targets.z.insert(p->targets.z.end(), one.targets.z.begin(), one.targets.z.end());
+  PetscCall(ProblemDestroy(&one));
+  PetscCall(HeadsInitializeModels(&p->heads, p->settings.init, seeds, p->heads.theta));
+  PetscCall(ProblemSetHeads(p));
+  PetscFunctionReturn(0);
+}
+
 PetscErrorCode ProblemCreate(MPI_Comm comm, const Settings &settings, Problem *p) {
   PetscFunctionBeginUser;
   p->settings = settings;
@@ -170,11 +240,6 @@ PetscErrorCode ProblemCreate(MPI_Comm comm, const Settings &settings, Problem *p
              p->predicted.memory / 1073741824.0, share / 1073741824.0,
              s.parallel.cut_sequences == CutSequences::projections ? " or parallel.cut_sequences = tokens" : "");
   PetscCall(GridCreate(comm, p->predicted.Ph, s.model.H, node_ranks, &p->grid));
-  PetscCall(TokenLayoutCreate(p->grid, s.data.M, s.data.N, s.model.d, &p->tokens));
-  ModelSettings layers = s.model;
-  if (s.scheme.shared) layers.L = 1; // one ensemble of heads for every depth
-  PetscCall(HeadsCreate(p->grid, layers, &p->heads));
-  p->heads.overlap = s.parallel.overlap;
   // The grid is chosen as for one thread, so that the thread count changes no
   // result; the predicted step counts the threads.
   const PetscInt threads = RankThreads(s.parallel.threads);
@@ -182,16 +247,8 @@ PetscErrorCode ProblemCreate(MPI_Comm comm, const Settings &settings, Problem *p
   if (threads > 1)
     p->predicted = PredictStep(s.model, s.data.M, s.data.N, size, p->predicted.Ph, p->predicted.form, s.parallel.rate,
                                net, threads, share);
-  PetscCall(VelocityCreate(p->grid, p->tokens, &p->heads, s.model, p->predicted.form, threads, &p->velocity));
+  PetscCall(ProblemSolver(p, threads, 1));
   p->velocity.memory = share; // what is left of it keeps the queries' statistics
-  PetscCall(FlowCreate(&p->velocity, s.model.L, s.model.norm, s.scheme, &p->flow));
-  PetscCall(VecDuplicate(p->tokens.state, &p->x0));
-  PetscCall(VecDuplicate(p->tokens.state, &p->x1));
-  PetscCall(VecDuplicate(p->tokens.state, &p->adjoint));
-  PetscCall(VecDuplicate(p->heads.theta, &p->grad));
-  p->targets.kind = s.loss.kind;
-  p->active.assign((size_t)s.data.M, 1);
-  p->velocity.active = &p->active;
   // The tokens: drawn, or a data file's; the targets: zero (a probe's), the file's, or the teacher's.
   if (s.data.file.empty()) PetscCall(GenerateTokens(s.data, p->tokens, p->x0));
   else PetscCall(DataFileRead(comm, s.data.file, p->tokens, p->x0, s.scheme.zero_targets ? nullptr : &p->targets));
@@ -277,9 +334,9 @@ PetscErrorCode ProblemSetHeads(Problem *p) {
 }
 
 void ProblemSetBatch(Problem *p, PetscInt step) {
-  const PetscInt M = p->tokens.M, b = p->settings.train.batch;
+  const PetscInt models = std::max<PetscInt>(1, p->seeds), M = p->tokens.M / models, b = p->settings.train.batch;
   if (step < 0 || b == 0 || b >= M) {
-    p->active.assign((size_t)M, 1);
+    p->active.assign((size_t)(M * models), 1);
     return;
   }
   // The first b of a Fisher-Yates shuffle drawn from (train.seed, step).
@@ -287,8 +344,9 @@ void ProblemSetBatch(Problem *p, PetscInt step) {
   for (PetscInt m = 0; m < M; ++m) order[m] = m;
   Stream r(p->settings.train.seed, kBatch, (std::uint64_t)step);
   for (PetscInt i = 0; i < b; ++i) std::swap(order[i], order[i + (PetscInt)(r.uniform() * (double)(M - i))]);
-  p->active.assign((size_t)M, 0);
-  for (PetscInt i = 0; i < b; ++i) p->active[order[i]] = 1;
+  p->active.assign((size_t)(M * models), 0);
+  for (PetscInt s = 0; s < models; ++s)
+    for (PetscInt i = 0; i < b; ++i) p->active[s * M + order[i]] = 1;
 }
 
 PetscErrorCode ProblemEvaluate(Problem *p, PetscBool gradient) {
@@ -296,12 +354,22 @@ PetscErrorCode ProblemEvaluate(Problem *p, PetscBool gradient) {
   PetscCall(VecCopy(p->x0, p->x1));
   PetscCall(FlowForward(&p->flow, p->x1));
   const bool weights = gradient && p->tokens.weighted();
+  if (p->seeds > 0) p->risks.resize((size_t)p->seeds);
   PetscCall(RiskEvaluate(p->tokens, p->targets, &p->active, p->x1, gradient ? p->adjoint : nullptr, &p->risk,
-                         weights ? &p->weight_grad : nullptr));
+                         weights ? &p->weight_grad : nullptr, p->seeds > 0 ? &p->risks : nullptr));
+  if (p->seeds > 0) { // the mean over the models in the batch
+    const PetscInt M = p->tokens.M / p->seeds;
+    double sum = 0;
+    PetscInt in = 0;
+    for (PetscInt s = 0; s < p->seeds; ++s)
+      if (std::any_of(p->active.begin() + s * M, p->active.begin() + (s + 1) * M, [](char a) { return a != 0; }))
+        sum += p->risks[(size_t)s], ++in;
+    p->risk = in ? sum / (double)in : NAN;
+  }
   if (gradient) {
     PetscCall(FlowAdjoint(&p->flow, p->adjoint, p->grad));
     for (size_t e = 0; weights && e < p->weight_grad.size(); ++e) p->weight_grad[e] += p->flow.weight_grad[e];
-    PetscCall(VecScale(p->grad, (PetscScalar)GradientScale(p->settings.model, p->heads.L, p->heads.H)));
+    PetscCall(VecScale(p->grad, (PetscScalar)GradientScale(p->settings.model, p->heads.L, p->heads.H / p->heads.seeds)));
     // On the sphere the input is normalized first: dR/dx(0) through it, the
     // part tangent to the sphere (the same for the L-layer model and the limit).
     if (p->settings.model.norm == TokenNorm::sphere) PetscCall(SphereTangent(p->x0, p->tokens.d, p->adjoint));

@@ -55,63 +55,74 @@ PetscErrorCode SumOwned(MPI_Comm comm, std::vector<double> *dRdw) {
   PetscFunctionReturn(0);
 }
 
-// The token loss: 1/2 |x - y|^2 a token, each token's share its weight (1/N).
-PetscErrorCode TokenRisk(const TokenLayout &t, const Targets &y, PetscInt batch, const std::vector<char> *active,
-                         Vec x1, Vec dRdx, double *R, std::vector<double> *dRdw) {
+// The token loss: 1/2 |x - y|^2 a token, each token's share its weight
+// (1/N), per model (sequences m of model m / (M / models)) over its batch.
+PetscErrorCode TokenRisk(const TokenLayout &t, const Targets &y, const std::vector<PetscInt> &batch,
+                         const std::vector<char> *active, Vec x1, Vec dRdx, std::vector<double> *R,
+                         std::vector<double> *dRdw) {
   MPI_Comm comm = PetscObjectComm((PetscObject)x1);
   const PetscScalar *xa, *ya;
   PetscScalar *ga = nullptr;
+  const PetscInt per = t.M / (PetscInt)batch.size(); // sequences a model
   auto in = [&](PetscInt tok) { return !active || (*active)[tok / t.N]; };
-  double part = 0;
-  const double w = 1.0 / ((double)batch * t.N);
+  std::vector<double> part(batch.size(), 0.0);
   PetscFunctionBeginUser;
   PetscCall(VecGetArrayRead(x1, &xa));
   PetscCall(VecGetArrayRead(y.y, &ya));
   if (dRdx) PetscCall(VecGetArray(dRdx, &ga));
   for (PetscInt e = 0; e < t.owned.size() * t.d; ++e) {
-    const PetscInt tok = t.owned.begin + e / t.d;
+    const PetscInt tok = t.owned.begin + e / t.d, model = tok / t.N / per;
+    const double b = (double)std::max<PetscInt>(1, batch[model]), w = 1.0 / (b * t.N);
     const double r = in(tok) ? xa[e] - ya[e] : 0.0, f = t.weighted() ? t.weights[tok] : 1.0;
-    part += f * 0.5 * r * r;
-    if (ga) ga[e] = (t.weighted() ? t.weights[tok] / (double)batch : w) * r;
-    if (dRdw) (*dRdw)[tok] += 0.5 * r * r / (double)batch;
+    part[model] += f * 0.5 * r * r;
+    if (ga) ga[e] = (t.weighted() ? t.weights[tok] / b : w) * r;
+    if (dRdw) (*dRdw)[tok] += 0.5 * r * r / b;
   }
   if (dRdx) PetscCall(VecRestoreArray(dRdx, &ga));
   PetscCall(VecRestoreArrayRead(y.y, &ya));
   PetscCall(VecRestoreArrayRead(x1, &xa));
-  PetscCallMPI(MPI_Allreduce(&part, R, 1, MPI_DOUBLE, MPI_SUM, comm));
-  *R *= t.weighted() ? 1.0 / (double)batch : w;
+  R->assign(batch.size(), 0.0);
+  PetscCallMPI(MPI_Allreduce(part.data(), R->data(), (int)part.size(), MPI_DOUBLE, MPI_SUM, comm));
+  for (size_t k = 0; k < batch.size(); ++k) {
+    const double b = (double)std::max<PetscInt>(1, batch[k]);
+    (*R)[k] *= t.weighted() ? 1.0 / b : 1.0 / (b * t.N);
+  }
   PetscFunctionReturn(0);
 }
 
 // The pooled loss: the residual r_m = W xbar_m - z_m is known on every rank;
 // dR/dx[m,i] = w[m,i] / |batch| W^T r_m, dR/dw[m,i] = r_m . W x[m,i] / |batch|.
-PetscErrorCode PooledRisk(const TokenLayout &t, const Targets &y, PetscInt batch, const std::vector<char> *active,
-                          Vec x1, Vec dRdx, double *R, std::vector<double> *dRdw) {
+PetscErrorCode PooledRisk(const TokenLayout &t, const Targets &y, const std::vector<PetscInt> &batch,
+                          const std::vector<char> *active, Vec x1, Vec dRdx, std::vector<double> *R,
+                          std::vector<double> *dRdw) {
   std::vector<double> out;
   const PetscScalar *xa;
   PetscScalar *ga;
+  const PetscInt per = t.M / (PetscInt)batch.size();
   auto in = [&](PetscInt m) { return !active || (*active)[m]; };
+  auto size = [&](PetscInt m) { return (double)std::max<PetscInt>(1, batch[m / per]); };
   PetscFunctionBeginUser;
   PetscCall(PooledOutputs(t, y.W, y.c, x1, out));
-  double sum = 0;
+  R->assign(batch.size(), 0.0);
   for (size_t e = 0; e < out.size(); ++e) {
-    out[e] = in((PetscInt)e / y.c) ? out[e] - y.z[e] : 0.0;
-    sum += 0.5 * out[e] * out[e];
+    const PetscInt m = (PetscInt)e / y.c;
+    out[e] = in(m) ? out[e] - y.z[e] : 0.0;
+    (*R)[m / per] += 0.5 * out[e] * out[e];
   }
-  *R = sum / (double)batch;
+  for (size_t k = 0; k < batch.size(); ++k) (*R)[k] /= (double)std::max<PetscInt>(1, batch[k]);
   if (!dRdx && !dRdw) PetscFunctionReturn(0);
-  const double w = 1.0 / ((double)batch * t.N);
   if (dRdx) PetscCall(VecGetArray(dRdx, &ga));
   PetscCall(VecGetArrayRead(x1, &xa));
   for (PetscInt tok = t.owned.begin; tok < t.owned.end; ++tok) {
-    const double *r = &out[(tok / t.N) * y.c];
+    const PetscInt m = tok / t.N;
+    const double *r = &out[m * y.c], b = size(m), w = 1.0 / (b * t.N);
     const PetscScalar *xi = xa + (tok - t.owned.begin) * t.d;
     PetscScalar *gi = dRdx ? ga + (tok - t.owned.begin) * t.d : nullptr;
     for (PetscInt j = 0; j < t.d; ++j) {
       double sum = 0;
       for (PetscInt q = 0; q < y.c; ++q) sum += y.W[q * t.d + j] * r[q];
-      if (gi) gi[j] = (t.weighted() ? t.weights[tok] / (double)batch : w) * sum;
-      if (dRdw) (*dRdw)[tok] += sum * xi[j] / (double)batch;
+      if (gi) gi[j] = (t.weighted() ? t.weights[tok] / b : w) * sum;
+      if (dRdw) (*dRdw)[tok] += sum * xi[j] / b;
     }
   }
   PetscCall(VecRestoreArrayRead(x1, &xa));
@@ -122,14 +133,18 @@ PetscErrorCode PooledRisk(const TokenLayout &t, const Targets &y, PetscInt batch
 } // namespace
 
 PetscErrorCode RiskEvaluate(const TokenLayout &t, const Targets &y, const std::vector<char> *active, Vec x1, Vec dRdx,
-                            double *R, std::vector<double> *dRdw) {
-  PetscInt batch = t.M;
-  if (active) batch = (PetscInt)std::count(active->begin(), active->end(), 1);
+                            double *R, std::vector<double> *dRdw, std::vector<double> *per_model) {
+  const PetscInt models = per_model ? std::max<PetscInt>(1, (PetscInt)per_model->size()) : 1, per = t.M / models;
+  std::vector<PetscInt> batch((size_t)models, per);
+  for (PetscInt m = 0; active && m < t.M; ++m) batch[m / per] -= !(*active)[m];
+  std::vector<double> risks;
   PetscFunctionBeginUser;
   if (dRdw) dRdw->assign((size_t)(t.M * t.N), 0.0);
-  if (y.kind == LossKind::token) PetscCall(TokenRisk(t, y, batch, active, x1, dRdx, R, dRdw));
-  else PetscCall(PooledRisk(t, y, batch, active, x1, dRdx, R, dRdw));
+  if (y.kind == LossKind::token) PetscCall(TokenRisk(t, y, batch, active, x1, dRdx, &risks, dRdw));
+  else PetscCall(PooledRisk(t, y, batch, active, x1, dRdx, &risks, dRdw));
   if (dRdw) PetscCall(SumOwned(PetscObjectComm((PetscObject)x1), dRdw));
+  *R = risks[0];
+  if (per_model) *per_model = risks;
   PetscFunctionReturn(0);
 }
 

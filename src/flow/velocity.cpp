@@ -19,7 +19,7 @@ namespace mft {
 using namespace units;
 
 PetscErrorCode VelocityCreate(const Grid &g, const TokenLayout &t, Heads *h, const ModelSettings &m, CutForm form,
-                              PetscInt threads, Velocity *v) {
+                              PetscInt threads, Velocity *v, PetscInt seeds) {
   PetscFunctionBeginUser;
   PetscCall(EventsRegister());
   v->grid = &g;
@@ -27,7 +27,7 @@ PetscErrorCode VelocityCreate(const Grid &g, const TokenLayout &t, Heads *h, con
   v->heads = h;
   v->options.beta = LogitScale(m);
   v->options.causal = m.causal;
-  v->scale = HeadSumScale(m, m.L, h->H);
+  v->scale = HeadSumScale(m, m.L, m.H);
   PetscCall(VecDuplicate(t.local, &v->x_local));
   PetscCall(VecDuplicate(t.local, &v->lam_local));
   PetscCall(VecDuplicate(t.local, &v->dx_local));
@@ -40,6 +40,18 @@ PetscErrorCode VelocityCreate(const Grid &g, const TokenLayout &t, Heads *h, con
   v->threads = std::max<PetscInt>(1, threads);
   v->works.resize((size_t)v->threads);
   for (AttentionWork &w : v->works) w.reserve(h->shape, t.N);
+  v->seeds = seeds;
+  if (seeds > 0) { // an ensemble: its own units and buffers, none of the rest
+    PetscCheck(g.size == 1, PETSC_COMM_SELF, PETSC_ERR_ARG_WRONG, "an ensemble's problem is one rank's");
+    v->seeds_buffers.resize((size_t)v->threads);
+    const size_t lanes = (size_t)kLanes, n = (size_t)(t.N * t.d) * lanes, heads = (size_t)(h->group.size() / seeds);
+    for (Velocity::SeedsBuffers &b : v->seeds_buffers) {
+      b.work.reserve(h->shape, t.N);
+      b.x.assign(n, 0.0), b.lam.assign(n, 0.0), b.out.assign(n, 0.0), b.weight_grad.assign((size_t)t.N * lanes, 0.0);
+      b.heads.assign(heads * (size_t)h->shape.size * lanes, 0.0), b.dheads.assign(b.heads.size(), 0.0);
+    }
+    PetscFunctionReturn(0);
+  }
   v->chunks = std::max<PetscInt>(1, std::min<PetscInt>(kGradientChunks, t.seqs.size()));
   v->chunk_grad.assign((size_t)v->chunks * h->layer_grad.size(), 0.0);
   const double copy = 8.0 * ((double)t.group.size() * t.d + (form == CutForm::tokens ? (double)v->dkeys.size() : 0.0));
@@ -78,6 +90,10 @@ PetscErrorCode VelocityKeep(Velocity *v, PetscInt L) {
   PetscFunctionBeginUser;
   v->kept_layer.assign((size_t)L, 0);
   v->kept.resize((size_t)L * (size_t)t.group.size() * (size_t)t.d); // 64-bit: L n can pass 2^31
+  if (v->seeds > 0) { // the lanes kernels keep no statistics
+    v->forwards = false;
+    PetscFunctionReturn(0);
+  }
   // What the other buffers take (the cost model's count): the rest is the room of the cut rows and statistics.
   const double others = 8.0 * (double)(v->kept.size() + v->keys.size() + v->dkeys.size() + v->head_partial.size() +
                                        v->dkeys_partial.size() + v->projected.size() + v->dprojected.size());
@@ -183,6 +199,13 @@ PetscErrorCode VelocityEvaluate(Velocity *v, PetscInt l, Vec x, Vec f) {
   double *out = v->grid->Ph == 1 ? fa : v->partial.data();
   std::fill(out, out + t.group.size() * t.d, 0.0);
   PetscCall(PetscLogEventBegin(MFT_KERNELS, 0, 0, 0, 0));
+  if (v->seeds > 0) {
+    PetscCall(SeedsForward(v, l, xs, out));
+    PetscCall(PetscLogEventEnd(MFT_KERNELS, 0, 0, 0, 0));
+    PetscCall(VecRestoreArray(f, &fa));
+    PetscCall(VecRestoreArrayRead(v->x_local, &xs));
+    PetscFunctionReturn(0);
+  }
   // Threads over (sequence, chunk of heads) pairs, each chunk's heads in
   // order into its own sum, the chunks' sums added in order: every token's
   // velocity is summed in the same order on any thread count.

@@ -209,14 +209,15 @@ PetscErrorCode VelocityReverse(Velocity *v, Vec lam, Vec dx) {
   auto skip = [&](PetscInt m) { return v->active && !(*v->active)[m]; }; // zero adjoint outside the batch
   std::fill(v->head_partial.begin(), v->head_partial.end(), 0.0);
   std::fill(v->dkeys_partial.begin(), v->dkeys_partial.end(), 0.0);
-  if (t.weighted()) { // a copy for each chunk of heads and of queries (velocity.hpp)
+  if (t.weighted() && v->seeds == 0) { // a copy for each chunk of heads and of queries (velocity.hpp)
     const size_t n = (size_t)t.seqs.size() * (size_t)t.N;
     v->layer_weight_grad.resize(n);
     v->weight_parts.assign(n * (size_t)(v->head_chunks * v->query_chunks), 0.0);
   }
-  if (v->query_chunks > 1) PetscCall(ReverseByQueries(v, l, xs, ls, ds, scale, skip));
+  if (v->seeds > 0) PetscCall(SeedsReverse(v, l, xs, ls, ds));
+  else if (v->query_chunks > 1) PetscCall(ReverseByQueries(v, l, xs, ls, ds, scale, skip));
   else PetscCall(ReverseByChunks(v, l, xs, ls, ds, scale, skip));
-  SumReverseChunks(v, ds);
+  if (v->seeds == 0) SumReverseChunks(v, ds);
   PetscCall(PetscLogEventEnd(MFT_KERNELS, 0, 0, 0, 0));
   if (!t.cuts.empty()) PetscCall(ReverseCutRows(v, l, xs, ds, skip));
   PetscCall(VecRestoreArray(v->dx_local, &ds));

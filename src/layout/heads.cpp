@@ -122,16 +122,21 @@ static void InfiniteHead(const HeadShape &sh, const InitSettings &s, double g, c
     }
 }
 
-PetscErrorCode HeadsInitialize(Heads *h, const InitSettings &s, std::uint64_t seed, Vec theta) {
+PetscErrorCode HeadsInitializeModels(Heads *h, const InitSettings &s, const std::vector<std::uint64_t> &seeds,
+                                     Vec theta) {
   const HeadShape &sh = h->shape;
   const double gain[4] = {s.q_gain, s.k_gain, s.v_gain, s.o_gain};
   const double mean[4] = {s.q_mean, s.k_mean, s.v_mean, s.o_mean};
+  const PetscInt H = h->H / h->seeds; // a model's heads a layer
   PetscScalar *t;
   PetscFunctionBeginUser;
+  PetscCheck((PetscInt)seeds.size() == h->seeds, PETSC_COMM_SELF, PETSC_ERR_ARG_SIZ, "%zu seeds for %" PetscInt_FMT
+             " models", seeds.size(), h->seeds);
   PetscCall(VecGetArray(theta, &t));
   std::vector<double> xi((size_t)sh.size), zeta; // zeta: the infinite head's Gaussians
   for (PetscInt flat = h->owned.begin; flat < h->owned.end; ++flat) {
-    Stream r(seed, kHeads, (std::uint64_t)(flat / h->H), (std::uint64_t)(flat % h->H));
+    const PetscInt l = flat / h->H, model = flat % h->H / H, head_of_model = flat % h->H % H;
+    Stream r(seeds[(size_t)model], kHeads, (std::uint64_t)l, (std::uint64_t)head_of_model);
     double *head = t + (flat - h->owned.begin) * sh.size;
     // The head's draws in the order of its entries (the blocks in order, each row-major).
     if (s.law == InitLaw::gaussian) r.normals(xi.data(), sh.size);
@@ -151,6 +156,12 @@ PetscErrorCode HeadsInitialize(Heads *h, const InitSettings &s, std::uint64_t se
     }
   }
   PetscCall(VecRestoreArray(theta, &t));
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode HeadsInitialize(Heads *h, const InitSettings &s, std::uint64_t seed, Vec theta) {
+  PetscFunctionBeginUser;
+  PetscCall(HeadsInitializeModels(h, s, std::vector<std::uint64_t>((size_t)h->seeds, seed), theta));
   PetscFunctionReturn(0);
 }
 

@@ -380,6 +380,18 @@ std::vector<Option> declare(Settings &s) {
                 "per block Q K V O, the exponent e of the block's rate lr k^-e (muP: '0.5 0.5 0 1' at "
                 "model.logit_exponent 0.5, '0 0 0 1' at 1 under AdamW; docs/model.md)")
           .defining(),
+      real("train.lr_depth_exponent", &t.lr_depth_exponent, -1e300, false,
+           "x: every block steps at lr L^-x H^-y (with train.block_lr_exponents, times k^-e); 1 - a keeps the output's "
+           "move a step of order one under gd (docs/model.md)")
+          .defining(),
+      real("train.lr_head_exponent", &t.lr_head_exponent, -1e300, false,
+           "y: every block steps at lr L^-x H^-y; 1 - c keeps the output's move a step of order one under gd")
+          .defining(),
+      integer("train.seeds", &t.seeds, 1,
+              "train: this many independent models on the same data, seeds init.seed .. init.seed + seeds - 1, "
+              "trained together (a rank holds its block of them) into one run file with a seeds axis")
+          .read_by({"train"})
+          .defining(),
       choice("train.ntk", &t.ntk, kNtkPart, "NTK at the start (full or value part) beside the fitted rate of log R at the end"),
 
       choice("ntk.part", &s.ntk.part, kNtkPart, "parameters of the NTK: every block, or the value blocks (V; V and O for qkvo)",

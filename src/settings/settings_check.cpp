@@ -252,9 +252,30 @@ static PetscErrorCode InfiniteHeadCheck(MPI_Comm comm, const Settings &s) {
   PetscFunctionReturn(0);
 }
 
+// An ensemble (train.seeds > 1) trains every model from its own draw on the
+// same data and writes one file with a seeds axis: what belongs to one model
+// or one run file is refused in one line.
+static PetscErrorCode EnsembleCheck(MPI_Comm comm, const Settings &s) {
+  PetscFunctionBeginUser;
+  if (s.train.seeds <= 1) PetscFunctionReturn(0);
+  const std::pair<bool, const char *> refused[] = {
+      {!s.params_file.empty(), "params.file (every model starts from its own seed's draw)"},
+      {!s.data.heldout.empty(), "data.heldout"},
+      {s.loss.accuracy, "loss.accuracy"},
+      {s.train.ntk != NtkPart::none, "train.ntk"},
+      {s.output.trajectory > 0, "output.trajectory"},
+      {s.data.teacher_perturbation > 0, "data.teacher_perturbation (a teacher per model: not the same data)"}};
+  for (const auto &[given, what] : refused)
+    PetscCheck(!given, comm, PETSC_ERR_USER_INPUT,
+               "train.seeds = %" PetscInt_FMT " trains an ensemble, which does not take %s: train one model for it",
+               s.train.seeds, what);
+  PetscFunctionReturn(0);
+}
+
 // Settings that are valid one by one but not together.
 PetscErrorCode SettingsCheckTogether(MPI_Comm comm, const Settings &s) {
   PetscFunctionBeginUser;
+  PetscCall(EnsembleCheck(comm, s));
   PetscCall(ExponentCheck(comm, s));
   PetscCall(LawCheck(comm, s));
   PetscCall(InfiniteHeadCheck(comm, s));
@@ -270,6 +291,10 @@ PetscErrorCode SettingsCheckTogether(MPI_Comm comm, const Settings &s) {
              "train.beta1 and train.beta2 must be below 1 (got %g and %g)", s.train.beta1, s.train.beta2);
   PetscCheck(s.train.lr_min <= s.train.lr, comm, PETSC_ERR_USER_INPUT, "train.lr_min (%g) exceeds train.lr (%g)",
              s.train.lr_min, s.train.lr);
+  PetscCheck(s.train.ntk == NtkPart::none || (s.train.lr_depth_exponent == 0 && s.train.lr_head_exponent == 0), comm,
+             PETSC_ERR_USER_INPUT,
+             "train.ntk predicts the rate of log R at train.lr itself: give no train.lr_depth_exponent or "
+             "train.lr_head_exponent with it");
   PetscCheck(s.parallel.threads <= kMaxThreads, comm, PETSC_ERR_USER_INPUT,
              "parallel.threads = %" PetscInt_FMT " is more than %d threads a rank", s.parallel.threads, (int)kMaxThreads);
   if (s.command == "study") {

@@ -10,6 +10,7 @@
 
 #include "mft/files/runfile.hpp"
 
+#include <functional>
 #include <string>
 
 namespace mft {
@@ -20,6 +21,10 @@ std::string CheckpointPath(const CheckpointSettings &s, PetscInt step);
 // Writes the checkpoint of `step` updates and removes the oldest beyond checkpoint.keep.
 // Collective on the problem's comm.
 PetscErrorCode CheckpointWrite(const Problem &p, const History &h, const Optimizer &opt, PetscInt step);
+// The same for any writer (an ensemble's): write(path) makes the file.
+// Collective on comm.
+PetscErrorCode CheckpointSave(MPI_Comm comm, const CheckpointSettings &s, PetscInt step,
+                              const std::function<PetscErrorCode(const std::string &)> &write);
 
 // The checkpoint to restart from: --restart FILE (verified, or an error), or
 // --restart auto: the newest checkpoint in checkpoint.dir that verifies,

@@ -3,6 +3,7 @@
 //   mft-summary {"command": "train", "final_risk": 1.2e-05, ...}
 #pragma once
 
+#include "mft/flow/ensemble.hpp"
 #include "mft/flow/problem.hpp"
 
 #include <string>
@@ -13,6 +14,8 @@ namespace mft {
 
 // The header. Not collective: rank 0 of the problem's comm prints it.
 PetscErrorCode ReportHeader(const Problem &p);
+// An ensemble's first line (ensemble.hpp). Collective on e's comm.
+PetscErrorCode ReportEnsembleHeader(const Ensemble &e);
 
 class Summary {
 public:

@@ -10,6 +10,7 @@
 // under the final name.
 #pragma once
 
+#include "mft/flow/ensemble.hpp"
 #include "mft/flow/optimizer.hpp"
 #include "mft/flow/problem.hpp"
 
@@ -18,6 +19,8 @@
 
 namespace mft {
 
+// An ensemble's history holds each step's row of the rank's models (steps x
+// models, row-major), NaN for a model that has diverged.
 struct History {
   std::vector<double> loss;            // risk before each training step
   std::vector<double> max_param_norm;  // largest head norm before each step
@@ -42,6 +45,22 @@ PetscErrorCode RunFileWrite(const Problem &p, const History &h, const Optimizer 
 // verified the file and checked its settings.
 // Collective on the problem's comm.
 PetscErrorCode RunFileRead(const std::string &path, Problem *p, Optimizer *opt, History *h, PetscInt *step);
+
+// An ensemble's run file or checkpoint: the data once (/data as a run
+// file's), and every model's arrays with a leading seeds axis, each rank
+// writing its block: /params/* (S, L, H, rows, cols), /optimizer/*,
+// /history/loss and max_param_norm (S, steps), /ensemble/risk (S) and
+// /ensemble/diverged (S: the step a model diverged at, -1 for none); a run
+// file adds /output/tokens (S, M, N, d), NaN for a diverged model, and
+// /grad/* (zero for one). Attributes: every setting, ensemble.models = S, ensemble.first_seed
+// (model i's seed: first + i), step, the models' mean risk. Collective on e's comm.
+PetscErrorCode EnsembleFileWrite(const Ensemble &e, const History &h, const Optimizer *opt, PetscInt step, Content what,
+                                 const std::string &path);
+// Reads back an ensemble's training state (heads, moments, history,
+// divergence, step) written on any number of ranks; the caller has verified
+// the file and checked its settings (train.seeds among them). The data are
+// the settings' own again. Collective on e's comm.
+PetscErrorCode EnsembleFileRead(const std::string &path, Ensemble *e, Optimizer *opt, History *h, PetscInt *step);
 
 // Reads only the heads (/params) of a run or checkpoint file into p.
 // Collective on the problem's comm.

@@ -44,4 +44,13 @@ PetscErrorCode TrainLoop(Problem *p, Optimizer *opt, History *history, PetscInt 
                          const std::function<PetscErrorCode(PetscInt)> &record, TrainingStop *stop,
                          const TrainingColumns *columns = nullptr);
 
+// An ensemble's (ensemble.hpp) resume and loop, as TrainResume and
+// TrainLoop: every model's step at once, its checkpoints with the seeds axis
+// (EnsembleFileWrite); a model that diverges is flagged and frozen, and the
+// loop stops with an error only when every model has. Collective on e's comm.
+PetscErrorCode EnsembleTrainResume(Ensemble *e, Optimizer *opt, History *history, const std::string &who,
+                                   PetscInt *start, PetscInt *saved);
+PetscErrorCode EnsembleTrainLoop(Ensemble *e, Optimizer *opt, History *history, PetscInt start, PetscInt saved,
+                                 const std::function<PetscErrorCode(PetscInt)> &record, TrainingStop *stop);
+
 } // namespace mft

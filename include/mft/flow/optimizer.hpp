@@ -7,8 +7,9 @@
 //                mhat = m / (1 - b1^t), vhat = v / (1 - b2^t);
 //   adamw-block: the same with one second moment per block (one matrix Q, K,
 //                V or O of one head): v_b <- b2 v_b + (1-b2) |g_b|^2 / size(b).
-// Each block b (Q, K, V, O) steps at lr k^-e_b, e = train.block_lr_exponents
-// (all 0: lr, bitwise). The infinite head (model.k = inf, gd; docs/model.md,
+// Each block b (Q, K, V, O) steps at lr L^-x H^-y k^-e_b, x and y =
+// train.lr_depth_exponent and lr_head_exponent, e = train.block_lr_exponents
+// (all 0: lr, bitwise); the factors multiply. The infinite head (model.k = inf, gd; docs/model.md,
 // 'The infinite head') steps its K = W at lr (q_gain^2 + k_gain^2) / d at
 // g = 1/2 and 0 above, and keeps Q = I: the limit of the finite heads' steps.
 // Heads never change layer: the marginal of the parameter law over depth is
@@ -22,6 +23,7 @@
 #include <petscvec.h>
 
 #include <array>
+#include <vector>
 
 namespace mft {
 
@@ -32,8 +34,10 @@ struct Optimizer {
   PetscInt heads = 0;   // heads owned by this rank (of theta)
   PetscInt step = 0;    // updates done: t of the bias corrections is step + 1
   std::array<double, 4> block_scale{1, 1, 1, 1}; // per block, times the rate (the infinite head's)
+  double rate_scale = 1;  // L^-x H^-y of the model (1 when both exponents are 0)
   Vec m = nullptr;      // first moment, theta's layout (adamw, adamw-block)
   Vec v = nullptr;      // second moment: theta's layout (adamw), or one entry per block (adamw-block)
+  std::vector<char> frozen; // per owned head: not updated (an ensemble's diverged models); empty: none
 };
 
 // The optimizer of s.train for the heads h. Create and Destroy are collective on
@@ -46,7 +50,11 @@ PetscErrorCode OptimizerDestroy(Optimizer *o);
 // Not collective.
 double learning_rate(const TrainSettings &s, PetscInt step);
 
-// One update of theta from the gradient g (at learning rate learning_rate(step)).
+// The rate of update number `step` before the block factors: learning_rate
+// times L^-x H^-y. Not collective.
+double OptimizerRate(const Optimizer &o, PetscInt step);
+
+// One update of theta from the gradient g (at learning rate OptimizerRate(step)).
 // Not collective: each rank updates the heads it owns (call it on every rank).
 PetscErrorCode OptimizerStep(Optimizer *o, Vec theta, Vec g);
 

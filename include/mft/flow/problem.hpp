@@ -30,6 +30,12 @@ struct Problem {
   double risk = 0;
   StepCost predicted;   // the cost model's training step on this grid
   std::vector<char> active; // sequences of the current mini-batch (all by default)
+  // An ensemble's models folded into this one-rank problem (ensemble.hpp):
+  // model s holds sequences s M .. s M + M - 1 and heads s H .. s H + H - 1
+  // of each layer; `risks` each model's risk, `risk` their mean over the
+  // models in the batch. 0: one model.
+  PetscInt seeds = 0;
+  std::vector<double> risks;
 
   Problem() = default;
   Problem(const Problem &) = delete; // the flow points into it
@@ -40,6 +46,12 @@ struct Problem {
 // Create and Destroy are collective on comm.
 PetscErrorCode ProblemCreate(MPI_Comm comm, const Settings &s, Problem *p);
 PetscErrorCode ProblemDestroy(Problem *p);
+
+// An ensemble's problem on this rank alone (ensemble.hpp): the models of
+// `seeds` (model s drawn from seeds[s] as ProblemCreate draws init.seed),
+// folded on the same data and targets, which are made once (by a problem of
+// the first seed). Not collective (PETSC_COMM_SELF).
+PetscErrorCode ProblemCreateModels(const Settings &s, const std::vector<std::uint64_t> &seeds, Problem *p);
 
 // Forward pass at the current heads (p->heads.theta): x1 and risk; with
 // gradient, also the adjoint solve: grad, and adjoint = dR/dx(0) (with
@@ -68,8 +80,8 @@ PetscErrorCode SetFromAll(Vec v, const std::vector<double> &all);
 PetscErrorCode ProblemSetHeads(Problem *p);
 
 // The mini-batch of training step `step` (train.batch sequences drawn from
-// train.seed and the step, the same on any number of ranks); step < 0 or
-// train.batch = 0: every sequence.
+// train.seed and the step, the same on any number of ranks; an ensemble's
+// models each the same); step < 0 or train.batch = 0: every sequence.
 // Not collective: every rank draws the same batch.
 void ProblemSetBatch(Problem *p, PetscInt step);
 

@@ -42,7 +42,10 @@ double ClassAccuracy(const std::vector<double> &outputs, const std::vector<doubl
 // when dRdw is not null (weighted tokens), the risk's own derivative in the
 // weights at fixed x1, (M, N) on every rank.
 // Collective on x1's comm.
+// per_model (an ensemble's, sized to its models on entry): the risk of each
+// model, its sequences m / (M / models), over its own batch, and dR/dx of
+// each model's own risk; *R is then the first model's.
 PetscErrorCode RiskEvaluate(const TokenLayout &t, const Targets &y, const std::vector<char> *active, Vec x1, Vec dRdx,
-                            double *R, std::vector<double> *dRdw = nullptr);
+                            double *R, std::vector<double> *dRdw = nullptr, std::vector<double> *per_model = nullptr);
 
 } // namespace mft

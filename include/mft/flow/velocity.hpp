@@ -20,6 +20,7 @@
 #pragma once
 
 #include "mft/kernels/attention.hpp"
+#include "mft/kernels/attention_seeds.hpp"
 #include "mft/flow/chunks.hpp"
 #include "mft/layout/events.hpp"
 #include "mft/layout/heads.hpp"
@@ -107,6 +108,18 @@ struct Velocity {
   // layer_weight_grad (seqs x N, this rank's part; the other ranks' parts
   // are theirs to add: Flow sums them once per adjoint solve).
   std::vector<double> weight_parts, layer_weight_grad;
+  // An ensemble (ensemble.hpp): `seeds` models folded into one rank's
+  // problem, model s holding sequences s M .. s M + M - 1 and heads s H ..
+  // s H + H - 1 of every layer (M, H the model's). Its units are (group of
+  // kLanes models, sequence), each model's heads in order, run by the lanes
+  // kernels (attention_seeds.hpp); threads over the groups (each its own
+  // models: sums in the same order on any thread count). 0: not an ensemble.
+  PetscInt seeds = 0;
+  struct SeedsBuffers { // a thread's: the lanes kernels' scratch, a sequence's lanes, a group's heads
+    SeedsWork work;
+    std::vector<double> x, lam, out, weight_grad, heads, dheads;
+  };
+  std::vector<SeedsBuffers> seeds_buffers;
   PetscInt sweeps = 0;     // reverse sweeps done (one per layer and adjoint solve)
   // Identity of the adjoint vector whose parameter part is in heads->layer_grad.
   PetscInt grad_layer = -1;
@@ -115,8 +128,10 @@ struct Velocity {
 };
 
 // VelocityCreate and VelocityDestroy are collective on g.comm.
+// seeds > 0: an ensemble of that many models folded on one rank (t holds
+// seeds M sequences, h seeds H heads a layer; m is one model's).
 PetscErrorCode VelocityCreate(const Grid &g, const TokenLayout &t, Heads *h, const ModelSettings &m, CutForm form,
-                              PetscInt threads, Velocity *v);
+                              PetscInt threads, Velocity *v, PetscInt seeds = 0);
 
 
 // The fixed number of chunks of sequences the reverse sums head gradients over.

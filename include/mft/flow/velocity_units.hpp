@@ -154,4 +154,11 @@ template <class Skip> PetscErrorCode ProjectKeys(const QueryUnits &qu, PetscInt 
   PetscFunctionReturn(0);
 }
 
+// An ensemble's forward (out: the velocity of the rank's tokens, zero where
+// inactive) and reverse (ds: (df/dx)^T lam; the heads' layer_grad; with
+// weighted tokens layer_weight_grad), over its (group, sequence) units
+// (velocity_seeds.cpp). Not collective: an ensemble's problem is one rank's.
+PetscErrorCode SeedsForward(Velocity *v, PetscInt l, const double *xs, double *out);
+PetscErrorCode SeedsReverse(Velocity *v, PetscInt l, const double *xs, const double *ls, double *ds);
+
 } // namespace mft::units

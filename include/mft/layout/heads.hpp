@@ -40,7 +40,8 @@ namespace mft {
 
 struct Heads {
   HeadShape shape;
-  PetscInt L = 0, H = 0;
+  PetscInt L = 0, H = 0;      // H: the heads of a layer, of every model it holds
+  PetscInt seeds = 1;         // models whose heads share each layer (an ensemble's: model s has s H/seeds ..)
   bool infinite = false;     // model.k = inf: k = d, drawn from the k -> infinity law (HeadsInitialize)
   double logit_exponent = 0; // g, of which the infinite head's W depends
   Range group;               // heads [h0, h1) of each layer held in `local`
@@ -79,6 +80,10 @@ PetscErrorCode HeadsDestroy(Heads *h);
 // Not collective: each rank draws the heads of theta it owns (call it on every
 // rank to fill theta).
 PetscErrorCode HeadsInitialize(Heads *h, const InitSettings &s, std::uint64_t seed, Vec theta);
+// The same for the models of an ensemble (h->seeds of them): model s's heads
+// from seeds[s], each drawn as HeadsInitialize draws it alone.
+PetscErrorCode HeadsInitializeModels(Heads *h, const InitSettings &s, const std::vector<std::uint64_t> &seeds,
+                                     Vec theta);
 
 // Adds eps times i.i.d. N(0,1) entries to every head of theta (one stream per (seed, l, h)).
 // Not collective: each rank perturbs the heads it owns, as HeadsInitialize.

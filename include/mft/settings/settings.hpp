@@ -127,6 +127,12 @@ struct TrainSettings {
   // Per block (Q, K, V, O) the exponent e of its rate lr k^-e (muP's
   // per-block rates, docs/model.md 'The infinite head'); all 0: lr itself.
   std::array<double, 4> block_lr_exponents{};
+  // The rate's exponents in depth and width: every block steps at
+  // lr L^-x H^-y k^-e_b (docs/model.md, 'Learning rates that scale'); 0 0: lr.
+  double lr_depth_exponent = 0, lr_head_exponent = 0;
+  // mft train: independent models trained together, seeds init.seed ..
+  // init.seed + seeds - 1, partitioned over the ranks (ensemble.hpp).
+  PetscInt seeds = 1;
 };
 
 struct NtkSettings {
