@@ -16,19 +16,8 @@ together reach the same limit.
 
     /usr/bin/python3 jobs/head_dim_trained.py STUDY_DIR [--time T] [--quantity x] [--calibrate R]
 
---law compares in law instead, for a study at a = c = 1/2 whose trained
-models are random (input/study_head_dim_trained_diffusive*.cfg): from the
-case files alone (study.csv is not needed), each cell's (k, H) seeds' Gram
-means of x(1) against the references' on every probe sequence, the relative
-Frobenius gap corrected for both sides' sampling, its largest over the
-sequences with a standard error from a bootstrap over the seeds and the
-references, and the fits gap = C k^-r at each H and gap = C H^-q at each k
-over the cells above twice their standard error; writes
-STUDY_DIR/head_dim_trained_law_t<step>.csv.
-
-With --law, --calibrate R also measures each rate's coverage the same way,
-and --against K H takes the seeds of cell (K, H) as the references (when
-the study's own references cannot serve, e.g. when some of them failed).
+A diffusive study (a = c = 1/2: random trained models) is compared in law by
+mft itself (a trained study in law: law.csv, law_fits.csv).
 --calibrate R measures the intervals' coverage instead: R synthetic grids
 whose cells are the fitted law plus normal noise of each cell's standard
 error, each fitted and bootstrapped as the data are; prints how often the
@@ -36,7 +25,7 @@ error, each fitted and bootstrapped as the data are; prints how often the
 
 Reads STUDY_DIR/study.csv; prints the table and the fits; writes
 STUDY_DIR/head_dim_trained.csv and head_dim_trained.png. Needs
-python3-numpy, python3-scipy, python3-matplotlib (python3-h5py with --law).
+python3-numpy, python3-scipy, python3-matplotlib.
 """
 import argparse
 import csv
@@ -112,122 +101,6 @@ def calibrate(k, H, se, law, replicates, boots, rng):
           f"in {hits[0] / replicates:.3f} of them, r in {hits[1] / replicates:.3f}")
 
 
-def grams_of(case_dir, time):
-    """The models' Gram matrices (seeds, M, N, N) over every probe set per
-    cell (k, H), the references' (one set, shared by the variants) and their
-    (k, H)."""
-    import glob
-    import h5py
-    text = lambda h, key: h.attrs[key].decode() if isinstance(h.attrs[key], bytes) else str(h.attrs[key])
-    models, refs, ref = {}, [], None
-    for path in sorted(glob.glob(os.path.join(case_dir, "case-*.h5"))):
-        if not re.fullmatch(r"case-\d+\.h5", os.path.basename(path)):
-            continue  # a failed case's partial file (case-<i>-t<step>.h5)
-        with h5py.File(path) as h:
-            if time is None:
-                time = str(max(int(t) for t in h["/times"]))
-            probes = h[f"/times/{time}/probes"]
-            x = np.concatenate([probes[name]["tokens"][...] for name in sorted(probes)])
-            G = np.einsum("mid,mjd->mij", x, x)
-            if text(h, "study.reference") == "true":
-                refs.append(G)
-                ref = (float(text(h, "model.k")), int(text(h, "study.case_H")))
-            else:
-                models.setdefault((float(text(h, "model.k")), int(text(h, "study.case_H"))), []).append(G)
-    if not refs or not models:
-        raise SystemExit(f"head_dim_trained: {case_dir} holds {len(models)} cells and {len(refs)} references")
-    return {c: np.array(G) for c, G in models.items()}, np.array(refs), ref, time
-
-
-def law_gap(G, R):
-    """The largest relative gap of the Gram means over the sequences, each
-    corrected for both sides' sampling: (|dG|^2 - its noise)^1/2 / |G_R|."""
-    dG = G.mean(0) - R.mean(0)
-    noise = (G.var(0, ddof=1) / len(G) + R.var(0, ddof=1) / len(R)).sum(axis=(1, 2))
-    return np.sqrt(np.maximum((dG ** 2).sum(axis=(1, 2)) - noise, 0)).max() / np.sqrt((R.mean(0) ** 2).sum(axis=(1, 2))).max()
-
-
-def rate(x, gaps, ses, rng, boots, x_ref=np.inf):
-    """gap = C |x^-p - x_ref^-p| (the references at x_ref: their own gap
-    subtracted; x_ref = inf: exact) over the cells above twice their standard
-    error, p on a grid and log C by weighted least squares in logs: (C, p,
-    p's 95% interval, cells), or None with fewer than two such cells."""
-    ok = gaps > 2 * ses
-    if ok.sum() < 2:
-        return None
-    x, w = x[ok], (gaps[ok] / ses[ok]) ** 2
-    shape = np.log(np.abs(x[None, :] ** -RATES[:, None] - x_ref ** -RATES[:, None]))  # (rates, cells)
-
-    def best(g):
-        logC = ((np.log(g)[None, :] - shape) * w).sum(1) / w.sum()
-        res = (((np.log(g)[None, :] - shape - logC[:, None]) ** 2) * w).sum(1)
-        i = np.argmin(res)
-        return np.exp(logC[i]), RATES[i]
-
-    C, p = best(gaps[ok])
-    boot = [best(np.abs(gaps[ok] + ses[ok] * rng.standard_normal(ok.sum())))[1] for _ in range(boots)]
-    return C, p, np.percentile(boot, [2.5, 97.5]), ok.sum()
-
-
-def rate_coverage(x, ses, C, p, x_ref, replicates, boots, rng):
-    """How often rate()'s 95% interval holds p on synthetic cells of the law
-    C |x^-p - x_ref^-p| with normal noise of each cell's standard error (a
-    set with fewer than two resolved cells counts as a miss)."""
-    law, hits = C * np.abs(x ** -p - x_ref ** -p), 0
-    for _ in range(replicates):
-        f = rate(x, np.abs(law + ses * rng.standard_normal(len(x))), ses, rng, boots, x_ref)
-        hits += f is not None and f[2][0] <= p <= f[2][1]
-    return hits / replicates
-
-
-def in_law(a, time, rng):
-    """--law: each cell's gap in law to the references, and the rates along k
-    (at each H) and along H (at each k)."""
-    models, refs, ref, time = grams_of(a.dir, time)
-    if a.against:  # the seeds of the widest cell as the references
-        ref = (float(a.against[0]), int(a.against[1]))
-        if ref not in models:
-            raise SystemExit(f"head_dim_trained: --against {a.against[0]} {a.against[1]}: no such cell in {a.dir}")
-        refs = models.pop(ref)
-    rows = []
-    for (k, H), G in sorted(models.items()):
-        gap = law_gap(G, refs)
-        boot = [law_gap(G[rng.integers(0, len(G), len(G))], refs[rng.integers(0, len(refs), len(refs))])
-                for _ in range(a.bootstrap)]
-        rows.append((k, H, gap, np.std(boot, ddof=1), len(G)))
-        print(f"k = {k:3.0f}, H = {H:3d}: {len(G)} seeds against {len(refs)} references of k = {ref[0]:.0f}, "
-              f"H = {ref[1]}, "
-              f"gap in law {gap:.4f} +- {rows[-1][3]:.4f}")
-    k, H, gap, se, _ = map(np.array, zip(*rows))
-    fits = []
-    for axis, name, other, along, x_ref in ((k, "k", H, "H", ref[0]), (H, "H", k, "k", ref[1])):
-        for o in sorted(set(other)):
-            at = (other == o) & np.isfinite(axis)
-            if len(set(axis[at])) < 2:
-                continue
-            f = rate(axis[at], gap[at], se[at], rng, a.bootstrap, x_ref)
-            if f is None:
-                print(f"along {name} at {along} = {o:.0f}: fewer than two cells above twice their standard error")
-                continue
-            C, p, (lo, hi), n = f
-            less = "" if np.isinf(x_ref) else f" - {x_ref:.0f}^-{p:.2f}"
-            print(f"along {name} at {along} = {o:.0f}: gap = {C:.3f} ({name}^-{p:.2f}{less}) [{lo:.2f}, {hi:.2f}] "
-                  f"over {n} cells above twice their standard error")
-            fits.append((name, o, C, p, lo, hi, n))
-            if a.calibrate:
-                print(f"  {a.calibrate} synthetic sets of this law with each cell's standard error: the 95% "
-                      f"interval holds {name}'s rate in "
-                      f"{rate_coverage(axis[at], se[at], C, p, x_ref, a.calibrate, a.bootstrap, rng):.3f} of them")
-    with open(os.path.join(a.dir, f"head_dim_trained_law_t{time}.csv"), "w") as f:
-        f.write("k,H,gap,se,seeds\n")
-        for row in rows:
-            f.write(",".join(f"{v:.6g}" for v in row) + "\n")
-        f.write("along,at,C,rate,rate_lo,rate_hi,cells\n")
-        for row in fits:
-            f.write(",".join(str(v) if isinstance(v, str) else f"{v:.6g}" for v in row) + "\n")
-    print(f"head_dim_trained: wrote {a.dir}/head_dim_trained_law_t{time}.csv")
-
-
 def gap_at(k, err, se, r):
     """B at one H: err^2 = a + B^2 k^-2r, a >= 0 and B^2 >= 0."""
     y, w = err ** 2, 1 / np.maximum(2 * err * se, 1e-12)
@@ -242,12 +115,7 @@ def main():
     ap.add_argument("--quantity", default="x", choices=["x", "p"])
     ap.add_argument("--bootstrap", type=int, default=200)
     ap.add_argument("--calibrate", type=int, default=0, help="replicates of a coverage measurement (0: none)")
-    ap.add_argument("--law", action="store_true", help="compare in law (a = c = 1/2: random trained models)")
-    ap.add_argument("--against", nargs=2, metavar=("K", "H"),
-                    help="--law: the seeds of cell (K, H) as the references (K = inf for infinite heads)")
     a = ap.parse_args()
-    if a.law:
-        return in_law(a, a.time, np.random.default_rng(7))
     path = os.path.join(a.dir, "study.csv")
     times = sorted({int(r["time"]) for r in csv.DictReader(open(path))})
     time = a.time if a.time is not None else str(times[-1])

@@ -6,6 +6,7 @@
 #include "mft/settings/error.hpp"
 #include "mft/settings/options.hpp"
 #include "mft/files/report.hpp"
+#include "mft/law/law_trained.hpp"
 #include "mft/law/study_in_law.hpp"
 #include "mft/studies/study.hpp"
 #include "mft/studies/study_cases.hpp"
@@ -120,6 +121,8 @@ PetscErrorCode CommandStudy(MPI_Comm comm, const std::vector<std::string> &args,
   if (help) PetscFunctionReturn(0);
   PetscCall(InputsVerify(comm, s)); // the files mft wrote, whole, before any work
   if (s.study_in_law()) PetscFunctionReturn(s.list_cases ? StudyInLawList(comm, args, s) : StudyInLawRun(comm, args, s, status));
+  if (s.trained_in_law())
+    PetscFunctionReturn(s.list_cases ? StudyTrainedInLawList(comm, args, s) : StudyTrainedInLawRun(comm, args, s, status));
   const auto cases = StudyCases(s);
   if (s.list_cases) PetscFunctionReturn(StudyList(comm, args, s, cases));
   const std::string dir = s.aggregate.empty() ? s.study.dir : s.aggregate;

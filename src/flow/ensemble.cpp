@@ -68,7 +68,8 @@ PetscInt EnsembleHead(const Ensemble &e, PetscInt s, PetscInt l, PetscInt h) {
   return (l * hd.seeds + s) * (hd.H / hd.seeds) + h;
 }
 
-PetscErrorCode EnsembleProbe(const Ensemble &e, const Settings &probe, std::vector<double> *x1) {
+PetscErrorCode EnsembleProbe(const Ensemble &e, const Settings &probe, std::vector<double> *x1,
+                             std::vector<double> *inputs) {
   Problem q;
   std::vector<std::uint64_t> seeds((size_t)e.models(), e.first);
   PetscFunctionBeginUser;
@@ -79,6 +80,11 @@ PetscErrorCode EnsembleProbe(const Ensemble &e, const Settings &probe, std::vect
   PetscCall(FlowForward(&q.flow, q.x1));
   const PetscScalar *a;
   PetscInt n;
+  if (inputs) {
+    PetscCall(VecGetArrayRead(q.x0, &a));
+    inputs->assign(a, a + q.tokens.M / q.seeds * q.tokens.N * q.tokens.d); // model 0's: the same for all
+    PetscCall(VecRestoreArrayRead(q.x0, &a));
+  }
   PetscCall(VecGetLocalSize(q.x1, &n));
   PetscCall(VecGetArrayRead(q.x1, &a));
   x1->assign(a, a + n);

@@ -203,11 +203,15 @@ PetscErrorCode SamplesGather(MPI_Comm comm, const Samples &r, PetscInt count, st
   const PetscInt n = r.M * r.N * r.d;
   PetscCheck((double)count * (double)n <= (double)INT_MAX, comm, PETSC_ERR_USER_INPUT,
              "%" PetscInt_FMT " samples of %" PetscInt_FMT " numbers are more than one gather can hold", count, n);
+  // Each rank's rows in rank order (the blocks of split(S), or fewer where
+  // a rank kept some of its rows only: an ensemble's survivors).
   std::vector<int> counts((size_t)size), offsets((size_t)size);
-  for (PetscMPIInt q = 0; q < size; ++q) {
-    const Range b = split(r.S, size, q);
-    const PetscInt end = std::min(b.end, count), begin = std::min(b.begin, count);
-    counts[q] = (int)((end - begin) * n), offsets[q] = (int)(begin * n);
+  PetscInt rows = r.block.size();
+  std::vector<PetscInt> all((size_t)size);
+  PetscCallMPI(MPI_Allgather(&rows, 1, MPIU_INT, all.data(), 1, MPIU_INT, comm));
+  for (PetscMPIInt q = 0, begin = 0; q < size; begin += (PetscMPIInt)all[(size_t)q], ++q) {
+    const PetscInt end = std::min<PetscInt>(begin + all[(size_t)q], count), first = std::min<PetscInt>(begin, count);
+    counts[q] = (int)((end - first) * n), offsets[q] = (int)(first * n);
   }
   out->assign((size_t)(count * n), 0.0);
   PetscCallMPI(MPI_Allgatherv(r.tokens.data(), counts[rank], MPI_DOUBLE, out->data(), counts.data(), offsets.data(),

@@ -17,6 +17,7 @@ constexpr PetscInt W = kLanes;
 // A vector of the lanes' numbers (GCC's vector extension: one AVX-512
 // register, two AVX2 ones, ...); loaded and stored without alignment.
 typedef double V __attribute__((vector_size(W * sizeof(double))));
+static_assert(W == 8, "exponentials_shifted takes rows of 8 lanes");
 
 inline V load(const double *p) {
   V v;
@@ -35,6 +36,7 @@ inline double *at(double *a, PetscInt e) { return a + e * W; }
 // registers (instantiated in Dispatch below); any other shape runs the same
 // code with the shape's own numbers.
 template <int D, int K, int DV> struct Dims {
+  static constexpr int fixed_d = D, fixed_k = K, fixed_dv = DV;
   PetscInt d_, k_, dv_;
   explicit Dims(const HeadShape &s) : d_(s.d), k_(s.k), dv_(s.dv) {}
   PetscInt d() const { return D ? D : d_; }
@@ -72,6 +74,30 @@ inline void outer_add(double *__restrict G, const double *__restrict u, const do
   }
 }
 
+// out[c] = sum_j a[j] B[j ld + c], j < nj, for c < n (NC: n when fixed at
+// compile time, else 0). With NC, j runs outside and every c's sum stays in
+// a register of its own, so that the sums' chains interleave; one sum after
+// another, each waits on its own latency at every term.
+template <int NC>
+inline void weighted_rows(const double *__restrict a, const double *__restrict B, PetscInt nj, PetscInt ld, PetscInt n,
+                          double *__restrict out) {
+  if constexpr (NC > 0) {
+    V acc[NC];
+    for (int c = 0; c < NC; ++c) acc[c] = V{};
+    for (PetscInt j = 0; j < nj; ++j) {
+      const V aj = load(at(a, j));
+      for (int c = 0; c < NC; ++c) acc[c] += aj * load(at(B, j * ld + c));
+    }
+    for (int c = 0; c < NC; ++c) store(at(out, c), acc[c]);
+  } else {
+    for (PetscInt c = 0; c < n; ++c) {
+      V s{};
+      for (PetscInt j = 0; j < nj; ++j) s += load(at(a, j)) * load(at(B, j * ld + c));
+      store(at(out, c), s);
+    }
+  }
+}
+
 inline V dot(const double *__restrict a, const double *__restrict b, PetscInt n) {
   V s{};
   for (PetscInt c = 0; c < n; ++c) s += load(at(a, c)) * load(at(b, c));
@@ -83,9 +109,30 @@ struct Rows {
   double *q, *kappa, *w, *p, *y;
 };
 
+// out (rows) = A (rows x NC) v, v's NC entries in registers (loaded once for every row).
+template <int NC>
+inline void matvec_fixed(const double *__restrict A, const V *v, PetscInt rows, double *__restrict out) {
+  for (PetscInt r = 0; r < rows; ++r) {
+    V s{};
+    for (int c = 0; c < NC; ++c) s += load(at(A, r * NC + c)) * v[c];
+    store(at(out, r), s);
+  }
+}
+
 // kappa_j = K x_j, w_j = V x_j, q_j = Q x_j for every token j.
 template <class Dm>
 void project(const Dm &m, const HeadShape &sh, const double *theta, const double *x, PetscInt N, const Rows &r) {
+  if constexpr (Dm::fixed_d > 0) {
+    constexpr int D = Dm::fixed_d;
+    for (PetscInt j = 0; j < N; ++j) {
+      V xj[D];
+      for (int c = 0; c < D; ++c) xj[c] = load(at(x, j * D + c));
+      matvec_fixed<D>(at(theta, sh.offQ), xj, m.k(), at(r.q, j * m.k()));
+      matvec_fixed<D>(at(theta, sh.offK), xj, m.k(), at(r.kappa, j * m.k()));
+      matvec_fixed<D>(at(theta, sh.offV), xj, m.dv(), at(r.w, j * m.dv()));
+    }
+    return;
+  }
   for (PetscInt j = 0; j < N; ++j) {
     const double *xj = at(x, j * m.d());
     matvec(at(theta, sh.offQ), xj, m.k(), m.d(), at(r.q, j * m.k()));
@@ -94,12 +141,13 @@ void project(const Dm &m, const HeadShape &sh, const double *theta, const double
   }
 }
 
-// Query i's softmax row over keys j < nj, each key's exp times its weight,
-// normalised into p, and y = sum_j p_j w_j.
+// Query i's softmax row over keys j < nj: each key's exp (times its
+// weight) into p, unnormalised, y = sum_j p_j w_j / Z; returns 1 / Z (the
+// row's P is p / Z).
 template <class Dm>
-void softmax_row(const Dm &m, const AttentionOptions &o, PetscInt i, PetscInt nj, const double *weights,
-                 const double *__restrict kappa, const double *__restrict w, const double *__restrict qi,
-                 double *__restrict p, double *__restrict y) {
+V softmax_row(const Dm &m, const AttentionOptions &o, PetscInt i, PetscInt nj, const double *weights,
+              const double *__restrict kappa, const double *__restrict w, const double *__restrict qi,
+              double *__restrict p, double *__restrict y) {
   V amax = splat(-std::numeric_limits<double>::infinity());
   const V beta = splat(o.beta);
   for (PetscInt j = 0; j < nj; ++j) {
@@ -107,8 +155,9 @@ void softmax_row(const Dm &m, const AttentionOptions &o, PetscInt i, PetscInt nj
     store(at(p, j), a);
     amax = a > amax ? a : amax;
   }
-  for (PetscInt j = 0; j < nj; ++j) store(at(p, j), load(at(p, j)) - amax);
-  exponentials(p, nj * W);
+  double shift[W];
+  store(shift, amax);
+  exponentials_shifted(p, nj, shift);
   V Z{};
   for (PetscInt j = 0; j < nj; ++j) {
     V e = load(at(p, j));
@@ -116,17 +165,14 @@ void softmax_row(const Dm &m, const AttentionOptions &o, PetscInt i, PetscInt nj
     Z += e;
   }
   const V invZ = splat(1.0) / Z;
-  for (PetscInt j = 0; j < nj; ++j) store(at(p, j), load(at(p, j)) * invZ);
-  for (PetscInt c = 0; c < m.dv(); ++c) {
-    V s{};
-    for (PetscInt j = 0; j < nj; ++j) s += load(at(p, j)) * load(at(w, j * m.dv() + c));
-    store(at(y, c), s);
-  }
+  weighted_rows<Dm::fixed_dv>(p, w, nj, m.dv(), m.dv(), y);
+  for (PetscInt c = 0; c < m.dv(); ++c) store(at(y, c), load(at(y, c)) * invZ);
+  return invZ;
 }
 
 template <class Dm>
-void softmax_row(const Dm &m, const AttentionOptions &o, PetscInt i, PetscInt nj, const double *weights, const Rows &r) {
-  softmax_row(m, o, i, nj, weights, r.kappa, r.w, at(r.q, i * m.k()), r.p, r.y);
+V softmax_row(const Dm &m, const AttentionOptions &o, PetscInt i, PetscInt nj, const double *weights, const Rows &r) {
+  return softmax_row(m, o, i, nj, weights, r.kappa, r.w, at(r.q, i * m.k()), r.p, r.y);
 }
 
 template <class Dm>
@@ -155,7 +201,7 @@ void forward(const Dm &m, const HeadShape &sh, const double *theta, const Attent
 template <class Dm>
 void reverse_row(const Dm &m, const HeadShape &sh, const double *__restrict theta, const AttentionOptions &o,
                  PetscInt nj, const double *weights, const double *__restrict li, V sc, const double *__restrict y,
-                 const double *__restrict p, const double *__restrict kappa, const double *__restrict w,
+                 const double *__restrict p, V invZ, const double *__restrict kappa, const double *__restrict w,
                  const double *__restrict qi, double *dtheta, double *weight_grad, SeedsWork &work) {
   double *__restrict dy = work.dy.data(), *__restrict da = work.da.data(), *__restrict dq = work.dq.data();
   double *__restrict dkappa = work.dkappa.data(), *__restrict dw = work.dw.data();
@@ -177,7 +223,7 @@ void reverse_row(const Dm &m, const HeadShape &sh, const double *__restrict thet
   }
   const V dyy = dot(dy, y, m.dv()), beta = splat(o.beta);
   for (PetscInt j = 0; j < nj; ++j) {
-    const V pj = load(at(p, j));
+    const V pj = load(at(p, j)) * invZ;
     const V dp = dot(dy, at(w, j * m.dv()), m.dv()) - dyy;
     const V daj = beta * pj * dp;
     store(at(da, j), daj);
@@ -187,11 +233,7 @@ void reverse_row(const Dm &m, const HeadShape &sh, const double *__restrict thet
     for (PetscInt c = 0; c < m.dv(); ++c)
       store(at(dw, j * m.dv() + c), load(at(dw, j * m.dv() + c)) + pj * load(at(dy, c)));
   }
-  for (PetscInt c = 0; c < m.k(); ++c) {
-    V s{};
-    for (PetscInt j = 0; j < nj; ++j) s += load(at(da, j)) * load(at(kappa, j * m.k() + c));
-    store(at(dq, c), s);
-  }
+  weighted_rows<Dm::fixed_k>(da, kappa, nj, m.k(), m.k(), dq);
 }
 
 template <class Dm>
@@ -204,8 +246,8 @@ void reverse(const Dm &m, const HeadShape &sh, const double *theta, const Attent
   std::fill(work.dw.begin(), work.dw.begin() + N * m.dv() * W, 0.0);
   for (PetscInt i = 0; i < N; ++i) {
     const PetscInt nj = o.causal ? i + 1 : N;
-    softmax_row(m, o, i, nj, weights, r);
-    reverse_row(m, sh, theta, o, nj, weights, at(lam, i * m.d()), splat(scale), r.y, r.p,
+    const V invZ = softmax_row(m, o, i, nj, weights, r);
+    reverse_row(m, sh, theta, o, nj, weights, at(lam, i * m.d()), splat(scale), r.y, r.p, invZ,
                 r.kappa, r.w, at(r.q, i * m.k()), dtheta, weight_grad, work);
     outer_add(at(dtheta, sh.offQ), work.dq.data(), at(x, i * m.d()), m.k(), m.d());
     matvec_t_add(at(theta, sh.offQ), work.dq.data(), m.k(), m.d(), at(dx, i * m.d()));
@@ -257,13 +299,12 @@ void attention_seeds_reverse(const HeadShape &sh, const double *theta, const Att
 }
 
 void lanes_gather(const double *const *src, PetscInt n, double *dst) {
-  for (PetscInt w = 0; w < W; ++w) {
-    if (!src[w]) {
-      for (PetscInt e = 0; e < n; ++e) dst[e * W + w] = 0.0;
-      continue;
-    }
-    for (PetscInt e = 0; e < n; ++e) dst[e * W + w] = src[w][e];
-  }
+  static const double zeros[1] = {0.0};
+  const double *from[W];
+  PetscInt step[W];
+  for (PetscInt w = 0; w < W; ++w) from[w] = src[w] ? src[w] : zeros, step[w] = src[w] ? 1 : 0;
+  for (PetscInt e = 0; e < n; ++e) // row by row: each entry's lanes written together
+    for (PetscInt w = 0; w < W; ++w) dst[e * W + w] = from[w][e * step[w]];
 }
 
 void lanes_scatter(const double *src, PetscInt n, double *const *dst, bool add) {

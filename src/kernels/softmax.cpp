@@ -339,4 +339,24 @@ void exponentials(double *x, PetscInt n) {
   for (; j < n; ++j) x[j] = exp_scaled(x[j], e, true);
 }
 
+void exponentials_shifted(double *x, PetscInt rows, const double *shift) {
+  const RowExp e(1.0, Shift{0.0, true});
+  constexpr PetscInt W = 8;
+#if defined(__AVX512F__)
+  const VectorExp<false, true> exp(e);
+  const __m512d c = _mm512_loadu_pd(shift);
+  for (PetscInt j = 0; j < rows; ++j) _mm512_storeu_pd(x + j * W, exp(_mm512_sub_pd(_mm512_loadu_pd(x + j * W), c)));
+#elif defined(__AVX2__) && defined(__FMA__)
+  const VectorExp<false, true> exp(e);
+  const __m256d c0 = _mm256_loadu_pd(shift), c1 = _mm256_loadu_pd(shift + 4);
+  for (PetscInt j = 0; j < rows; ++j) {
+    _mm256_storeu_pd(x + j * W, exp(_mm256_sub_pd(_mm256_loadu_pd(x + j * W), c0)));
+    _mm256_storeu_pd(x + j * W + 4, exp(_mm256_sub_pd(_mm256_loadu_pd(x + j * W + 4), c1)));
+  }
+#else
+  for (PetscInt j = 0; j < rows; ++j)
+    for (PetscInt w = 0; w < W; ++w) x[j * W + w] = exp_scaled(x[j * W + w] - shift[w], e, true);
+#endif
+}
+
 } // namespace mft

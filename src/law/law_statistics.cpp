@@ -1,7 +1,10 @@
 // Comparing two laws from their samples (law_statistics.hpp).
 #include "mft/law/law_statistics.hpp"
 
+#include "mft/layout/grid.hpp"
 #include "mft/layout/random.hpp"
+
+#include <boost/math/distributions/chi_squared.hpp>
 
 #include <algorithm>
 #include <cmath>
@@ -172,6 +175,14 @@ PowerFit PowerFitOf(const std::vector<double> &L, const std::vector<double> &H, 
   for (size_t i = 0; i < e.size(); ++i) y[i] = std::log(e[i]), w[i] = std::pow(e[i] / s[i], 2); // var(log e) = (s/e)^2
   if (!SolvePowerFit(l, h, y, w, f.fits_p, f.fits_q, &f.C, &f.p, &f.q)) return f;
   f.cells = (PetscInt)l.size();
+  // The misfit: chi^2 of the weighted residuals in logarithms on the
+  // degrees of freedom left, and the chance of one as large under the fit.
+  f.dof = f.cells - (PetscInt)(1 + (f.fits_p ? 1 : 0) + (f.fits_q ? 1 : 0));
+  for (size_t i = 0; i < y.size(); ++i) {
+    const double r = y[i] - (std::log(f.C) - f.p * std::log(l[i]) - f.q * std::log(h[i]));
+    f.chi2 += w[i] * r * r;
+  }
+  f.p_value = f.dof > 0 ? boost::math::cdf(boost::math::complement(boost::math::chi_squared((double)f.dof), f.chi2)) : NAN;
   const int draws = 2000;
   std::vector<double> ps, qs;
   Stream st(seed, 0);
@@ -188,6 +199,48 @@ PowerFit PowerFitOf(const std::vector<double> &L, const std::vector<double> &H, 
   f.p_lo = quantile(ps, 0.025), f.p_hi = quantile(ps, 0.975);
   f.q_lo = quantile(qs, 0.025), f.q_hi = quantile(qs, 0.975);
   return f;
+}
+
+namespace {
+
+// The energy distance of one probe sequence m between the first samples of
+// each side (X: S rows, Y: P rows, every rank all of them), its pairs split
+// over the ranks.
+PetscErrorCode EnergyAt(MPI_Comm comm, const std::vector<double> &X, PetscInt S, const std::vector<double> &Y,
+                        PetscInt P, PetscInt M, PetscInt n, PetscInt m, Energy *e) {
+  PetscMPIInt size, rank;
+  PetscFunctionBeginUser;
+  PetscCallMPI(MPI_Comm_size(comm, &size));
+  PetscCallMPI(MPI_Comm_rank(comm, &rank));
+  const Range rows = split(S + P, size, rank);
+  EnergySums mine = EnergyTerms(X.data() + m * n, S, Y.data() + m * n, P, n, M * n, rows.begin, rows.end), all;
+  PetscCallMPI(MPI_Allreduce(&mine, &all, (int)(sizeof all / sizeof(double)), MPI_DOUBLE, MPI_SUM, comm));
+  *e = EnergyOf(all, S, P);
+  PetscFunctionReturn(0);
+}
+
+} // namespace
+
+PetscErrorCode LawGapOf(MPI_Comm comm, const std::vector<std::string> &names, const std::vector<Samples> &x,
+                        const std::vector<Law> &y_law, const std::vector<const Samples *> &y, LawGap *g) {
+  PetscFunctionBeginUser;
+  g->gap.err = -1, g->energy.value = -HUGE_VAL;
+  for (size_t k = 0; k < names.size(); ++k) {
+    const Samples &a = x[k], &b = *y[k];
+    GramGap gap;
+    PetscCall(GramGapOf(comm, {SamplesSet(a)}, y_law[k], a.M, a.N, a.d, &gap));
+    if (gap.err > g->gap.err) g->gap = gap, g->probe = names[k];
+    std::vector<double> X, Y; // the energy distance's samples: a fixed number, on every rank
+    PetscCall(SamplesGather(comm, a, kEnergySamples, &X));
+    PetscCall(SamplesGather(comm, b, kEnergySamples, &Y));
+    const PetscInt S = std::min(a.S, kEnergySamples), P = std::min(b.S, kEnergySamples);
+    for (PetscInt m = 0; m < a.M; ++m) {
+      Energy e;
+      PetscCall(EnergyAt(comm, X, S, Y, P, a.M, a.N * a.d, m, &e));
+      if (e.value > g->energy.value) g->energy = e;
+    }
+  }
+  PetscFunctionReturn(0);
 }
 
 } // namespace mft

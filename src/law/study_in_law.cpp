@@ -181,47 +181,17 @@ struct CellLaw {
   PetscInt L = 0, H = 0, samples = 0;
   std::string k; // a study over k: the cell's
   std::string target; // with study.target: met, or why not
-  GramGap gap;
-  std::string probe;
-  Energy energy;
+  LawGap law; // its gap to the limit
   double seconds = 0;
 };
 
-// The energy distance of one probe sequence m between the first samples of
-// each side (X: S rows, Y: P rows, every rank all of them), its pairs split
-// over the ranks.
-PetscErrorCode EnergyAt(MPI_Comm comm, const std::vector<double> &X, PetscInt S, const std::vector<double> &Y,
-                        PetscInt P, PetscInt M, PetscInt n, PetscInt m, Energy *e) {
-  PetscMPIInt size, rank;
-  PetscFunctionBeginUser;
-  PetscCallMPI(MPI_Comm_size(comm, &size));
-  PetscCallMPI(MPI_Comm_rank(comm, &rank));
-  const Range rows = split(S + P, size, rank);
-  EnergySums mine = EnergyTerms(X.data() + m * n, S, Y.data() + m * n, P, n, M * n, rows.begin, rows.end), all;
-  PetscCallMPI(MPI_Allreduce(&mine, &all, (int)(sizeof all / sizeof(double)), MPI_DOUBLE, MPI_SUM, comm));
-  *e = EnergyOf(all, S, P);
-  PetscFunctionReturn(0);
-}
-
 PetscErrorCode CompareCell(MPI_Comm comm, const std::vector<std::string> &names, const LawSamples &model,
                            const LawSamples &limit, CellLaw *c) {
+  std::vector<Law> limits;
+  std::vector<const Samples *> ys;
   PetscFunctionBeginUser;
-  c->gap.err = -1, c->energy.value = -HUGE_VAL;
-  for (size_t k = 0; k < names.size(); ++k) {
-    const Samples &x = model.fine[k], &y = limit.fine[k];
-    GramGap g;
-    PetscCall(GramGapOf(comm, {SamplesSet(x)}, LawOf(limit, k), x.M, x.N, x.d, &g));
-    if (g.err > c->gap.err) c->gap = g, c->probe = names[k];
-    std::vector<double> X, Y; // the energy distance's samples: a fixed number, on every rank
-    PetscCall(SamplesGather(comm, x, kEnergySamples, &X));
-    PetscCall(SamplesGather(comm, y, kEnergySamples, &Y));
-    const PetscInt S = std::min(x.S, kEnergySamples), P = std::min(y.S, kEnergySamples);
-    for (PetscInt m = 0; m < x.M; ++m) {
-      Energy e;
-      PetscCall(EnergyAt(comm, X, S, Y, P, x.M, x.N * x.d, m, &e));
-      if (e.value > c->energy.value) c->energy = e;
-    }
-  }
+  for (size_t k = 0; k < names.size(); ++k) limits.push_back(LawOf(limit, k)), ys.push_back(&limit.fine[k]);
+  PetscCall(LawGapOf(comm, names, model.fine, limits, ys, &c->law));
   PetscFunctionReturn(0);
 }
 
@@ -304,11 +274,11 @@ PetscErrorCode LawHeader(MPI_Comm comm, const Settings &s) {
 
 // law.csv's row of one cell.
 std::string LawRow(size_t v, const Settings &s, const CellLaw &c, double steps, double sampling) {
-  const bool clear = c.gap.resolved && std::max(steps, sampling) < c.gap.lo;
+  const bool clear = c.law.gap.resolved && std::max(steps, sampling) < c.law.gap.lo;
   return csv({std::to_string(v), std::to_string(c.L), std::to_string(c.H), std::to_string(c.samples),
-              std::to_string(s.limit.paths), num(c.gap.err), num(c.gap.lo), num(c.gap.hi),
-              c.gap.resolved ? "true" : "false", quoted(c.probe), std::to_string(c.gap.sequence), num(c.energy.value),
-              num(c.energy.se), num(c.energy.floor), num(steps), num(sampling), clear ? "true" : "false",
+              std::to_string(s.limit.paths), num(c.law.gap.err), num(c.law.gap.lo), num(c.law.gap.hi),
+              c.law.gap.resolved ? "true" : "false", quoted(c.law.probe), std::to_string(c.law.gap.sequence), num(c.law.energy.value),
+              num(c.law.energy.se), num(c.law.energy.floor), num(steps), num(sampling), clear ? "true" : "false",
               num(c.seconds), quoted(c.target), c.k});
 }
 
@@ -329,8 +299,8 @@ PetscErrorCode LawCellCompared(MPI_Comm comm, const std::vector<std::string> &ar
     c->samples = cell.fine[0].S;
     if (s.study.target <= 0) break;
     // half^2 ~ a / S + b: a the model's share, b the limit's, which more samples do not shrink
-    const double half = (c->gap.hi - c->gap.lo) / 2, want = std::pow(s.study.target / half, 2);
-    const double a = c->gap.model_share, b = 1 - a, bound = half * std::sqrt(b);
+    const double half = (c->law.gap.hi - c->law.gap.lo) / 2, want = std::pow(s.study.target / half, 2);
+    const double a = c->law.gap.model_share, b = 1 - a, bound = half * std::sqrt(b);
     char said[192];
     snprintf(said, sizeof said, "met with %" PetscInt_FMT " samples", c->samples);
     const bool met = half <= s.study.target, limited = !met && b >= 0.9 * want;
@@ -346,8 +316,8 @@ PetscErrorCode LawCellCompared(MPI_Comm comm, const std::vector<std::string> &ar
   PetscCall(PetscPrintf(comm,
                         "variant %zu L=%" PetscInt_FMT " H=%" PetscInt_FMT "%s%s: err_law %.3e [%.3e, %.3e]%s, energy "
                         "%.3e +- %.1e (floor %.1e), %" PetscInt_FMT " samples, %.1f s%s%s\n",
-                        v, c->L, c->H, c->k.empty() ? "" : " k=", c->k.c_str(), c->gap.err, c->gap.lo, c->gap.hi, c->gap.resolved ? " resolved" : "",
-                        c->energy.value, c->energy.se, c->energy.floor, c->samples, c->seconds,
+                        v, c->L, c->H, c->k.empty() ? "" : " k=", c->k.c_str(), c->law.gap.err, c->law.gap.lo, c->law.gap.hi, c->law.gap.resolved ? " resolved" : "",
+                        c->law.energy.value, c->law.energy.se, c->law.energy.floor, c->samples, c->seconds,
                         c->target.empty() ? "" : "; target ", c->target.c_str()));
   PetscFunctionReturn(0);
 }
@@ -373,9 +343,9 @@ PetscErrorCode LawVariantInK(MPI_Comm comm, const std::vector<std::string> &args
     c.L = L, c.H = H, c.k = std::to_string(kk);
     PetscCall(LawCellCompared(comm, args, s, v, infinite, &c));
     rows->push_back(LawRow(v, s, c, steps, sampling));
-    k.push_back((double)kk), one.push_back(1.0), err.push_back(c.gap.err);
-    se.push_back((c.gap.hi - c.gap.lo) / 3.92), ok.push_back(c.gap.resolved);
-    *resolved += c.gap.resolved;
+    k.push_back((double)kk), one.push_back(1.0), err.push_back(c.law.gap.err);
+    se.push_back((c.law.gap.hi - c.law.gap.lo) / 3.92), ok.push_back(c.law.gap.resolved);
+    *resolved += c.law.gap.resolved;
   }
   const PowerFit f = PowerFitOf(one, k, err, se, ok, s.init.seed + v); // k in H's place: C k^-r, r as q
   fits->push_back(csv({std::to_string(v), std::to_string(f.cells), num(f.C), "", "", "", f.fits_q ? num(f.q) : "",
@@ -408,9 +378,9 @@ PetscErrorCode LawVariant(MPI_Comm comm, const std::vector<std::string> &args, c
       c.L = Ls[i], c.H = Hs[j];
       PetscCall(LawCellCompared(comm, args, s, v, limit, &c));
       rows->push_back(LawRow(v, s, c, steps, sampling));
-      L.push_back((double)c.L), H.push_back((double)c.H), err.push_back(c.gap.err);
-      se.push_back((c.gap.hi - c.gap.lo) / 3.92), ok.push_back(c.gap.resolved);
-      *resolved += c.gap.resolved;
+      L.push_back((double)c.L), H.push_back((double)c.H), err.push_back(c.law.gap.err);
+      se.push_back((c.law.gap.hi - c.law.gap.lo) / 3.92), ok.push_back(c.law.gap.resolved);
+      *resolved += c.law.gap.resolved;
     }
   const PowerFit f = PowerFitOf(L, H, err, se, ok, s.init.seed + v);
   fits->push_back(csv({std::to_string(v), std::to_string(f.cells), num(f.C), f.fits_p ? num(f.p) : "",

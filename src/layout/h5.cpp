@@ -321,10 +321,13 @@ void WriteAttribute(const File &f, const std::string &key, const std::string &va
     return;
   }
   char *end = nullptr;
+  errno = 0;
   const long long iv = std::strtoll(value.c_str(), &end, 10);
-  const bool integer = !as_text && !value.empty() && *end == '\0';
+  // An integer beyond 64 bits (a seed past 2^63) stays text, exact.
+  const bool digits = !value.empty() && *end == '\0';
+  const bool integer = !as_text && digits && errno != ERANGE;
   const double dv = std::strtod(value.c_str(), &end);
-  const bool real = !as_text && !integer && !value.empty() && *end == '\0' && std::isfinite(dv);
+  const bool real = !as_text && !digits && !value.empty() && *end == '\0' && std::isfinite(dv);
   if (H5Aexists(f.id, key.c_str()) > 0) H5Adelete(f.id, key.c_str());
   hid_t space = H5Screate(H5S_SCALAR), attr;
   if (integer) {

@@ -189,7 +189,8 @@ static PetscErrorCode LawCheck(MPI_Comm comm, const Settings &s) {
   const bool in_law = s.command == "study" ? s.study_in_law() : s.command != "limit" || s.model.diffusive();
   for (const char *key : {"study.samples", "study.target", "study.max_samples", "study.levels", "study.k", "limit.paths", "limit.steps", "limit.step_heads", "limit.richardson",
                           "limit.coupling"})
-    PetscCheck(in_law || !s.is_explicit(key), comm, PETSC_ERR_USER_INPUT,
+    PetscCheck(in_law || !s.is_explicit(key) || (s.trained_in_law() && key == std::string("study.k")), comm,
+               PETSC_ERR_USER_INPUT,
                "%s does not apply here: only a study in law (a = c = 0.5 at initialisation, centred value maps) "
                "and mft limit at a = c = 0.5 draw samples and paths of the diffusive limit%s",
                key, s.command == "study" ? " (this study is compared seed by seed)" : "");

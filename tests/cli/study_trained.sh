@@ -240,11 +240,6 @@ assert not np.allclose(models[0], models[1]), "k = 1 and k = 8 gave the same mod
 measured = {r["variant"] for r in csv.DictReader(open(sys.argv[1] + "/study.csv")) if r["err_x"]}
 assert measured == {"0", "1"}, measured
 PY
-# jobs/head_dim_trained.py --law reads the cells (k, H) and the shared references from the case files.
-/usr/bin/python3 "$here/../../jobs/head_dim_trained.py" over_k --law --bootstrap 20 > law.txt 2>&1 &&
-  [ "$(grep -c 'seeds against 2 references' law.txt)" = 4 ] && grep -q "k =   8, H =   4: 2 seeds" law.txt &&
-  [ "$(sed -n '2,5p' over_k/head_dim_trained_law_t6.csv | cut -d, -f1,2 | tr '\n' ' ')" = "1,2 1,4 8,2 8,4 " ] && ok ||
-  bad "head_dim_trained.py --law: $(tail -3 law.txt)"
 "$MFT" study --config base.cfg --model.logit_exponent 0.5 --train.optimizer gd --train.lr 0.5 --data.teacher_k 2 \
   --study.reference_k inf --study.variants "model.k=1; model.k=8 train.lr=0.4" --study.L 2 --study.H 2 \
   --study.steps 2 --study.dir over_k_lr >over_k_lr.txt 2>&1 || bad "the study over k and lr failed: $(tail -2 over_k_lr.txt)"

@@ -68,7 +68,9 @@ PetscErrorCode EnsembleEvaluate(Ensemble *e, PetscInt step, bool gradient, Petsc
 // sequences of `probe` (the same model's settings, other data), (models, M,
 // N, d) row-major, model by model; NaN for a diverged model. Collective on
 // e's comm only in that every rank calls it (the problem is the rank's own).
-PetscErrorCode EnsembleProbe(const Ensemble &e, const Settings &probe, std::vector<double> *x1);
+// With inputs, also the probe sequences x(0), (M, N, d).
+PetscErrorCode EnsembleProbe(const Ensemble &e, const Settings &probe, std::vector<double> *x1,
+                             std::vector<double> *inputs = nullptr);
 
 // Model i's heads (all L H of them, a model's own order), on every rank
 // (its owner's broadcast). Collective on e's comm.

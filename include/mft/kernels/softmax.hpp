@@ -63,6 +63,11 @@ void row_scale(double *row, PetscInt n, double f);
 // exponential (for the benchmark's measured rate and its test).
 void exponentials(double *x, PetscInt n);
 
+// x[j 8 + w] <- exp(x[j 8 + w] - shift[w]) for j < rows, w < 8 (the lanes
+// kernels' rows, attention_seeds.hpp: the subtraction and the exp in one
+// pass; each entry exactly as exponentials makes it from x - shift).
+void exponentials_shifted(double *x, PetscInt rows, const double *shift);
+
 // Which exp the kernels use on this build: "own AVX-512 (1.1 ulp)", "own AVX2
 // (0.8 ulp)" (with FMA; no table) or "libm".
 const char *ExponentialPath();

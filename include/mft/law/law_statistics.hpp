@@ -21,6 +21,7 @@
 
 #include <petscsys.h>
 
+#include <string>
 #include <vector>
 
 namespace mft {
@@ -75,6 +76,13 @@ struct PowerFit {
   double C = 0, p = 0, q = 0;                 // err = C L^-p H^-q
   double p_lo = 0, p_hi = 0, q_lo = 0, q_hi = 0; // 95% intervals (bootstrap)
   bool fits_p = false, fits_q = false;        // L (H) varies among the cells fitted
+  // The misfit: chi^2 of the residuals (weighted by the cells' standard
+  // errors, in logarithms) on dof = cells - parameters, and its p-value
+  // (NaN without a degree of freedom); a fit with p_value < 0.05 is
+  // rejected, its rates describe no convergence.
+  double chi2 = 0, p_value = NAN;
+  PetscInt dof = 0;
+  bool rejected() const { return p_value < 0.05; }
 };
 
 // The fit over the cells with `resolved` set; se: each cell's standard
@@ -83,5 +91,20 @@ struct PowerFit {
 // Not collective.
 PowerFit PowerFitOf(const std::vector<double> &L, const std::vector<double> &H, const std::vector<double> &err,
                     const std::vector<double> &se, const std::vector<char> &resolved, std::uint64_t seed);
+
+// Two laws on every probe set: the largest Gram gap over the sets' sequences
+// (and the set it is in), and the largest energy distance, each set's from
+// the first kEnergySamples samples of each side (its pairs cost S^2 N d:
+// a bounded subsample, gathered on every rank, its pairs split over them).
+constexpr PetscInt kEnergySamples = 4000;
+struct LawGap {
+  GramGap gap;
+  std::string probe;
+  Energy energy;
+};
+// x: the model's samples of each set (each rank its rows); y_law and y: the
+// other side's law and samples of each set. Collective on comm.
+PetscErrorCode LawGapOf(MPI_Comm comm, const std::vector<std::string> &names, const std::vector<Samples> &x,
+                        const std::vector<Law> &y_law, const std::vector<const Samples *> &y, LawGap *g);
 
 } // namespace mft

@@ -53,10 +53,6 @@ std::uint64_t CellSeeds(size_t v, PetscInt L, PetscInt H, PetscInt k = 0);
 PetscErrorCode ProbeSettings(MPI_Comm comm, const std::vector<std::string> &args, const Settings &s,
                              std::vector<std::string> model, size_t k, Settings *cs);
 
-// The energy distance of a cell takes the first this many samples of each
-// side: its pairs cost S^2 N d, where the Gram means' cost is S N^2 d.
-constexpr PetscInt kEnergySamples = 4000;
-
 // What a study in law does not take, refused in one line rather than
 // ignored, and its seeds' room. Not collective: every rank checks the same
 // settings.

@@ -311,6 +311,10 @@ struct Settings {
   bool is_explicit(const std::string &key) const;
   // A study in law (study_diffusive.hpp): the diffusive exponents at initialisation.
   bool study_in_law() const { return study.state == StudyState::init && model.diffusive(); }
+  // A trained study of the diffusive regime with references: compared in law (law_trained.hpp).
+  bool trained_in_law() const {
+    return study.state == StudyState::trained && model.diffusive() && study.references > 0 && study.learning_rates.empty();
+  }
   // Replaces the recorded value of key (after sizes are taken from a data file).
   void update(const std::string &key, const std::string &value);
 };
