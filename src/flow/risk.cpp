@@ -73,13 +73,16 @@ PetscErrorCode TokenRisk(const TokenLayout &t, const Targets &y, const std::vect
   std::vector<double> sizes(batch.size()), shares(batch.size()); // a model's |batch|, and 1 / (|batch| N)
   for (size_t k = 0; k < batch.size(); ++k)
     sizes[k] = (double)std::max<PetscInt>(1, batch[k]), shares[k] = 1.0 / (sizes[k] * t.N);
-  for (PetscInt e = 0; e < t.owned.size() * t.d; ++e) {
-    const PetscInt tok = t.owned.begin + e / t.d, model = tok / t.N / per;
-    const double b = sizes[(size_t)model], w = shares[(size_t)model];
-    const double r = in(tok) ? xa[e] - ya[e] : 0.0, f = t.weighted() ? t.weights[tok] : 1.0;
-    part[model] += f * 0.5 * r * r;
-    if (ga) ga[e] = (t.weighted() ? t.weights[tok] / b : w) * r;
-    if (dRdw) (*dRdw)[tok] += 0.5 * r * r / b;
+  for (PetscInt tok = t.owned.begin; tok < t.owned.end; ++tok) {
+    const PetscInt model = tok / t.N / per;
+    const double b = sizes[(size_t)model], w = shares[(size_t)model], f = t.weighted() ? t.weights[tok] : 1.0;
+    const bool counted = in(tok);
+    for (PetscInt e = (tok - t.owned.begin) * t.d; e < (tok - t.owned.begin + 1) * t.d; ++e) {
+      const double r = counted ? xa[e] - ya[e] : 0.0;
+      part[model] += f * 0.5 * r * r;
+      if (ga) ga[e] = (t.weighted() ? t.weights[tok] / b : w) * r;
+      if (dRdw) (*dRdw)[tok] += 0.5 * r * r / b;
+    }
   }
   if (dRdx) PetscCall(VecRestoreArray(dRdx, &ga));
   PetscCall(VecRestoreArrayRead(y.y, &ya));

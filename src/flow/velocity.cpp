@@ -88,12 +88,12 @@ PetscErrorCode VelocityKeep(Velocity *v, PetscInt L) {
   const TokenLayout &t = *v->tokens;
   const Heads &h = *v->heads;
   PetscFunctionBeginUser;
-  v->kept_layer.assign((size_t)L, 0);
-  v->kept.resize((size_t)L * (size_t)t.group.size() * (size_t)t.d); // 64-bit: L n can pass 2^31
-  if (v->seeds > 0) { // the lanes kernels keep no statistics
+  if (v->seeds > 0) { // the lanes kernels keep no statistics, and the gather is a copy: nothing is kept
     v->forwards = false;
     PetscFunctionReturn(0);
   }
+  v->kept_layer.assign((size_t)L, 0);
+  v->kept.resize((size_t)L * (size_t)t.group.size() * (size_t)t.d); // 64-bit: L n can pass 2^31
   // What the other buffers take (the cost model's count): the rest is the room of the cut rows and statistics.
   const double others = 8.0 * (double)(v->kept.size() + v->keys.size() + v->dkeys.size() + v->head_partial.size() +
                                        v->dkeys_partial.size() + v->projected.size() + v->dprojected.size());
@@ -115,7 +115,8 @@ PetscErrorCode Gather(Velocity *v, PetscInt l, Vec x, bool reuse) {
   const TokenLayout &t = *v->tokens;
   const Heads &h = *v->heads;
   const PetscInt n = t.group.size() * t.d;
-  const bool keeping = l < (PetscInt)v->kept_layer.size();
+  // (An ensemble's state is its rank's own: gathered by a copy, nothing kept.)
+  const bool keeping = v->seeds == 0 && l < (PetscInt)v->kept_layer.size();
   PetscScalar *xl;
   PetscFunctionBeginUser;
   PetscCall(PetscLogEventBegin(MFT_EXCHANGE, 0, 0, 0, 0));
