@@ -16,7 +16,8 @@ references' against L and H, from study.csv), and for a learning-rate study
 (law.csv, law_fits.csv) gets study_law_v<variant>.png: err_law against L
 (one line a width) and against H (one line a depth), with its intervals, the
 unresolved cells hollow, the fit and the slope 1/L beside; a study over k
-(law.csv's k column) gets err_law against k with the fit C k^-r. Needs Debian's
+(law.csv's k column) gets err_law against k with the fit C k^-r; a trained
+study in law (law.csv's time column) is drawn at its last time. Needs Debian's
 python3-matplotlib and python3-h5py.
 """
 import csv
@@ -234,21 +235,23 @@ def plot_rates(d, v, out):
 
 
 def plot_law_k(table, fit, out):
-    """err_law of a study over k (study.k) against k, its intervals and the fit C k^-r."""
-    cells = sorted(table, key=lambda r: int(r["k"]))
-    ks = np.array([int(r["k"]) for r in cells], float)
-    e = np.array([number(r["err_law"]) for r in cells])
-    lo = np.array([number(r["err_law_lo"]) for r in cells])
-    hi = np.array([number(r["err_law_hi"]) for r in cells])
-    ok = np.array([r["resolved"] == "true" for r in cells])
+    """err_law of a study over k (study.k) against k, its intervals and the fit C k^-r (one line per (L, H))."""
     fig, ax = plt.subplots(figsize=(5.5, 4))
-    line = ax.errorbar(ks, e, yerr=[e - lo, hi - e], marker="o", capsize=3, linestyle="-", mfc="none",
-                       label=f"L = {cells[0]['L']}, H = {cells[0]['H']}")
-    ax.plot(ks[ok], e[ok], "o", color=line[0].get_color())
-    if fit and fit[0]["q"] not in ("", "nan"):
-        r, C = number(fit[0]["q"]), number(fit[0]["C"])
-        ax.plot(ks, C * ks ** -r, "k:", label=f"{C:.3g} k^-{r:.2f}")
-        ax.set_title(f"r = {r:.2f} [{number(fit[0]['q_lo']):.2f}, {number(fit[0]['q_hi']):.2f}]")
+    for L, H in sorted({(int(r["L"]), int(r["H"])) for r in table}):
+        cells = sorted((r for r in table if (int(r["L"]), int(r["H"])) == (L, H)), key=lambda r: int(r["k"]))
+        ks = np.array([int(r["k"]) for r in cells], float)
+        e = np.array([number(r["err_law"]) for r in cells])
+        lo = np.array([number(r["err_law_lo"]) for r in cells])
+        hi = np.array([number(r["err_law_hi"]) for r in cells])
+        ok = np.array([r["resolved"] == "true" for r in cells])
+        line = ax.errorbar(ks, e, yerr=[e - lo, hi - e], marker="o", capsize=3, linestyle="-", mfc="none",
+                           label=f"L = {L}, H = {H}")
+        ax.plot(ks[ok], e[ok], "o", color=line[0].get_color())
+        mine = [f for f in fit if f.get("L", str(L)) in (str(L), "") and f.get("H", str(H)) in (str(H), "")]
+        if mine and mine[0]["q"] not in ("", "nan"):
+            r, C = number(mine[0]["q"]), number(mine[0]["C"])
+            ax.plot(ks, C * ks ** -r, ":", color=line[0].get_color(),
+                    label=f"{C:.3g} k^-{r:.2f} [{number(mine[0]['q_lo']):.2f}, {number(mine[0]['q_hi']):.2f}]")
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     ax.set_xlabel("k (against infinite heads)")
@@ -263,6 +266,10 @@ def plot_law(d, v, out):
     """err_law of a study in law against L and H (or k), with its intervals and fit."""
     table = rows(f"{d}/law.csv", variant=str(v))
     fit = rows(f"{d}/law_fits.csv", variant=str(v))
+    if table and "time" in table[0]:  # a trained study in law: its last time
+        last = str(max(int(r["time"]) for r in table))
+        table = [r for r in table if r["time"] == last]
+        fit = [f for f in fit if f["time"] == last]
     if table and table[0].get("k"):
         return plot_law_k(table, fit, out)
     fig, axes = plt.subplots(1, 2, figsize=(10, 4))

@@ -328,11 +328,16 @@ PetscErrorCode FitRow(MPI_Comm comm, const CellAt &c, const std::string &over, c
                       std::vector<std::string> *fits) {
   PetscFunctionBeginUser;
   const std::string L = over == "k" ? std::to_string(c.cell.L) : "", H = over == "k" ? std::to_string(c.cell.H) : "";
+  const bool p = f.cells > 0 && f.fits_p, q = f.cells > 0 && f.fits_q; // (no fit: empty)
   fits->push_back(csv({std::to_string(c.cell.variant), std::to_string(c.time), over, L, H, std::to_string(f.cells),
-                       num(f.C), f.fits_p ? num(f.p) : "", f.fits_p ? num(f.p_lo) : "", f.fits_p ? num(f.p_hi) : "",
-                       f.fits_q ? num(f.q) : "", f.fits_q ? num(f.q_lo) : "", f.fits_q ? num(f.q_hi) : "", num(f.chi2),
-                       std::to_string(f.dof), num(f.p_value), f.rejected() ? "true" : "false"}));
-  if (f.cells == 0) PetscFunctionReturn(0);
+                       f.cells ? num(f.C) : "", p ? num(f.p) : "", p ? num(f.p_lo) : "", p ? num(f.p_hi) : "",
+                       q ? num(f.q) : "", q ? num(f.q_lo) : "", q ? num(f.q_hi) : "", f.cells ? num(f.chi2) : "",
+                       f.cells ? std::to_string(f.dof) : "", num(f.p_value), f.rejected() ? "true" : "false"}));
+  if (f.cells == 0) {
+    PetscCall(PetscPrintf(comm, "variant %zu t=%" PetscInt_FMT ": too few resolved cells to fit%s\n", c.cell.variant,
+                          c.time, over == "k" ? " err_law = C k^-r" : " err_law = C L^-p H^-q"));
+    PetscFunctionReturn(0);
+  }
   char text[256];
   if (over == "k")
     snprintf(text, sizeof text, "err_law = %.3g k^-r at L=%" PetscInt_FMT " H=%" PetscInt_FMT ": r = %.3f [%.3f, %.3f]",
@@ -438,7 +443,18 @@ PetscErrorCode StudyTrainedInLawList(MPI_Comm comm, const std::vector<std::strin
     PetscCall(PilotSet(comm, args, s, m, &per));
     // The steps, and at every time a forward of the probes (about a third of a step) and the full batch.
     const double model_steps = (double)m.models * ((double)s.study.steps + 0.7 * times);
-    const double secs = model_steps * per / ranks, bytes = EnsembleBytes(ts, (PetscInt)std::ceil(m.models / ranks));
+    // A rank's block trains, and at every time runs its probes through a
+    // problem of the same models on the largest probe set.
+    Settings probe;
+    double largest = 0;
+    for (size_t k = 0; k < probe_sets(s).size(); ++k) {
+      Settings cs;
+      PetscCall(ProbeSettings(comm, args, s, m.options, k, &cs));
+      if ((double)(cs.data.M * cs.data.N) > largest) largest = (double)(cs.data.M * cs.data.N), probe = cs;
+    }
+    probe.train.steps = 0;
+    const PetscInt block = (PetscInt)std::ceil(m.models / ranks);
+    const double secs = model_steps * per / ranks, bytes = EnsembleBytes(ts, block) + EnsembleBytes(probe, block);
     total += secs, peak = std::max(peak, bytes);
     PetscCall(PetscPrintf(comm, "%s: %" PetscInt_FMT " models x %" PetscInt_FMT " steps, %.3g us a model-step (pilot): "
                           "%.3g s on %.0f ranks, %.3g GB a rank\n", m.name.c_str(), m.models, s.study.steps, per * 1e6,

@@ -98,4 +98,14 @@ TEST(Law, PowerFitRecoversExponents) {
   const PowerFit g = PowerFitOf(L, H1, err, se, resolved, 7);
   EXPECT_TRUE(g.fits_p && !g.fits_q);
   EXPECT_EQ(g.q, 0.0);
+  // The misfit: the power law's own data pass (9 cells, 3 parameters), and
+  // two terms of opposite signs (a / L - 1.8 a / L^2, 3% noise) are rejected.
+  EXPECT_EQ(f.dof, 6);
+  EXPECT_GT(f.p_value, 0.01) << "chi^2 " << f.chi2;
+  std::vector<double> two;
+  for (size_t i = 0; i < L.size(); ++i) two.push_back(err[i] * (1 - 1.8 / L[i]));
+  const PowerFit t = PowerFitOf(L, H, two, se, resolved, 7);
+  EXPECT_LT(t.p_value, 0.01) << "chi^2 " << t.chi2 << " on " << t.dof;
+  EXPECT_TRUE(t.rejected());
+  EXPECT_FALSE(f.rejected());
 }

@@ -82,6 +82,7 @@ PetscErrorCode HeadsDestroy(Heads *h);
 PetscErrorCode HeadsInitialize(Heads *h, const InitSettings &s, std::uint64_t seed, Vec theta);
 // The same for the models of an ensemble (h->seeds of them): model s's heads
 // from seeds[s], each drawn as HeadsInitialize draws it alone.
+// Not collective, as HeadsInitialize.
 PetscErrorCode HeadsInitializeModels(Heads *h, const InitSettings &s, const std::vector<std::uint64_t> &seeds,
                                      Vec theta);
 
