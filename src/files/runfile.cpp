@@ -20,38 +20,54 @@ namespace {
 
 using h5::File;
 
-std::vector<hsize_t> block_dims(const Heads &h, PetscInt b, bool scalar) {
-  if (scalar) return {(hsize_t)h.L, (hsize_t)h.H};
-  return {(hsize_t)h.L, (hsize_t)h.H, (hsize_t)h.shape.block_rows(b), (hsize_t)h.shape.block_cols(b)};
-}
+// The heads a rank writes or reads: in the file, rows [rows.begin,
+// rows.end) of `lead` leading dimensions `lead_dims`; heads[r], the index in
+// v's local heads of the file's r-th head of those rows.
+struct HeadRows {
+  std::vector<hsize_t> lead_dims;
+  int lead;
+  Range rows;
+  std::vector<PetscInt> heads;
+};
 
-// Writes (read = false) or reads the blocks of the owned heads of v as
-// group/Q, group/K, ...: whole blocks in theta's layout, or one entry per
-// block (scalar: adamw-block's second moment).
-PetscErrorCode TransferHeads(File &f, const std::string &group, const Heads &h, Vec v, bool scalar, bool read) {
-  const HeadShape &shape = h.shape;
+// Writes (read = false) or reads the blocks of v's heads as group/Q,
+// group/K, ... of shape lead_dims + (rows, cols): whole blocks in theta's
+// layout, or one entry per block (scalar: adamw-block's second moment, of
+// shape lead_dims).
+PetscErrorCode TransferBlocks(File &f, const std::string &group, const HeadShape &shape, const HeadRows &at, Vec v,
+                              bool scalar, bool read) {
   PetscScalar *a;
   PetscFunctionBeginUser;
   PetscCall(VecGetArray(v, &a));
   for (PetscInt b = 0; b < shape.blocks(); ++b) {
     const PetscInt n = scalar ? 1 : shape.block_rows(b) * shape.block_cols(b);
     const PetscInt stride = scalar ? shape.blocks() : shape.size, offset = scalar ? b : shape.block_offset(b);
-    std::vector<double> buf((size_t)(h.owned.size() * n));
+    std::vector<hsize_t> dims = at.lead_dims;
+    if (!scalar) dims.insert(dims.end(), {(hsize_t)shape.block_rows(b), (hsize_t)shape.block_cols(b)});
+    std::vector<double> buf(at.heads.size() * (size_t)n);
     const std::string name = group + "/" + block_name(b);
     if (!read) {
-      for (PetscInt g = 0; g < h.owned.size(); ++g)
-        for (PetscInt e = 0; e < n; ++e) buf[g * n + e] = a[g * stride + offset + e];
-      PetscCall(h5::WriteRows(f, name, block_dims(h, b, scalar), 2, h.owned, buf.data()));
+      for (size_t r = 0; r < at.heads.size(); ++r)
+        std::copy(a + at.heads[r] * stride + offset, a + at.heads[r] * stride + offset + n, buf.begin() + (std::ptrdiff_t)(r * n));
+      PetscCall(h5::WriteRows(f, name, dims, at.lead, at.rows, buf.data()));
     } else {
-      const auto dims = h5::Shape(f, name);
-      PetscCheck(dims == block_dims(h, b, scalar), f.comm, PETSC_ERR_FILE_UNEXPECTED, "%s has shape %s, expected %s",
-                 name.c_str(), h5::ShapeText(dims).c_str(), h5::ShapeText(block_dims(h, b, scalar)).c_str());
-      PetscCall(h5::ReadRows(f, name, dims, 2, h.owned, buf.data()));
-      for (PetscInt g = 0; g < h.owned.size(); ++g)
-        for (PetscInt e = 0; e < n; ++e) a[g * stride + offset + e] = buf[g * n + e];
+      PetscCheck(h5::Shape(f, name) == dims, f.comm, PETSC_ERR_FILE_UNEXPECTED, "%s has shape %s, expected %s",
+                 name.c_str(), h5::ShapeText(h5::Shape(f, name)).c_str(), h5::ShapeText(dims).c_str());
+      PetscCall(h5::ReadRows(f, name, dims, at.lead, at.rows, buf.data()));
+      for (size_t r = 0; r < at.heads.size(); ++r)
+        std::copy(buf.begin() + (std::ptrdiff_t)(r * n), buf.begin() + (std::ptrdiff_t)((r + 1) * n), a + at.heads[r] * stride + offset);
     }
   }
   PetscCall(VecRestoreArray(v, &a));
+  PetscFunctionReturn(0);
+}
+
+// A model's file: (L, H) heads, the rank its owned ones in theta's order.
+PetscErrorCode TransferHeads(File &f, const std::string &group, const Heads &h, Vec v, bool scalar, bool read) {
+  HeadRows at{{(hsize_t)h.L, (hsize_t)h.H}, 2, h.owned, {}};
+  for (PetscInt g = 0; g < h.owned.size(); ++g) at.heads.push_back(g);
+  PetscFunctionBeginUser;
+  PetscCall(TransferBlocks(f, group, h.shape, at, v, scalar, read));
   PetscFunctionReturn(0);
 }
 
@@ -212,39 +228,17 @@ PetscErrorCode ResultFileWrite(MPI_Comm comm, const Settings &s, const std::vect
 
 namespace {
 
-// Writes or reads the blocks of an ensemble's vector v (heads of theta's
-// folded layout, or with `scalar` one entry a block) as group/Q, ... of
-// shape (S, L, H, rows, cols) or (S, L, H): this rank's models' rows.
+// An ensemble's file: (S, L, H) heads, the rank its block of models' rows,
+// each model's heads in its own order (l, h) from theta's folded layout.
 PetscErrorCode TransferModels(File &f, const std::string &group, const Ensemble &e, Vec v, bool scalar, bool read) {
   const Heads &hd = e.p.heads;
-  const HeadShape &shape = hd.shape;
-  const PetscInt H = hd.H / hd.seeds, per = hd.L * H;
-  PetscScalar *a;
+  const PetscInt H = hd.H / hd.seeds;
+  HeadRows at{{(hsize_t)e.S, (hsize_t)hd.L, (hsize_t)H}, 1, e.block, {}};
+  for (PetscInt s = 0; s < e.models(); ++s)
+    for (PetscInt l = 0; l < hd.L; ++l)
+      for (PetscInt h = 0; h < H; ++h) at.heads.push_back(EnsembleHead(e, s, l, h));
   PetscFunctionBeginUser;
-  PetscCall(VecGetArray(v, &a));
-  for (PetscInt b = 0; b < shape.blocks(); ++b) {
-    const PetscInt n = scalar ? 1 : shape.block_rows(b) * shape.block_cols(b);
-    const PetscInt stride = scalar ? shape.blocks() : shape.size, offset = scalar ? b : shape.block_offset(b);
-    std::vector<hsize_t> dims = {(hsize_t)e.S, (hsize_t)hd.L, (hsize_t)H};
-    if (!scalar) dims.insert(dims.end(), {(hsize_t)shape.block_rows(b), (hsize_t)shape.block_cols(b)});
-    std::vector<double> buf((size_t)(e.models() * per * n)); // (model, layer, head, entries)
-    const std::string name = group + "/" + block_name(b);
-    auto each = [&](auto move) {
-      for (PetscInt s = 0, r = 0; s < e.models(); ++s)
-        for (PetscInt l = 0; l < hd.L; ++l)
-          for (PetscInt h = 0; h < H; ++h, ++r) move(r * n, EnsembleHead(e, s, l, h) * stride + offset);
-    };
-    if (!read) {
-      each([&](PetscInt to, PetscInt from) { std::copy(a + from, a + from + n, buf.begin() + to); });
-      PetscCall(h5::WriteRows(f, name, dims, 1, e.block, buf.data()));
-    } else {
-      PetscCheck(h5::Shape(f, name) == dims, f.comm, PETSC_ERR_FILE_UNEXPECTED, "%s has shape %s, expected %s",
-                 name.c_str(), h5::ShapeText(h5::Shape(f, name)).c_str(), h5::ShapeText(dims).c_str());
-      PetscCall(h5::ReadRows(f, name, dims, 1, e.block, buf.data()));
-      each([&](PetscInt from, PetscInt to) { std::copy(buf.begin() + from, buf.begin() + from + n, a + to); });
-    }
-  }
-  PetscCall(VecRestoreArray(v, &a));
+  PetscCall(TransferBlocks(f, group, hd.shape, at, v, scalar, read));
   PetscFunctionReturn(0);
 }
 
