@@ -186,34 +186,22 @@ PetscErrorCode VelocityPrepare(Velocity *v, PetscInt l, Vec x) {
   PetscFunctionReturn(0);
 }
 
-PetscErrorCode VelocityEvaluate(Velocity *v, PetscInt l, Vec x, Vec f) {
+namespace {
+
+// The kernels of layer l over the group's units, into out (the group's
+// queries): threads over (sequence, chunk of heads) pairs, or (sequence,
+// chunk of heads, chunk of queries) with the keys projected once; each
+// chunk's heads in order into its own sum, the chunks' sums added in order:
+// every token's velocity is summed in the same order on any thread count.
+PetscErrorCode ForwardUnits(Velocity *v, PetscInt l, const double *xs, double *out) {
   const TokenLayout &t = *v->tokens;
   const Heads &h = *v->heads;
   const double scale = v->scale;
-  const PetscScalar *xs;
-  PetscScalar *fa;
-  PetscFunctionBeginUser;
-  PetscCall(Gather(v, l, x, false));
-  PetscCall(VecGetArrayRead(v->x_local, &xs));
-  PetscCall(VecGetArray(f, &fa));
-  // With one head group the group's queries are exactly the owned tokens.
-  double *out = v->grid->Ph == 1 ? fa : v->partial.data();
-  std::fill(out, out + t.group.size() * t.d, 0.0);
-  PetscCall(PetscLogEventBegin(MFT_KERNELS, 0, 0, 0, 0));
-  if (v->seeds > 0) {
-    PetscCall(SeedsForward(v, l, xs, out));
-    PetscCall(PetscLogEventEnd(MFT_KERNELS, 0, 0, 0, 0));
-    PetscCall(VecRestoreArray(f, &fa));
-    PetscCall(VecRestoreArrayRead(v->x_local, &xs));
-    PetscFunctionReturn(0);
-  }
-  // Threads over (sequence, chunk of heads) pairs, each chunk's heads in
-  // order into its own sum, the chunks' sums added in order: every token's
-  // velocity is summed in the same order on any thread count.
   const PetscInt S = t.seqs.size(), J = v->head_chunks;
   auto inactive = [&](PetscInt m) { return v->active && !(*v->active)[m]; }; // not needed by the risk
   const bool keeps = l < (PetscInt)v->kept_layer.size();
   auto cut = [&](PetscInt u) { return t.cut(t.seqs.begin + u / J) >= 0; };
+  PetscFunctionBeginUser;
   if (v->query_chunks > 1) { // the keys projected once, then (sequence, head chunk, query chunk) units
     const QueryUnits qu(*v, xs);
     PetscCall(ProjectKeys(qu, l, false, inactive));
@@ -262,6 +250,25 @@ PetscErrorCode VelocityEvaluate(Velocity *v, PetscInt l, Vec x, Vec f) {
     }
   if (keeps && !v->kept_keys.empty()) // the shared rows (in: the kernels' second pass waited for them)
     std::copy(v->keys.begin(), v->keys.end(), v->kept_keys.begin() + (std::ptrdiff_t)((size_t)l * v->keys.size()));
+  PetscFunctionReturn(0);
+}
+
+} // namespace
+
+PetscErrorCode VelocityEvaluate(Velocity *v, PetscInt l, Vec x, Vec f) {
+  const TokenLayout &t = *v->tokens;
+  const PetscScalar *xs;
+  PetscScalar *fa;
+  PetscFunctionBeginUser;
+  PetscCall(Gather(v, l, x, false));
+  PetscCall(VecGetArrayRead(v->x_local, &xs));
+  PetscCall(VecGetArray(f, &fa));
+  // With one head group the group's queries are exactly the owned tokens.
+  double *out = v->grid->Ph == 1 ? fa : v->partial.data();
+  std::fill(out, out + t.group.size() * t.d, 0.0);
+  PetscCall(PetscLogEventBegin(MFT_KERNELS, 0, 0, 0, 0));
+  if (v->seeds > 0) PetscCall(SeedsForward(v, l, xs, out)); // an ensemble's units
+  else PetscCall(ForwardUnits(v, l, xs, out));
   PetscCall(PetscLogEventEnd(MFT_KERNELS, 0, 0, 0, 0));
   PetscCall(PetscLogEventBegin(MFT_EXCHANGE, 0, 0, 0, 0));
   if (v->grid->Ph > 1)
