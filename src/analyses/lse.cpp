@@ -1,7 +1,7 @@
 // The log-sum-exp test: sample points, affine parts removed, Gram spectrum.
 #include "mft/analyses/lse.hpp"
 
-#include "mft/files/data.hpp"
+#include "mft/flow/data.hpp"
 #include "mft/flow/families.hpp"
 #include "mft/layout/grid.hpp"
 #include "mft/layout/h5.hpp"

@@ -1,7 +1,7 @@
 // NTK: per-output adjoint rows, a reduced Gram matrix, its spectrum.
 #include "mft/analyses/ntk.hpp"
 
-#include "mft/files/data.hpp"
+#include "mft/flow/data.hpp"
 #include "mft/studies/fit.hpp"
 #include "mft/kernels/linalg.hpp"
 #include "mft/flow/optimizer.hpp"

@@ -3,7 +3,7 @@
 #include "mft/commands/commands.hpp"
 #include "mft/flow/fluctuation.hpp"
 #include "mft/studies/study_cases.hpp"
-#include "mft/files/data.hpp"
+#include "mft/flow/data.hpp"
 #include "mft/flow/limit.hpp"
 #include "mft/files/report.hpp"
 #include "mft/files/runfile.hpp"

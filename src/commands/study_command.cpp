@@ -92,7 +92,7 @@ static PetscErrorCode StudyList(MPI_Comm comm, const std::vector<std::string> &a
 // The cases to run: study.only's (or all) less those finished before.
 static PetscErrorCode CasesToRun(MPI_Comm comm, const std::vector<std::string> &args, const Settings &s,
                                  const std::vector<StudyCase> &cases, std::vector<StudyCase> *run) {
-  const std::vector<PetscInt> only = study::integers(s.study.only);
+  const std::vector<PetscInt> only = integers(s.study.only);
   PetscInt kept = 0;
   PetscFunctionBeginUser;
   for (PetscInt i : only)

@@ -113,10 +113,10 @@ PetscErrorCode CommandWorst(MPI_Comm comm, const std::vector<std::string> &args,
   if (help) PetscFunctionReturn(0);
   PetscCall(InputsVerify(comm, s)); // the files mft wrote, whole, before any work
   PetscCheck(!s.params_file.empty(), comm, PETSC_ERR_USER_INPUT, "mft worst needs the model: give --params.file RUN.h5");
-  const auto paths = study::words(s.worst.references);
+  const auto paths = words(s.worst.references);
   PetscCheck(!paths.empty(), comm, PETSC_ERR_USER_INPUT,
              "mft worst needs references: give --worst.references \"R1.h5 R2.h5 ...\"");
-  for (const std::string &f : study::words(s.study.probes))
+  for (const std::string &f : words(s.study.probes))
     PetscCheck(std::find(kFamilies.begin(), kFamilies.end(), f) != kFamilies.end(), comm, PETSC_ERR_USER_INPUT,
                "study.probes: '%s' is not a token family", f.c_str());
   PetscCall(SettingsFromFiles(comm, "worst", args, &s));

@@ -96,6 +96,5 @@ PetscErrorCode Summary::print(MPI_Comm comm) const {
   PetscFunctionReturn(0);
 }
 
-double seconds() { return MPI_Wtime(); }
 
 } // namespace mft

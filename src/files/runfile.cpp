@@ -1,7 +1,7 @@
 // Run files and result files: what goes where in the docs/model.md layout.
 #include "mft/files/runfile.hpp"
 
-#include "mft/files/data.hpp"
+#include "mft/flow/data.hpp"
 #include "mft/settings/error.hpp"
 #include "mft/layout/h5.hpp"
 

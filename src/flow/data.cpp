@@ -2,7 +2,7 @@
 // checked against the settings, their arrays read into the token layout; and
 // the row-wise transfer of token arrays and small replicated arrays that run
 // files share with them.
-#include "mft/files/data.hpp"
+#include "mft/flow/data.hpp"
 
 #include <cmath>
 

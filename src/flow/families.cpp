@@ -3,8 +3,10 @@
 #include "mft/flow/families.hpp"
 
 #include "mft/layout/random.hpp"
+#include "mft/settings/options.hpp"
 
 #include <cmath>
+#include <filesystem>
 #include <limits>
 
 namespace mft {
@@ -91,6 +93,33 @@ double family_lse(const DataSettings &s, const SequenceLaw &law, const double *a
     return am + aSa / 2.0;
   }
   return std::numeric_limits<double>::quiet_NaN();
+}
+
+std::vector<ProbeSet> probe_sets(const Settings &s) {
+  const auto families = words(s.study.probes);
+  std::vector<PetscInt> Ns = integers(s.study.probe_N);
+  const bool named = !Ns.empty();
+  if (Ns.empty()) Ns.push_back(s.data.N);
+  std::vector<ProbeSet> sets;
+  for (size_t f = 0; f < families.size(); ++f)
+    for (PetscInt N : Ns)
+      sets.push_back({families[f], named ? families[f] + "_N" + std::to_string(N) : families[f], N,
+                      s.data.seed + 7919 * (f + 1) + (named ? 104729 * (std::uint64_t)N : 0), ""});
+  if (!s.study.probe_file.empty())
+    sets.push_back({"file", std::filesystem::path(s.study.probe_file).stem().string(), 0, 0, s.study.probe_file});
+  return sets;
+}
+
+std::vector<std::string> probe_names(const Settings &s) {
+  std::vector<std::string> names;
+  for (const ProbeSet &p : probe_sets(s)) names.push_back(p.name);
+  return names;
+}
+
+std::vector<std::string> probe_overrides(const Settings &s, const ProbeSet &p) {
+  if (!p.file.empty()) return {"--data.file", p.file, "--data.M", std::to_string(s.study.probe_M)};
+  return {"--data.family", p.family, "--data.M", std::to_string(s.study.probe_M), "--data.N", std::to_string(p.N),
+          "--data.seed", std::to_string(p.seed), "--data.file", ""};
 }
 
 } // namespace mft

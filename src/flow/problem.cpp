@@ -2,7 +2,7 @@
 #include "mft/flow/problem.hpp"
 
 #include "mft/flow/cost.hpp"
-#include "mft/files/data.hpp"
+#include "mft/flow/data.hpp"
 #include "mft/flow/families.hpp"
 #include "mft/layout/random.hpp"
 
@@ -215,6 +215,8 @@ PetscErrorCode ProblemCreate(MPI_Comm comm, const Settings &settings, Problem *p
   Settings &s = p->settings;
   if (!s.data.file.empty()) PetscCall(DataFileConform(comm, &s));
   PetscCall(SettingsCheck(comm, s));
+  if (SettingsReads(s.command, "output.trajectory")) // elsewhere a config's value is not used
+    PetscCall(TrajectoryCheck(comm, s, s.command == "train" || s.command == "limit" || s.gradient));
   PetscMPIInt size;
   PetscCallMPI(MPI_Comm_size(comm, &size));
   // The grid's exchange buffers (cost.hpp) must fit in a rank's share of its

@@ -3,7 +3,7 @@
 #include "mft/flow/samples.hpp"
 
 #include "mft/flow/problem.hpp"
-#include "mft/files/report.hpp"
+#include "mft/layout/events.hpp"
 
 #include <algorithm>
 #include <climits>

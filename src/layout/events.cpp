@@ -20,4 +20,6 @@ PetscErrorCode EventsRegister() {
   PetscFunctionReturn(0);
 }
 
+double seconds() { return MPI_Wtime(); }
+
 } // namespace mft

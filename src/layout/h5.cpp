@@ -130,12 +130,6 @@ herr_t TransferRows(const File &f, hid_t dset, hid_t fspace, const std::vector<h
 
 } // namespace
 
-std::string NotReadable(const std::string &path) {
-  std::error_code ec;
-  if (!std::filesystem::exists(path, ec)) return "no such file";
-  if (!std::filesystem::is_regular_file(path, ec)) return "not a file";
-  return "";
-}
 
 PetscErrorCode Open(MPI_Comm comm, const std::string &path, bool create, File *f) {
   PetscFunctionBeginUser;

@@ -1,7 +1,6 @@
 // The checks of settings beyond each value's own range: together, against
 // the ranks and PETSc's index range, and the outputs' folders.
 #include "mft/settings/options.hpp"
-#include "mft/flow/trajectory.hpp"
 
 #include <algorithm>
 #include <cstdio>
@@ -69,8 +68,8 @@ PetscErrorCode SettingsCheckOutputs(MPI_Comm comm, const std::string &command, c
     std::istringstream references(command == "worst" ? s.worst.references : "");
     for (std::string r; references >> r;) inputs.emplace_back("worst.references", r);
     for (const auto &[key, path] : inputs)
-      if (w.empty() && !path.empty() && !h5::NotReadable(path).empty())
-        w = "cannot open '" + path + "': " + h5::NotReadable(path) + " (" + key + ")";
+      if (w.empty() && !path.empty() && !NotReadable(path).empty())
+        w = "cannot open '" + path + "': " + NotReadable(path) + " (" + key + ")";
     std::snprintf(why, sizeof why, "%s", w.c_str());
   }
   PetscCallMPI(MPI_Bcast(why, sizeof why, MPI_CHAR, 0, comm));
@@ -332,8 +331,6 @@ PetscErrorCode SettingsCheck(MPI_Comm comm, const Settings &s) {
     PetscCheck(hg <= m.H, comm, PETSC_ERR_USER_INPUT,
                "parallel.head_groups = %" PetscInt_FMT " exceeds model.H = %" PetscInt_FMT, hg, m.H);
   }
-  if (SettingsReads(s.command, "output.trajectory")) // elsewhere a config's value is not used
-    PetscCall(TrajectoryCheck(comm, s, s.command == "train" || s.command == "limit" || s.gradient));
   PetscFunctionReturn(0);
 }
 

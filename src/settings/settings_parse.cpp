@@ -254,4 +254,32 @@ InitSettings TeacherInit(const Settings &s) {
   return teacher.init;
 }
 
+std::vector<std::string> words(const std::string &text, char sep) {
+  std::vector<std::string> out;
+  std::istringstream in(text);
+  for (std::string w; std::getline(in, w, sep);) {
+    const size_t a = w.find_first_not_of(" \t"), b = w.find_last_not_of(" \t");
+    if (a != std::string::npos) out.push_back(w.substr(a, b - a + 1));
+  }
+  return out;
+}
+
+std::vector<PetscInt> integers(const std::string &text) {
+  std::vector<PetscInt> out;
+  for (auto &w : words(text)) {
+    const size_t dash = w.find('-', 1); // "a-b": a .. b (study.only's ranges)
+    const PetscInt a = (PetscInt)std::stoll(w.substr(0, dash));
+    const PetscInt b = dash == std::string::npos ? a : (PetscInt)std::stoll(w.substr(dash + 1));
+    for (PetscInt i = a; i <= b; ++i) out.push_back(i);
+  }
+  return out;
+}
+
+std::string NotReadable(const std::string &path) {
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) return "no such file";
+  if (!std::filesystem::is_regular_file(path, ec)) return "not a file";
+  return "";
+}
+
 } // namespace mft

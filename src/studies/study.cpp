@@ -2,7 +2,7 @@
 // files (study_cases.hpp); running a case is in study_run.cpp, the
 // aggregation in study_aggregate.cpp.
 #include "mft/studies/study.hpp"
-#include "mft/files/data.hpp"
+#include "mft/flow/data.hpp"
 #include "mft/studies/study_cases.hpp"
 
 #include "mft/settings/error.hpp"
@@ -20,27 +20,6 @@
 namespace mft {
 
 namespace study {
-
-std::vector<std::string> words(const std::string &text, char sep) {
-  std::vector<std::string> out;
-  std::istringstream in(text);
-  for (std::string w; std::getline(in, w, sep);) {
-    const size_t a = w.find_first_not_of(" \t"), b = w.find_last_not_of(" \t");
-    if (a != std::string::npos) out.push_back(w.substr(a, b - a + 1));
-  }
-  return out;
-}
-
-std::vector<PetscInt> integers(const std::string &text) {
-  std::vector<PetscInt> out;
-  for (auto &w : words(text)) {
-    const size_t dash = w.find('-', 1); // "a-b": a .. b (study.only's ranges)
-    const PetscInt a = (PetscInt)std::stoll(w.substr(0, dash));
-    const PetscInt b = dash == std::string::npos ? a : (PetscInt)std::stoll(w.substr(dash + 1));
-    for (PetscInt i = a; i <= b; ++i) out.push_back(i);
-  }
-  return out;
-}
 
 std::vector<std::string> overrides(const std::string &variant) {
   std::vector<std::string> out;
@@ -64,33 +43,6 @@ PetscErrorCode CaseSettings(MPI_Comm comm, std::vector<std::string> args, const 
 }
 
 std::string case_path(const std::string &dir, PetscInt i) { return dir + "/case-" + std::to_string(i) + ".h5"; }
-
-std::vector<ProbeSet> probe_sets(const Settings &s) {
-  const auto families = words(s.study.probes);
-  std::vector<PetscInt> Ns = integers(s.study.probe_N);
-  const bool named = !Ns.empty();
-  if (Ns.empty()) Ns.push_back(s.data.N);
-  std::vector<ProbeSet> sets;
-  for (size_t f = 0; f < families.size(); ++f)
-    for (PetscInt N : Ns)
-      sets.push_back({families[f], named ? families[f] + "_N" + std::to_string(N) : families[f], N,
-                      s.data.seed + 7919 * (f + 1) + (named ? 104729 * (std::uint64_t)N : 0), ""});
-  if (!s.study.probe_file.empty())
-    sets.push_back({"file", std::filesystem::path(s.study.probe_file).stem().string(), 0, 0, s.study.probe_file});
-  return sets;
-}
-
-std::vector<std::string> probe_names(const Settings &s) {
-  std::vector<std::string> names;
-  for (const ProbeSet &p : probe_sets(s)) names.push_back(p.name);
-  return names;
-}
-
-std::vector<std::string> probe_overrides(const Settings &s, const ProbeSet &p) {
-  if (!p.file.empty()) return {"--data.file", p.file, "--data.M", std::to_string(s.study.probe_M)};
-  return {"--data.family", p.family, "--data.M", std::to_string(s.study.probe_M), "--data.N", std::to_string(p.N),
-          "--data.seed", std::to_string(p.seed), "--data.file", ""};
-}
 
 std::string partial_path(const std::string &dir, PetscInt i, PetscInt t) {
   return dir + "/case-" + std::to_string(i) + "-t" + std::to_string(t) + ".h5";
@@ -280,7 +232,7 @@ PetscErrorCode StudyCaseFinished(MPI_Comm comm, const std::vector<std::string> &
   PetscMPIInt rank;
   int exists = 0;
   PetscCallMPI(MPI_Comm_rank(comm, &rank));
-  if (rank == 0) exists = h5::NotReadable(path).empty();
+  if (rank == 0) exists = NotReadable(path).empty();
   PetscCallMPI(MPI_Bcast(&exists, 1, MPI_INT, 0, comm));
   if (!exists) PetscFunctionReturn(0);
   PetscCall(PetscPushErrorHandler(ErrorCapture, nullptr));

@@ -4,11 +4,10 @@
 #include "mft/worst/worst.hpp"
 
 #include "mft/flow/families.hpp"
+#include "mft/flow/limit.hpp"
 #include "mft/layout/h5.hpp"
 #include "mft/layout/random.hpp"
-#include "mft/files/data.hpp"
-#include "mft/studies/study_cases.hpp"
-#include "mft/studies/study_plan.hpp"
+#include "mft/flow/data.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -52,7 +51,7 @@ std::vector<double> WorstStarts(const Settings &s, PetscInt n, PetscInt d, bool 
   Settings ps = s; // the studies' probe sequences of the families, at n tokens
   ps.data.N = n, ps.study.probe_N.clear(), ps.study.probe_file.clear();
   std::vector<double> seq((size_t)(n * d));
-  for (const study::ProbeSet &p : study::probe_sets(ps)) {
+  for (const ProbeSet &p : probe_sets(ps)) {
     DataSettings ds = s.data;
     ds.family = p.family, ds.seed = p.seed;
     for (PetscInt m = 0; m < s.study.probe_M; ++m) {
@@ -155,7 +154,7 @@ PetscErrorCode WorstSearchFits(MPI_Comm comm, const Settings &s, const std::vect
   double available;
   PetscFunctionBeginUser;
   const double n = (double)(s.worst.atoms > 0 ? s.worst.atoms : s.data.N), d = (double)models[0].settings.model.d;
-  const double probes = (double)(study::probe_sets(s).size() * (size_t)s.study.probe_M);
+  const double probes = (double)(probe_sets(s).size() * (size_t)s.study.probe_M);
   const double S = (probes + (double)s.worst.starts + (double)own) * (s.worst.check ? 2.0 : 1.0);
   const double numbers = (double)models.size() * S * n * d; // a reference's state
   PetscCheck(numbers <= (double)PETSC_MAX_INT, comm, PETSC_ERR_USER_INPUT,

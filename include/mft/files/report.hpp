@@ -5,6 +5,7 @@
 
 #include "mft/flow/ensemble.hpp"
 #include "mft/flow/problem.hpp"
+#include "mft/layout/events.hpp"
 
 #include <string>
 #include <utility>
@@ -27,9 +28,5 @@ public:
 private:
   std::vector<std::pair<std::string, std::string>> items_;
 };
-
-// Wall-clock seconds (MPI_Wtime).
-// Not collective.
-double seconds();
 
 } // namespace mft

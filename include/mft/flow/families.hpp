@@ -19,6 +19,8 @@
 
 #include "mft/settings/settings.hpp"
 
+#include <cstdint>
+#include <string>
 #include <vector>
 
 namespace mft {
@@ -40,5 +42,21 @@ double family_closed_form_radius(const DataSettings &s);
 
 // The closed-form lse of a law at a (inside its domain).
 double family_lse(const DataSettings &s, const SequenceLaw &law, const double *a, PetscInt d);
+
+// The probe sets: each family of study.probes, with study.probe_M sequences
+// of its own seed, at each N of study.probe_N (default data.N); named by the
+// family, and "<family>_N<n>" when study.probe_N is given; then, with
+// study.probe_file, the first study.probe_M sequences of that data file
+// (their tokens; N and d are the file's), named after the file.
+// Not collective.
+struct ProbeSet {
+  std::string family, name;
+  PetscInt N;         // 0 for a file: its own
+  std::uint64_t seed; // data.seed + 7919 (f + 1) for family f, + 104729 N when study.probe_N is given
+  std::string file;
+};
+std::vector<ProbeSet> probe_sets(const Settings &s);
+std::vector<std::string> probe_names(const Settings &s);
+std::vector<std::string> probe_overrides(const Settings &s, const ProbeSet &p);
 
 } // namespace mft

@@ -13,6 +13,12 @@
 
 namespace mft {
 
+// The adaptive reference's price in layers: its solver's evaluations of the
+// velocity (TSRK 5dp: 6 stages a step) over a typical solve and its adjoint,
+// fitted to the shipped studies at initialisation (docs/scaling.md).
+constexpr double kLimitEvaluations = 90;
+
+
 struct LimitResult {
   std::vector<double> tokens;  // x(1), (M, N, d)
   std::vector<double> adjoint; // p(0), (M, N, d); with weighted tokens per unit of mass (M dR/dx_i / w_i)

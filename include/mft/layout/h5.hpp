@@ -8,6 +8,8 @@
 // number of ranks.
 #pragma once
 
+#include "mft/settings/options.hpp"
+
 #include "mft/layout/grid.hpp"
 
 #include <hdf5.h>
@@ -36,10 +38,6 @@ struct File {
 // Collective on comm (HDF5's file open).
 PetscErrorCode Open(MPI_Comm comm, const std::string &path, bool create, File *f);
 
-// Why path cannot be opened for reading before HDF5 sees it ("no such file",
-// "not a file"), or empty: MPI-IO prints lines of its own on a folder.
-// Not collective.
-std::string NotReadable(const std::string &path);
 
 // Closes the file. Collective on f->comm.
 PetscErrorCode Close(File *f);

@@ -44,6 +44,17 @@ const Option *FindOption(const std::string &key);
 // Not collective.
 double parse_real(const std::string &v);
 
+// The words of a text (separated by sep, trimmed) and its integers (a word
+// "a-b" is a .. b): option values that are lists.
+// Not collective.
+std::vector<std::string> words(const std::string &text, char sep = ' ');
+std::vector<PetscInt> integers(const std::string &text);
+
+// Why path cannot be opened for reading before HDF5 sees it ("no such file",
+// "not a file"), or empty: MPI-IO prints lines of its own on a folder.
+// Not collective.
+std::string NotReadable(const std::string &path);
+
 // The shortest text that reads back as x (0.1, not 0.10000000000000001).
 // Not collective.
 std::string format_real(double x);

@@ -3,6 +3,8 @@
 // text they are read from, the probe sets, the case files and their reader.
 #pragma once
 
+#include "mft/flow/families.hpp"
+#include "mft/settings/options.hpp"
 #include "mft/settings/settings.hpp"
 #include "mft/studies/study.hpp"
 
@@ -17,12 +19,6 @@ struct File;
 }
 
 namespace mft::study {
-
-// The words of a text (separated by sep, trimmed) and its integers (a word
-// "a-b" is a .. b).
-// Not collective.
-std::vector<std::string> words(const std::string &text, char sep = ' ');
-std::vector<PetscInt> integers(const std::string &text);
 
 // "data.N=16 model.d=4" -> --data.N 16 --model.d 4
 // Not collective.
@@ -39,22 +35,6 @@ PetscErrorCode CaseSettings(MPI_Comm comm, std::vector<std::string> args, const 
 // Not collective.
 std::string case_path(const std::string &dir, PetscInt i);
 std::string partial_path(const std::string &dir, PetscInt i, PetscInt t);
-
-// The probe sets: each family of study.probes, with study.probe_M sequences
-// of its own seed, at each N of study.probe_N (default data.N); named by the
-// family, and "<family>_N<n>" when study.probe_N is given; then, with
-// study.probe_file, the first study.probe_M sequences of that data file
-// (their tokens; N and d are the file's), named after the file.
-// Not collective.
-struct ProbeSet {
-  std::string family, name;
-  PetscInt N;         // 0 for a file: its own
-  std::uint64_t seed; // data.seed + 7919 (f + 1) for family f, + 104729 N when study.probe_N is given
-  std::string file;
-};
-std::vector<ProbeSet> probe_sets(const Settings &s);
-std::vector<std::string> probe_names(const Settings &s);
-std::vector<std::string> probe_overrides(const Settings &s, const ProbeSet &p);
 
 // The probe outputs of one case: per probe set, tokens and adjoints.
 struct CaseData {

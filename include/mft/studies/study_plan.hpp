@@ -27,17 +27,13 @@
 #pragma once
 
 #include "mft/settings/settings.hpp"
+#include "mft/flow/limit.hpp"
 #include "mft/studies/study.hpp"
 
 #include <string>
 #include <vector>
 
 namespace mft {
-
-// The adaptive reference's price in layers: its solver's evaluations of the
-// velocity (TSRK 5dp: 6 stages a step) over a typical solve and its adjoint,
-// fitted to the shipped studies at initialisation (docs/scaling.md).
-constexpr double kLimitEvaluations = 90;
 
 // The group sizes a plan on P ranks uses: 1, 2, 4, ... up to P, and P.
 // Not collective.
