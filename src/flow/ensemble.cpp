@@ -82,7 +82,7 @@ PetscErrorCode EnsembleProbe(const Ensemble &e, const Settings &probe, std::vect
   PetscInt n;
   if (inputs) {
     PetscCall(VecGetArrayRead(q.x0, &a));
-    inputs->assign(a, a + q.tokens.M / q.seeds * q.tokens.N * q.tokens.d); // model 0's: the same for all
+    inputs->assign(a, a + q.tokens.M / q.heads.seeds * q.tokens.N * q.tokens.d); // model 0's: the same for all
     PetscCall(VecRestoreArrayRead(q.x0, &a));
   }
   PetscCall(VecGetLocalSize(q.x1, &n));

@@ -140,9 +140,10 @@ static PetscErrorCode ThreadsCheck(MPI_Comm comm, PetscInt threads) {
   PetscFunctionReturn(0);
 }
 
-// On p->grid, for `models` models of p->settings folded (1: one): the token
-// layout, the heads, the velocity, the flow and the problem's vectors.
-static PetscErrorCode ProblemSolver(Problem *p, PetscInt threads, PetscInt models) {
+// On p->grid, for `models` models of p->settings folded (an ensemble's,
+// whose velocity runs the lanes kernels; else one): the token layout, the
+// heads, the velocity, the flow and the problem's vectors.
+static PetscErrorCode ProblemSolver(Problem *p, PetscInt threads, PetscInt models, bool ensemble) {
   const Settings &s = p->settings;
   PetscFunctionBeginUser;
   PetscCall(TokenLayoutCreate(p->grid, s.data.M * models, s.data.N, s.model.d, &p->tokens));
@@ -152,8 +153,8 @@ static PetscErrorCode ProblemSolver(Problem *p, PetscInt threads, PetscInt model
   PetscCall(HeadsCreate(p->grid, layers, &p->heads));
   p->heads.seeds = models;
   p->heads.overlap = s.parallel.overlap;
-  p->seeds = models > 1 || p->seeds > 0 ? models : 0;
-  PetscCall(VelocityCreate(p->grid, p->tokens, &p->heads, s.model, p->predicted.form, threads, &p->velocity, p->seeds));
+  PetscCall(VelocityCreate(p->grid, p->tokens, &p->heads, s.model, p->predicted.form, threads, &p->velocity,
+                           ensemble ? models : 0));
   PetscCall(FlowCreate(&p->velocity, s.model.L, s.model.norm, s.scheme, &p->flow));
   PetscCall(VecDuplicate(p->tokens.state, &p->x0));
   PetscCall(VecDuplicate(p->tokens.state, &p->x1));
@@ -191,8 +192,7 @@ PetscErrorCode ProblemCreateModels(const Settings &settings, const std::vector<s
   p->settings = one.settings;
   p->settings.init.seed = settings.init.seed;
   PetscCall(GridCreate(PETSC_COMM_SELF, 1, p->settings.model.H, 0, &p->grid));
-  p->seeds = models;
-  PetscCall(ProblemSolver(p, RankThreads(p->settings.parallel.threads), models));
+  PetscCall(ProblemSolver(p, RankThreads(p->settings.parallel.threads), models, true));
   PetscCall(Replicate(one.x0, models, p->x0));
   for (PetscInt s = 0; s < models; ++s)
     p->tokens.weights.insert(p->tokens.weights.end(), one.tokens.weights.begin(), one.tokens.weights.end());
@@ -249,7 +249,7 @@ PetscErrorCode ProblemCreate(MPI_Comm comm, const Settings &settings, Problem *p
   if (threads > 1)
     p->predicted = PredictStep(s.model, s.data.M, s.data.N, size, p->predicted.Ph, p->predicted.form, s.parallel.rate,
                                net, threads, share);
-  PetscCall(ProblemSolver(p, threads, 1));
+  PetscCall(ProblemSolver(p, threads, 1, false));
   p->velocity.memory = share; // what is left of it keeps the queries' statistics
   // The tokens: drawn, or a data file's; the targets: zero (a probe's), the file's, or the teacher's.
   if (s.data.file.empty()) PetscCall(GenerateTokens(s.data, p->tokens, p->x0));
@@ -336,7 +336,7 @@ PetscErrorCode ProblemSetHeads(Problem *p) {
 }
 
 void ProblemSetBatch(Problem *p, PetscInt step) {
-  const PetscInt models = std::max<PetscInt>(1, p->seeds), M = p->tokens.M / models, b = p->settings.train.batch;
+  const PetscInt models = p->heads.seeds, M = p->tokens.M / models, b = p->settings.train.batch;
   if (step < 0 || b == 0 || b >= M) {
     p->active.assign((size_t)(M * models), 1);
     return;
@@ -356,14 +356,15 @@ PetscErrorCode ProblemEvaluate(Problem *p, PetscBool gradient) {
   PetscCall(VecCopy(p->x0, p->x1));
   PetscCall(FlowForward(&p->flow, p->x1));
   const bool weights = gradient && p->tokens.weighted();
-  if (p->seeds > 0) p->risks.resize((size_t)p->seeds);
+  const PetscInt models = p->velocity.seeds; // an ensemble's (0: one model)
+  if (models > 0) p->risks.resize((size_t)models);
   PetscCall(RiskEvaluate(p->tokens, p->targets, &p->active, p->x1, gradient ? p->adjoint : nullptr, &p->risk,
-                         weights ? &p->weight_grad : nullptr, p->seeds > 0 ? &p->risks : nullptr));
-  if (p->seeds > 0) { // the mean over the models in the batch
-    const PetscInt M = p->tokens.M / p->seeds;
+                         weights ? &p->weight_grad : nullptr, models > 0 ? &p->risks : nullptr));
+  if (models > 0) { // the mean over the models in the batch
+    const PetscInt M = p->tokens.M / models;
     double sum = 0;
     PetscInt in = 0;
-    for (PetscInt s = 0; s < p->seeds; ++s)
+    for (PetscInt s = 0; s < models; ++s)
       if (std::any_of(p->active.begin() + s * M, p->active.begin() + (s + 1) * M, [](char a) { return a != 0; }))
         sum += p->risks[(size_t)s], ++in;
     p->risk = in ? sum / (double)in : NAN;

@@ -30,11 +30,10 @@ struct Problem {
   double risk = 0;
   StepCost predicted;   // the cost model's training step on this grid
   std::vector<char> active; // sequences of the current mini-batch (all by default)
-  // An ensemble's models folded into this one-rank problem (ensemble.hpp):
-  // model s holds sequences s M .. s M + M - 1 and heads s H .. s H + H - 1
-  // of each layer; `risks` each model's risk, `risk` their mean over the
-  // models in the batch. 0: one model.
-  PetscInt seeds = 0;
+  // An ensemble's models folded into this one-rank problem (ensemble.hpp;
+  // their count is velocity.seeds, heads.seeds): model s holds sequences
+  // s M .. s M + M - 1 and heads s H .. s H + H - 1 of each layer; `risks`
+  // each model's risk, `risk` their mean over the models in the batch.
   std::vector<double> risks;
 
   Problem() = default;
