@@ -9,8 +9,13 @@
 # once; every option with a range in its help, once, a value below it (zero
 # or negative) and an integer beyond any machine's. Files: a folder where a
 # file is expected, an output in a folder that does not exist or is a folder.
+# Every row's message is checked in one process (PROBLEMS, the check mft runs
+# before MPI starts); a row refused only later, the first row of every
+# command and every 16th row run as mft processes, with the whole contract.
+# Usage: fuzz.sh MFT PROBLEMS
 here="$(cd "$(dirname "$0")" && pwd)"
 source "$here/lib.sh" "$1"
+problems="$2"
 ulimit -c 0
 export MFT_KEEP_BLAS=1 # no re-execution for the BLAS kernels: the options are all that is tested
 # A singleton's MPI start-up without its own runtime daemon (Open MPI's
@@ -115,9 +120,32 @@ one() {
 }
 export -f one
 rows=$(wc -l < table.txt)
-nl -ba -w1 -s$'\t' table.txt | while IFS=$'\t' read -r n row; do printf '%s\0%s\0' "$n" "$row"; done |
+# In one process: each row's message, its pattern in it (a message is one
+# line by construction of the output: a row a line is checked below).
+"$problems" < table.txt > early.txt || bad "settings_problems failed"
+[ "$(wc -l < early.txt)" -eq "$rows" ] && ok || bad "settings_problems gave $(wc -l < early.txt) rows of $rows"
+paste -d $'\x1f' table.txt early.txt | nl -ba -w1 -s$'\t' |
+  while IFS=$'\t' read -r n row; do
+    IFS=$'\x1f' read -r cmd key value pattern message <<<"$row"
+    if [ -z "$message" ]; then
+      echo "PROCESS $n" # refused after MPI starts: a process checks it
+    elif [[ "$message" != *"$pattern"* ]]; then
+      echo "FAIL: mft $cmd --$key '$value': the message does not name '$pattern': $message"
+    elif [ $((n % 16)) -eq 1 ] || ! grep -qx "$cmd" seen.txt 2>/dev/null; then
+      echo "PROCESS $n" # the exit-code contract on a sample
+    fi
+    echo "$cmd" >> seen.txt
+  done > early_results.txt
+grep '^FAIL' early_results.txt
+sed -n 's/^PROCESS //p' early_results.txt > processes.txt
+early_fails=$(grep -c '^FAIL' early_results.txt)
+# As processes: each such row in its own folder, as many at a time as there
+# are cores (three on two cores overloaded them); a row prints FAIL or nothing.
+awk -F'\t' 'NR == FNR { keep[$1] = 1; next } (FNR in keep) { print FNR "\t" $0 }' processes.txt table.txt |
+  while IFS=$'\t' read -r n row; do printf '%s\0%s\0' "$n" "$row"; done |
   xargs -0 -n 2 -P "$(nproc)" bash -c 'one "$1" "$2"' _ > results.txt
-fails=$(grep -c '^FAIL' results.txt)
+fails=$(( $(grep -c '^FAIL' results.txt) + early_fails ))
+echo "fuzz: $(wc -l < processes.txt) rows run as processes (refused after MPI starts, or the sample)"
 cat results.txt
 echo "fuzz: $(grep -c '^RETRY' results.txt) rows run again because the MPI runtime did not start"
 passed=$((passed + rows - fails))
