@@ -7,4 +7,6 @@ cd "$top/build"
 # The CPU the tests ran on (results compared across machines are compared
 # with a tolerance; bit for bit only within one binary's run).
 echo "mft tests on: $(lscpu | sed -n 's/^Model name: *//p' | head -n 1) ($(nproc) cores$(grep -qw avx512f /proc/cpuinfo && echo ', AVX-512' || echo ', no AVX-512'))"
-ctest --output-on-failure -j "$(nproc)" "$@"
+# Two cores' worth of tests at a time (tests/resources.json; tests/CMakeLists.txt
+# says which take one core and which two), and the Slurm test beside them.
+ctest --output-on-failure -j 3 --resource-spec-file "$top/tests/resources.json" "$@"
