@@ -2,7 +2,7 @@
 #include "mft/analyses/ntk.hpp"
 
 #include "mft/flow/data.hpp"
-#include "mft/studies/fit.hpp"
+#include "mft/statistics/fit.hpp"
 #include "mft/kernels/linalg.hpp"
 #include "mft/flow/optimizer.hpp"
 

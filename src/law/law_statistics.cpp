@@ -3,6 +3,7 @@
 
 #include "mft/layout/grid.hpp"
 #include "mft/layout/random.hpp"
+#include "mft/studies/study_cases.hpp"
 
 #include <boost/math/distributions/chi_squared.hpp>
 
@@ -199,6 +200,24 @@ PowerFit PowerFitOf(const std::vector<double> &L, const std::vector<double> &H, 
   f.p_lo = quantile(ps, 0.025), f.p_hi = quantile(ps, 0.975);
   f.q_lo = quantile(qs, 0.025), f.q_hi = quantile(qs, 0.975);
   return f;
+}
+
+std::vector<std::string> PowerFitMisfit(const PowerFit &f) {
+  if (!f.cells) return {"", "", "", "", "", ""};
+  const auto word = [](bool b) { return std::string(b ? "true" : "false"); };
+  return {study::num(f.chi2), std::to_string(f.dof), study::num(f.p_value), word(f.rejected()),
+          f.fits_p ? word(f.decided_p()) : "", f.fits_q ? word(f.decided_q()) : ""};
+}
+
+std::string PowerFitVerdict(const PowerFit &f, const char *p_name, const char *q_name) {
+  char text[160];
+  snprintf(text, sizeof text, "chi^2 %.3g on %" PetscInt_FMT " (p %.3g)", f.chi2, f.dof, f.p_value);
+  std::string v = text;
+  if (f.rejected()) return v + ": the power law is rejected";
+  std::string rates;
+  if (f.fits_p) rates += std::string(p_name) + (f.decided_p() ? " decided" : " not decided");
+  if (f.fits_q) rates += (rates.empty() ? "" : ", ") + std::string(q_name) + (f.decided_q() ? " decided" : " not decided");
+  return v + ": " + rates;
 }
 
 namespace {

@@ -329,10 +329,12 @@ PetscErrorCode FitRow(MPI_Comm comm, const CellAt &c, const std::string &over, c
   PetscFunctionBeginUser;
   const std::string L = over == "k" ? std::to_string(c.cell.L) : "", H = over == "k" ? std::to_string(c.cell.H) : "";
   const bool p = f.cells > 0 && f.fits_p, q = f.cells > 0 && f.fits_q; // (no fit: empty)
-  fits->push_back(csv({std::to_string(c.cell.variant), std::to_string(c.time), over, L, H, std::to_string(f.cells),
-                       f.cells ? num(f.C) : "", p ? num(f.p) : "", p ? num(f.p_lo) : "", p ? num(f.p_hi) : "",
-                       q ? num(f.q) : "", q ? num(f.q_lo) : "", q ? num(f.q_hi) : "", f.cells ? num(f.chi2) : "",
-                       f.cells ? std::to_string(f.dof) : "", num(f.p_value), f.rejected() ? "true" : "false"}));
+  std::vector<std::string> row = {std::to_string(c.cell.variant), std::to_string(c.time), over, L, H,
+                                  std::to_string(f.cells), f.cells ? num(f.C) : "", p ? num(f.p) : "",
+                                  p ? num(f.p_lo) : "", p ? num(f.p_hi) : "", q ? num(f.q) : "", q ? num(f.q_lo) : "",
+                                  q ? num(f.q_hi) : ""};
+  for (const std::string &m : PowerFitMisfit(f)) row.push_back(m);
+  fits->push_back(csv(row));
   if (f.cells == 0) {
     PetscCall(PetscPrintf(comm, "variant %zu t=%" PetscInt_FMT ": too few resolved cells to fit%s\n", c.cell.variant,
                           c.time, over == "k" ? " err_law = C k^-r" : " err_law = C L^-p H^-q"));
@@ -346,9 +348,9 @@ PetscErrorCode FitRow(MPI_Comm comm, const CellAt &c, const std::string &over, c
     snprintf(text, sizeof text, "err_law = %.3g L^-p H^-q: p = %s, q = %s", f.C,
              f.fits_p ? (num(f.p) + " [" + num(f.p_lo) + ", " + num(f.p_hi) + "]").c_str() : "(L fixed)",
              f.fits_q ? (num(f.q) + " [" + num(f.q_lo) + ", " + num(f.q_hi) + "]").c_str() : "(H fixed)");
-  PetscCall(PetscPrintf(comm, "variant %zu t=%" PetscInt_FMT ": %s over %" PetscInt_FMT " resolved cells; chi^2 %.3g on %"
-                        PetscInt_FMT " (p %.3g)%s\n", c.cell.variant, c.time, text, f.cells, f.chi2, f.dof, f.p_value,
-                        f.rejected() ? ": the power law is rejected" : ""));
+  PetscCall(PetscPrintf(comm, "variant %zu t=%" PetscInt_FMT ": %s over %" PetscInt_FMT " resolved cells; %s\n",
+                        c.cell.variant, c.time, text, f.cells,
+                        PowerFitVerdict(f, "p", over == "k" ? "r" : "q").c_str()));
   PetscFunctionReturn(0);
 }
 
@@ -546,7 +548,7 @@ PetscErrorCode StudyTrainedInLawRun(MPI_Comm comm, const std::vector<std::string
                        "err_law_hi,resolved,probe,sequence,energy,energy_se,energy_floor,reference_sampling",
                        rows));
   PetscCall(WriteTable(comm, s.study.dir + "/law_fits.csv",
-                       "variant,time,over,L,H,cells,C,p,p_lo,p_hi,q,q_lo,q_hi,chi2,dof,p_value,rejected", fits));
+                       std::string("variant,time,over,L,H,cells,C,p,p_lo,p_hi,q,q_lo,q_hi,") + kPowerFitMisfit, fits));
   PetscCall(PetscPrintf(comm, "mft study in law, trained: %zu cells, %" PetscInt_FMT " resolved; wrote %s/law.csv, "
                         "law_fits.csv\n", rows.size(), resolved, s.study.dir.c_str()));
   Summary sum;

@@ -8,7 +8,7 @@
 #include "mft/settings/error.hpp"
 #include "mft/law/study_in_law.hpp"
 #include "mft/studies/study.hpp"
-#include "mft/studies/fit.hpp"
+#include "mft/statistics/fit.hpp"
 #include "mft/studies/study_cases.hpp"
 #include "mft/studies/study_tables.hpp"
 

@@ -322,6 +322,15 @@ PetscErrorCode LawCellCompared(MPI_Comm comm, const std::vector<std::string> &ar
   PetscFunctionReturn(0);
 }
 
+// law_fits.csv's row of variant v's fit (in k: the rate r in q's columns).
+std::string FitRow(size_t v, const PowerFit &f) {
+  std::vector<std::string> row = {std::to_string(v), std::to_string(f.cells), f.cells ? num(f.C) : "",
+                                  f.fits_p ? num(f.p) : "", f.fits_p ? num(f.p_lo) : "", f.fits_p ? num(f.p_hi) : "",
+                                  f.fits_q ? num(f.q) : "", f.fits_q ? num(f.q_lo) : "", f.fits_q ? num(f.q_hi) : ""};
+  for (const std::string &m : PowerFitMisfit(f)) row.push_back(m);
+  return csv(row);
+}
+
 // Variant v's cells over k (study.k): each against the same L x H model of
 // infinite heads (its samples in place of the limit's paths), printed, in
 // rows; the fit err_law = C k^-r.
@@ -348,11 +357,10 @@ PetscErrorCode LawVariantInK(MPI_Comm comm, const std::vector<std::string> &args
     *resolved += c.law.gap.resolved;
   }
   const PowerFit f = PowerFitOf(one, k, err, se, ok, s.init.seed + v); // k in H's place: C k^-r, r as q
-  fits->push_back(csv({std::to_string(v), std::to_string(f.cells), num(f.C), "", "", "", f.fits_q ? num(f.q) : "",
-                       f.fits_q ? num(f.q_lo) : "", f.fits_q ? num(f.q_hi) : ""}));
+  fits->push_back(FitRow(v, f));
   if (f.fits_q)
     PetscCall(PetscPrintf(comm, "variant %zu: err_law = %.3g k^-r over %" PetscInt_FMT " resolved cells: r = %.3f "
-                          "[%.3f, %.3f]\n", v, f.C, f.cells, f.q, f.q_lo, f.q_hi));
+                          "[%.3f, %.3f]; %s\n", v, f.C, f.cells, f.q, f.q_lo, f.q_hi, PowerFitVerdict(f, "p", "r").c_str()));
   else
     PetscCall(PetscPrintf(comm, "variant %zu: too few resolved cells to fit err_law = C k^-r\n", v));
   PetscFunctionReturn(0);
@@ -383,17 +391,15 @@ PetscErrorCode LawVariant(MPI_Comm comm, const std::vector<std::string> &args, c
       *resolved += c.law.gap.resolved;
     }
   const PowerFit f = PowerFitOf(L, H, err, se, ok, s.init.seed + v);
-  fits->push_back(csv({std::to_string(v), std::to_string(f.cells), num(f.C), f.fits_p ? num(f.p) : "",
-                       f.fits_p ? num(f.p_lo) : "", f.fits_p ? num(f.p_hi) : "", f.fits_q ? num(f.q) : "",
-                       f.fits_q ? num(f.q_lo) : "", f.fits_q ? num(f.q_hi) : ""}));
+  fits->push_back(FitRow(v, f));
   if (f.cells == 0)
     PetscCall(PetscPrintf(comm, "variant %zu: too few resolved cells to fit err_law = C L^-p H^-q\n", v));
   else {
     char p[96] = "L fixed", q[96] = "H fixed";
     if (f.fits_p) snprintf(p, sizeof p, "p = %.3f [%.3f, %.3f]", f.p, f.p_lo, f.p_hi);
     if (f.fits_q) snprintf(q, sizeof q, "q = %.3f [%.3f, %.3f]", f.q, f.q_lo, f.q_hi);
-    PetscCall(PetscPrintf(comm, "variant %zu: err_law = %.3g L^-p H^-q over %" PetscInt_FMT " resolved cells: %s, %s\n",
-                          v, f.C, f.cells, p, q));
+    PetscCall(PetscPrintf(comm, "variant %zu: err_law = %.3g L^-p H^-q over %" PetscInt_FMT " resolved cells: %s, %s; %s\n",
+                          v, f.C, f.cells, p, q, PowerFitVerdict(f).c_str()));
   }
   PetscFunctionReturn(0);
 }
@@ -433,7 +439,7 @@ PetscErrorCode StudyInLawRun(MPI_Comm comm, const std::vector<std::string> &args
                        "variant,L,H,samples,paths,err_law,err_law_lo,err_law_hi,resolved,probe,sequence,energy,"
                        "energy_se,energy_floor,limit_steps,limit_sampling,limit_clear,seconds,target,k",
                        rows));
-  PetscCall(WriteTable(comm, s.study.dir + "/law_fits.csv", "variant,cells,C,p,p_lo,p_hi,q,q_lo,q_hi", fits));
+  PetscCall(WriteTable(comm, s.study.dir + "/law_fits.csv", std::string("variant,cells,C,p,p_lo,p_hi,q,q_lo,q_hi,") + kPowerFitMisfit, fits));
   PetscCall(PetscPrintf(comm,
                         "mft study in law: %zu cells, %" PetscInt_FMT " resolved; wrote %s/law.csv, law_fits.csv\n",
                         rows.size(), resolved, s.study.dir.c_str()));

@@ -37,7 +37,7 @@ PetscErrorCode WriteTable(MPI_Comm comm, const std::string &path, const std::str
   PetscFunctionReturn(0);
 }
 
-std::string csv(std::initializer_list<std::string> fields) {
+std::string csv(const std::vector<std::string> &fields) {
   std::string row;
   for (const std::string &f : fields) row += (row.empty() ? "" : ",") + f;
   return row + "\n";

@@ -1,7 +1,7 @@
 // The statistics of a convergence study: estimator, jackknife intervals, fits, flags.
 #include "mft/studies/study_statistics.hpp"
 
-#include "mft/studies/fit.hpp"
+#include "mft/statistics/fit.hpp"
 
 #include <boost/math/distributions/students_t.hpp>
 

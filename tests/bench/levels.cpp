@@ -15,16 +15,26 @@
 // a(H) L^-p + b(H) L^-2p + ..., then D_L = E f_{2L,H} - E f_{L,2H} =
 // (a(H) 2^-p - a(2H)) L^-p + ..., whose ratio over an octave is 2^p; f is
 // each sequence's mean |x_i(1)|^2 and their mean over the sequences (the
-// last column), and the interval is the delta method's.
+// last column), and the interval is the delta method's. Then the fits of
+// the last column over L >= Lmin, 4 and 8 (statistics/expansion.hpp): one
+// power law, a/L + b/L^2, and a L^-p + b L^-(p+1) with the order free, each
+// with its misfit. `fit FILE` makes those fits from the `L = ...` lines of
+// an earlier run's output (e.g. a log under docs/bench/), several runs'
+// lines in one file together.
 // A benchmark, not a test:
 //   mpiexec -n 2 build/tests/levels [samples] [orders Lmax [Lmin]]
+//   build/tests/levels fit FILE
 #include "mft/flow/samples.hpp"
 #include "mft/law/levels.hpp"
 #include "mft/files/report.hpp"
+#include "mft/statistics/expansion.hpp"
 
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
+#include <iterator>
+#include <sstream>
 #include <string>
 
 using namespace mft;
@@ -103,6 +113,44 @@ PetscErrorCode TraceDifference(const Samples &f, const Samples &c, std::vector<d
   PetscFunctionReturn(0);
 }
 
+// The fits of D_L (standard errors se) over L >= each of the starts.
+PetscErrorCode Fits(const std::vector<double> &L, const std::vector<double> &D, const std::vector<double> &se) {
+  PetscFunctionBeginUser;
+  for (double from : {L.front(), 4.0, 8.0}) {
+    std::vector<double> x, y, s;
+    for (size_t i = 0; i < L.size(); ++i)
+      if (L[i] >= from) x.push_back(L[i]), y.push_back(D[i]), s.push_back(se[i]);
+    PetscCall(PetscPrintf(PETSC_COMM_WORLD, "fits over L >= %.0f:\n", from));
+    for (const Expansion &e : {ExpansionFit(x, y, s, 1, true), ExpansionFit(x, y, s, 2, false, 1), ExpansionFit(x, y, s, 2, true)})
+      PetscCall(PetscPrintf(PETSC_COMM_WORLD, "  %s\n", ExpansionLine(e, "L").c_str()));
+  }
+  PetscFunctionReturn(0);
+}
+
+// The fits of the last column of the `L = ...` lines of FILE (sorted by L).
+PetscErrorCode FitsOfFile(const char *path) {
+  std::ifstream in(path);
+  std::vector<std::pair<double, std::pair<double, double>>> rows;
+  PetscFunctionBeginUser;
+  PetscCheck(in, PETSC_COMM_WORLD, PETSC_ERR_FILE_OPEN, "cannot read '%s'", path);
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("L = ", 0)) continue;
+    std::istringstream words(line.substr(line.find(')') + 1));
+    std::vector<std::string> w{std::istream_iterator<std::string>(words), std::istream_iterator<std::string>()};
+    double D = NAN, se = NAN; // the last "value +- se"
+    for (size_t i = 0; i + 2 < w.size(); ++i)
+      if (w[i + 1] == "+-") D = std::atof(w[i].c_str()), se = std::atof(w[i + 2].c_str());
+    rows.push_back({std::atof(line.c_str() + 4), {D, se}});
+  }
+  PetscCheck(rows.size() >= 3, PETSC_COMM_WORLD, PETSC_ERR_USER_INPUT, "'%s' has %zu lines 'L = ...', not 3 or more", path,
+             rows.size());
+  std::sort(rows.begin(), rows.end());
+  std::vector<double> L, D, se;
+  for (const auto &r : rows) L.push_back(r.first), D.push_back(r.second.first), se.push_back(r.second.second);
+  PetscCall(Fits(L, D, se));
+  PetscFunctionReturn(0);
+}
+
 // D_L of every sequence with its standard error, for L = Lmin .. Lmax; the local orders.
 PetscErrorCode Orders(PetscInt S, PetscInt Lmin, PetscInt Lmax) {
   std::vector<std::vector<double>> D, se;
@@ -127,11 +175,19 @@ PetscErrorCode Orders(PetscInt S, PetscInt Lmin, PetscInt Lmax) {
     }
     PetscCall(PetscPrintf(PETSC_COMM_WORLD, "\n"));
   }
+  std::vector<double> x, y, s;
+  for (size_t k = 0; k < D.size(); ++k) x.push_back((double)Ls[k]), y.push_back(D[k].back()), s.push_back(se[k].back());
+  if (D.size() >= 3) PetscCall(Fits(x, y, s));
   PetscFunctionReturn(0);
 }
 
 int main(int argc, char **argv) {
   PetscCall(PetscInitialize(&argc, &argv, nullptr, nullptr));
+  if (argc > 2 && std::string(argv[1]) == "fit") {
+    PetscCall(FitsOfFile(argv[2]));
+    PetscCall(PetscFinalize());
+    return 0;
+  }
   const PetscInt S = argc > 1 ? std::atoi(argv[1]) : 4000;
   if (argc > 3 && std::string(argv[2]) == "orders") {
     PetscCall(Orders(S, argc > 4 ? std::atoi(argv[4]) : 1, std::atoi(argv[3])));

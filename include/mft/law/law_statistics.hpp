@@ -18,6 +18,7 @@
 #pragma once
 
 #include "mft/flow/samples.hpp"
+#include "mft/statistics/expansion.hpp"
 
 #include <petscsys.h>
 
@@ -83,7 +84,18 @@ struct PowerFit {
   double chi2 = 0, p_value = NAN;
   PetscInt dof = 0;
   bool rejected() const { return p_value < 0.05; }
+  // Decided (statistics/expansion.hpp): the fit not rejected, the rate's
+  // interval no wider than kDecidedWidth.
+  bool decided_p() const { return cells > 0 && fits_p && Decided(p_lo, p_hi, p_value); }
+  bool decided_q() const { return cells > 0 && fits_q && Decided(q_lo, q_hi, p_value); }
 };
+
+// law_fits.csv's misfit columns of a fit (kPowerFitMisfit: empty without a
+// fit), and its verdict as words: "chi^2 3.1 on 2 (p 0.21): p decided, q not
+// decided", or "...: the power law is rejected". Not collective.
+constexpr const char *kPowerFitMisfit = "chi2,dof,p_value,rejected,decided_p,decided_q";
+std::vector<std::string> PowerFitMisfit(const PowerFit &f);
+std::string PowerFitVerdict(const PowerFit &f, const char *p_name = "p", const char *q_name = "q");
 
 // The fit over the cells with `resolved` set; se: each cell's standard
 // error (its interval's half width / 1.96). Fewer than 2 cells (3 when both

@@ -53,7 +53,7 @@ struct Outputs {
 };
 
 // A CSV row: the fields joined by commas; a field in quotes.
-std::string csv(std::initializer_list<std::string> fields);
+std::string csv(const std::vector<std::string> &fields);
 std::string quoted(const std::string &s);
 // A table: its header line and its rows (csv()), written by rank 0.
 // Collective on comm.

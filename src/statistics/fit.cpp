@@ -1,5 +1,5 @@
 // Straight-line least squares.
-#include "mft/studies/fit.hpp"
+#include "mft/statistics/fit.hpp"
 
 #include <cmath>
 

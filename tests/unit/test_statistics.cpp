@@ -1,0 +1,108 @@
+// The expansion fits (statistics/expansion.hpp): exact on data without
+// noise, and calibrated on noisy data at the depth study's effect size: the
+// misfit flag's power against a two-term truth under a one-term fit, its
+// false alarms on a one-term truth, and the free order's interval coverage.
+#include "mft/layout/random.hpp"
+#include "mft/statistics/expansion.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <functional>
+#include <vector>
+
+using namespace mft;
+
+namespace {
+
+const std::vector<double> kDepths = {1, 2, 4, 8, 16, 32, 64};
+
+// Values of `truth` at the depths >= from, each with relative standard error
+// rse, drawn from stream `st` (noise 0: the truth itself).
+void Draw(const std::function<double(double)> &truth, double from, double rse, Stream *st, double noise,
+          std::vector<double> *x, std::vector<double> *y, std::vector<double> *se) {
+  x->clear(), y->clear(), se->clear();
+  for (double L : kDepths) {
+    if (L < from) continue;
+    const double v = truth(L), s = rse * std::fabs(v);
+    x->push_back(L), y->push_back(v + noise * s * st->normal()), se->push_back(s);
+  }
+}
+
+} // namespace
+
+// Data without noise: the power law's order and constant, the fixed-order
+// two-term coefficients and the free order of a two-term law, exactly, with
+// chi^2 zero and the fit not rejected.
+TEST(Statistics, ExactDataGiveTheirExpansions) {
+  std::vector<double> x, y, se;
+  Stream st(1, 0);
+  Draw([](double L) { return 2 * std::pow(L, -0.7); }, 1, 0.01, &st, 0, &x, &y, &se);
+  Expansion one = ExpansionFit(x, y, se, 1, true);
+  ASSERT_EQ(one.terms, 1);
+  EXPECT_NEAR(one.p, 0.7, 1e-7);
+  EXPECT_NEAR(one.c[0], 2, 1e-6);
+  EXPECT_LT(one.chi2, 1e-9);
+  EXPECT_EQ(one.dof, 5);
+  EXPECT_FALSE(one.rejected());
+  Draw([](double L) { return 1.5 / L - 2.7 / (L * L); }, 1, 0.01, &st, 0, &x, &y, &se);
+  Expansion two = ExpansionFit(x, y, se, 2, false, 1);
+  ASSERT_EQ(two.terms, 2);
+  EXPECT_NEAR(two.c[0], 1.5, 1e-10);
+  EXPECT_NEAR(two.c[1], -2.7, 1e-10);
+  EXPECT_EQ(two.dof, 5);
+  Draw([](double L) { return 0.8 * std::pow(L, -1.3) + 0.5 * std::pow(L, -2.3); }, 1, 0.01, &st, 0, &x, &y, &se);
+  Expansion free = ExpansionFit(x, y, se, 2, true);
+  EXPECT_NEAR(free.p, 1.3, 1e-6);
+  EXPECT_NEAR(free.c[0], 0.8, 1e-5);
+  EXPECT_LT(free.p_lo, 1.3);
+  EXPECT_GT(free.p_hi, 1.3);
+  // Too few points for the parameters and a degree of freedom: no fit.
+  EXPECT_EQ(ExpansionFit({8, 16, 32}, {1, 0.5, 0.25}, {0.01, 0.01, 0.01}, 2, true).terms, 0);
+}
+
+// One meaning of "decided": a degree of freedom, the fit not rejected, the
+// 95% interval no wider than 0.2 (and a free order not at its range's end).
+TEST(Statistics, DecidedNeedsANarrowIntervalAndAFitThatHolds) {
+  EXPECT_TRUE(Decided(0.90, 1.05, 0.3));
+  EXPECT_FALSE(Decided(0.90, 1.15, 0.3)); // too wide
+  EXPECT_FALSE(Decided(0.90, 1.05, 0.01)); // rejected
+  EXPECT_FALSE(Decided(0.90, 1.05, NAN));  // no degree of freedom
+  EXPECT_FALSE(Decided(NAN, 1.05, 0.3));
+  Expansion e;
+  EXPECT_FALSE(Decided(e)); // no fit
+}
+
+// At the depth data's effect size (the two-term law b/a = -1.8 and a
+// relative standard error of 0.016 a level, docs/results.md 'The depth
+// order'), 400 replicates each: a one-term fit of the two-term truth is
+// rejected in at least 90% of them over L >= 1 (the power), a one-term fit of
+// a one-term truth in at most 10% (the false alarms); the free order of a
+// two-term fit of the two-term truth holds the true order 1 in 88% to 99%.
+TEST(Statistics, MisfitFlagHasPowerAndFewFalseAlarms) {
+  const int replicates = 400;
+  const double rse = 0.016;
+  const auto two_term = [](double L) { return 1.5 / L - 2.7 / (L * L); };
+  const auto one_term = [](double L) { return 1.5 * std::pow(L, -0.9); };
+  std::vector<double> x, y, se;
+  Stream st(20261206, 0);
+  for (double from : {1.0, 4.0, 8.0}) {
+    int flagged = 0, false_alarms = 0, covered = 0, fits = 0;
+    for (int r = 0; r < replicates; ++r) {
+      Draw(two_term, from, rse, &st, 1, &x, &y, &se);
+      flagged += ExpansionFit(x, y, se, 1, true).rejected();
+      const Expansion free = ExpansionFit(x, y, se, 2, true);
+      fits += free.terms == 2;
+      covered += free.terms == 2 && free.p_lo <= 1 && 1 <= free.p_hi;
+      Draw(one_term, from, rse, &st, 1, &x, &y, &se);
+      false_alarms += ExpansionFit(x, y, se, 1, true).rejected();
+    }
+    std::printf("L >= %g: one term rejected for the two-term truth %.3f, for the one-term truth %.3f; the two-term "
+                "free order's interval holds 1 in %.3f\n",
+                from, (double)flagged / replicates, (double)false_alarms / replicates, (double)covered / fits);
+    if (from == 1) EXPECT_GE(flagged, 0.9 * replicates);
+    EXPECT_LE(false_alarms, 0.1 * replicates) << "L >= " << from;
+    EXPECT_GE(covered, 0.88 * fits) << "L >= " << from;
+    EXPECT_LE(covered, 0.99 * fits) << "L >= " << from;
+  }
+}
