@@ -21,7 +21,7 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 source "$here/lib.sh" "$1"
 
 law=(study --model.depth_exponent 0.5 --model.head_exponent 0.5 --model.beta 0 --model.d 4 --model.k 2
-     --data.N 4 --init.v_gain 1 --study.L "2 4 8" --study.H "1 4" --study.samples 3000 --limit.paths 8000
+     --data.N 4 --init.v_gain 1 --study.L "2 4 8" --study.H "1 4" --study.samples 4000 --limit.paths 10000
      --limit.steps 32 --study.probe_M 2)
 for replicate in 1 2; do
   mpiexec --oversubscribe -n 2 "$MFT" "${law[@]}" --init.seed $((1 + (replicate - 1) * 5000000)) --study.dir law$replicate \
@@ -142,7 +142,7 @@ EOF
 # A precision asked for: from a 400-sample pilot, every cell draws what its
 # interval asks and meets a half-width of 0.06; a target the limit's paths
 # cannot reach is said to be theirs, with the files of the first run kept.
-target=("${law[@]}" --model.beta 1 --study.L "2 4" --study.H 1 --study.samples 400 --limit.paths 12000
+target=("${law[@]}" --model.beta 1 --study.L "2 4" --study.H 1 --study.samples 400 --limit.paths 16000
         --limit.steps 8 --study.dir target)
 mpiexec --oversubscribe -n 2 "$MFT" "${target[@]}" --study.target 0.06 >target.txt 2>&1 || bad "the target run failed"
 /usr/bin/python3 - <<'EOF' && ok || bad "a study given a target (lines above)"
@@ -162,10 +162,10 @@ expect 2 'study.max_samples bounds the samples that study.target asks for' -- \
   "$MFT" "${target[@]}" --study.max_samples 1000 --study.dir bad
 
 # Its --list prices the cells and a rank's memory (8 M N d (S + 2 P) over the 2 probe sets:
-# 0.00973 GB); a width past limit.heads is no reference's concern here.
+# 0.0123 GB); a width past limit.heads is no reference's concern here.
 expect 0 '' -- "$MFT" "${law[@]}" --study.H "1 8192" --study.dir listed --list
 grep -q '^6 cells in listed$' out.txt && grep -q '^variant 0 L=8 H=8192: ' out.txt &&
-  grep -q '^memory a rank on 1 ranks .*: 0.00973 GB of samples and paths' out.txt && ok ||
+  grep -q '^memory a rank on 1 ranks .*: 0.0123 GB of samples and paths' out.txt && ok ||
   bad "the listing of a study in law: $(tail -2 out.txt)"
 # and its time from a pilot: within a factor 3 of what the first replicate took.
 mpiexec --oversubscribe -n 2 "$MFT" "${law[@]}" --study.dir law1 --list >priced.txt 2>&1 || bad "the priced listing failed"

@@ -33,15 +33,25 @@ struct GramGap {
   double err = 0, lo = 0, hi = 0; // relative: the corrected estimate and its 95% interval
   bool resolved = false;          // lo > 0: the gap is above the sampling errors
   PetscInt sequence = 0;          // the sequence of the largest gap
-  double model_share = 1;         // the model's samples' part of the interval's variance (first order)
+  double model_share = 1;         // the model's samples' part of that sequence's first-order variance
 };
 
-// The gap of each of M probe sequences of N tokens in R^d between a model's
-// law and the limit's, and the largest (its interval is that sequence's).
-// |D|^2, D the difference of the Gram means, is corrected by the sum of the
-// entries' variances; its standard error is that of its first-order part,
-// 2 sum_ij D_ij G_ij per sample, from the samples, with the second-order
-// 2 sum_ij V_ij^2 added. Collective on comm.
+// The second-order variance from the covariance of each set's first
+// kCovarianceRows samples, where N(N+1)/2 unique Gram entries are at most
+// kCovarianceEntries (N <= 32), else from the entries' variances alone.
+constexpr PetscInt kCovarianceRows = 4096, kCovarianceEntries = 528;
+
+// The largest gap over M probe sequences of N tokens in R^d between a
+// model's law and the limit's, with a 95% interval simultaneous over the
+// sequences. Each sequence's |D|^2, D the difference of the Gram means, is
+// corrected by the sum of the entries' variances; its standard error is
+// that of its first-order part, 2 sum_ij D_ij G_ij per sample, from the
+// samples, with the second-order 2 |Sigma|_F^2 added (Sigma the entries'
+// full covariance, G_ij and G_ji one quantity; the shared noise of the
+// diffusive regime correlates every entry). The intervals are Sidak's over
+// the M sequences (z = 2.24 at M = 2), and the largest gap's is [max lo,
+// max hi]: it holds the largest true gap when every sequence's holds.
+// Collective on comm.
 PetscErrorCode GramGapOf(MPI_Comm comm, const Law &model, const Law &limit, PetscInt M, PetscInt N, PetscInt d,
                          GramGap *gap);
 
