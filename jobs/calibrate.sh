@@ -37,7 +37,7 @@ for seeds in 4 8; do run --seeds "$seeds" --floor 1.0 --min 0 --max 1; done
 # p = 1; 200 replicates each (about 2.5 minutes each).
 [ -x "$top/build/tests/law_calibration" ] || bash "$top/jobs/setup.sh"
 law() { "$top/build/tests/law_calibration" --replicates "${LAW_REPLICATES:-200}" --samples 40000 --min 0 --max 1 "$@"; }
-law --design depth --C 0.22 --p 0.63
+law --design depth --C 0.22 --p 0.62
 law --design depth --C 0.22 --p 1
-law --design width --C 0.095 --q 0
+law --design width --C 0.092 --q 0
 exit $status

@@ -4,6 +4,7 @@
 #include "mft/layout/grid.hpp"
 #include "mft/layout/random.hpp"
 #include "mft/studies/study_cases.hpp"
+#include "mft/studies/study_tables.hpp"
 
 #include <boost/math/distributions/chi_squared.hpp>
 #include <boost/math/distributions/normal.hpp>
@@ -301,6 +302,28 @@ std::string PowerFitVerdict(const PowerFit &f, const char *p_name, const char *q
   if (f.fits_p) rates += std::string(p_name) + (f.decided_p() ? " decided" : " not decided");
   if (f.fits_q) rates += (rates.empty() ? "" : ", ") + std::string(q_name) + (f.decided_q() ? " decided" : " not decided");
   return v + ": " + rates;
+}
+
+std::vector<std::string> ExpansionRows(size_t v, const std::string &x, const std::vector<double> &size,
+                                       const std::vector<double> &err, const std::vector<double> &se,
+                                       const std::vector<char> &resolved, std::vector<std::string> *lines) {
+  using study::num;
+  std::vector<double> xs, ys, ss;
+  std::vector<std::string> rows;
+  for (size_t i = 0; i < size.size(); ++i)
+    if (resolved[i] && err[i] > 0) xs.push_back(size[i]), ys.push_back(err[i]), ss.push_back(se[i]);
+  lines->clear();
+  for (const Expansion &e : {ExpansionFit(xs, ys, ss, 1, true), ExpansionFit(xs, ys, ss, 2, false, 1),
+                             ExpansionFit(xs, ys, ss, 2, true)}) {
+    if (!e.terms) continue;
+    lines->push_back(ExpansionLine(e, x));
+    const bool two = e.terms > 1;
+    rows.push_back(csv({std::to_string(v), x, quoted(ExpansionForm(e, x)), num(e.p), num(e.p_lo),
+                               num(e.p_hi), num(e.c[0]), num(e.c_se[0]), two ? num(e.c[1]) : "",
+                               two ? num(e.c_se[1]) : "", num(e.chi2), std::to_string(e.dof), num(e.p_value),
+                               e.rejected() ? "true" : "false", e.free_order ? (Decided(e) ? "true" : "false") : ""}));
+  }
+  return rows;
 }
 
 namespace {

@@ -322,6 +322,25 @@ PetscErrorCode LawCellCompared(MPI_Comm comm, const std::vector<std::string> &ar
   PetscFunctionReturn(0);
 }
 
+// A study in law's tables: law.csv's rows, law_fits.csv's and
+// law_expansions.csv's, and the resolved cells.
+struct LawTables {
+  std::vector<std::string> rows, fits, expansions;
+  PetscInt resolved = 0;
+};
+
+// Variant v's expansions of err_law in one size x, printed and in
+// law_expansions.csv's rows.
+PetscErrorCode Expansions(MPI_Comm comm, size_t v, const std::string &x, const std::vector<double> &size,
+                          const std::vector<double> &err, const std::vector<double> &se, const std::vector<char> &ok,
+                          std::vector<std::string> *rows) {
+  std::vector<std::string> lines;
+  PetscFunctionBeginUser;
+  for (const std::string &r : ExpansionRows(v, x, size, err, se, ok, &lines)) rows->push_back(r);
+  for (const std::string &l : lines) PetscCall(PetscPrintf(comm, "variant %zu: err_law = %s\n", v, l.c_str()));
+  PetscFunctionReturn(0);
+}
+
 // law_fits.csv's row of variant v's fit (in k: the rate r in q's columns).
 std::string FitRow(size_t v, const PowerFit &f) {
   std::vector<std::string> row = {std::to_string(v), std::to_string(f.cells), f.cells ? num(f.C) : "",
@@ -335,7 +354,7 @@ std::string FitRow(size_t v, const PowerFit &f) {
 // infinite heads (its samples in place of the limit's paths), printed, in
 // rows; the fit err_law = C k^-r.
 PetscErrorCode LawVariantInK(MPI_Comm comm, const std::vector<std::string> &args, const Settings &s, size_t v,
-                             std::vector<std::string> *rows, std::vector<std::string> *fits, PetscInt *resolved) {
+                             LawTables *t) {
   const PetscInt L = integers(s.study.L)[0], H = integers(s.study.H)[0];
   LawSamples infinite;
   double steps, sampling;
@@ -351,13 +370,14 @@ PetscErrorCode LawVariantInK(MPI_Comm comm, const std::vector<std::string> &args
     CellLaw c;
     c.L = L, c.H = H, c.k = std::to_string(kk);
     PetscCall(LawCellCompared(comm, args, s, v, infinite, &c));
-    rows->push_back(LawRow(v, s, c, steps, sampling));
+    t->rows.push_back(LawRow(v, s, c, steps, sampling));
     k.push_back((double)kk), one.push_back(1.0), err.push_back(c.law.gap.err);
     se.push_back((c.law.gap.hi - c.law.gap.lo) / 3.92), ok.push_back(c.law.gap.resolved);
-    *resolved += c.law.gap.resolved;
+    t->resolved += c.law.gap.resolved;
   }
   const PowerFit f = PowerFitOf(one, k, err, se, ok, s.init.seed + v); // k in H's place: C k^-r, r as q
-  fits->push_back(FitRow(v, f));
+  t->fits.push_back(FitRow(v, f));
+  PetscCall(Expansions(comm, v, "k", k, err, se, ok, &t->expansions));
   if (f.fits_q)
     PetscCall(PetscPrintf(comm, "variant %zu: err_law = %.3g k^-r over %" PetscInt_FMT " resolved cells: r = %.3f "
                           "[%.3f, %.3f]; %s\n", v, f.C, f.cells, f.q, f.q_lo, f.q_hi, PowerFitVerdict(f, "p", "r").c_str()));
@@ -368,14 +388,14 @@ PetscErrorCode LawVariantInK(MPI_Comm comm, const std::vector<std::string> &args
 
 // Variant v's cells: compared with the limit, printed, in rows; its fit.
 PetscErrorCode LawVariant(MPI_Comm comm, const std::vector<std::string> &args, const Settings &s, size_t v,
-                          std::vector<std::string> *rows, std::vector<std::string> *fits, PetscInt *resolved) {
+                          LawTables *t) {
   const std::vector<PetscInt> Ls = integers(s.study.L), Hs = integers(s.study.H);
   LawSamples limit;
   double steps, sampling;
   std::vector<double> L, H, err, se;
   std::vector<char> ok;
   PetscFunctionBeginUser;
-  if (!s.study.k.empty()) PetscFunctionReturn(LawVariantInK(comm, args, s, v, rows, fits, resolved));
+  if (!s.study.k.empty()) PetscFunctionReturn(LawVariantInK(comm, args, s, v, t));
   PetscCall(LawLimit(comm, args, s, v, &limit));
   PetscCall(LimitError(comm, limit, &steps, &sampling));
   PetscCall(PetscPrintf(comm, "variant %zu: the limit's own error: its steps %.3e, its sampling %.3e (relative Gram)\n",
@@ -385,13 +405,15 @@ PetscErrorCode LawVariant(MPI_Comm comm, const std::vector<std::string> &args, c
       CellLaw c;
       c.L = Ls[i], c.H = Hs[j];
       PetscCall(LawCellCompared(comm, args, s, v, limit, &c));
-      rows->push_back(LawRow(v, s, c, steps, sampling));
+      t->rows.push_back(LawRow(v, s, c, steps, sampling));
       L.push_back((double)c.L), H.push_back((double)c.H), err.push_back(c.law.gap.err);
       se.push_back((c.law.gap.hi - c.law.gap.lo) / 3.92), ok.push_back(c.law.gap.resolved);
-      *resolved += c.law.gap.resolved;
+      t->resolved += c.law.gap.resolved;
     }
   const PowerFit f = PowerFitOf(L, H, err, se, ok, s.init.seed + v);
-  fits->push_back(FitRow(v, f));
+  t->fits.push_back(FitRow(v, f));
+  if (Hs.size() == 1 && Ls.size() > 1) PetscCall(Expansions(comm, v, "L", L, err, se, ok, &t->expansions));
+  if (Ls.size() == 1 && Hs.size() > 1) PetscCall(Expansions(comm, v, "H", H, err, se, ok, &t->expansions));
   if (f.cells == 0)
     PetscCall(PetscPrintf(comm, "variant %zu: too few resolved cells to fit err_law = C L^-p H^-q\n", v));
   else {
@@ -426,26 +448,27 @@ PetscErrorCode ProbeSettings(MPI_Comm comm, const std::vector<std::string> &args
 }
 
 PetscErrorCode StudyInLawRun(MPI_Comm comm, const std::vector<std::string> &args, const Settings &s, int *status) {
-  std::vector<std::string> rows, fits;
-  PetscInt resolved = 0;
+  LawTables t;
   PetscFunctionBeginUser;
   PetscCall(StudyInLawCheck(comm, s));
   if (s.study.levels) PetscFunctionReturn(LevelsRun(comm, args, s, status));
   PetscCall(LawHeader(comm, s));
   const double t0 = seconds();
   PetscCall(StudyDirCreate(comm, s.study.dir));
-  for (size_t v = 0; v < StudyVariants(s).size(); ++v) PetscCall(LawVariant(comm, args, s, v, &rows, &fits, &resolved));
+  for (size_t v = 0; v < StudyVariants(s).size(); ++v) PetscCall(LawVariant(comm, args, s, v, &t));
   PetscCall(WriteTable(comm, s.study.dir + "/law.csv",
                        "variant,L,H,samples,paths,err_law,err_law_lo,err_law_hi,resolved,probe,sequence,energy,"
                        "energy_se,energy_floor,limit_steps,limit_sampling,limit_clear,seconds,target,k",
-                       rows));
-  PetscCall(WriteTable(comm, s.study.dir + "/law_fits.csv", std::string("variant,cells,C,p,p_lo,p_hi,q,q_lo,q_hi,") + kPowerFitMisfit, fits));
+                       t.rows));
+  PetscCall(WriteTable(comm, s.study.dir + "/law_fits.csv", std::string("variant,cells,C,p,p_lo,p_hi,q,q_lo,q_hi,") + kPowerFitMisfit, t.fits));
+  PetscCall(WriteTable(comm, s.study.dir + "/law_expansions.csv", kExpansionColumns, t.expansions));
   PetscCall(PetscPrintf(comm,
-                        "mft study in law: %zu cells, %" PetscInt_FMT " resolved; wrote %s/law.csv, law_fits.csv\n",
-                        rows.size(), resolved, s.study.dir.c_str()));
+                        "mft study in law: %zu cells, %" PetscInt_FMT " resolved; wrote %s/law.csv, law_fits.csv, "
+                        "law_expansions.csv\n",
+                        t.rows.size(), t.resolved, s.study.dir.c_str()));
   Summary sum;
   sum.add("command", std::string("study")).add("mode", std::string("law")).add("dir", s.study.dir);
-  sum.add("cells", (long long)rows.size()).add("resolved", (long long)resolved).add("seconds", seconds() - t0);
+  sum.add("cells", (long long)t.rows.size()).add("resolved", (long long)t.resolved).add("seconds", seconds() - t0);
   PetscCall(sum.print(comm));
   *status = kExitOk;
   PetscFunctionReturn(0);

@@ -145,16 +145,20 @@ bool Decided(const Expansion &e, double width) {
   return e.terms > 0 && e.free_order && !e.at_bound && Decided(e.p_lo, e.p_hi, e.p_value, width);
 }
 
-std::string ExpansionLine(const Expansion &e, const std::string &x) {
-  if (!e.terms) return "no fit (too few points)";
-  char buf[256];
-  std::string form, line;
+std::string ExpansionForm(const Expansion &e, const std::string &x) {
+  std::string form;
   for (int j = 0; j < e.terms; ++j) {
     const std::string power = e.free_order ? (j ? "^-(p+" + std::to_string(j) + ")" : "^-p")
                                            : "^-" + std::to_string((int)std::lround(e.p) + j);
     form += (j ? " + " : "") + std::string(1, (char)('a' + j)) + " " + x + power;
   }
-  line = form + ":";
+  return form;
+}
+
+std::string ExpansionLine(const Expansion &e, const std::string &x) {
+  if (!e.terms) return "no fit (too few points)";
+  char buf[256];
+  std::string line = ExpansionForm(e, x) + ":";
   if (e.free_order) {
     std::snprintf(buf, sizeof buf, " p = %.3f [%.3f, %.3f]%s,", e.p, e.p_lo, e.p_hi, e.at_bound ? " (at the range's end)" : "");
     line += buf;

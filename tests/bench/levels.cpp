@@ -28,6 +28,7 @@
 #include "mft/law/levels.hpp"
 #include "mft/files/report.hpp"
 #include "mft/statistics/expansion.hpp"
+#include "mft/statistics/fit.hpp"
 
 #include <cmath>
 #include <cstdio>
@@ -58,7 +59,7 @@ Settings ModelOf(PetscInt L, PetscInt H) {
   return s;
 }
 
-PetscErrorCode Pair(const char *name, PetscInt L, PetscInt Hf, PetscInt Lc, PetscInt Hc, PetscInt S) {
+PetscErrorCode Pair(const char *name, PetscInt L, PetscInt Hf, PetscInt Lc, PetscInt Hc, PetscInt S, double *ratio) {
   Samples f, c;
   std::vector<double> mean, se_diff;
   PetscFunctionBeginUser;
@@ -75,6 +76,7 @@ PetscErrorCode Pair(const char *name, PetscInt L, PetscInt Hf, PetscInt Lc, Pets
                         "  coupled %.3e  independent %.3e  ratio %6.2f  |E G_f - E G_c| / |E G_f| %.3e  %.1f s\n",
                         name, L, Hf, Lc, Hc, coupled, independent, independent / coupled, std::sqrt(gap / norm),
                         elapsed));
+  *ratio = independent / coupled;
   PetscFunctionReturn(0);
 }
 
@@ -196,10 +198,16 @@ int main(int argc, char **argv) {
   }
   PetscCall(PetscPrintf(PETSC_COMM_WORLD, "%" PetscInt_FMT " samples a pair; variance: mean over Gram entries of "
                                           "the squared standard error of E G_fine - E G_coarse\n", S));
+  std::vector<double> logL, diagonal, depth;
   for (PetscInt L : {4, 16, 64}) {
-    PetscCall(Pair("diagonal", 2 * L, 4, L, 8, S));
-    PetscCall(Pair("depth", 2 * L, 4, L, 4, S));
+    double a, b;
+    PetscCall(Pair("diagonal", 2 * L, 4, L, 8, S, &a));
+    PetscCall(Pair("depth", 2 * L, 4, L, 4, S, &b));
+    logL.push_back(std::log((double)L)), diagonal.push_back(std::log(a)), depth.push_back(std::log(b));
   }
+  // How the coupling's gain grows with L: the log-log slope of the ratio.
+  PetscCall(PetscPrintf(PETSC_COMM_WORLD, "ratio ~ L^s over L = 4 .. 64: diagonal s = %.3f, depth s = %.3f\n",
+                        fit_line(logL, diagonal).slope, fit_line(logL, depth).slope));
   PetscCall(PetscFinalize());
   return 0;
 }

@@ -126,6 +126,8 @@ for other in ('ranks3/law.csv', 'ranks1/law_rerun.csv'):
             x, y = float(a[k]), float(b[k])
             if abs(x - y) > 2e-6 * abs(x) + 1e-12:  # the table's 6 digits
                 print(f'{other} L={a["L"]}: {k} {x} against {y}'); ok = False
+if open('ranks1/law_expansions.csv').readline().strip() != 'variant,size,form,p,p_lo,p_hi,a,a_se,b,b_se,chi2,dof,p_value,rejected,decided':
+    print('law_expansions.csv lacks its header'); ok = False
 for name in ('limit-v0.h5', 'samples-v0-L2-H1.h5', 'samples-v0-L4-H1.h5'):
     f1, f3 = h5py.File('ranks1/' + name, 'r'), h5py.File('ranks3/' + name, 'r')
     for probe in f1['probes']:

@@ -152,3 +152,48 @@ TEST(Law, GramGapCoversNearResolutionUnderCommonNoise) {
     if (g == 0) EXPECT_LE(resolved, 0.05 * replicates);
   }
 }
+
+// law_expansions.csv's rows: err = 0.2/k - 0.05/k^2 with 1% standard errors
+// at k = 1 .. 16 and an unresolved cell left out. One power law is
+// rejected, the two terms at order 1 are not and recover their
+// coefficients, and the free order's row holds 1 and says whether it is
+// decided; with 3 resolved cells the free two-term fit has no degree of
+// freedom and is left out.
+TEST(Law, ExpansionRowsFitTheResolvedCells) {
+  const std::vector<double> k = {1, 2, 4, 8, 16, 32};
+  std::vector<double> err, se;
+  for (double x : k) err.push_back(0.2 / x - 0.05 / (x * x)), se.push_back(0.01 * err.back());
+  err.back() = 1; // an unresolved cell's estimate: never fitted
+  std::vector<std::string> lines;
+  const std::vector<std::string> rows = ExpansionRows(3, "k", k, err, se, {1, 1, 1, 1, 1, 0}, &lines);
+  ASSERT_EQ(rows.size(), 3u);
+  ASSERT_EQ(lines.size(), 3u);
+  const auto field = [](const std::string &row, int i) {
+    std::vector<std::string> f;
+    std::string cur;
+    bool quoted = false;
+    for (char c : row) {
+      if (c == '"') quoted = !quoted;
+      else if (c == ',' && !quoted) f.push_back(cur), cur.clear();
+      else if (c != '\n') cur += c;
+    }
+    f.push_back(cur);
+    return f.at(i);
+  };
+  EXPECT_EQ(field(rows[0], 0), "3");
+  EXPECT_EQ(field(rows[0], 1), "k");
+  EXPECT_EQ(field(rows[0], 2), "a k^-p");
+  EXPECT_EQ(field(rows[0], 13), "true") << lines[0]; // one power law: rejected
+  EXPECT_EQ(field(rows[1], 2), "a k^-1 + b k^-2");
+  EXPECT_EQ(field(rows[1], 13), "false") << lines[1];
+  EXPECT_NEAR(std::stod(field(rows[1], 6)), 0.2, 1e-9);
+  EXPECT_NEAR(std::stod(field(rows[1], 8)), -0.05, 1e-9);
+  EXPECT_EQ(field(rows[1], 14), ""); // a fixed order has no verdict
+  EXPECT_EQ(field(rows[2], 2), "a k^-p + b k^-(p+1)");
+  EXPECT_NEAR(std::stod(field(rows[2], 3)), 1, 1e-6);
+  EXPECT_LE(std::stod(field(rows[2], 4)), 1);
+  EXPECT_GE(std::stod(field(rows[2], 5)), 1);
+  const bool narrow = std::stod(field(rows[2], 5)) - std::stod(field(rows[2], 4)) <= kDecidedWidth;
+  EXPECT_EQ(field(rows[2], 14), narrow ? "true" : "false") << lines[2];
+  EXPECT_EQ(ExpansionRows(0, "k", k, err, se, {1, 1, 1, 0, 0, 0}, &lines).size(), 2u);
+}

@@ -114,6 +114,18 @@ std::string PowerFitVerdict(const PowerFit &f, const char *p_name = "p", const c
 PowerFit PowerFitOf(const std::vector<double> &L, const std::vector<double> &H, const std::vector<double> &err,
                     const std::vector<double> &se, const std::vector<char> &resolved, std::uint64_t seed);
 
+// law_expansions.csv (its columns kExpansionColumns): variant v's
+// expansions of err_law in one size x ("L", "H" or "k") over the cells with
+// `resolved` set and a positive err (statistics/expansion.hpp: one power
+// law, two terms at order 1, two terms with the order free; a fit without
+// its points is left out), a row each, and their lines (ExpansionLine) in
+// *lines. Not collective.
+constexpr const char *kExpansionColumns =
+    "variant,size,form,p,p_lo,p_hi,a,a_se,b,b_se,chi2,dof,p_value,rejected,decided";
+std::vector<std::string> ExpansionRows(size_t v, const std::string &x, const std::vector<double> &size,
+                                       const std::vector<double> &err, const std::vector<double> &se,
+                                       const std::vector<char> &resolved, std::vector<std::string> *lines);
+
 // Two laws on every probe set: the largest Gram gap over the sets' sequences
 // (and the set it is in), and the largest energy distance, each set's from
 // the first kEnergySamples samples of each side (its pairs cost S^2 N d:

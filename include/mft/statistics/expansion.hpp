@@ -53,6 +53,10 @@ bool Decided(double lo, double hi, double p_value, double width = kDecidedWidth)
 // A free order's: also not at the search range's end. Not collective.
 bool Decided(const Expansion &e, double width = kDecidedWidth);
 
+// The fit's form: "a x^-p + b x^-(p+1)", "a x^-1 + b x^-2", ...; `x` names
+// the size. Not collective.
+std::string ExpansionForm(const Expansion &e, const std::string &x);
+
 // A fit as one line: "C x^-p: p = 0.90 [0.88, 0.92], chi^2 19.5 on 2 (p-value
 // 5.8e-05, rejected)", the coefficients for more terms; `x` names the size.
 // Not collective.
