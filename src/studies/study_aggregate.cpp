@@ -22,65 +22,6 @@ namespace mft {
 
 using namespace study;
 
-// A CSV row: the fields joined by commas.
-PetscErrorCode WriteTable(MPI_Comm comm, const std::string &path, const std::string &header,
-                          const std::vector<std::string> &rows) {
-  PetscMPIInt rank;
-  PetscFunctionBeginUser;
-  PetscCallMPI(MPI_Comm_rank(comm, &rank));
-  if (rank == 0) {
-    std::ofstream out(path);
-    out << header << "\n";
-    for (const std::string &r : rows) out << r; // csv() ends each row
-    PetscCheck(out.good(), PETSC_COMM_SELF, PETSC_ERR_FILE_WRITE, "cannot write '%s'", path.c_str());
-  }
-  PetscFunctionReturn(0);
-}
-
-std::string csv(const std::vector<std::string> &fields) {
-  std::string row;
-  for (const std::string &f : fields) row += (row.empty() ? "" : ",") + f;
-  return row + "\n";
-}
-
-std::string quoted(const std::string &s) { return "\"" + s + "\""; }
-
-// A figure of the printed summary with its interval; "(not determined)" when
-// one of the flags `undecided` (space-separated) is raised.
-std::string with_interval(double x, StudyInterval ci, const std::string &flags, const std::string &undecided) {
-  char b[96];
-  std::istringstream in(undecided);
-  for (std::string f; in >> f;)
-    if (flags.find(f) != std::string::npos) {
-      std::snprintf(b, sizeof b, "%.3f (not determined)", x);
-      return b;
-    }
-  if (!std::isfinite(x)) return "-";
-  if (!std::isfinite(ci.lo)) std::snprintf(b, sizeof b, "%.3f [no interval]", x);
-  else std::snprintf(b, sizeof b, "%.3f [%.3f, %.3f]", x, ci.lo, ci.hi);
-  return b;
-}
-
-void WriteFit(Outputs &out, const std::string &v, const std::string &variant, const char *quantity, PetscInt time,
-              int corrected, const StudyFit &f, const Training &t, const LawPrediction *law) {
-  out.fits << csv({v, quoted(variant), quantity, num(f.slope_L), num(f.slope_L_ci.lo), num(f.slope_L_ci.hi),
-                   num(f.slope_H), num(f.slope_H_ci.lo), num(f.slope_H_ci.hi), num(f.a), num(f.b), num(f.C1), num(f.C2),
-                   num(f.rms), std::to_string(time), std::to_string(corrected), num(f.a_ci.lo), num(f.a_ci.hi),
-                   num(f.b_ci.lo), num(f.b_ci.hi), quoted(f.flags), std::to_string(f.cells),
-                   num(f.reference_bias), num(t.reference_change), num(t.reference_reduction),
-                   num(f.reference_spread), num(law ? law->holds : NAN), law ? std::to_string(law->cells) : "",
-                   num(law ? law->C1 : NAN), num(law ? law->C2 : NAN)});
-  const std::string key = "v" + v + "." + quantity + (corrected ? ".corrected." : ".");
-  for (auto &[name, x] : std::vector<std::pair<std::string, double>>{
-           {"slope_L", f.slope_L}, {"slope_L_lo", f.slope_L_ci.lo}, {"slope_L_hi", f.slope_L_ci.hi},
-           {"slope_H", f.slope_H}, {"slope_H_lo", f.slope_H_ci.lo}, {"slope_H_hi", f.slope_H_ci.hi},
-           {"a", f.a}, {"b", f.b}, {"a_lo", f.a_ci.lo}, {"a_hi", f.a_ci.hi}, {"b_lo", f.b_ci.lo},
-           {"b_hi", f.b_ci.hi}, {"C1", f.C1}, {"C2", f.C2}, {"reference_bias", f.reference_bias},
-           {"reference_spread", f.reference_spread}})
-    out.attribute(key + name, num(x));
-  out.attribute(key + "flags", f.flags.empty() ? "(none)" : f.flags);
-}
-
 namespace {
 
 // Per probe sequence, over all probe sets in order: (1/N) sum_i |a_i - b_i|^2
