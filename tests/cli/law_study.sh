@@ -22,7 +22,7 @@ source "$here/lib.sh" "$1"
 
 law=(study --model.depth_exponent 0.5 --model.head_exponent 0.5 --model.beta 0 --model.d 4 --model.k 2
      --data.N 4 --init.v_gain 1 --study.L "2 4 8" --study.H "1 4" --study.samples 4000 --limit.paths 10000
-     --limit.steps 32 --study.probe_M 2)
+     --limit.steps 16 --study.probe_M 2)
 for replicate in 1 2; do
   mpiexec --oversubscribe -n 2 "$MFT" "${law[@]}" --init.seed $((1 + (replicate - 1) * 5000000)) --study.dir law$replicate \
     >law$replicate.txt 2>&1 || bad "the study in law failed: $(tail -3 law$replicate.txt)"
