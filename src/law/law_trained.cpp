@@ -372,7 +372,7 @@ PetscErrorCode Fits(MPI_Comm comm, const Settings &s, const std::vector<CellAt> 
       if (L && (c.cell.L != L || c.cell.H != H)) continue;
       one = &c;
       a.push_back(L ? 1.0 : (double)c.cell.L), b.push_back(L ? std::stod(c.cell.k) : (double)c.cell.H);
-      err.push_back(c.law.gap.err), se.push_back((c.law.gap.hi - c.law.gap.lo) / 3.92), ok.push_back(c.law.gap.resolved);
+      err.push_back(c.law.gap.err), se.push_back(c.law.gap.se()), ok.push_back(c.law.gap.resolved);
     }
     const PowerFit f = PowerFitOf(a, b, err, se, ok, s.init.seed + cells.front().cell.variant);
     PetscCall(FitRow(comm, *one, L ? "k" : "L H", f, fits));

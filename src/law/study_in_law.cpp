@@ -372,7 +372,7 @@ PetscErrorCode LawVariantInK(MPI_Comm comm, const std::vector<std::string> &args
     PetscCall(LawCellCompared(comm, args, s, v, infinite, &c));
     t->rows.push_back(LawRow(v, s, c, steps, sampling));
     k.push_back((double)kk), one.push_back(1.0), err.push_back(c.law.gap.err);
-    se.push_back((c.law.gap.hi - c.law.gap.lo) / 3.92), ok.push_back(c.law.gap.resolved);
+    se.push_back(c.law.gap.se()), ok.push_back(c.law.gap.resolved);
     t->resolved += c.law.gap.resolved;
   }
   const PowerFit f = PowerFitOf(one, k, err, se, ok, s.init.seed + v); // k in H's place: C k^-r, r as q
@@ -407,7 +407,7 @@ PetscErrorCode LawVariant(MPI_Comm comm, const std::vector<std::string> &args, c
       PetscCall(LawCellCompared(comm, args, s, v, limit, &c));
       t->rows.push_back(LawRow(v, s, c, steps, sampling));
       L.push_back((double)c.L), H.push_back((double)c.H), err.push_back(c.law.gap.err);
-      se.push_back((c.law.gap.hi - c.law.gap.lo) / 3.92), ok.push_back(c.law.gap.resolved);
+      se.push_back(c.law.gap.se()), ok.push_back(c.law.gap.resolved);
       t->resolved += c.law.gap.resolved;
     }
   const PowerFit f = PowerFitOf(L, H, err, se, ok, s.init.seed + v);

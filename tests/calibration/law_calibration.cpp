@@ -177,7 +177,7 @@ int Calibrate(int argc, char **argv) {
       if (GramGapOf(MPI_COMM_SELF, {{model.data(), o.samples, 1.0}}, {{limit.data(), o.samples, 1.0}}, kM, kN, kD,
                     &gap))
         return 1;
-      err.push_back(gap.err), se.push_back((gap.hi - gap.lo) / 3.92), ok.push_back(gap.resolved);
+      err.push_back(gap.err), se.push_back(gap.se()), ok.push_back(gap.resolved);
       resolved_cells += gap.resolved;
     }
     const PowerFit f = PowerFitOf(L, H, err, se, ok, 77 + (std::uint64_t)r);

@@ -34,6 +34,10 @@ struct GramGap {
   bool resolved = false;          // lo > 0: the gap is above the sampling errors
   PetscInt sequence = 0;          // the sequence of the largest gap
   double model_share = 1;         // the model's samples' part of that sequence's first-order variance
+  // The standard error the fits weigh a cell by: the interval's half width
+  // over 1.96. Over M sequences the interval is Sidak's, so this is larger
+  // than the error's own by z_M / 1.96 (1.14 at M = 2): the fits err wide.
+  double se() const { return (hi - lo) / 3.92; }
 };
 
 // The second-order variance from the covariance of each set's first
@@ -108,7 +112,7 @@ std::vector<std::string> PowerFitMisfit(const PowerFit &f);
 std::string PowerFitVerdict(const PowerFit &f, const char *p_name = "p", const char *q_name = "q");
 
 // The fit over the cells with `resolved` set; se: each cell's standard
-// error (its interval's half width / 1.96). Fewer than 2 cells (3 when both
+// error (GramGap::se()). Fewer than 2 cells (3 when both
 // L and H vary): cells = 0. `seed` draws the bootstrap.
 // Not collective.
 PowerFit PowerFitOf(const std::vector<double> &L, const std::vector<double> &H, const std::vector<double> &err,
