@@ -34,20 +34,20 @@ wait_job() {
 # to the batch shell. It is sent with scancel once mft has written its first
 # checkpoints, not left to a short time limit: Slurm checks --signal's time
 # only every 30-60 s, and on a 1-minute limit it once came 2 s before the
-# limit, whose SIGTERM then ended mpiexec (seen in CI). The job (2000
-# quickstart steps, about 27 s on 2 cores) is still running when it comes,
-# 5 s after its first checkpoint.
-args="--train.steps 2000 --checkpoint.every 200 --train.log_every 1000"
+# limit, whose SIGTERM then ended mpiexec (seen in CI). The job (800
+# quickstart steps, about 11 s on 2 cores alone, longer beside other tests)
+# is still running when it comes, 1 s after its first checkpoint (step 50).
+args="--train.steps 800 --checkpoint.every 50 --train.log_every 1000"
 expect 0 "" -- mpiexec --oversubscribe -n 2 "$MFT" train --config "$top/input/quickstart.cfg" $args \
   --checkpoint.dir ref.ckpt --output.file ref.h5
 job=$(sbatch --parsable --time=5 --signal=B:USR1@10 --ntasks=2 --output="$work/job.out" \
   --export=ALL,MFT_HOME="$top",MFT="$MFT",MFT_CONFIG="$top/input/quickstart.cfg",MFT_ARGS="$args --checkpoint.dir $work/job.ckpt --output.file $work/job.h5" \
   "$top/jobs/train.sbatch")
-for _ in $(seq 1 300); do
+for _ in $(seq 1 1500); do
   ls "$work"/job.ckpt/checkpoint-*.h5 >/dev/null 2>&1 && break
-  sleep 1
+  sleep 0.2
 done
-sleep 5
+sleep 1
 scancel --batch --signal=USR1 "$job" && ok || bad "scancel could not signal job $job"
 state=$(wait_job "$job" 900)
 restarts=$(scontrol show job "$job" | sed -n 's/.*Restarts=\([0-9]*\).*/\1/p')

@@ -61,4 +61,10 @@ std::vector<std::string> tiny(std::vector<std::string> extra) {
   return a;
 }
 
+bool several_ranks() {
+  int size;
+  MPI_Comm_size(PETSC_COMM_WORLD, &size);
+  return size > 1;
+}
+
 } // namespace mft::test

@@ -34,4 +34,13 @@ double relative_error(const std::vector<double> &a, const std::vector<double> &b
 // The tiny sizes used by most tests, as option pairs, plus extra options.
 std::vector<std::string> tiny(std::vector<std::string> extra = {});
 
+// True on more than one rank (PETSC_COMM_WORLD).
+bool several_ranks();
+
 } // namespace mft::test
+
+// A test of one process's arithmetic (no communicator but PETSC_COMM_SELF, or
+// a draw Ranks.* shows the same on every rank count) runs in the one-rank
+// jobs only: on more ranks each would repeat it and check nothing new.
+#define MFT_ONE_RANK_TEST()                                                                                            \
+  if (mft::test::several_ranks()) GTEST_SKIP() << "one process's arithmetic: checked on one rank"

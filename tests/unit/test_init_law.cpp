@@ -64,6 +64,7 @@ std::vector<std::vector<double>> logit_matrices(const std::vector<std::string> &
 // The infinite head (model.k = inf): W is that Gaussian matrix, excess
 // kurtosis 0 under either law, its mean 0 with block means too.
 TEST(InitLaw, LogitMatrixHasTheStatedLaw) {
+  MFT_ONE_RANK_TEST();
   const double qg = 1.5, kg = 0.7, qm = 0.8, km = -0.5;
   for (const char *law : {"gaussian", "uniform"})
     for (const char *kk : {"1", "64", "inf"})

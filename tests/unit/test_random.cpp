@@ -1,4 +1,5 @@
 // Counter-based streams: the batched normals are the scalar ones, bitwise.
+#include "helpers.hpp"
 #include "mft/layout/random.hpp"
 
 #include <gtest/gtest.h>
@@ -29,6 +30,7 @@ TEST(Random, BatchedNormalsAreTheScalarOnes) {
 // formula in long double: mft's own logarithm and sines (random.cpp) over a
 // million pairs; and Exp(1) draws are -log(1 - u).
 TEST(Random, NormalsAreBoxMullerToFourUlp) {
+  MFT_ONE_RANK_TEST();
   Stream drawn(11, kHeads, 3, 4), uniforms(11, kHeads, 3, 4);
   std::vector<double> x(1 << 20);
   drawn.normals(x.data(), (long)x.size());

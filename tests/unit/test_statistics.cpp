@@ -2,6 +2,7 @@
 // noise, and calibrated on noisy data at the depth study's effect size: the
 // misfit flag's power against a two-term truth under a one-term fit, its
 // false alarms on a one-term truth, and the free order's interval coverage.
+#include "helpers.hpp"
 #include "mft/layout/random.hpp"
 #include "mft/statistics/expansion.hpp"
 
@@ -80,6 +81,7 @@ TEST(Statistics, DecidedNeedsANarrowIntervalAndAFitThatHolds) {
 // a one-term truth in at most 10% (the false alarms); the free order of a
 // two-term fit of the two-term truth holds the true order 1 in 88% to 99%.
 TEST(Statistics, MisfitFlagHasPowerAndFewFalseAlarms) {
+  MFT_ONE_RANK_TEST();
   const int replicates = 400;
   const double rse = 0.016;
   const auto two_term = [](double L) { return 1.5 / L - 2.7 / (L * L); };
