@@ -1,7 +1,7 @@
 // Studies in law of the diffusive regime (study_in_law.hpp): the samples of
 // every cell and the limit's paths, their files, the comparison and the fits
-// (the listing and its pricing: law_list.cpp).
-#include "mft/law/study_in_law.hpp"
+// (the listing and its pricing: study_in_law_list.cpp).
+#include "mft/studies/study_in_law.hpp"
 
 #include "mft/files/report.hpp"
 #include "mft/files/runfile.hpp"
@@ -10,8 +10,9 @@
 #include "mft/layout/grid.hpp"
 #include "mft/layout/h5.hpp"
 #include "mft/layout/random.hpp"
-#include "mft/law/law_statistics.hpp"
-#include "mft/law/levels.hpp"
+#include "mft/statistics/power_fit.hpp"
+#include "mft/statistics/two_sample.hpp"
+#include "mft/studies/study_levels.hpp"
 #include "mft/studies/study.hpp"
 #include "mft/studies/study_cases.hpp"
 #include "mft/studies/study_tables.hpp"

@@ -1,13 +1,14 @@
 // The listing of a study in law (study_in_law.hpp, StudyInLawList): its
 // cells' head evaluations, the memory a rank and the time, priced from a
 // pilot on the ranks of the run.
-#include "mft/law/study_in_law.hpp"
+#include "mft/studies/study_in_law.hpp"
 
 #include "mft/files/report.hpp"
 #include "mft/flow/limit.hpp"
 #include "mft/flow/samples.hpp"
-#include "mft/law/law_statistics.hpp"
-#include "mft/law/levels.hpp"
+#include "mft/statistics/power_fit.hpp"
+#include "mft/statistics/two_sample.hpp"
+#include "mft/studies/study_levels.hpp"
 #include "mft/studies/study.hpp"
 #include "mft/studies/study_cases.hpp"
 

@@ -1,14 +1,15 @@
-// Trained studies in law (law_trained.hpp): every set of models trained as
+// Trained studies in law (study_in_law_trained.hpp): every set of models trained as
 // one ensemble, their probes recorded at every time, the sets compared in
 // law, the tables.
-#include "mft/law/law_trained.hpp"
+#include "mft/studies/study_in_law_trained.hpp"
 
 #include "mft/files/report.hpp"
 #include "mft/files/runfile.hpp"
 #include "mft/files/training.hpp"
 #include "mft/flow/ensemble.hpp"
-#include "mft/law/law_statistics.hpp"
-#include "mft/law/study_in_law.hpp"
+#include "mft/statistics/power_fit.hpp"
+#include "mft/statistics/two_sample.hpp"
+#include "mft/studies/study_in_law.hpp"
 #include "mft/layout/grid.hpp"
 #include "mft/layout/h5.hpp"
 #include "mft/settings/error.hpp"

@@ -1,12 +1,12 @@
-// The multilevel hierarchy of a study in law along the diagonal (levels.hpp):
+// The multilevel hierarchy of a study in law along the diagonal (study_levels.hpp):
 // a level's coupled samples and moments, Giles's check, rates and
 // allocation, and the study that prints and writes them.
-#include "mft/law/levels.hpp"
+#include "mft/studies/study_levels.hpp"
 
 #include "mft/files/report.hpp"
 #include "mft/flow/samples.hpp"
 #include "mft/settings/error.hpp"
-#include "mft/law/study_in_law.hpp"
+#include "mft/studies/study_in_law.hpp"
 #include "mft/studies/study.hpp"
 #include "mft/statistics/fit.hpp"
 #include "mft/studies/study_cases.hpp"

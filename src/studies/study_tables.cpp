@@ -69,4 +69,33 @@ void WriteFit(Outputs &out, const std::string &v, const std::string &variant, co
   out.attribute(key + "flags", f.flags.empty() ? "(none)" : f.flags);
 }
 
+std::vector<std::string> PowerFitMisfit(const PowerFit &f) {
+  if (!f.cells) return {"", "", "", "", "", ""};
+  const auto word = [](bool b) { return std::string(b ? "true" : "false"); };
+  return {study::num(f.chi2), std::to_string(f.dof), study::num(f.p_value), word(f.rejected()),
+          f.fits_p ? word(f.decided_p()) : "", f.fits_q ? word(f.decided_q()) : ""};
+}
+
+std::vector<std::string> ExpansionRows(size_t v, const std::string &x, const std::vector<double> &size,
+                                       const std::vector<double> &err, const std::vector<double> &se,
+                                       const std::vector<char> &resolved, std::vector<std::string> *lines) {
+  using study::num;
+  std::vector<double> xs, ys, ss;
+  std::vector<std::string> rows;
+  for (size_t i = 0; i < size.size(); ++i)
+    if (resolved[i] && err[i] > 0) xs.push_back(size[i]), ys.push_back(err[i]), ss.push_back(se[i]);
+  lines->clear();
+  for (const Expansion &e : {ExpansionFit(xs, ys, ss, 1, true), ExpansionFit(xs, ys, ss, 2, false, 1),
+                             ExpansionFit(xs, ys, ss, 2, true)}) {
+    if (!e.terms) continue;
+    lines->push_back(ExpansionLine(e, x));
+    const bool two = e.terms > 1;
+    rows.push_back(csv({std::to_string(v), x, quoted(ExpansionForm(e, x)), num(e.p), num(e.p_lo),
+                               num(e.p_hi), num(e.c[0]), num(e.c_se[0]), two ? num(e.c[1]) : "",
+                               two ? num(e.c_se[1]) : "", num(e.chi2), std::to_string(e.dof), num(e.p_value),
+                               e.rejected() ? "true" : "false", e.free_order ? (Decided(e) ? "true" : "false") : ""}));
+  }
+  return rows;
+}
+
 } // namespace mft

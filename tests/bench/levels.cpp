@@ -25,7 +25,7 @@
 //   mpiexec -n 2 build/tests/levels [samples] [orders Lmax [Lmin]]
 //   build/tests/levels fit FILE
 #include "mft/flow/samples.hpp"
-#include "mft/law/levels.hpp"
+#include "mft/studies/study_levels.hpp"
 #include "mft/files/report.hpp"
 #include "mft/statistics/expansion.hpp"
 #include "mft/statistics/fit.hpp"

@@ -29,8 +29,9 @@
 //                   [--C 0.3] [--p 1] [--q 0] [--a 1.46] [--b -1.81] [--rel 0.016]
 //                   [--min 0.90] [--max 0.99]
 #include "mft/layout/random.hpp"
-#include "mft/law/law_statistics.hpp"
-#include "mft/law/levels.hpp"
+#include "mft/statistics/power_fit.hpp"
+#include "mft/statistics/two_sample.hpp"
+#include "mft/studies/study_levels.hpp"
 
 #include <algorithm>
 #include <cmath>

@@ -4,7 +4,7 @@
 #include "helpers.hpp"
 #include "mft/flow/limit.hpp"
 #include "mft/flow/samples.hpp"
-#include "mft/law/levels.hpp"
+#include "mft/studies/study_levels.hpp"
 
 #include <algorithm>
 #include <cmath>

@@ -1,5 +1,10 @@
-// Comparing laws from samples (law_statistics.hpp) against closed forms.
-#include "mft/law/law_statistics.hpp"
+// Two laws compared from samples (two_sample.hpp), the power fit
+// (power_fit.hpp) and law_expansions.csv's rows (study_tables.hpp)
+// against closed forms.
+#include "helpers.hpp"
+#include "mft/statistics/power_fit.hpp"
+#include "mft/statistics/two_sample.hpp"
+#include "mft/studies/study_tables.hpp"
 #include "mft/layout/grid.hpp"
 #include "mft/layout/random.hpp"
 
@@ -29,7 +34,8 @@ std::vector<double> Normals(std::uint64_t seed, PetscInt n, double mean, double 
 // The energy distance of N(0, 1) and N(mu, 1): 2 E|N(mu, 2)| - 2 E|N(0, 2)|,
 // within 4 standard errors, 0 for equal laws; rows summed in two parts (as
 // ranks sum them) give the whole.
-TEST(Law, EnergyDistanceOfGaussians) {
+TEST(TwoSample, EnergyDistanceOfGaussians) {
+  MFT_ONE_RANK_TEST();
   const PetscInt S = 3000, P = 2500;
   for (double mu : {0.0, 0.3, 1.0}) {
     const std::vector<double> X = Normals(1, S, 0, 1), Y = Normals(2, P, mu, 1);
@@ -49,7 +55,7 @@ TEST(Law, EnergyDistanceOfGaussians) {
 // A model's tokens scaled by 1 + eps against the same law unscaled: every
 // Gram mean is (1 + eps)^2 times the limit's, a relative gap of (1 + eps)^2
 // - 1 on every sequence, which the interval holds; at eps = 0 no gap is resolved.
-TEST(Law, GramGapOfAScaledLaw) {
+TEST(TwoSample, GramGapOfAScaledLaw) {
   const PetscInt S = 4000, M = 3, N = 4, d = 2, n = M * N * d;
   for (double eps : {0.0, 0.1}) {
     std::vector<double> x = Normals(3, S * n, 0.5, 1), y = Normals(4, S * n, 0.5, 1);
@@ -76,7 +82,7 @@ TEST(Law, GramGapOfAScaledLaw) {
 
 // err = 2 L^-1 H^-1/2 with 3% noise: the fit's intervals hold p = 1 and q =
 // 1/2; with H fixed only p is fitted; unresolved cells are left out.
-TEST(Law, PowerFitRecoversExponents) {
+TEST(TwoSample, PowerFitRecoversExponents) {
   std::vector<double> L, H, err, se;
   std::vector<char> resolved;
   Stream st(5, 0);
@@ -119,7 +125,8 @@ TEST(Law, PowerFitRecoversExponents) {
 // (g = 0.1, resolved in 12%) to above it; at g = 0 it resolves a gap in at
 // most 5%. (The entries taken as independent and the worst sequence's own
 // interval held g = 0.1 in 94.3%.)
-TEST(Law, GramGapCoversNearResolutionUnderCommonNoise) {
+TEST(TwoSample, GramGapCoversNearResolutionUnderCommonNoise) {
+  MFT_ONE_RANK_TEST();
   const PetscInt S = 1000, M = 2, N = 4, d = 2, n = M * N * d;
   const std::vector<double> base = Normals(5, n, 0.3, 1);
   Stream st(77, 0);
@@ -159,7 +166,7 @@ TEST(Law, GramGapCoversNearResolutionUnderCommonNoise) {
 // coefficients, and the free order's row holds 1 and says whether it is
 // decided; with 3 resolved cells the free two-term fit has no degree of
 // freedom and is left out.
-TEST(Law, ExpansionRowsFitTheResolvedCells) {
+TEST(TwoSample, ExpansionRowsFitTheResolvedCells) {
   const std::vector<double> k = {1, 2, 4, 8, 16, 32};
   std::vector<double> err, se;
   for (double x : k) err.push_back(0.2 / x - 0.05 / (x * x)), se.push_back(0.01 * err.back());

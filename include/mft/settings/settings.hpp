@@ -165,7 +165,7 @@ struct StudySettings {
   PetscInt samples = 2000;            // a study in law (a = c = 1/2): samples of each (L, H) model (the pilot, with a target)
   double target = 0;                  // a study in law: the half-width of each cell's err_law interval asked for (0: none)
   PetscInt max_samples = 0;           // a study in law with a target: the most samples a cell draws (0: 64 samples)
-  bool levels = false;                // a study in law: the diagonal's multilevel hierarchy (levels.hpp)
+  bool levels = false;                // a study in law: the diagonal's multilevel hierarchy (study_levels.hpp)
   std::string k;                      // a study in law over the head dimension: its k (study_in_law.hpp)
   StudyState state = StudyState::init; // init: against the mean-field reference; trained: after `steps`
   PetscInt steps = 50;                // trained: training steps (the config's optimizer) of every model
@@ -311,7 +311,7 @@ struct Settings {
   bool is_explicit(const std::string &key) const;
   // A study in law (study_diffusive.hpp): the diffusive exponents at initialisation.
   bool study_in_law() const { return study.state == StudyState::init && model.diffusive(); }
-  // A trained study of the diffusive regime with references: compared in law (law_trained.hpp).
+  // A trained study of the diffusive regime with references: compared in law (study_in_law_trained.hpp).
   bool trained_in_law() const {
     return study.state == StudyState::trained && model.diffusive() && study.references > 0 && study.learning_rates.empty();
   }

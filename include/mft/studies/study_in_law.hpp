@@ -5,7 +5,7 @@
 // every (L, H) cell of every variant, study.samples samples of the model
 // (SamplesForward, as mft forward --init.samples draws them) against
 // limit.paths paths of the SDE (LimitPathsSolve, as mft limit), on the
-// study's probe sequences (law_statistics.hpp):
+// study's probe sequences (two_sample.hpp):
 //   err_law: the largest over probe sequences of the relative Gram gap, with
 //     its 95% interval; resolved when the interval excludes 0;
 //   energy: the energy distance between the laws of x(1), unbiased (its

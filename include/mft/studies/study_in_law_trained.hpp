@@ -8,7 +8,7 @@
 // ensemble (ensemble.hpp) on all ranks, study.steps steps on the targets of
 // one teacher; at every time of study.times, their x(1) on the probe sets:
 //   err_law, the largest relative Gram gap over the probe sequences with its
-//     95% interval, and the energy distance (law_statistics.hpp), over the
+//     95% interval, and the energy distance (two_sample.hpp), over the
 //     models that never diverged on both sides (their count beside it);
 //   the references' own sampling (relative Gram);
 //   the fits err_law = C L^-p H^-q over the resolved cells of a variant and

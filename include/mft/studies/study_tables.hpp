@@ -9,6 +9,7 @@
 
 #include "mft/files/runfile.hpp"
 #include "mft/studies/study_cases.hpp"
+#include "mft/statistics/power_fit.hpp"
 #include "mft/studies/study_statistics.hpp"
 
 #include <cmath>
@@ -124,5 +125,22 @@ RateStudy RateStudyOf(const Settings &s);
 void AddRateRisks(RateStudy *r, size_t v, const VariantCases &vc);
 // A learning-rate study's tables: lr.csv, best_lr.csv and the drift fits.
 PetscErrorCode WriteLearningRates(Outputs &out, const RateStudy &r, const std::string &dir);
+
+// law_fits.csv's misfit columns of a power fit (kPowerFitMisfit: empty
+// without a fit). Not collective.
+constexpr const char *kPowerFitMisfit = "chi2,dof,p_value,rejected,decided_p,decided_q";
+std::vector<std::string> PowerFitMisfit(const PowerFit &f);
+
+// law_expansions.csv (its columns kExpansionColumns): variant v's
+// expansions of err_law in one size x ("L", "H" or "k") over the cells with
+// `resolved` set and a positive err (statistics/expansion.hpp: one power
+// law, two terms at order 1, two terms with the order free; a fit without
+// its points is left out), a row each, and their lines (ExpansionLine) in
+// *lines. Not collective.
+constexpr const char *kExpansionColumns =
+    "variant,size,form,p,p_lo,p_hi,a,a_se,b,b_se,chi2,dof,p_value,rejected,decided";
+std::vector<std::string> ExpansionRows(size_t v, const std::string &x, const std::vector<double> &size,
+                                       const std::vector<double> &err, const std::vector<double> &se,
+                                       const std::vector<char> &resolved, std::vector<std::string> *lines);
 
 } // namespace mft
