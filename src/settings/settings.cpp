@@ -191,8 +191,10 @@ Option positive_reals(const std::string &key, std::string *dst, const std::strin
 
 // Four real numbers, one a block (Q, K, V, O).
 Option exponents(const std::string &key, std::array<double, 4> *dst, const std::string &help) {
-  return {key, "0 0 0 0", help + " [four numbers]", [=](const std::string &v) {
-            std::istringstream in(v);
+  return {key, "0 0 0 0", help + " [four numbers, between them spaces or commas]", [=](const std::string &v) {
+            std::string spaced = v; // commas too: a study variant's value holds no space
+            std::replace(spaced.begin(), spaced.end(), ',', ' ');
+            std::istringstream in(spaced);
             std::array<double, 4> e{};
             size_t n = 0;
             for (std::string w; in >> w; ++n) {

@@ -121,7 +121,7 @@ PetscErrorCode ReadCase(const std::string &path, const std::vector<std::string> 
       }
     for (auto [name, value] : {std::pair<const char *, double *>{"/training/head_change", &out->head_change},
                                {"/training/risk", &out->risk}, {"/training/risk_reduction", &out->reduction},
-                               {"/training/heldout_risk", &out->heldout_risk}}) {
+                               {"/training/diversity", &out->diversity}, {"/training/heldout_risk", &out->heldout_risk}}) {
       std::vector<double> one;
       PetscCall(ReadColumn(f, prefix + name, 1, &one));
       if (one.size() == 1) *value = one[0];

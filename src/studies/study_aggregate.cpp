@@ -482,10 +482,12 @@ PetscErrorCode StudyAggregate(MPI_Comm comm, const Settings &s, const std::strin
     Outputs out;
     WorstTables tables;
     OpenTables(out, tables, s, dir);
-    std::ofstream movement;
+    std::ofstream movement, diversity;
     if (s.study.state == StudyState::trained) {
       movement.open(dir + "/movement.csv");
       movement << "variant,overrides,L,H,time,block,seeds,change,change_lo,change_hi,change_top\n";
+      diversity.open(dir + "/diversity.csv");
+      diversity << "variant,overrides,L,H,time,seeds,diversity,diversity_lo,diversity_hi\n";
     }
     // Every recorded time under /t<step> and t<step>.*; the last one also
     // without the prefix (the state at the end of training, or at initialisation).
@@ -499,6 +501,7 @@ PetscErrorCode StudyAggregate(MPI_Comm comm, const Settings &s, const std::strin
         PetscCall(ReadVariant(s, dir, v, prefix, out.last, &vc, missing));
         if (out.last && rates) AddRateRisks(&rate_study, v, vc);
         if (movement.is_open()) WriteMovement(out, movement, vs, variants[v], time, vc);
+        if (diversity.is_open()) WriteDiversity(out, diversity, vs, variants[v], time, vc);
         if (vc.references.empty()) { // nothing of this variant can be measured
           if (out.last && s.study.references > 0) PetscCall(PetscPrintf(PETSC_COMM_SELF, "mft study: variant %zu (%s) has no reference: not measured\n",
                                               v, variants[v].c_str()));

@@ -1,9 +1,11 @@
-// The heads' movement in a trained study (movement.csv): how far training
-// moved every block of every layer, against L and H.
+// The heads in a trained study: how far training moved every block of
+// every layer (movement.csv), and how differently its heads attend
+// (diversity.csv), against L and H.
 #include "mft/kernels/shape.hpp"
 #include "mft/studies/study_tables.hpp"
 
 #include <algorithm>
+#include <functional>
 #include <set>
 
 namespace mft {
@@ -26,30 +28,61 @@ double LayersOf(const CaseData &d, PetscInt b, bool top) {
 
 } // namespace
 
+namespace {
+
+// The sorted L and H of the models that `has` a figure, and the cell of (L, H).
+struct Cells {
+  std::vector<long long> L, H;
+  Cells(const VariantCases &vc, const std::function<bool(const CaseData &)> &has) {
+    std::set<long long> Ls, Hs;
+    for (const auto &[c, d] : vc.models)
+      if (has(d)) Ls.insert(c.L), Hs.insert(c.H);
+    L.assign(Ls.begin(), Ls.end()), H.assign(Hs.begin(), Hs.end());
+  }
+  size_t of(const StudyCase &c) const {
+    return (std::find(L.begin(), L.end(), c.L) - L.begin()) * H.size() + (std::find(H.begin(), H.end(), c.H) - H.begin());
+  }
+  size_t size() const { return L.size() * H.size(); }
+  std::string row(size_t k) const { return std::to_string(L[k / H.size()]) + "," + std::to_string(H[k % H.size()]); }
+};
+
+} // namespace
+
 void WriteMovement(Outputs &out, std::ofstream &table, const std::string &v, const std::string &variant,
                    PetscInt time, const VariantCases &vc) {
-  std::set<long long> Ls, Hs;
   PetscInt blocks = 0;
   for (const auto &[c, d] : vc.models)
-    if (d.blocks > 0) Ls.insert(c.L), Hs.insert(c.H), blocks = d.blocks;
-  const std::vector<long long> L(Ls.begin(), Ls.end()), H(Hs.begin(), Hs.end());
+    if (d.blocks > 0) blocks = d.blocks;
+  const Cells cells(vc, [&](const CaseData &d) { return d.blocks > 0; });
   for (PetscInt b = 0; b < blocks; ++b) {
     std::vector<StudyValue> mean, top;
-    std::vector<size_t> seeds(L.size() * H.size(), 0);
+    std::vector<size_t> seeds(cells.size(), 0);
     for (const auto &[c, d] : vc.models) {
       if (d.blocks != blocks) continue;
-      const size_t cell = (std::find(L.begin(), L.end(), c.L) - L.begin()) * H.size() +
-                          (std::find(H.begin(), H.end(), c.H) - H.begin());
-      mean.push_back({cell, c.seed, LayersOf(d, b, false)}), top.push_back({cell, c.seed, LayersOf(d, b, true)});
-      ++seeds[cell];
+      mean.push_back({cells.of(c), c.seed, LayersOf(d, b, false)}), top.push_back({cells.of(c), c.seed, LayersOf(d, b, true)});
+      ++seeds[cells.of(c)];
     }
-    const StudyScalar m = StudyScalarCompute(L, H, mean), t = StudyScalarCompute(L, H, top);
+    const StudyScalar m = StudyScalarCompute(cells.L, cells.H, mean), t = StudyScalarCompute(cells.L, cells.H, top);
     for (size_t k = 0; k < seeds.size(); ++k)
-      table << csv({v, quoted(variant), std::to_string(L[k / H.size()]), std::to_string(H[k % H.size()]),
-                    std::to_string(time), block_name(b), std::to_string(seeds[k]), num(m.mean[k]), num(m.ci[k].lo),
-                    num(m.ci[k].hi), num(t.mean[k])});
+      table << csv({v, quoted(variant), cells.row(k), std::to_string(time), block_name(b), std::to_string(seeds[k]),
+                    num(m.mean[k]), num(m.ci[k].lo), num(m.ci[k].hi), num(t.mean[k])});
     WriteFit(out, v, variant, (std::string("movement_") + block_name(b)).c_str(), time, 0, m.fit, Training());
   }
+}
+
+void WriteDiversity(Outputs &out, std::ofstream &table, const std::string &v, const std::string &variant,
+                    PetscInt time, const VariantCases &vc) {
+  const Cells cells(vc, [](const CaseData &d) { return std::isfinite(d.diversity); });
+  if (!cells.size()) return;
+  std::vector<StudyValue> values;
+  std::vector<size_t> seeds(cells.size(), 0);
+  for (const auto &[c, d] : vc.models)
+    if (std::isfinite(d.diversity)) values.push_back({cells.of(c), c.seed, d.diversity}), ++seeds[cells.of(c)];
+  const StudyScalar m = StudyScalarCompute(cells.L, cells.H, values);
+  for (size_t k = 0; k < seeds.size(); ++k)
+    table << csv({v, quoted(variant), cells.row(k), std::to_string(time), std::to_string(seeds[k]), num(m.mean[k]),
+                  num(m.ci[k].lo), num(m.ci[k].hi)});
+  WriteFit(out, v, variant, "diversity", time, 0, m.fit, Training());
 }
 
 } // namespace mft

@@ -10,6 +10,7 @@
 #include "mft/flow/optimizer.hpp"
 #include "mft/files/runfile.hpp"
 #include "mft/files/training.hpp"
+#include "mft/flow/diversity.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -26,19 +27,29 @@ namespace {
 // `heads` (all of its heads, on every rank), or with heads == nullptr at the
 // settings' own draw (at initialisation; the mean-field reference when
 // `limit`: the shared ensemble, adaptive depth). *cs: the last probe's settings.
+// With `diversity` (a finite model at `heads`), the heads' diversity
+// (diversity.hpp) at the tokens entering each layer, its mean over the sets.
 PetscErrorCode Probe(MPI_Comm comm, const std::vector<std::string> &args, const Settings &s,
                      const std::vector<std::string> &model, bool limit, const std::vector<double> *heads,
-                     std::vector<LimitResult> *results, Settings *cs) {
+                     std::vector<LimitResult> *results, Settings *cs, double *diversity = nullptr) {
   const auto sets = probe_sets(s);
   PetscFunctionBeginUser;
   results->assign(sets.size(), LimitResult());
+  if (diversity) *diversity = 0;
   for (size_t f = 0; f < sets.size(); ++f) {
     std::vector<std::string> extra = model;
     const auto probes = probe_overrides(s, sets[f]);
     extra.insert(extra.end(), probes.begin(), probes.end());
     PetscCall(CaseSettings(comm, args, extra, cs, true));
     if (limit) *cs = LimitSettingsFor(*cs);
-    PetscCall(LimitSolve(comm, *cs, &(*results)[f], heads));
+    Trajectory layers;
+    if (diversity) cs->output.trajectory = cs->model.L;
+    PetscCall(LimitSolve(comm, *cs, &(*results)[f], heads, diversity ? &layers : nullptr));
+    if (!diversity) continue;
+    double D;
+    PetscCall(HeadDiversity(comm, cs->model, *heads, layers, (*results)[f].weights, &D));
+    PetscCall(TrajectoryDestroy(&layers));
+    *diversity += D / (double)sets.size();
   }
   PetscFunctionReturn(0);
 }
@@ -116,7 +127,8 @@ PetscErrorCode TrainCase(CaseRun &r, int *signal) {
     PetscFunctionBeginUser;
     if (!std::binary_search(times.begin(), times.end(), step)) PetscFunctionReturn(0);
     PetscCall(GatherAll(p.heads.theta, &heads));
-    PetscCall(Probe(comm, r.args, r.vs, r.model, false, &heads, &results, &cs));
+    double diversity;
+    PetscCall(Probe(comm, r.args, r.vs, r.model, false, &heads, &results, &cs, &diversity));
     const CaseData probes = ProbeData(results);
     std::vector<ResultArray> at;
     ProbeArrays("", r.families, probes, s.study.probe_M, cs.model.d, &at);
@@ -135,6 +147,7 @@ PetscErrorCode TrainCase(CaseRun &r, int *signal) {
     at.push_back({"/training/block_change",
                   {(unsigned long long)ts.model.L, (unsigned long long)p.heads.shape.blocks()}, blocks.data()});
     at.push_back({"/training/risk", {1}, &risk});
+    at.push_back({"/training/diversity", {1}, &diversity});
     if (heldout.file) { // the held-out file's risk at the same heads
       History scratch;
       PetscCall(HeldoutEvaluate(&p, &heldout, step, &scratch));
@@ -175,10 +188,16 @@ PetscErrorCode WriteTrainedCase(CaseRun &r) {
     CaseData &d = kept.back();
     d.reduction = kept.front().risk / d.risk;
     ProbeArrays("/times/" + std::to_string(t), r.families, d, s.study.probe_M, d.d, &arrays);
-    for (auto [name, value] : {std::pair<const char *, const double *>{"head_change", &d.head_change},
-                               {"risk", &d.risk}, {"risk_reduction", &d.reduction}, {"heldout_risk", &d.heldout_risk}})
-      if (std::isfinite(*value) || name != std::string("heldout_risk"))
-        arrays.push_back({"/times/" + std::to_string(t) + "/training/" + name, {1}, value});
+    struct Figure {
+      const char *name;
+      const double *value;
+      bool optional; // written where finite: a recording may not have it
+    };
+    for (const Figure &x : {Figure{"head_change", &d.head_change, false}, Figure{"risk", &d.risk, false},
+                            Figure{"risk_reduction", &d.reduction, false}, Figure{"diversity", &d.diversity, true},
+                            Figure{"heldout_risk", &d.heldout_risk, true}})
+      if (!x.optional || std::isfinite(*x.value))
+        arrays.push_back({"/times/" + std::to_string(t) + "/training/" + x.name, {1}, x.value});
     if (!d.block_change.empty())
       arrays.push_back({"/times/" + std::to_string(t) + "/training/block_change",
                         {d.block_change.size() / (size_t)d.blocks, (unsigned long long)d.blocks},

@@ -98,6 +98,28 @@ for t in (2, 4, 6):
 assert all(r["curve_distance"] == "" for r in csv.DictReader(open(d + "/study.csv")) if r["time"] == "0")
 PY
 [ "$(grep -c ',curve,' long/fits.csv)" -eq 3 ] && ok || bad "fits.csv lacks the curve fits at steps 2, 4, 6"
+# The heads' diversity: every case at every recorded time, and diversity.csv's
+# mean over seeds of each cell (its 95% interval around it) recomputed here.
+/usr/bin/python3 - long <<'PY' && ok || bad "diversity.csv differs from the case files' diversity"
+import csv, glob, math, sys, h5py
+d = sys.argv[1]
+cases = {}
+for f in glob.glob(d + "/case-*.h5"):
+    with h5py.File(f) as h:
+        a = {k: (v.decode() if isinstance(v, bytes) else str(v)) for k, v in h.attrs.items()}
+        if a["study.reference"] == "true": continue
+        for t in (0, 2, 4, 6):
+            cases.setdefault((a["study.case_L"], a["study.case_H"], str(t)), []).append(
+                float(h["/times/%d/training/diversity" % t][0]))
+rows = list(csv.DictReader(open(d + "/diversity.csv")))
+assert len(rows) == 6 * 4, len(rows)
+for r in rows:
+    D = cases[(r["L"], r["H"], r["time"])]
+    assert len(D) == int(r["seeds"]) == 2 and all(math.isfinite(x) and 0 < x < 2 * 4 for x in D), (r, D)
+    assert abs(float(r["diversity"]) - sum(D) / len(D)) <= 1e-5 * float(r["diversity"]), (r, D)
+    assert float(r["diversity_lo"]) <= float(r["diversity"]) <= float(r["diversity_hi"]), r
+PY
+[ "$(grep -c ',diversity,' long/fits.csv)" -eq 4 ] && ok || bad "fits.csv lacks the diversity's slopes at steps 0, 2, 4, 6"
 grep -q "heads moved" out.txt && ok || bad "the cases do not say how far their heads moved"
 /usr/bin/python3 "$here/../../jobs/plot_study.py" long > plot.txt 2>&1 && ok || { bad "plot_study.py failed"; cat plot.txt; }
 for png in long/study_v0_tokens.png long/study_v0_tokens_time.png long/study_v0_curves.png; do

@@ -22,4 +22,17 @@ namespace mft {
 void plain_forward(const ModelSettings &m, const std::vector<double> &theta, PetscInt M, PetscInt N,
                    std::vector<double> &x, const std::vector<double> &weights = {});
 
+// What attention reads of tokens x (M, N, d): x, or sqrt(d) x_j / |x_j| under
+// model.norm pre. Not collective.
+std::vector<double> plain_read(const ModelSettings &m, const std::vector<double> &x);
+
+// One head's N x N attention matrix over one sequence: P[i,j] = w_j
+// exp(a[i,j]) / sum_j' w_j' exp(a[i,j']), a[i,j] = xs_i^T B xs_j with B =
+// beta k^-g Q^T K of the head's entries th; under the causal mask row i
+// sees j <= i and is 0 beyond. xs: (N, d) as attention reads it
+// (plain_read); w: the sequence's N key masses, or nullptr (1 each).
+// Not collective.
+void plain_attention(const ModelSettings &m, const double *th, const double *xs, PetscInt N, const double *w,
+                     double *P);
+
 } // namespace mft

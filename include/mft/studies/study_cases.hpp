@@ -45,6 +45,7 @@ struct CaseData {
   // A trained case at this time: |theta_t - theta_0| / |theta_0| and the full risk (NaN at initialisation).
   double head_change = NAN, risk = NAN, reduction = NAN; // reduction: risk at step 0 / risk now
   double heldout_risk = NAN; // with data.heldout: the held-out file's risk at these heads
+  double diversity = NAN;    // a trained case: the heads' diversity at the probes (flow/diversity.hpp)
   std::vector<double> block_change; // a trained case: HeadsBlockChange at this time, [layer][block]
   PetscInt blocks = 0;               // columns of block_change (3: Q, K, V; 4 with O)
   std::vector<double> loss; // a trained case: its risk before every training step (the whole run)

@@ -1,7 +1,7 @@
 // The pieces a study's aggregation shares between its rooms
 // (study_aggregate.cpp: the errors, fits and tables; study_rates.cpp: a
 // learning-rate study's tables; study_movement.cpp: a trained study's heads'
-// movement): the case files of a variant, the rows and
+// movement and diversity): the case files of a variant, the rows and
 // arrays written, the CSV and summary formats.
 // Every routine here is not collective: the aggregation's rank 0 makes the
 // tables, reading the study's files alone.
@@ -97,6 +97,13 @@ void WriteFit(Outputs &out, const std::string &v, const std::string &variant, co
 // left out.
 void WriteMovement(Outputs &out, std::ofstream &table, const std::string &v, const std::string &variant,
                    PetscInt time, const VariantCases &vc);
+
+// A trained study's diversity.csv rows for variant v at one time: per cell,
+// the mean over seeds of the heads' diversity at the probes (CaseData::
+// diversity, flow/diversity.hpp) with its 95% interval; its slopes in L and
+// H in fits.csv (quantity diversity). Cases without it are left out.
+void WriteDiversity(Outputs &out, std::ofstream &table, const std::string &v, const std::string &variant,
+                    PetscInt time, const VariantCases &vc);
 
 // A learning-rate study (study.learning_rates): every model case's training
 // (and held-out) risk at the last step, per base variant, rate and cell.

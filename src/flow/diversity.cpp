@@ -1,0 +1,50 @@
+// The heads' diversity at the tokens entering each layer (diversity.hpp).
+#include "mft/flow/diversity.hpp"
+
+#include "mft/flow/plain.hpp"
+#include "mft/flow/problem.hpp"
+#include "mft/layout/grid.hpp"
+#include "mft/layout/heads.hpp"
+
+namespace mft {
+
+PetscErrorCode HeadDiversity(MPI_Comm comm, const ModelSettings &m, const std::vector<double> &heads,
+                             const Trajectory &t, const std::vector<double> &weights, double *D) {
+  const HeadShape shape = head_shape(m.head_kind, m.d, m.k);
+  const PetscInt M = t.M, N = t.N, NN = N * N;
+  PetscMPIInt size, rank;
+  PetscFunctionBeginUser;
+  PetscCheck(t.S == m.L && (PetscInt)t.tokens.size() == m.L + 1, comm, PETSC_ERR_ARG_WRONG,
+             "the heads' diversity needs the tokens entering every layer (a trajectory of %" PetscInt_FMT
+             " slices, not %" PetscInt_FMT ")",
+             m.L, t.S);
+  PetscCallMPI(MPI_Comm_size(comm, &size));
+  PetscCallMPI(MPI_Comm_rank(comm, &rank));
+  const Range own = split(m.H, size, rank);
+  // Per layer and sequence: sum_h A_h (N x N) and sum_h |A_h|_F^2 over this rank's heads.
+  std::vector<double> sum((size_t)(m.L * M * NN), 0.0), square((size_t)(m.L * M), 0.0), x, P((size_t)NN);
+  for (PetscInt l = 0; l < m.L; ++l) {
+    PetscCall(GatherAll(t.tokens[l], &x));
+    const std::vector<double> read = plain_read(m, x);
+    for (PetscInt h = own.begin; h < own.end; ++h)
+      for (PetscInt s = 0; s < M; ++s) {
+        plain_attention(m, heads.data() + (l * m.H + h) * shape.size, read.data() + s * N * m.d, N,
+                        weights.empty() ? nullptr : weights.data() + s * N, P.data());
+        double *a = sum.data() + (l * M + s) * NN;
+        for (PetscInt e = 0; e < NN; ++e) a[e] += P[e], square[l * M + s] += P[e] * P[e];
+      }
+  }
+  PetscCallMPI(MPI_Allreduce(MPI_IN_PLACE, sum.data(), (int)sum.size(), MPI_DOUBLE, MPI_SUM, comm));
+  PetscCallMPI(MPI_Allreduce(MPI_IN_PLACE, square.data(), (int)square.size(), MPI_DOUBLE, MPI_SUM, comm));
+  // (1/H) sum_h |A_h - Abar|^2 = (1/H) sum_h |A_h|^2 - |Abar|^2
+  double total = 0;
+  for (PetscInt ls = 0; ls < m.L * M; ++ls) {
+    double mean2 = 0;
+    for (PetscInt e = 0; e < NN; ++e) mean2 += sum[ls * NN + e] * sum[ls * NN + e];
+    total += std::fmax(0.0, square[ls] / (double)m.H - mean2 / ((double)m.H * (double)m.H));
+  }
+  *D = total / (double)(m.L * M);
+  PetscFunctionReturn(0);
+}
+
+} // namespace mft
