@@ -120,6 +120,8 @@ for r in rows:
     assert float(r["diversity_lo"]) <= float(r["diversity"]) <= float(r["diversity_hi"]), r
 PY
 [ "$(grep -c ',diversity,' long/fits.csv)" -eq 4 ] && ok || bad "fits.csv lacks the diversity's slopes at steps 0, 2, 4, 6"
+/usr/bin/python3 "$here/../../jobs/plot_diversity.py" long --x H > plot.txt 2>&1 && [ -s long/diversity.png ] &&
+  file long/diversity.png | grep -q PNG && ok || { bad "plot_diversity.py failed"; cat plot.txt; }
 grep -q "heads moved" out.txt && ok || bad "the cases do not say how far their heads moved"
 /usr/bin/python3 "$here/../../jobs/plot_study.py" long > plot.txt 2>&1 && ok || { bad "plot_study.py failed"; cat plot.txt; }
 for png in long/study_v0_tokens.png long/study_v0_tokens_time.png long/study_v0_curves.png; do
