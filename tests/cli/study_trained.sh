@@ -154,6 +154,61 @@ if [ "$landed" -eq 1 ]; then
 fi
 compare straight/case-13.h5 / killed/case-13.h5 / 0 && ok || bad "the resumed case file differs from the uninterrupted one"
 
+# A study over the head dimension (every variant sets model.k alone): the fit
+# err^2 = A^2 H^-2q + B^2 k^-2r at every time and quantity over its 6 cells
+# (head_dim_fits.csv), made again here from study.csv by the same grid least
+# squares in NumPy from study.csv's figures (6 digits); the gap at each H
+# alone (head_dim_gaps.csv). A study of
+# other variants has no such table.
+expect 0 "" -- $run2 study --config base.cfg --study.L 2 --study.variants "model.k=1; model.k=2; model.k=4" \
+  --study.steps 2 --study.keep_unresolved true --study.dir kgrid
+grep -q "err^2 = A^2 H^-2q + B^2 k^-2r over 6 cells" out.txt && ok || bad "the (k, H) fit is not printed"
+/usr/bin/python3 - kgrid <<'PY' && ok || bad "head_dim_fits.csv differs from the grid least squares made again"
+import csv, re, sys
+import numpy as np
+d = sys.argv[1]
+fits = list(csv.DictReader(open(d + "/head_dim_fits.csv")))
+gaps = list(csv.DictReader(open(d + "/head_dim_gaps.csv")))
+assert sorted((r["time"], r["quantity"]) for r in fits) == [("0", "p"), ("0", "x"), ("2", "p"), ("2", "x")], fits
+assert len(gaps) == 4 * 2 and all(r["cells"] == "3" for r in gaps), gaps
+e = np.arange(151) * 0.01
+for f in fits:
+    q = f["quantity"]
+    rows = [r for r in csv.DictReader(open(d + "/study.csv")) if r["time"] == f["time"]]
+    k = np.array([float(re.search(r"model\.k=(\d+)", r["overrides"]).group(1)) for r in rows])
+    H = np.array([float(r["H"]) for r in rows])
+    err = np.array([float(r["err_corrected_" + q]) for r in rows])
+    se = np.array([(float(r["err_corrected_%s_hi" % q]) - float(r["err_corrected_%s_lo" % q])) / 3.92 for r in rows])
+    w = 1 / np.maximum(2 * err * se, 1e-12)
+    y = err ** 2 * w
+    U, V = H[None, :] ** (-2 * e[:, None]) * w, k[None, :] ** (-2 * e[:, None]) * w  # (exponents, cells)
+    Suu, Svv, Suy, Svy, Syy, Suv = (U * U).sum(1), (V * V).sum(1), U @ y, V @ y, y @ y, U @ V.T
+    with np.errstate(divide="ignore", invalid="ignore"):
+        det = Suu[:, None] * Svv[None, :] - Suv ** 2
+        a = (Svv[None, :] * Suy[:, None] - Suv * Svy[None, :]) / det
+        b = (Suu[:, None] * Svy[None, :] - Suv * Suy[:, None]) / det
+    both = Syy - a * Suy[:, None] - b * Svy[None, :]
+    both[(a < 0) | (b < 0) | ~np.isfinite(both)] = np.inf
+    only_a, only_b = Syy - np.maximum(Suy, 0) ** 2 / Suu, Syy - np.maximum(Svy, 0) ** 2 / Svv
+    i, j = np.unravel_index(np.argmin(both), both.shape)
+    best = min((both[i, j], e[i], e[j], np.sqrt(a[i, j]), np.sqrt(b[i, j])),
+               (only_a.min(), e[only_a.argmin()], 0.0, np.sqrt(max(Suy[only_a.argmin()], 0) / Suu[only_a.argmin()]), 0.0),
+               (only_b.min(), 0.0, e[only_b.argmin()], 0.0, np.sqrt(max(Svy[only_b.argmin()], 0) / Svv[only_b.argmin()])),
+               key=lambda t: t[0])
+    res = best[0]
+    chi2, A, q, B, r = (float(f[c]) for c in ("chi2", "A", "q", "B", "r"))
+    at = float(np.sum((y - w * (A ** 2 * H ** (-2 * q) + B ** 2 * k ** (-2 * r))) ** 2))
+    # study.csv and the table hold 6 digits: the misfit to 1e-3. mft's (A, q, B, r)
+    # reach the least residual (where it is flat, another point of the grid may too).
+    assert abs(chi2 - res) <= 1e-3 * max(res, 1e-6) + 1e-6, (f, best)
+    assert abs(at - res) <= 1e-3 * max(res, 1e-6) + 1e-6, (f, best, at)
+    assert float(f["q_lo"]) <= float(f["q_hi"]) and float(f["r_lo"]) <= float(f["r_hi"]), f
+print("the (k, H) fits agree with the grid least squares made again")
+PY
+[ ! -e long/head_dim_fits.csv ] && ok || bad "a study that is no k grid wrote head_dim_fits.csv"
+/usr/bin/python3 "$here/../../jobs/plot_head_dim.py" kgrid > plot.txt 2>&1 && file kgrid/head_dim.png | grep -q PNG &&
+  ok || { bad "plot_head_dim.py failed"; cat plot.txt; }
+
 # The table on 1 and 2 ranks.
 expect 0 "" -- $run1 study --config base.cfg --study.steps 6 --study.times "2 4" --study.dir one
 compare one/study.h5 / long/study.h5 / 1e-12 && ok || bad "study.h5 on 1 and 2 ranks differ beyond 1e-12"

@@ -1,5 +1,6 @@
 // The pieces a study's aggregation shares between its rooms
-// (study_aggregate.cpp: the errors, fits and tables; study_rates.cpp: a
+// (study_aggregate.cpp: the errors, fits and tables; study_worst_tables.cpp:
+// the worst inputs' tables; study_rates.cpp: a
 // learning-rate study's tables; study_movement.cpp: a trained study's heads'
 // movement and diversity): the case files of a variant, the rows and
 // arrays written, the CSV and summary formats.
@@ -16,6 +17,7 @@
 #include <fstream>
 #include <initializer_list>
 #include <list>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -64,6 +66,59 @@ PetscErrorCode WriteTable(MPI_Comm comm, const std::string &path, const std::str
 // A figure of the printed summary with its interval; "(not determined)" when
 // one of the flags `undecided` (space-separated) is raised.
 std::string with_interval(double x, StudyInterval ci, const std::string &flags, const std::string &undecided);
+
+// The worst-input figures of one variant at one time and N (or K atoms):
+// per cell the root of the mean over seeds, with the jackknife over seeds and
+// (three or more held out) over the held-out references; the search's raw
+// figure, the collapsed start's, and with worst.check the doubled search's.
+struct WorstFigure {
+  PetscInt N = 0;
+  bool measure = false;
+  StudyScalar err, search, collapsed, check;
+  std::vector<StudyValue> values; // per model case, its squared figure
+  double seconds = NAN;
+};
+
+
+// Variant v's worst-input figures at one time, every N (and K atoms)
+// searched, from the searches' files in dir against its cases vc and their
+// errors e (empty without study.worst; a missing or damaged file is named
+// when `name`, and left out).
+PetscErrorCode WorstOf(const Settings &s, const std::string &dir, size_t v, PetscInt time, bool name,
+                       const VariantCases &vc, const StudyErrors &e, std::vector<WorstFigure> *out);
+
+// worst.csv and worst_N.csv, opened with their header lines.
+struct WorstTables {
+  std::ofstream worst, slopes;
+};
+void OpenWorstTables(WorstTables &tables, const std::string &dir);
+
+// The worst-input figures of one variant at one time: worst.csv (every N),
+// their fits in fits.csv (quantity tokens_worst, with _N<n> when several N
+// were searched), and with several N the slope of log err_worst in log N
+// per cell (worst_N.csv), its interval from the same jackknife over seeds.
+PetscErrorCode WriteWorst(Outputs &out, std::ofstream &table, std::ofstream &slopes, const std::string &v,
+                          const std::string &variant, PetscInt time, const StudyErrors &e, const StudyStatistics &st,
+                          const Training &training, const std::vector<WorstFigure> &figures);
+
+// A study over the head dimension: every variant sets model.k alone, over
+// one L (input/study_head_dim_trained.cfg). Its cells over (k, H) at every
+// time and quantity (0: x(1), 1: p(0)) are fitted by err^2 = A^2 H^-2q +
+// B^2 k^-2r (statistics/separable.hpp; the corrected err, its standard
+// error the interval's half width over 1.96, the resolved cells, or every
+// cell with study.keep_unresolved) into
+// head_dim_fits.csv, and the gap in k at each H alone into
+// head_dim_gaps.csv. Not collective (the aggregation's rank 0).
+struct HeadDimCell {
+  std::vector<double> k, H, err, se;
+  std::vector<char> resolved;
+};
+using HeadDimCells = std::map<std::pair<PetscInt, int>, HeadDimCell>;
+// A variant's k when it sets model.k alone, else NaN.
+double VariantK(const std::string &variant);
+void AddHeadDimCells(HeadDimCells *cells, PetscInt time, double k, const StudyErrors e[2], const StudyStatistics st[2],
+                     bool keep_unresolved);
+PetscErrorCode WriteHeadDim(const std::string &dir, const HeadDimCells &cells);
 
 // The error's law at initialisation (study.law) against one variant's cells:
 // per cell the predicted err of x(1), sqrt(E[max over the probe sequences of

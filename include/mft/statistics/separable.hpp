@@ -1,0 +1,50 @@
+// An error in two sizes whose parts add in squares (docs/results.md, 'The
+// head dimension'):
+//   err(k, H)^2 = A^2 H^-2q + B^2 k^-2r,
+// the H term a finite width's error, the k term the gap between heads of
+// dimension k and infinite heads (a bias). Fitted to cells with standard
+// errors se (of err): (q, r) on a grid of step 0.01 over [0, 1.5], A^2 and
+// B^2 >= 0 by weighted least squares of err^2 (weights 1 / (2 err se), its
+// standard error), in closed form at every pair of the grid; the 95%
+// intervals from a parametric bootstrap of the cells (each err normal with
+// its se); the misfit chi^2 of that least squares on cells - 4 degrees of
+// freedom, its p-value, and the verdict in the one meaning of "decided"
+// (expansion.hpp). Then the order of the limits: B at each H alone, r held
+// at the joint fit's and the H term free (err^2 = a + B^2 k^-2r): where the
+// B_H agree the gap in k does not depend on H.
+// Every routine here is not collective.
+#pragma once
+
+#include <petscsys.h>
+
+#include <cmath>
+#include <cstdint>
+#include <vector>
+
+namespace mft {
+
+struct SeparableFit {
+  PetscInt cells = 0; // 0: fewer than 5 cells, nothing fitted
+  double A = NAN, q = NAN, B = NAN, r = NAN;
+  double A_lo = NAN, A_hi = NAN, q_lo = NAN, q_hi = NAN, B_lo = NAN, B_hi = NAN, r_lo = NAN, r_hi = NAN;
+  double chi2 = NAN, p_value = NAN;
+  PetscInt dof = 0;
+  bool rejected() const { return p_value < 0.05; }
+  bool decided_q() const;
+  bool decided_r() const;
+};
+
+// The fit over the cells (k, H, err, se) with `use` set and err > 0, its
+// intervals from `boots` bootstrap grids drawn from `seed`.
+SeparableFit SeparableFitOf(const std::vector<double> &k, const std::vector<double> &H, const std::vector<double> &err,
+                            const std::vector<double> &se, const std::vector<char> &use, int boots, std::uint64_t seed);
+
+// B at one H: the cells (k, err, se) of that H, r held; with its bootstrap
+// interval. Fewer than 2 cells: NaN.
+struct SeparableGap {
+  double B = NAN, lo = NAN, hi = NAN;
+};
+SeparableGap SeparableGapAt(const std::vector<double> &k, const std::vector<double> &err, const std::vector<double> &se,
+                            double r, int boots, std::uint64_t seed);
+
+} // namespace mft
