@@ -1,0 +1,121 @@
+#!/usr/bin/python3
+"""The figures docs/results.md states from a logged study are the log's, to
+the digits shown:
+- 'Heads that collapse?': every figure of the diversity table is the
+  logged diversity.csv's (mft's mean over seeds and its 95% interval), and
+  the intervals the text calls disjoint are;
+- 'The head dimension', after training: the err table at step 300, the
+  (k, H) fit there (q, B, r of x(1), r of p(0), the misfits and
+  verdicts), the gaps at each H alone and step 0's B are the logged
+  study.csv's, head_dim_fits.csv's and head_dim_gaps.csv's.
+
+    /usr/bin/python3 tests/docs/figures.py SOURCE_DIR
+"""
+import csv
+import re
+import sys
+
+
+def table(log, name):
+    """The CSV after the line '# <name>:' of a log, up to the next comment."""
+    lines = open(log).read().splitlines()
+    at = lines.index("# %s:" % name) + 1
+    end = next((i for i in range(at, len(lines)) if lines[i].startswith("#")), len(lines))
+    return list(csv.DictReader(lines[at:end]))
+
+
+def shown(x, s):
+    """x rounded as the text shows s."""
+    digits = len(s.split(".")[1]) if "." in s else 0
+    return abs(float(x) - float(s)) <= 0.5 * 10 ** -digits + 1e-12
+
+
+def section(text, start, end):
+    return text[text.index(start):text.index(end, text.index(start))]
+
+
+def diversity(text, log, bad):
+    rows = table(log, "head_diversity/diversity.csv")
+
+    def cell(teacher, g, k, time):
+        for r in rows:
+            o = dict(kv.split("=", 1) for kv in r["overrides"].split())
+            if (o["data.teacher_seed"], o["model.logit_exponent"], o["model.k"], r["time"]) == (teacher, g, k, time):
+                return [r[c] for c in ("diversity", "diversity_lo", "diversity_hi")]
+        sys.exit("the log has no row %s %s %s %s" % (teacher, g, k, time))
+
+    part = section(text, "## Heads that collapse?", "## The regime map")
+    lines = [l for l in part.splitlines() if re.match(r"\| (4|16|64|256) \|", l)]
+    if len(lines) != 4:
+        bad.append("the diversity table has %d rows of k, not 4" % len(lines))
+    columns = [("2", "0.5", "0"), ("2", "0.5", "300"), ("1000", "0.5", "300"), ("2", "1", "0"), ("2", "1", "300"),
+               ("1000", "1", "300")]
+    for line in lines:
+        f = [c.strip() for c in line.strip("|").split("|")]
+        for (teacher, g, time), c in zip(columns, f[1:]):
+            m = re.fullmatch(r"([0-9.]+) \[([0-9.]+), ([0-9.]+)\]", c)
+            if not m or not all(shown(x, s) for x, s in zip(cell(teacher, g, f[0], time), m.groups())):
+                bad.append("diversity k = %s, teacher %s, g = %s, step %s: '%s' against the log's %s" %
+                           (f[0], teacher, g, time, c, cell(teacher, g, f[0], time)))
+    for teacher, g, want in (("2", "1", True), ("1000", "1", True), ("2", "0.5", True), ("1000", "0.5", False)):
+        if (float(cell(teacher, g, "4", "300")[1]) > float(cell(teacher, g, "256", "300")[2])) != want:
+            bad.append("teacher %s, g = %s: k = 4 and 256 %s disjoint" % (teacher, g, "are not" if want else "are"))
+
+
+def head_dim(text, log, bad):
+    fits = {(r["time"], r["quantity"]): r for r in table(log, "head_dim_fits.csv")}
+    gaps = {(r["time"], r["quantity"], r["H"]): r for r in table(log, "head_dim_gaps.csv")}
+    part = section(text, "**After training, in the mean-field regime.**", "**After training, in the diffusive regime.**")
+    x, p, x0 = fits[("300", "x")], fits[("300", "p")], fits[("0", "x")]
+    stated = [  # (the text's words, the log's figures in order)
+        ("`chi^2` 16.0 on 17, p 0.52", [x["chi2"], x["dof"], x["p_value"]]),
+        ("`q` =\n  0.49 [0.45, 0.55]", [x["q"], x["q_lo"], x["q_hi"]]),
+        ("`B` = 0.129\n  [0.120, 0.138]", [x["B"], x["B_lo"], x["B_hi"]]),
+        ("`r` = 0.65 [0.55, 0.84]", [x["r"], x["r_lo"], x["r_hi"]]),
+        ("(0.74 [0.64, 0.91]", [p["r"], p["r_lo"], p["r_hi"]]),
+        ("`chi^2` 24.1 on 17, p 0.12", [p["chi2"], p["dof"], p["p_value"]]),
+        ("`B` = 0.032 [0.004, 0.053]", [x0["B"], x0["B_lo"], x0["B_hi"]]),
+        ("0.117 [0.064, 0.168]", [gaps[("300", "x", "16")][c] for c in ("B_H", "B_H_lo", "B_H_hi")]),
+        ("0.128\n  [0.109, 0.150]", [gaps[("300", "x", "64")][c] for c in ("B_H", "B_H_lo", "B_H_hi")]),
+        ("0.130 [0.121, 0.140]", [gaps[("300", "x", "256")][c] for c in ("B_H", "B_H_lo", "B_H_hi")]),
+    ]
+    for words, figures in stated:
+        if words not in part:
+            bad.append("head dimension: the text no longer says %r" % words)
+            continue
+        numbers = re.findall(r"[0-9]+\.?[0-9]*", words.replace("`chi^2`", "").replace("p 0", "0"))
+        if len(numbers) != len(figures) or not all(shown(f, n) for f, n in zip(figures, numbers)):
+            bad.append("head dimension: %r against the log's %s" % (words, figures))
+    # The err table at step 300: the log's study.csv rows (commented).
+    lines = open(log).read().splitlines()
+    at = next(i for i, l in enumerate(lines) if l.startswith("# study.csv at step 300"))
+    err = {}
+    for l in lines[at + 1:]:
+        f = l[2:].split(",")
+        err[(f[3], re.search(r"model\.k=(\d+)", f[1]).group(1))] = f[4]
+    for line in [l for l in part.splitlines() if re.match(r"\| (`H` = )?(16|64|256) \|", l)]:
+        f = [c.strip() for c in line.strip("|").split("|")]
+        H = f[0].replace("`H` = ", "")
+        for k, c in zip(("1", "2", "4", "8", "16", "32", "64"), f[1:]):
+            if not shown(err[(H, k)], c):
+                bad.append("head dimension: err at H = %s, k = %s: %s against the log's %s" % (H, k, c, err[(H, k)]))
+    verdicts = [(x, "q", "true", "decided"), (x, "r", "false", "not decided")]
+    for row, rate, want, word in verdicts:
+        if row["decided_" + rate] != want:
+            bad.append("head dimension: %s is %s in the log, the text says %s" % (rate, row["decided_" + rate], word))
+    if x["rejected"] != "false" or p["rejected"] != "false":
+        bad.append("head dimension: a fit at step 300 is rejected in the log")
+
+
+def main():
+    src = sys.argv[1]
+    text = open(src + "/docs/results.md").read()
+    bad = []
+    diversity(text, src + "/docs/bench/log.2026-12-07.amd-epyc-f26m2.head_diversity", bad)
+    head_dim(text, src + "/docs/bench/log.2026-12-07.amd-epyc-f26m2.head_dim_trained", bad)
+    print("\n".join("FAIL: " + b for b in bad) or "ok: results.md's diversity table and (k, H) fit are the logs'")
+    sys.exit(1 if bad else 0)
+
+
+if __name__ == "__main__":
+    main()
