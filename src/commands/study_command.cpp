@@ -162,7 +162,7 @@ PetscErrorCode CommandStudy(MPI_Comm comm, const std::vector<std::string> &args,
   sum.add("command", std::string("study")).add("dir", dir).add("cases", (long long)cases.size());
   sum.add("missing", (long long)missing).add("seconds", seconds() - t0);
   if (s.study.worst) sum.add("worst_seconds", searched);
-  if (StudyLawWanted(s)) sum.add("law_seconds", predicted);
+  if (StudyFluctuationWanted(s)) sum.add("law_seconds", predicted);
   PetscCall(sum.print(comm));
   PetscFunctionReturn(0);
 }

@@ -508,7 +508,7 @@ std::vector<Option> declare(Settings &s) {
               "array tasks; 0: none", kPlanCoresMost),
       real("study.task_seconds", &s.study.task_seconds, 0.0, true,
            "--list with study.plan_cores: predicted seconds of the cases packed into one Slurm array task"),
-      flag("study.law", &s.study.law,
+      flag("study.fluctuation", &s.study.fluctuation,
            "predict every cell's err at initialisation from the limit alone (the error's law: the Euler error and "
            "the head-sampling fluctuation of each L; limit.probes, limit.sample_heads, limit.adjoint_heads): "
            "err_predicted in study.csv; a trained study only when given (its time 0)"),

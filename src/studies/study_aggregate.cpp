@@ -195,7 +195,7 @@ void WriteProbeSets(Outputs &out, const Settings &s, const std::string &v, const
 
 void WriteCells(Outputs &out, const std::string &v, const std::string &variant, PetscInt time, const StudyErrors &e,
                 const StudyStatistics st[2], PetscInt d, const Training &t, const StudyScalar &curves,
-                const WorstFigure *worst, const LawPrediction &law) {
+                const WorstFigure *worst, const FluctuationPrediction &law) {
   const size_t nH = e.H.size();
   const double rd = std::sqrt((double)d);
   for (size_t k = 0; k < st[0].cells.size(); ++k) {
@@ -221,7 +221,7 @@ void WriteCells(Outputs &out, const std::string &v, const std::string &variant, 
 // its fits (fits.csv, attributes), its err arrays, and the printed corrected fit.
 PetscErrorCode WriteQuantity(Outputs &out, size_t v, const std::string &variant, PetscInt time, int q,
                              const StudyStatistics &st, const Training &training, size_t nL, size_t nH,
-                             const LawPrediction &law) {
+                             const FluctuationPrediction &law) {
   const std::string vs = std::to_string(v);
   const char *quantity = q ? "adjoint" : "tokens";
   const std::string name = "/v" + vs + "/" + quantity;
@@ -265,11 +265,11 @@ void OpenTables(Outputs &out, WorstTables &tables, const Settings &s, const std:
                "err_coord_x_hi,err_rel_x_lo,err_rel_x_hi,floor_ratio_x,floor_ratio_p,resolved_x,resolved_p,head_change,"
                "risk_reduction,curve_distance,curve_distance_lo,curve_distance_hi,err_worst_x,err_worst_x_lo,"
                "err_worst_x_hi,err_worst_search_x,worst_ratio_x,err_predicted_x,err_predicted_x_lo,"
-               "err_predicted_x_hi,law_holds_x\n";
+               "err_predicted_x_hi,fluctuation_holds_x\n";
   if (s.study.worst) OpenWorstTables(tables, dir);
   out.fits << "variant,overrides,quantity,slope_L,slope_L_lo,slope_L_hi,slope_H,slope_H_lo,slope_H_hi,a,b,C1,C2,"
               "joint_rms,time,corrected,a_lo,a_hi,b_lo,b_hi,flags,cells,reference_bias,reference_head_change,"
-              "reference_risk_reduction,reference_spread,law_holds,law_cells,law_C1,law_C2\n";
+              "reference_risk_reduction,reference_spread,fluctuation_holds,fluctuation_cells,fluctuation_C1,fluctuation_C2\n";
 }
 
 // One variant at one recorded time: its errors, statistics, fits, cells,
@@ -283,8 +283,8 @@ PetscErrorCode AggregateVariant(Outputs &out, WorstTables &tables, const Setting
   const size_t nL = e[0].L.size(), nH = e[0].H.size();
   const Training training = TrainingOf(vc, e[0]);
   if (kcells) AddHeadDimCells(kcells, time, VariantK(variant), e, st, s.study.keep_unresolved);
-  LawPrediction law; // at initialisation (a trained study's time 0), from the law's files
-  if (time == 0) PetscCall(StudyLawPredict(dir, v, e[0], st[0], &law));
+  FluctuationPrediction law; // at initialisation (a trained study's time 0), from the fluctuation files
+  if (time == 0) PetscCall(StudyFluctuationPredict(dir, v, e[0], st[0], &law));
   if (!law.err.empty()) out.store("/v" + vs + "/tokens/err_predicted", {nL, nH}, law.err);
   for (int q = 0; q < 2; ++q)
     PetscCall(WriteQuantity(out, v, variant, time, q, st[q], training, nL, nH, law));

@@ -223,7 +223,7 @@ PetscErrorCode StudyInLawCheck(MPI_Comm comm, const Settings &s) {
   PetscFunctionBeginUser;
   PetscCheck(s.aggregate.empty(), comm, PETSC_ERR_USER_INPUT,
              "a study in law makes its tables as it runs: run it again (its files are kept) instead of --aggregate");
-  for (const char *key : {"study.seeds", "study.references", "study.worst", "study.law", "study.probe_file",
+  for (const char *key : {"study.seeds", "study.references", "study.worst", "study.fluctuation", "study.probe_file",
                           "study.only"})
     PetscCheck(!s.is_explicit(key), comm, PETSC_ERR_USER_INPUT,
                "%s does not apply to a study in law (a = c = 0.5 at initialisation): every cell draws study.samples "

@@ -480,7 +480,7 @@ PetscErrorCode StudyTrainedInLawCheck(MPI_Comm comm, const Settings &s) {
   PetscCheck(s.aggregate.empty(), comm, PETSC_ERR_USER_INPUT,
              "a trained study in law makes its tables as it runs: run it again (its files are kept) instead of "
              "--aggregate");
-  for (const char *key : {"study.worst", "study.law", "study.only", "study.samples", "study.target", "study.levels"})
+  for (const char *key : {"study.worst", "study.fluctuation", "study.only", "study.samples", "study.target", "study.levels"})
     PetscCheck(!s.is_explicit(key), comm, PETSC_ERR_USER_INPUT,
                "%s does not apply to a trained study in law (a = c = 0.5, trained, with references): every cell "
                "trains study.seeds models against study.references references", key);

@@ -50,7 +50,7 @@ std::string with_interval(double x, StudyInterval ci, const std::string &flags, 
 }
 
 void WriteFit(Outputs &out, const std::string &v, const std::string &variant, const char *quantity, PetscInt time,
-              int corrected, const StudyFit &f, const Training &t, const LawPrediction *law) {
+              int corrected, const StudyFit &f, const Training &t, const FluctuationPrediction *law) {
   out.fits << csv({v, quoted(variant), quantity, num(f.slope_L), num(f.slope_L_ci.lo), num(f.slope_L_ci.hi),
                    num(f.slope_H), num(f.slope_H_ci.lo), num(f.slope_H_ci.hi), num(f.a), num(f.b), num(f.C1), num(f.C2),
                    num(f.rms), std::to_string(time), std::to_string(corrected), num(f.a_ci.lo), num(f.a_ci.hi),

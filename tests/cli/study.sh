@@ -32,15 +32,15 @@ awk -F, '$1 == 0 && $6 == "" { exit 1 }' tiny/study.csv && ok || bad "a cell of 
 awk -F, 'NR > 1 && $1 == 0 && ($13 == "" || $14 == "" || $25 != 4) { exit 1 }' tiny/study.csv && ok || bad "a cell of variant 0 has no floor or corrected error"
 head -1 tiny/study.csv | grep -q ',time,err_floor_x,err_corrected_x,' && ok || bad "study.csv lacks the floor columns"
 [ "$(grep -c '^0,"model.beta=1",tokens,.*,0,1,[^,]*,[^,]*,[^,]*,[^,]*,"[^"]*",[0-9]*,[^,]*,[^,]*,[^,]*,[^,]*,[^,]*,[^,]*,[^,]*,[^,]*$' tiny/fits.csv)" -eq 1 ] && ok || bad "fits.csv lacks the corrected fit"
-head -1 tiny/fits.csv | grep -q ',flags,cells,reference_bias,reference_head_change,reference_risk_reduction,reference_spread,law_holds,law_cells,law_C1,law_C2$' && ok || bad "fits.csv lacks the flag column"
+head -1 tiny/fits.csv | grep -q ',flags,cells,reference_bias,reference_head_change,reference_risk_reduction,reference_spread,fluctuation_holds,fluctuation_cells,fluctuation_C1,fluctuation_C2$' && ok || bad "fits.csv lacks the flag column"
 grep -qE '^mft study: v0 tokens t=0: slope_L -?[0-9.]+ \[-?[0-9.]+, -?[0-9.]+\], slope_H' out.txt && ok || bad "no printed summary with intervals"
 grep -q '^0,"model.beta=1",tokens,-' tiny/fits.csv && ok || bad "no negative slope in L for variant 0"
 for png in tiny/study_v0_tokens.png tiny/study_v0_adjoint.png; do
   [ -s "$png" ] && file "$png" | grep -q PNG && ok || bad "$png is not a PNG"
 done
-# The error's law (study.law): a file per L of the measured variant, none for the failed one; every
+# The error's law (study.fluctuation): a file per L of the measured variant, none for the failed one; every
 # cell of variant 0 predicted, inside its own band; the law's constants in the fits.
-[ "$(ls tiny/error_law-v0-L*.h5 | wc -l)" -eq 3 ] && ! ls tiny/error_law-v1-* 2>/dev/null && ok || bad "the law files are not one per L of variant 0"
+[ "$(ls tiny/fluctuation-v0-L*.h5 | wc -l)" -eq 3 ] && ! ls tiny/fluctuation-v1-* 2>/dev/null && ok || bad "the fluctuation files are not one per L of variant 0"
 col() { head -1 tiny/study.csv | tr ',' '\n' | grep -nx "$1" | cut -d: -f1; }
 p=$(col err_predicted_x); lo=$(col err_predicted_x_lo); hi=$(col err_predicted_x_hi)
 [ -n "$p" ] && awk -F, -v p="$p" -v lo="$lo" -v hi="$hi" 'NR > 1 && $1 == 0 { n++; if (!($p > 0 && $lo <= $p && $p <= $hi)) no = 1 } END { exit no || n != 6 }' \

@@ -68,9 +68,9 @@ awk -F, 'NR > 1 && $12 == 0 && ($34 != 0 || $35 != 1) { exit 1 }' long/study.csv
 awk -F, 'NR > 1 && $12 == 6 && !($34 > 0 && $35 > 1) { exit 1 }' long/study.csv && ok || bad "study.csv: no movement or reduction at step 6"
 grep -q "references' heads moved" out.txt && ok || bad "the references' movement is not printed"
 # The error's law in a trained study only when asked, predicting its time 0 only.
-! ls long/law-* >/dev/null 2>&1 && ok || bad "a trained study computed the law without study.law"
-expect 0 "" -- $run2 study --config base.cfg --study.steps 2 --study.law true --study.dir law
-/usr/bin/python3 - law/study.csv <<'PY' && ok || bad "study.law in a trained study: not its time-0 rows only"
+! ls long/law-* >/dev/null 2>&1 && ok || bad "a trained study computed the law without study.fluctuation"
+expect 0 "" -- $run2 study --config base.cfg --study.steps 2 --study.fluctuation true --study.dir law
+/usr/bin/python3 - law/study.csv <<'PY' && ok || bad "study.fluctuation in a trained study: not its time-0 rows only"
 import csv, sys
 rows = list(csv.DictReader(open(sys.argv[1])))
 assert rows and all((r["err_predicted_x"] != "") == (r["time"] == "0") for r in rows), rows[0]

@@ -188,7 +188,7 @@ struct StudySettings {
   StudySchedule schedule = StudySchedule::groups; // groups: cases on groups of ranks sized by cost (study_plan.hpp)
   PetscInt plan_cores = 0;            // --list: the plan on this many cores (0: none)
   double task_seconds = 3600;         // --list, plan_cores: the Slurm packing's target of predicted seconds a task
-  bool law = true;                    // at initialisation: every cell's err predicted from the limit (fluctuation.hpp)
+  bool fluctuation = true;            // at initialisation: every cell's err predicted from the limit (fluctuation.hpp)
   bool worst = false;                 // also the worst-input error of every case at every time (worst.hpp)
   std::string worst_N;                // tokens of the worst inputs searched (several: one search each); empty: data.N
   PetscInt worst_atoms = 0;           // > 0: also the worst measure of this many weighted atoms (N = infinity)

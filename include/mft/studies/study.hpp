@@ -122,13 +122,13 @@ PetscErrorCode StudyRunTasks(MPI_Comm comm, const Settings &s, const std::string
 PetscErrorCode StudyWorst(MPI_Comm comm, const std::vector<std::string> &args, const Settings &s, const std::string &dir,
                           double *seconds);
 
-// With study.law at initialisation: the error's law (fluctuation.hpp) of
+// With study.fluctuation at initialisation: the error's law (fluctuation.hpp) of
 // every variant at every L of the grid, for the probe sequences, against the
 // limit of reference 0's ensemble (StudyRunTasks' tasks); a law whose file
 // is already there (verified) is not made again. *seconds: the most any
 // rank spent on them.
-// StudyLawWanted is not collective; StudyLaw is collective on comm.
-bool StudyLawWanted(const Settings &s); // study.law at initialisation, or given in a trained study
+// StudyFluctuationWanted is not collective; StudyLaw is collective on comm.
+bool StudyFluctuationWanted(const Settings &s); // study.fluctuation at initialisation, or given in a trained study
 PetscErrorCode StudyLaw(MPI_Comm comm, const std::vector<std::string> &args, const Settings &s, const std::string &dir,
                         double *seconds);
 

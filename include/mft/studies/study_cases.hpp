@@ -101,9 +101,9 @@ struct WorstCases {
 };
 PetscErrorCode ReadWorst(const std::string &path, WorstCases *out, std::string *problem);
 
-// With study.law at initialisation: the error's law of one variant at one
+// With study.fluctuation at initialisation: the error's law of one variant at one
 // depth L (fluctuation.hpp) for its probe sequences, every set in order, in
-// study.dir/error_law-v<v>-L<L>.h5: per sequence E(L)^2, F_L^2 and the standard
+// study.dir/fluctuation-v<v>-L<L>.h5: per sequence E(L)^2, F_L^2 and the standard
 // error of F_L^2, and N d (the fluctuation's dimensions) per sequence.
 // Not collective; ReadLaw reads on this rank alone.
 std::string law_path(const std::string &dir, size_t variant, PetscInt L);

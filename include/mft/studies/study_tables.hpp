@@ -120,7 +120,7 @@ void AddHeadDimCells(HeadDimCells *cells, PetscInt time, double k, const StudyEr
                      bool keep_unresolved);
 PetscErrorCode WriteHeadDim(const std::string &dir, const HeadDimCells &cells);
 
-// The error's law at initialisation (study.law) against one variant's cells:
+// The error's law at initialisation (study.fluctuation) against one variant's cells:
 // per cell the predicted err of x(1), sqrt(E[max over the probe sequences of
 // err_m^2]) with each err_m^2 the law's, (1/N)|e_m + xi_m|^2: e_m the Euler
 // error, xi_m Gaussian of covariance G_m / (L H) (its spectrum from the exact
@@ -131,18 +131,18 @@ PetscErrorCode WriteHeadDim(const std::string &dir, const HeadDimCells &cells);
 // >= 16 that do (holds); the constants the law gives the fit C1/L + C2 L^-a
 // H^-b: C1 = L E(L) and C2 = F_L of the sequence of largest ones, at the
 // largest L. Empty (no err) where the study has no law files.
-struct LawPrediction {
+struct FluctuationPrediction {
   std::vector<double> err, lo, hi, held; // per cell (held: 1, 0, or NaN where not counted)
   double holds = NAN, C1 = NAN, C2 = NAN;
   size_t cells = 0; // the cells counted in holds
 };
-PetscErrorCode StudyLawPredict(const std::string &dir, size_t v, const StudyErrors &e, const StudyStatistics &st,
-                               LawPrediction *out);
+PetscErrorCode StudyFluctuationPredict(const std::string &dir, size_t v, const StudyErrors &e, const StudyStatistics &st,
+                               FluctuationPrediction *out);
 
 // A row of fits.csv (law: the law's agreement and constants, on the row of
 // the corrected x(1) at initialisation).
 void WriteFit(Outputs &out, const std::string &v, const std::string &variant, const char *quantity, PetscInt time,
-              int corrected, const StudyFit &f, const Training &t, const LawPrediction *law = nullptr);
+              int corrected, const StudyFit &f, const Training &t, const FluctuationPrediction *law = nullptr);
 
 // A trained study's movement.csv rows for variant v at one time: per cell
 // and block (Q, K, V, O), the mean over seeds of the layers' mean relative

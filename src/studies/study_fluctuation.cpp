@@ -1,4 +1,4 @@
-// A study's error's law at initialisation (study.law): for every variant and
+// A study's error's law at initialisation (study.fluctuation): for every variant and
 // every L of the grid, the Euler error and the head-sampling fluctuation of
 // every probe sequence (fluctuation.hpp), for the limit of reference 0's seed
 // (at initialisation its X(1) is reference 0's own); a phase after the cases
@@ -27,7 +27,7 @@ namespace mft {
 using namespace study;
 
 std::string study::law_path(const std::string &dir, size_t variant, PetscInt L) {
-  return dir + "/error_law-v" + std::to_string(variant) + "-L" + std::to_string(L) + ".h5";
+  return dir + "/fluctuation-v" + std::to_string(variant) + "-L" + std::to_string(L) + ".h5";
 }
 
 PetscErrorCode study::ReadLaw(const std::string &path, LawCases *out, std::string *problem) {
@@ -111,7 +111,7 @@ PetscErrorCode ErrorLawOf(MPI_Comm comm, const std::vector<std::string> &args, c
   PetscFunctionReturn(0);
 }
 
-// E[max over the sequences of err_m^2] of one cell (StudyLawPredict), with
+// E[max over the sequences of err_m^2] of one cell (StudyFluctuationPredict), with
 // F^2 moved by `shift` of its standard errors; draws from a fixed stream.
 // Sequence m's err^2 is (1/N) |b + xi|^2, b the Euler error, xi Gaussian of
 // covariance G / (L H): with the spectra, sum_i (c_i + (lambda_i / (L H))^(1/2)
@@ -142,11 +142,11 @@ double ExpectedMax(const LawCases &law, double LH, double shift, std::uint64_t c
 
 } // namespace
 
-PetscErrorCode StudyLawPredict(const std::string &dir, size_t v, const StudyErrors &e, const StudyStatistics &st,
-                               LawPrediction *out) {
+PetscErrorCode StudyFluctuationPredict(const std::string &dir, size_t v, const StudyErrors &e, const StudyStatistics &st,
+                               FluctuationPrediction *out) {
   std::map<PetscInt, LawCases> laws;
   PetscFunctionBeginUser;
-  *out = LawPrediction();
+  *out = FluctuationPrediction();
   for (PetscInt L : e.L) {
     std::string problem;
     PetscCall(ReadLaw(law_path(dir, v, L), &laws[L], &problem));
@@ -175,8 +175,8 @@ PetscErrorCode StudyLawPredict(const std::string &dir, size_t v, const StudyErro
 }
 
 // A trained study's time 0 only when asked: its probes (e.g. N = 128) can make the exact trace cost more than the study.
-bool StudyLawWanted(const Settings &s) {
-  return s.study.law && (s.study.state == StudyState::init || s.is_explicit("study.law"));
+bool StudyFluctuationWanted(const Settings &s) {
+  return s.study.fluctuation && (s.study.state == StudyState::init || s.is_explicit("study.fluctuation"));
 }
 
 PetscErrorCode StudyLaw(MPI_Comm comm, const std::vector<std::string> &args, const Settings &s, const std::string &dir,
@@ -185,13 +185,13 @@ PetscErrorCode StudyLaw(MPI_Comm comm, const std::vector<std::string> &args, con
   double local = 0;
   PetscFunctionBeginUser;
   *spent = 0;
-  if (!StudyLawWanted(s)) PetscFunctionReturn(0);
+  if (!StudyFluctuationWanted(s)) PetscFunctionReturn(0);
   std::error_code ec; // a variant whose first reference failed has no law (the aggregate says it is not measured)
   for (const StudyCase &c : StudyCases(s))
     if (c.reference && c.reference_index == 0 && std::filesystem::exists(case_path(dir, c.index), ec))
       for (PetscInt L : integers(s.study.L)) tasks.emplace_back((size_t)c.variant, L);
   auto name = [&](size_t i) {
-    return "error_law-v" + std::to_string(tasks[i].first) + "-L" + std::to_string(tasks[i].second);
+    return "fluctuation-v" + std::to_string(tasks[i].first) + "-L" + std::to_string(tasks[i].second);
   };
   auto run = [&](MPI_Comm group, size_t i) { return ErrorLawOf(group, args, s, dir, tasks[i].first, tasks[i].second, &local); };
   // One law after another on every rank: two side by side took 1.28x as long (study_depth.cfg, 2 ranks).
