@@ -68,12 +68,12 @@ def head_dim(text, log, bad):
     part = section(text, "**After training, in the mean-field regime.**", "**After training, in the diffusive regime.**")
     x, p, x0 = fits[("300", "x")], fits[("300", "p")], fits[("0", "x")]
     stated = [  # (the text's words, the log's figures in order)
-        ("`chi^2` 16.0 on 17, p 0.52", [x["chi2"], x["dof"], x["p_value"]]),
+        ("`chi^2` 16.0 on 17, p-value 0.52", [x["chi2"], x["dof"], x["p_value"]]),
         ("`q` =\n  0.49 [0.45, 0.55]", [x["q"], x["q_lo"], x["q_hi"]]),
         ("`B` = 0.129\n  [0.120, 0.138]", [x["B"], x["B_lo"], x["B_hi"]]),
         ("`r` = 0.65 [0.55, 0.84]", [x["r"], x["r_lo"], x["r_hi"]]),
         ("(0.74 [0.64, 0.91]", [p["r"], p["r_lo"], p["r_hi"]]),
-        ("`chi^2` 24.1 on 17, p 0.12", [p["chi2"], p["dof"], p["p_value"]]),
+        ("`chi^2` 24.1 on 17, p-value 0.12", [p["chi2"], p["dof"], p["p_value"]]),
         ("`B` = 0.032 [0.004, 0.053]", [x0["B"], x0["B_lo"], x0["B_hi"]]),
         ("0.117 [0.064, 0.168]", [gaps[("300", "x", "16")][c] for c in ("B_H", "B_H_lo", "B_H_hi")]),
         ("0.128\n  [0.109, 0.150]", [gaps[("300", "x", "64")][c] for c in ("B_H", "B_H_lo", "B_H_hi")]),
@@ -83,7 +83,7 @@ def head_dim(text, log, bad):
         if words not in part:
             bad.append("head dimension: the text no longer says %r" % words)
             continue
-        numbers = re.findall(r"[0-9]+\.?[0-9]*", words.replace("`chi^2`", "").replace("p 0", "0"))
+        numbers = re.findall(r"[0-9]+\.?[0-9]*", words.replace("`chi^2`", "").replace("p-value 0", "0"))
         if len(numbers) != len(figures) or not all(shown(f, n) for f, n in zip(figures, numbers)):
             bad.append("head dimension: %r against the log's %s" % (words, figures))
     # The err table at step 300: the log's study.csv rows (commented).
