@@ -70,7 +70,9 @@ aggregate=$(sed -n 's/.*aggregation job \([0-9]*\).*/\1/p' <<<"$submitted")
 state=$(wait_job "$aggregate" 600)
 echo "slurm: aggregation job $aggregate ended $state"
 cat sweep/table.csv 2>/dev/null | sed 's/^/  | /'
-[ "$(grep -c ',done,' sweep/table.csv 2>/dev/null)" -eq 3 ] && ok || bad "the table lacks the 3 finished cases"
+[ "$(grep -c ',done,' sweep/table.csv 2>/dev/null)" -eq 3 ] && ok || {
+  bad "the table lacks the 3 finished cases"
+  for log in sweep/case-*.log sweep/aggregate.log; do echo "  $log:"; tail -n 5 "$log" 2>/dev/null | sed 's/^/  | /'; done; }
 grep -q '^3,-1,missing' sweep/table.csv && ok || bad "the failed case is not in the table"
 grep -q "case 3 (train.lr = -1) did not finish" sweep/aggregate.log && ok || bad "the failed case is not named"
 grep -q "train.lr must be greater than 0" sweep/case-3.log && ok || bad "the failed case's log lacks its error"
