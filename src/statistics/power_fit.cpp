@@ -2,6 +2,7 @@
 #include "mft/statistics/power_fit.hpp"
 
 #include "mft/layout/random.hpp"
+#include "mft/statistics/bootstrap.hpp"
 
 #include <boost/math/distributions/chi_squared.hpp>
 
@@ -80,12 +81,8 @@ PowerFit PowerFitOf(const std::vector<double> &L, const std::vector<double> &H, 
     double C, p, q;
     if (SolvePowerFit(l, h, yb, w, f.fits_p, f.fits_q, &C, &p, &q)) ps.push_back(p), qs.push_back(q);
   }
-  auto quantile = [](std::vector<double> v, double t) {
-    std::sort(v.begin(), v.end());
-    return v[(size_t)std::min<double>((double)v.size() - 1, std::floor(t * (double)v.size()))];
-  };
-  f.p_lo = quantile(ps, 0.025), f.p_hi = quantile(ps, 0.975);
-  f.q_lo = quantile(qs, 0.025), f.q_hi = quantile(qs, 0.975);
+  const std::array<double, 2> pi = Percentiles95(ps), qi = Percentiles95(qs);
+  f.p_lo = pi[0], f.p_hi = pi[1], f.q_lo = qi[0], f.q_hi = qi[1];
   return f;
 }
 

@@ -282,7 +282,8 @@ PetscErrorCode AggregateVariant(Outputs &out, WorstTables &tables, const Setting
   const StudyStatistics st[2] = {StudyStatisticsCompute(e[0], OptionsOf(s)), StudyStatisticsCompute(e[1], OptionsOf(s))};
   const size_t nL = e[0].L.size(), nH = e[0].H.size();
   const Training training = TrainingOf(vc, e[0]);
-  if (kcells) AddHeadDimCells(kcells, time, VariantK(variant), e, st, s.study.keep_unresolved);
+  if (kcells) AddHeadDimCells(kcells, time, VariantK(variant), StudyReferenceVariant(s, (PetscInt)v), e, st,
+                              s.study.keep_unresolved);
   FluctuationPrediction law; // at initialisation (a trained study's time 0), from the fluctuation files
   if (time == 0) PetscCall(StudyFluctuationPredict(dir, v, e[0], st[0], &law));
   if (!law.err.empty()) out.store("/v" + vs + "/tokens/err_predicted", {nL, nH}, law.err);

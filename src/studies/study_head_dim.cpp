@@ -1,6 +1,8 @@
 // A study over the head dimension (study_tables.hpp): its cells over (k, H)
 // fitted by err^2 = A^2 H^-2q + B^2 k^-2r (statistics/separable.hpp), and
-// the gap in k at each H alone.
+// the gap in k at each H alone, with intervals from a bootstrap of the
+// study's seeds and references jointly across its cells.
+#include "mft/statistics/bootstrap.hpp"
 #include "mft/statistics/separable.hpp"
 #include "mft/studies/study_tables.hpp"
 
@@ -23,8 +25,8 @@ double VariantK(const std::string &variant) {
   }
 }
 
-void AddHeadDimCells(HeadDimCells *cells, PetscInt time, double k, const StudyErrors e[2], const StudyStatistics st[2],
-                     bool keep_unresolved) {
+void AddHeadDimCells(HeadDimCells *cells, PetscInt time, double k, PetscInt references, const StudyErrors e[2],
+                     const StudyStatistics st[2], bool keep_unresolved) {
   for (int q = 0; q < 2; ++q) {
     HeadDimCell &c = (*cells)[{time, q}];
     for (size_t i = 0; i < st[q].cells.size(); ++i) {
@@ -32,12 +34,68 @@ void AddHeadDimCells(HeadDimCells *cells, PetscInt time, double k, const StudyEr
       c.k.push_back(k), c.H.push_back((double)e[q].H[i % e[q].H.size()]), c.err.push_back(x.err[1]);
       c.se.push_back((x.ci[1].hi - x.ci[1].lo) / 3.92), c.resolved.push_back(x.resolved || keep_unresolved);
     }
+    c.errors.emplace_back(references, e[q]);
   }
+}
+
+std::vector<Resample> HeadDimReplicates(const HeadDimCell &c, int boots, std::uint64_t seed) {
+  std::set<long long> seeds;
+  std::map<PetscInt, size_t> references;
+  for (const auto &[owner, e] : c.errors) {
+    for (const auto &x : e.cases) seeds.insert(x.seed);
+    references[owner] = e.references;
+  }
+  Stream st(seed, 0);
+  // One replicate: every variant's cells at weights `w`, the references of
+  // `owner` (-1: none) at `drawn`.
+  const auto replicate = [&](StudyWeights w, PetscInt owner, const std::vector<double> &drawn) {
+    std::vector<double> cells;
+    for (const auto &[own, e] : c.errors) {
+      w.reference = own == owner ? drawn : std::vector<double>();
+      const std::vector<double> err = StudyErrAt(e, w);
+      cells.insert(cells.end(), err.begin(), err.end());
+    }
+    return cells;
+  };
+  std::vector<Resample> sources(1);
+  sources[0].units = (double)seeds.size();
+  for (int b = 0; b < boots && seeds.size() > 1; ++b) {
+    const std::vector<double> counts = BootstrapCounts(seeds.size(), st);
+    StudyWeights w;
+    size_t i = 0;
+    for (long long s : seeds) w.seed[s] = counts[i++];
+    sources[0].draws.push_back(replicate(w, -1, {}));
+  }
+  for (const auto &[owner, R] : references) {
+    if (R < 3) continue; // two references: one left out of a pair leaves no floor (as the jackknife)
+    sources.emplace_back(), sources.back().units = (double)R;
+    for (int b = 0; b < boots; ++b) sources.back().draws.push_back(replicate({}, owner, BootstrapCounts(R, st)));
+  }
+  return sources;
 }
 
 namespace {
 
 std::string yes(bool b) { return b ? "true" : "false"; }
+
+// The gap in k at each H alone (r held), each with its sources' interval.
+void WriteGaps(std::vector<std::string> *gaps, PetscInt time, const char *quantity, const HeadDimCell &c, double r,
+               const std::vector<Resample> &sources) {
+  for (double h : std::set<double>(c.H.begin(), c.H.end())) {
+    std::vector<double> k, err, se;
+    std::vector<Resample> drawn(sources.size());
+    for (size_t s = 0; s < sources.size(); ++s)
+      drawn[s].units = sources[s].units, drawn[s].draws.resize(sources[s].draws.size());
+    for (size_t i = 0; i < c.err.size(); ++i)
+      if (c.H[i] == h && c.resolved[i] && c.err[i] > 0 && c.se[i] > 0) {
+        k.push_back(c.k[i]), err.push_back(c.err[i]), se.push_back(c.se[i]);
+        for (size_t s = 0; s < sources.size(); ++s)
+          for (size_t b = 0; b < sources[s].draws.size(); ++b) drawn[s].draws[b].push_back(sources[s].draws[b][i]);
+      }
+    const SeparableGap g = SeparableGapAt(k, err, se, r, drawn);
+    gaps->push_back(csv({std::to_string(time), quantity, num(h), std::to_string(k.size()), num(g.B), num(g.lo), num(g.hi)}));
+  }
+}
 
 } // namespace
 
@@ -47,7 +105,8 @@ PetscErrorCode WriteHeadDim(const std::string &dir, const HeadDimCells &cells) {
   for (const auto &[at, c] : cells) {
     const auto [time, q] = at;
     const char *quantity = q ? "p" : "x";
-    const SeparableFit f = SeparableFitOf(c.k, c.H, c.err, c.se, c.resolved, 200, 7 + (std::uint64_t)time);
+    const std::vector<Resample> sources = HeadDimReplicates(c, kHeadDimBoots, 7 + (std::uint64_t)time);
+    const SeparableFit f = SeparableFitOf(c.k, c.H, c.err, c.se, c.resolved, sources);
     if (!f.cells) continue;
     fits.push_back(csv({std::to_string(time), quantity, std::to_string(f.cells), num(f.A), num(f.A_lo), num(f.A_hi),
                         num(f.q), num(f.q_lo), num(f.q_hi), num(f.B), num(f.B_lo), num(f.B_hi), num(f.r), num(f.r_lo),
@@ -63,13 +122,7 @@ PetscErrorCode WriteHeadDim(const std::string &dir, const HeadDimCells &cells) {
                                        : (std::string("q ") + (f.decided_q() ? "decided" : "not decided") + ", r " +
                                           (f.decided_r() ? "decided" : "not decided"))
                                              .c_str()));
-    for (double h : std::set<double>(c.H.begin(), c.H.end())) { // the gap in k at this H alone
-      std::vector<double> k, err, se;
-      for (size_t i = 0; i < c.err.size(); ++i)
-        if (c.H[i] == h && c.resolved[i] && c.err[i] > 0) k.push_back(c.k[i]), err.push_back(c.err[i]), se.push_back(c.se[i]);
-      const SeparableGap g = SeparableGapAt(k, err, se, f.r, 200, 11 + (std::uint64_t)time);
-      gaps.push_back(csv({std::to_string(time), quantity, num(h), std::to_string(k.size()), num(g.B), num(g.lo), num(g.hi)}));
-    }
+    WriteGaps(&gaps, time, quantity, c, f.r, sources);
   }
   PetscCall(WriteTable(PETSC_COMM_SELF, dir + "/head_dim_fits.csv",
                        "time,quantity,cells,A,A_lo,A_hi,q,q_lo,q_hi,B,B_lo,B_hi,r,r_lo,r_hi,chi2,dof,p_value,rejected,"

@@ -15,36 +15,35 @@ namespace {
 constexpr double kExponentMax = 1.5; // the joint fit searches a, b in [0, kExponentMax]
 constexpr double kCoarse = 0.02, kFine = 0.002;
 
-// Which seed index and which reference an estimate leaves out (-1: none).
-struct LeaveOut {
-  long long seed = -1;
-  long long reference = -1;
-};
-
-// Per sequence: the references' floor2 without the one left out (0 with fewer than two).
-std::vector<double> floor_without(const StudyErrors &e, long long out) {
+// Per sequence: the references' floor2 at their weights, over pairs of two
+// references (0 with fewer than two references; NaN when a resample weighs
+// one alone).
+std::vector<double> floor_at(const StudyErrors &e, const StudyWeights &w) {
   std::vector<double> f(e.sequences, 0.0);
-  size_t pair = 0, n = 0;
+  size_t pair = 0;
+  double n = 0;
   for (size_t a = 0; a < e.references; ++a)
     for (size_t b = a + 1; b < e.references; ++b, ++pair) {
-      if ((long long)a == out || (long long)b == out) continue;
-      for (size_t q = 0; q < e.sequences; ++q) f[q] += e.pairs[pair][q];
-      ++n;
+      const double wab = w.of_reference(a) * w.of_reference(b);
+      if (wab == 0) continue;
+      for (size_t q = 0; q < e.sequences; ++q) f[q] += wab * e.pairs[pair][q];
+      n += wab;
     }
-  for (double &v : f) v /= n ? (double)n : 1.0;
+  for (double &v : f) v = n > 0 ? v / n : pair > 0 && w.reference.size() ? NAN : 0.0; // pairs, none weighed: no floor
   return f;
 }
 
-// Per sequence: mean over the references kept of a case's e2 (or of their squares).
-std::vector<double> mean_without(const std::vector<std::vector<double>> &per_ref, size_t Q, long long out) {
+// Per sequence: the references' weighted mean of a case's e2 (or of their squares).
+std::vector<double> mean_at(const std::vector<std::vector<double>> &per_ref, size_t Q, const StudyWeights &w) {
   std::vector<double> m(Q, 0.0);
-  size_t n = 0;
+  double n = 0;
   for (size_t r = 0; r < per_ref.size(); ++r) {
-    if ((long long)r == out) continue;
-    for (size_t q = 0; q < Q; ++q) m[q] += per_ref[r][q];
-    ++n;
+    const double wr = w.of_reference(r);
+    if (wr == 0) continue;
+    for (size_t q = 0; q < Q; ++q) m[q] += wr * per_ref[r][q];
+    n += wr;
   }
-  for (double &v : m) v /= (double)n;
+  for (double &v : m) v /= n;
   return m;
 }
 
@@ -55,35 +54,51 @@ struct Estimate {
   StudyFit fit[2];
 };
 
-Estimate estimate(const StudyErrors &e, LeaveOut out) {
+Estimate estimate(const StudyErrors &e, const StudyWeights &w) {
   const size_t cells = e.L.size() * e.H.size(), Q = e.sequences;
-  const std::vector<double> floor2 = floor_without(e, out.reference);
-  const std::vector<double> scale = mean_without(e.square, Q, out.reference);
-  std::vector<double> sum[2], rel(cells, 0.0), clip(cells, 0.0);
+  const std::vector<double> floor2 = floor_at(e, w);
+  const std::vector<double> scale = mean_at(e.square, Q, w);
+  std::vector<double> sum[2], rel(cells, 0.0), clip(cells, 0.0), weight(cells, 0.0);
   sum[0].assign(cells, 0.0), sum[1].assign(cells, 0.0);
   Estimate est;
   est.seeds.assign(cells, 0);
+  const bool floored = std::none_of(floor2.begin(), floor2.end(), [](double f) { return std::isnan(f); });
   for (const auto &c : e.cases) {
-    if (c.seed == out.seed) continue;
-    const std::vector<double> m = mean_without(c.e2, Q, out.reference);
+    const double ws = floored ? w.of_seed(c.seed) : 0.0; // no floor: no estimate
+    if (ws == 0) continue;
+    const std::vector<double> m = mean_at(c.e2, Q, w);
     double raw = 0, corr = 0, relative = 0;
     for (size_t q = 0; q < Q; ++q) {
       const double v = std::fmax(0.0, m[q] - floor2[q]);
       raw = std::fmax(raw, m[q]), corr = std::fmax(corr, v);
       relative = std::fmax(relative, scale[q] > 0 ? v / scale[q] : 0.0);
-      clip[c.cell] += m[q] < floor2[q];
+      clip[c.cell] += ws * (m[q] < floor2[q]);
     }
-    sum[0][c.cell] += raw, sum[1][c.cell] += corr, rel[c.cell] += relative, ++est.seeds[c.cell];
+    sum[0][c.cell] += ws * raw, sum[1][c.cell] += ws * corr, rel[c.cell] += ws * relative;
+    weight[c.cell] += ws, ++est.seeds[c.cell];
   }
   for (int k = 0; k < 2; ++k) est.err[k].assign(cells, NAN);
   est.relative.assign(cells, NAN), est.clipped.assign(cells, NAN);
   for (size_t k = 0; k < cells; ++k) {
-    const double n = est.seeds[k];
-    if (!n) continue;
+    const double n = weight[k];
+    if (!(n > 0)) continue;
     for (int c = 0; c < 2; ++c) est.err[c][k] = std::sqrt(sum[c][k] / n);
     est.relative[k] = std::sqrt(rel[k] / n), est.clipped[k] = clip[k] / (n * (double)Q);
   }
   return est;
+}
+
+// One seed index or one reference left out (a jackknife's replicate).
+StudyWeights without_seed(long long seed) {
+  StudyWeights w;
+  w.seed[seed] = 0;
+  return w;
+}
+StudyWeights without_reference(const StudyErrors &e, size_t r) {
+  StudyWeights w;
+  w.reference.assign(e.references, 1.0);
+  w.reference[r] = 0;
+  return w;
 }
 
 // The same estimate with its raw and corrected fits on the cells of `use`.
@@ -210,6 +225,15 @@ void fit_intervals(StudyFit *f, const std::vector<StudyFit> &by_seed, const std:
 
 } // namespace
 
+double StudyWeights::of_seed(long long s) const {
+  const auto it = seed.find(s);
+  return it == seed.end() ? 1.0 : it->second;
+}
+
+double StudyWeights::of_reference(size_t r) const { return reference.empty() ? 1.0 : reference[r]; }
+
+std::vector<double> StudyErrAt(const StudyErrors &e, const StudyWeights &w) { return estimate(e, w).err[1]; }
+
 StudyFit StudyFitGrid(const std::vector<long long> &L, const std::vector<long long> &H, const std::vector<double> &err,
                       const std::vector<char> &use) {
   StudyFit f;
@@ -249,7 +273,7 @@ StudyFit StudyFitGrid(const std::vector<long long> &L, const std::vector<long lo
 }
 
 std::vector<double> StudyCorrected(const StudyErrors &e, const StudyErrors::Case &c) {
-  const std::vector<double> floor2 = floor_without(e, -1), m = mean_without(c.e2, e.sequences, -1);
+  const std::vector<double> floor2 = floor_at(e, {}), m = mean_at(c.e2, e.sequences, {});
   std::vector<double> v(e.sequences);
   for (size_t q = 0; q < e.sequences; ++q) v[q] = std::fmax(0.0, m[q] - floor2[q]);
   return v;
@@ -258,7 +282,7 @@ std::vector<double> StudyCorrected(const StudyErrors &e, const StudyErrors::Case
 StudyStatistics StudyStatisticsCompute(const StudyErrors &e, const StudyOptions &o) {
   StudyStatistics st;
   const size_t cells = e.L.size() * e.H.size();
-  const std::vector<double> floor2 = floor_without(e, -1);
+  const std::vector<double> floor2 = floor_at(e, {});
   st.floor = floor2.empty() ? 0.0 : std::sqrt(*std::max_element(floor2.begin(), floor2.end()));
   // Which cells are fitted: the point estimate decides once, for every replicate.
   const Estimate point0 = estimate(e, {});
@@ -275,9 +299,9 @@ StudyStatistics StudyStatisticsCompute(const StudyErrors &e, const StudyOptions 
   std::set<long long> seeds;
   for (const auto &c : e.cases) seeds.insert(c.seed);
   std::vector<Estimate> by_seed, by_ref;
-  for (long long s : seeds) by_seed.push_back(fitted(e, estimate(e, {s, -1}), use));
+  for (long long s : seeds) by_seed.push_back(fitted(e, estimate(e, without_seed(s)), use));
   if (e.references >= 3)
-    for (size_t r = 0; r < e.references; ++r) by_ref.push_back(fitted(e, estimate(e, {-1, (long long)r}), use));
+    for (size_t r = 0; r < e.references; ++r) by_ref.push_back(fitted(e, estimate(e, without_reference(e, r)), use));
   // The interval of any figure of an estimate.
   auto interval = [&](auto figure) {
     std::vector<double> s, r;

@@ -19,16 +19,22 @@
 // (corrected fits; a replicate without an interval counts as not covering)
 // and exits 1 when one falls outside [--min, --max].
 //
+// --design head_dim calibrates the head dimension's fit instead (calibrate_head_dim).
+//
 //   study_calibration [--replicates 1000] [--seeds 8] [--references 4] [--floor 0.5] [--spread 0.5]
-//                     [--design width|depth|both] [--figure random|worst] [--min 0.90] [--max 0.98]
+//                     [--sequences 8] [--boots 200] [--design width|depth|both|head_dim]
+//                     [--figure random|worst] [--min 0.90] [--max 0.98]
 #include "mft/layout/random.hpp"
+#include "mft/statistics/separable.hpp"
 #include "mft/studies/study_statistics.hpp"
+#include "mft/studies/study_tables.hpp"
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -37,7 +43,7 @@ using namespace mft;
 namespace {
 
 struct Options {
-  int replicates = 1000, seeds = 8, references = 4;
+  int replicates = 1000, seeds = 8, references = 4, sequences = 8, boots = 200;
   double floor = 0.5, spread = 0.5, min = 0.90, max = 0.98;
   std::string design = "both";
   std::string figure = "random"; // random: the probes' corrected err; worst: the cross-fitted worst-input figure
@@ -49,7 +55,7 @@ struct Design {
 };
 
 constexpr double kC1 = 0.05, kC2 = 0.3, kA = 1.0 / 3.0, kB = 0.5, kRho = 0.5;
-constexpr int kSequences = 8, kN = 8, kD = 4;
+constexpr int kN = 8, kD = 4;
 
 double err_true(long long L, long long H) { return kC1 / (double)L + kC2 * std::pow((double)L, -kA) * std::pow((double)H, -kB); }
 
@@ -66,45 +72,70 @@ double dist2(const std::vector<double> &a, const std::vector<double> &b) {
   return s / kN;
 }
 
-StudyErrors synthetic(const Design &g, const Options &o, std::uint64_t replicate) {
+// A cell's truth: err(L, H) as above, or the head dimension's two parts.
+using Truth = std::function<double(long long L, long long H)>;
+
+// A fixed vector per (replicate, variant, sequence) of (1/N)|u|^2 = 1: a bias
+// every seed of a variant shares.
+std::vector<double> bias_direction(std::uint64_t replicate, std::uint64_t variant, int q) {
+  Stream s(replicate, 104, variant, (std::uint64_t)q);
+  std::vector<double> u = draw(s);
+  const double n = std::sqrt(dist2(u, std::vector<double>(u.size(), 0.0)));
+  for (double &x : u) x /= n;
+  return u;
+}
+
+// One variant's study: its models x = bias(L, H) u_q + noise(L, H) f^(1/2) (..)
+// (the header's, with the bias 0 by default); the references the same for
+// every variant of a replicate, and so are the seeds' shared draws.
+StudyErrors synthetic(const Design &g, const Options &o, std::uint64_t replicate, const Truth &noise = err_true,
+                      double err_min = NAN, std::uint64_t variant = 0, const Truth &bias = nullptr) {
   StudyErrors e;
-  e.L = g.L, e.H = g.H, e.references = (size_t)o.references, e.sequences = kSequences;
-  double err_min = INFINITY;
-  for (long long L : g.L)
-    for (long long H : g.H) err_min = std::fmin(err_min, err_true(L, H));
+  const int Q = o.sequences;
+  e.L = g.L, e.H = g.H, e.references = (size_t)o.references, e.sequences = Q;
+  if (std::isnan(err_min)) {
+    err_min = INFINITY;
+    for (long long L : g.L)
+      for (long long H : g.H) err_min = std::fmin(err_min, noise(L, H));
+  }
   const std::vector<double> zero(kN * kD, 0.0);
   std::vector<std::vector<std::vector<double>>> ref(o.references); // [r][q]
   for (int r = 0; r < o.references; ++r) {
     Stream s(replicate, 101, (std::uint64_t)r);
-    for (int q = 0; q < kSequences; ++q) {
+    for (int q = 0; q < Q; ++q) {
       auto x = draw(s);
       for (double &v : x) v *= o.floor * err_min;
       ref[r].push_back(x);
     }
     e.square.emplace_back();
-    for (int q = 0; q < kSequences; ++q) e.square.back().push_back(dist2(ref[r][q], zero));
+    for (int q = 0; q < Q; ++q) e.square.back().push_back(dist2(ref[r][q], zero));
   }
   for (int a = 0; a < o.references; ++a)
     for (int b = a + 1; b < o.references; ++b) {
       e.pairs.emplace_back();
-      for (int q = 0; q < kSequences; ++q) e.pairs.back().push_back(0.5 * dist2(ref[a][q], ref[b][q]));
+      for (int q = 0; q < Q; ++q) e.pairs.back().push_back(0.5 * dist2(ref[a][q], ref[b][q]));
     }
   for (int seed = 1; seed <= o.seeds; ++seed) {
     Stream shared(replicate, 102, (std::uint64_t)seed);
     const double z_seed = shared.normal();
     std::vector<std::vector<double>> zeta;
-    for (int q = 0; q < kSequences; ++q) zeta.push_back(draw(shared));
+    for (int q = 0; q < Q; ++q) zeta.push_back(draw(shared));
     for (size_t i = 0; i < g.L.size(); ++i)
       for (size_t j = 0; j < g.H.size(); ++j) {
-        Stream own(replicate, 103, (std::uint64_t)seed, i * g.H.size() + j);
+        Stream own(replicate, variant ? 200 + variant : 103, (std::uint64_t)seed, i * g.H.size() + j);
         StudyErrors::Case c;
         c.cell = i * g.H.size() + j, c.seed = seed;
-        c.e2.assign(o.references, std::vector<double>(kSequences));
+        c.e2.assign(o.references, std::vector<double>(Q));
         const double z = std::sqrt(kRho) * z_seed + std::sqrt(1 - kRho) * own.normal();
-        const double err = err_true(g.L[i], g.H[j]) * std::exp(0.5 * (o.spread * z - o.spread * o.spread / 2));
-        for (int q = 0; q < kSequences; ++q) {
+        const double err = noise(g.L[i], g.H[j]) * std::exp(0.5 * (o.spread * z - o.spread * o.spread / 2));
+        const double b = bias ? bias(g.L[i], g.H[j]) : 0.0;
+        for (int q = 0; q < Q; ++q) {
           std::vector<double> x = draw(own);
           for (size_t k = 0; k < x.size(); ++k) x[k] = err * (std::sqrt(kRho) * zeta[q][k] + std::sqrt(1 - kRho) * x[k]);
+          if (b != 0) {
+            const std::vector<double> u = bias_direction(replicate, variant, q);
+            for (size_t k = 0; k < x.size(); ++k) x[k] += b * u[k];
+          }
           for (int r = 0; r < o.references; ++r) c.e2[r][q] = dist2(x, ref[r][q]);
         }
         e.cases.push_back(std::move(c));
@@ -212,6 +243,59 @@ bool calibrate(const Design &g, const Options &o) {
   return ok;
 }
 
+// The head dimension's fit (statistics/separable.hpp) on synthetic studies
+// of input/study_head_dim_trained.cfg's design: variants k = 1 .. 64 over H
+// = 16, 64, 256 at one L, every variant against the same references and
+// with the same seed indices; per case the model's mean square is
+// B^2 k^-2r (a bias its seeds share) + A^2 H^-2q (its noise). Coverage of q
+// and r by the aggregation's intervals (a joint bootstrap of the seeds and
+// the references, HeadDimReplicates) and, printed beside them, by a
+// parametric bootstrap of independent cells.
+bool calibrate_head_dim(const Options &o) {
+  constexpr double A = 0.46, q = 0.5, B = 0.13, r = 0.65;
+  const std::vector<double> ks = {1, 2, 4, 8, 16, 32, 64};
+  const Design g{"head_dim", {4}, {16, 64, 256}};
+  const double err_min = std::sqrt(A * A * std::pow(256.0, -2 * q) + B * B * std::pow(64.0, -2 * r));
+  int covered[2][2] = {{0, 0}, {0, 0}}, rejected = 0; // [joint, parametric][q, r]
+  double width[2][2] = {{0, 0}, {0, 0}};
+  for (int n = 0; n < o.replicates; ++n) {
+    HeadDimCells cells;
+    for (size_t v = 0; v < ks.size(); ++v) {
+      const double k = ks[v];
+      const StudyErrors e = synthetic(
+          g, o, (std::uint64_t)n + 1, [&](long long, long long H) { return A * std::pow((double)H, -q); }, err_min,
+          v + 1, [&](long long, long long) { return B * std::pow(k, -r); });
+      const StudyStatistics st = StudyStatisticsCompute(e, StudyOptions());
+      const StudyErrors es[2] = {e, e};
+      const StudyStatistics sts[2] = {st, st};
+      AddHeadDimCells(&cells, 0, k, 0, es, sts, false);
+    }
+    const HeadDimCell &c = cells[{0, 0}];
+    const SeparableFit f[2] = {SeparableFitOf(c.k, c.H, c.err, c.se, c.resolved, HeadDimReplicates(c, o.boots, n)),
+                               SeparableFitOf(c.k, c.H, c.err, c.se, c.resolved, o.boots, n)};
+    rejected += f[0].rejected();
+    for (int m = 0; m < 2; ++m) {
+      covered[m][0] += f[m].q_lo <= q && q <= f[m].q_hi, covered[m][1] += f[m].r_lo <= r && r <= f[m].r_hi;
+      width[m][0] += f[m].q_hi - f[m].q_lo, width[m][1] += f[m].r_hi - f[m].r_lo;
+    }
+  }
+  std::printf("design head_dim: k = 1 .. 64, H = {16 64 256}; A %.2f, q %.2f, B %.2f, r %.2f; %d seeds, %d references, "
+              "floor %.2f err_min, spread %.2f, %d sequences, %d replicates of %d boots\n",
+              A, q, B, r, o.seeds, o.references, o.floor, o.spread, o.sequences, o.replicates, o.boots);
+  bool ok = true;
+  const char *method[2] = {"joint bootstrap", "independent cells"};
+  for (int m = 0; m < 2; ++m)
+    for (int j = 0; j < 2; ++j) {
+      const double cov = (double)covered[m][j] / o.replicates;
+      const bool in = cov >= o.min && cov <= o.max;
+      if (m == 0) ok &= in;
+      std::printf("  %-18s %s  coverage %.3f  mean width %.3f  %s\n", method[m], j ? "r" : "q", cov,
+                  width[m][j] / o.replicates, m ? "(printed)" : in ? "ok" : "OUT OF BOUNDS");
+    }
+  std::printf("  the misfit rejected %.3f of the fits\n", (double)rejected / o.replicates);
+  return ok;
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -221,6 +305,8 @@ int main(int argc, char **argv) {
     if (k == "--replicates") o.replicates = std::atoi(v.c_str());
     else if (k == "--seeds") o.seeds = std::atoi(v.c_str());
     else if (k == "--references") o.references = std::atoi(v.c_str());
+    else if (k == "--sequences") o.sequences = std::atoi(v.c_str());
+    else if (k == "--boots") o.boots = std::atoi(v.c_str());
     else if (k == "--floor") o.floor = std::atof(v.c_str());
     else if (k == "--spread") o.spread = std::atof(v.c_str());
     else if (k == "--min") o.min = std::atof(v.c_str());
@@ -232,15 +318,16 @@ int main(int argc, char **argv) {
       return 2;
     }
   }
-  if (o.replicates < 1 || o.seeds < 2 || o.references < 1 || (o.design != "width" && o.design != "depth" && o.design != "both") ||
+  if (o.replicates < 1 || o.seeds < 2 || o.references < 1 || (o.design != "width" && o.design != "depth" && o.design != "both" && o.design != "head_dim") ||
       (o.figure != "random" && o.figure != "worst")) {
-    std::fprintf(stderr, "study_calibration: need --replicates >= 1, --seeds >= 2, --references >= 1, --design width|depth|both, --figure random|worst\n");
+    std::fprintf(stderr, "study_calibration: need --replicates >= 1, --seeds >= 2, --references >= 1, --design width|depth|both|head_dim, --figure random|worst\n");
     return 2;
   }
   const Design width{"width", {4, 8, 16}, {1, 2, 4, 8, 16}}, depth{"depth", {1, 2, 4, 8, 16}, {4, 8, 16}};
   bool ok = true;
-  if (o.design != "depth") ok &= calibrate(width, o);
-  if (o.design != "width") ok &= calibrate(depth, o);
+  if (o.design == "head_dim") ok &= calibrate_head_dim(o);
+  if (o.design == "width" || o.design == "both") ok &= calibrate(width, o);
+  if (o.design == "depth" || o.design == "both") ok &= calibrate(depth, o);
   std::printf("calibration: %s\n", ok ? "every coverage within bounds" : "a coverage out of bounds");
   return ok ? 0 : 1;
 }

@@ -4,6 +4,7 @@
 // false alarms on a one-term truth, and the free order's interval coverage.
 #include "helpers.hpp"
 #include "mft/layout/random.hpp"
+#include "mft/statistics/bootstrap.hpp"
 #include "mft/statistics/expansion.hpp"
 
 #include <gtest/gtest.h>
@@ -107,4 +108,32 @@ TEST(Statistics, MisfitFlagHasPowerAndFewFalseAlarms) {
     EXPECT_GE(covered, 0.88 * fits) << "L >= " << from;
     EXPECT_LE(covered, 0.99 * fits) << "L >= " << from;
   }
+}
+
+// A resample's counts sum to its units; the interval by hand: one source of
+// 4 units whose replicates are 1 and 3 (variance 2) gives V = 2 * 4/3 on
+// nu = 3 degrees of freedom, t_3 = 3.18245; a parametric source (infinite
+// units) the normal's 1.95996; two sources add their V, nu by Welch.
+TEST(Statistics, BootstrapIntervalByHand) {
+  Stream st(3, 0);
+  for (size_t n : {1, 4, 17}) {
+    const std::vector<double> c = BootstrapCounts(n, st);
+    double sum = 0;
+    for (double x : c) {
+      EXPECT_GE(x, 0);
+      sum += x;
+    }
+    EXPECT_EQ(sum, (double)n);
+  }
+  const double V = 2 * 4.0 / 3;
+  auto i = BootstrapInterval(10, {{1, 3}}, {4});
+  EXPECT_NEAR(i[1] - 10, 3.182446305 * std::sqrt(V), 1e-8);
+  EXPECT_NEAR(10 - i[0], 3.182446305 * std::sqrt(V), 1e-8);
+  i = BootstrapInterval(10, {{1, 3, NAN}}, {INFINITY});
+  EXPECT_NEAR(i[1] - 10, 1.959963985 * std::sqrt(2.0), 1e-8);
+  // V = 8/3 + 8/3 (the second source also 4 units, values 0 and 2): nu = V^2 / (2 (8/3)^2 / 3) = 6, t_6 = 2.446912.
+  i = BootstrapInterval(0, {{1, 3}, {0, 2}}, {4, 4});
+  EXPECT_NEAR(i[1], 2.446911851 * std::sqrt(2 * V), 1e-8);
+  i = BootstrapInterval(0, {{1}}, {4});
+  EXPECT_TRUE(std::isnan(i[0]) && std::isnan(i[1]));
 }

@@ -242,6 +242,54 @@ TEST(StudyStatistics, IntervalsFollowSeedsAndReferences) {
   EXPECT_NE(st.fit[1].flags.find("dropped:"), std::string::npos) << st.fit[1].flags;
 }
 
+// The estimator at weights (a bootstrap's resample) against the same
+// estimator on the study it stands for, made by hand: a seed index drawn
+// twice is its cases written twice; a reference at weight 0 is a study
+// without it; one reference weighed alone leaves no floor, and no estimate.
+TEST(StudyStatistics, WeightsAreTheResampledStudy) {
+  StudyErrors e;
+  e.L = {4}, e.H = {2, 8}, e.references = 3, e.sequences = 2;
+  Stream st(5, 0);
+  for (size_t r = 0; r < 3; ++r) e.square.push_back({1 + st.uniform(), 1 + st.uniform()});
+  for (size_t p = 0; p < 3; ++p) e.pairs.push_back({0.1 * st.uniform(), 0.1 * st.uniform()});
+  for (long long seed = 1; seed <= 3; ++seed)
+    for (size_t k = 0; k < 2; ++k) {
+      StudyErrors::Case c;
+      c.cell = k, c.seed = seed;
+      for (size_t r = 0; r < 3; ++r) c.e2.push_back({0.2 + st.uniform(), 0.2 + st.uniform()});
+      e.cases.push_back(c);
+    }
+  const StudyStatistics point = StudyStatisticsCompute(e, StudyOptions());
+  const std::vector<double> unit = StudyErrAt(e, StudyWeights());
+  for (size_t k = 0; k < 2; ++k) EXPECT_DOUBLE_EQ(unit[k], point.cells[k].err[1]);
+
+  StudyWeights w;
+  w.seed = {{1, 2.0}, {2, 0.0}, {3, 1.0}};
+  StudyErrors twice = e; // seed 1 twice (as seed 4 too), seed 2 left out
+  twice.cases.clear();
+  for (const auto &c : e.cases)
+    if (c.seed != 2) {
+      twice.cases.push_back(c);
+      if (c.seed == 1) twice.cases.push_back(c), twice.cases.back().seed = 4;
+    }
+  const std::vector<double> drawn = StudyErrAt(e, w);
+  const StudyStatistics by_hand = StudyStatisticsCompute(twice, StudyOptions());
+  for (size_t k = 0; k < 2; ++k) EXPECT_NEAR(drawn[k], by_hand.cells[k].err[1], 1e-14);
+
+  StudyWeights without;
+  without.reference = {1.0, 0.0, 1.0};
+  StudyErrors two = e; // reference 1 removed: its pairs (0,1) and (1,2) go
+  two.references = 2, two.square = {e.square[0], e.square[2]}, two.pairs = {e.pairs[1]};
+  for (auto &c : two.cases) c.e2 = {c.e2[0], c.e2[2]};
+  const std::vector<double> left = StudyErrAt(e, without);
+  const StudyStatistics removed = StudyStatisticsCompute(two, StudyOptions());
+  for (size_t k = 0; k < 2; ++k) EXPECT_NEAR(left[k], removed.cells[k].err[1], 1e-14);
+
+  StudyWeights alone;
+  alone.reference = {0.0, 3.0, 0.0};
+  for (double x : StudyErrAt(e, alone)) EXPECT_TRUE(std::isnan(x));
+}
+
 } // namespace
 
 namespace {

@@ -6,14 +6,17 @@
 // errors se (of err): (q, r) on a grid of step 0.01 over [0, 1.5], A^2 and
 // B^2 >= 0 by weighted least squares of err^2 (weights 1 / (2 err se), its
 // standard error), in closed form at every pair of the grid; the 95%
-// intervals from a parametric bootstrap of the cells (each err normal with
-// its se); the misfit chi^2 of that least squares on cells - 4 degrees of
+// intervals a bootstrap's (statistics/bootstrap.hpp; a study's seeds and
+// references resampled jointly across cells, or a parametric one, each err
+// normal with its se); the misfit chi^2 of that least squares on cells - 4 degrees of
 // freedom, its p-value, and the verdict in the one meaning of "decided"
 // (expansion.hpp). Then the order of the limits: B at each H alone, r held
 // at the joint fit's and the H term free (err^2 = a + B^2 k^-2r): where the
 // B_H agree the gap in k does not depend on H.
 // Every routine here is not collective.
 #pragma once
+
+#include "mft/statistics/bootstrap.hpp"
 
 #include <petscsys.h>
 
@@ -35,15 +38,27 @@ struct SeparableFit {
 };
 
 // The fit over the cells (k, H, err, se) with `use` set and err > 0, its
-// intervals from `boots` bootstrap grids drawn from `seed`.
+// intervals BootstrapInterval's from the same fit (the data's weights kept)
+// on each source's replicates: each a draw of every cell's err, in the
+// cells' order, made as the data were (a study's seeds, or one set of its
+// references, resampled jointly across cells, studies/study_head_dim.cpp).
+// Without sources, no intervals (NaN).
+SeparableFit SeparableFitOf(const std::vector<double> &k, const std::vector<double> &H, const std::vector<double> &err,
+                            const std::vector<double> &se, const std::vector<char> &use,
+                            const std::vector<Resample> &sources);
+// The same with `boots` replicates of a parametric bootstrap drawn from
+// `seed`: one source, each cell independently normal about err with its se
+// (it cannot see what the cells share).
 SeparableFit SeparableFitOf(const std::vector<double> &k, const std::vector<double> &H, const std::vector<double> &err,
                             const std::vector<double> &se, const std::vector<char> &use, int boots, std::uint64_t seed);
 
 // B at one H: the cells (k, err, se) of that H, r held; with its bootstrap
-// interval. Fewer than 2 cells: NaN.
+// interval from the sources' replicates of those cells. Fewer than 2 cells: NaN.
 struct SeparableGap {
   double B = NAN, lo = NAN, hi = NAN;
 };
+SeparableGap SeparableGapAt(const std::vector<double> &k, const std::vector<double> &err, const std::vector<double> &se,
+                            double r, const std::vector<Resample> &sources);
 SeparableGap SeparableGapAt(const std::vector<double> &k, const std::vector<double> &err, const std::vector<double> &se,
                             double r, int boots, std::uint64_t seed);
 

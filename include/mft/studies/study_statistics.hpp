@@ -22,6 +22,7 @@
 #pragma once
 
 #include <cmath>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -107,6 +108,22 @@ struct StudyValue {
 StudyScalar StudyScalarCompute(const std::vector<long long> &L, const std::vector<long long> &H,
                                const std::vector<StudyValue> &values, double level = 0.95,
                                const std::vector<std::vector<StudyValue>> &reference_out = {}, bool root = false);
+
+// Weights of the study's two sources of randomness, the seed indices and the
+// references: a jackknife's replicate (one left out at 0) or a bootstrap's
+// (each drawn its count, statistics/bootstrap.hpp). A seed index absent from
+// `seed`, and every reference while `reference` is empty, weighs 1. At
+// weights the estimator is the same: the means over references and over
+// seeds weighted, the floor over pairs of two references weighted by both.
+struct StudyWeights {
+  std::map<long long, double> seed;
+  std::vector<double> reference;
+  double of_seed(long long s) const;
+  double of_reference(size_t r) const;
+};
+
+// Per cell: the corrected err at those weights (NaN where no seed weighs).
+std::vector<double> StudyErrAt(const StudyErrors &e, const StudyWeights &w);
 
 // Per sequence, the corrected squared error of one case against every reference.
 std::vector<double> StudyCorrected(const StudyErrors &e, const StudyErrors::Case &c);

@@ -10,6 +10,7 @@
 
 #include "mft/files/runfile.hpp"
 #include "mft/studies/study_cases.hpp"
+#include "mft/statistics/bootstrap.hpp"
 #include "mft/statistics/power_fit.hpp"
 #include "mft/studies/study_statistics.hpp"
 
@@ -106,18 +107,31 @@ PetscErrorCode WriteWorst(Outputs &out, std::ofstream &table, std::ofstream &slo
 // time and quantity (0: x(1), 1: p(0)) are fitted by err^2 = A^2 H^-2q +
 // B^2 k^-2r (statistics/separable.hpp; the corrected err, its standard
 // error the interval's half width over 1.96, the resolved cells, or every
-// cell with study.keep_unresolved) into
-// head_dim_fits.csv, and the gap in k at each H alone into
-// head_dim_gaps.csv. Not collective (the aggregation's rank 0).
+// cell with study.keep_unresolved) into head_dim_fits.csv, and the gap in k
+// at each H alone into head_dim_gaps.csv. Their intervals: a bootstrap
+// (statistics/bootstrap.hpp) of kHeadDimBoots replicates a source, each one
+// resample of the seed indices (every variant's cells at once: cells of one
+// seed index share their initial heads' stream) or of one set of references
+// (every variant measured against it at once), every cell's err recomputed
+// at those weights (StudyErrAt). Not collective (the aggregation's rank 0).
+constexpr int kHeadDimBoots = 1000;
 struct HeadDimCell {
   std::vector<double> k, H, err, se;
   std::vector<char> resolved;
+  // Per variant added: the variant its references belong to, and its errors.
+  std::vector<std::pair<PetscInt, StudyErrors>> errors;
 };
 using HeadDimCells = std::map<std::pair<PetscInt, int>, HeadDimCell>;
 // A variant's k when it sets model.k alone, else NaN.
 double VariantK(const std::string &variant);
-void AddHeadDimCells(HeadDimCells *cells, PetscInt time, double k, const StudyErrors e[2], const StudyStatistics st[2],
-                     bool keep_unresolved);
+// Adds a variant's cells; `references`: the variant whose references it is
+// measured against (StudyReferenceVariant).
+void AddHeadDimCells(HeadDimCells *cells, PetscInt time, double k, PetscInt references, const StudyErrors e[2],
+                     const StudyStatistics st[2], bool keep_unresolved);
+// The bootstrap's sources (statistics/bootstrap.hpp): the seed indices, then
+// each set of three or more references, `boots` replicates each of every
+// cell's err (in the cells' order), drawn from `seed`.
+std::vector<Resample> HeadDimReplicates(const HeadDimCell &c, int boots, std::uint64_t seed);
 PetscErrorCode WriteHeadDim(const std::string &dir, const HeadDimCells &cells);
 
 // The error's law at initialisation (study.fluctuation) against one variant's cells:
