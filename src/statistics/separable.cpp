@@ -142,9 +142,11 @@ SeparableFit SeparableFitOf(const std::vector<double> &k, const std::vector<doub
     }
     units.push_back(source.units);
   }
+  // Each interval within the figure's range: A, B >= 0, q and r on the grid's [0, 1.5].
   const auto span = [&](int figure, double theta, double *lo, double *hi) {
     const std::array<double, 2> i = BootstrapInterval(theta, drawn[figure], units);
-    *lo = i[0], *hi = i[1];
+    const double top = figure % 2 ? exponent(kSteps - 1) : INFINITY;
+    *lo = std::fmax(i[0], 0.0), *hi = std::fmin(i[1], top);
   };
   span(0, f.A, &f.A_lo, &f.A_hi), span(1, f.q, &f.q_lo, &f.q_hi), span(2, f.B, &f.B_lo, &f.B_hi), span(3, f.r, &f.r_lo, &f.r_hi);
   return f;
@@ -169,7 +171,7 @@ SeparableGap SeparableGapAt(const std::vector<double> &k, const std::vector<doub
     units.push_back(source.units);
   }
   const std::array<double, 2> i = BootstrapInterval(g.B, drawn, units);
-  g.lo = i[0], g.hi = i[1];
+  g.lo = std::fmax(i[0], 0.0), g.hi = i[1];
   return g;
 }
 

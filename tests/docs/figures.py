@@ -6,8 +6,11 @@ the digits shown:
   the intervals the text calls disjoint are;
 - 'The head dimension', after training: the err table at step 300, the
   (k, H) fit there (q, B, r of x(1), r of p(0), the misfits and
-  verdicts), the gaps at each H alone and step 0's B are the logged
-  study.csv's, head_dim_fits.csv's and head_dim_gaps.csv's.
+  verdicts), the gaps at each H alone, step 0's B and r, the time and the
+  memory are the logged study.csv's, head_dim_fits.csv's and
+  head_dim_gaps.csv's;
+- 'How the intervals are made': the head dimension's coverage table is the
+  logged calibration runs'.
 
     /usr/bin/python3 tests/docs/figures.py SOURCE_DIR
 """
@@ -62,6 +65,40 @@ def diversity(text, log, bad):
             bad.append("teacher %s, g = %s: k = 4 and 256 %s disjoint" % (teacher, g, "are not" if want else "are"))
 
 
+def wall(log):
+    """The logged wall time in seconds ('# /usr/bin/time: m:ss.ss wall, ...')."""
+    m = re.search(r"# /usr/bin/time: (\d+):([0-9.]+) wall", open(log).read())
+    return 60 * int(m.group(1)) + float(m.group(2))
+
+
+def rss_mb(log):
+    """The logged largest resident set of a rank, in MB (1000 KB)."""
+    return int(re.search(r"wall, (\d+) KB", open(log).read()).group(1)) / 1000
+
+
+def calibration(text, log, bad):
+    """The head dimension's coverage table: each row the logged run's."""
+    runs = open(log).read().split("# command: ")[1:]
+    got = {}
+    for run in runs:
+        o = dict(re.findall(r"--(seeds|references|floor|spread) (\S+)", run.splitlines()[0]))
+        key = (o.get("seeds", "8"), o.get("references", "4"), float(o.get("floor", "0.5")), float(o.get("spread", "0.5")))
+        cov = re.findall(r"(joint bootstrap|independent cells)\s+(q|r)\s+coverage ([0-9.]+)", run)
+        got[key] = [c for _, _, c in cov]
+    part = section(text, "Its calibration (`study_calibration --design head_dim`", "On the shipped design both hold")
+    lines = [l for l in part.splitlines() if re.match(r"\| \d+ \| \d+ \|", l)]
+    if len(lines) != len(got):
+        bad.append("calibration: %d rows, the log has %d runs" % (len(lines), len(got)))
+    for line in lines:
+        f = [c.strip() for c in line.strip("|").split("|")]
+        key = (f[0], f[1], float(f[2]), float(f[3]))
+        if key not in got or not all(shown(x, c) for x, c in zip(got[key], f[4:])):
+            bad.append("calibration row %s against the log's %s" % (f, got.get(key)))
+    for words, figures in (("misses more often (0.895)", [got[("16", "8", 3.0, 0.2)][3]]),):
+        if words not in text or not shown(figures[0], re.search(r"[0-9.]+\)", words).group(0)[:-1]):
+            bad.append("calibration: %r against the log's %s" % (words, figures))
+
+
 def head_dim(text, log, bad):
     fits = {(r["time"], r["quantity"]): r for r in table(log, "head_dim_fits.csv")}
     gaps = {(r["time"], r["quantity"], r["H"]): r for r in table(log, "head_dim_gaps.csv")}
@@ -69,15 +106,18 @@ def head_dim(text, log, bad):
     x, p, x0 = fits[("300", "x")], fits[("300", "p")], fits[("0", "x")]
     stated = [  # (the text's words, the log's figures in order)
         ("`chi^2` 16.0 on 17, p-value 0.52", [x["chi2"], x["dof"], x["p_value"]]),
-        ("`q` =\n  0.49 [0.45, 0.55]", [x["q"], x["q_lo"], x["q_hi"]]),
-        ("`B` = 0.129\n  [0.120, 0.138]", [x["B"], x["B_lo"], x["B_hi"]]),
-        ("`r` = 0.65 [0.55, 0.84]", [x["r"], x["r_lo"], x["r_hi"]]),
-        ("(0.74 [0.64, 0.91]", [p["r"], p["r_lo"], p["r_hi"]]),
+        ("`q` =\n  0.49 [0.43, 0.55]", [x["q"], x["q_lo"], x["q_hi"]]),
+        ("`B` = 0.129\n  [0.118, 0.140]", [x["B"], x["B_lo"], x["B_hi"]]),
+        ("`r` = 0.65 [0.53, 0.77]", [x["r"], x["r_lo"], x["r_hi"]]),
+        ("(0.74 [0.63, 0.85]", [p["r"], p["r_lo"], p["r_hi"]]),
         ("`chi^2` 24.1 on 17, p-value 0.12", [p["chi2"], p["dof"], p["p_value"]]),
-        ("`B` = 0.032 [0.004, 0.053]", [x0["B"], x0["B_lo"], x0["B_hi"]]),
-        ("0.117 [0.064, 0.168]", [gaps[("300", "x", "16")][c] for c in ("B_H", "B_H_lo", "B_H_hi")]),
-        ("0.128\n  [0.109, 0.150]", [gaps[("300", "x", "64")][c] for c in ("B_H", "B_H_lo", "B_H_hi")]),
-        ("0.130 [0.121, 0.140]", [gaps[("300", "x", "256")][c] for c in ("B_H", "B_H_lo", "B_H_hi")]),
+        ("interval is 0.23 wide", [float(x["r_hi"]) - float(x["r_lo"])]),
+        ("`B` = 0.032 [0.015, 0.049]", [x0["B"], x0["B_lo"], x0["B_hi"]]),
+        ("`r` at 0 and its interval the whole\n  range [0, 1.5]", [x0["r"], x0["r_lo"], x0["r_hi"]]),
+        ("0.117 [0.045, 0.189]", [gaps[("300", "x", "16")][c] for c in ("B_H", "B_H_lo", "B_H_hi")]),
+        ("0.128\n  [0.072, 0.183]", [gaps[("300", "x", "64")][c] for c in ("B_H", "B_H_lo", "B_H_hi")]),
+        ("0.130 [0.071, 0.190]", [gaps[("300", "x", "256")][c] for c in ("B_H", "B_H_lo", "B_H_hi")]),
+        ("218 s on 2 ranks, 161 MB a rank", [wall(log), 2, rss_mb(log)]),
     ]
     for words, figures in stated:
         if words not in part:
@@ -112,7 +152,8 @@ def main():
     text = open(src + "/docs/results.md").read()
     bad = []
     diversity(text, src + "/docs/bench/log.2026-12-07.amd-epyc-f26m2.head_diversity", bad)
-    head_dim(text, src + "/docs/bench/log.2026-12-07.amd-epyc-f26m2.head_dim_trained", bad)
+    head_dim(text, src + "/docs/bench/log.2026-12-07.amd-epyc-f26m2.head_dim_joint", bad)
+    calibration(text, src + "/docs/bench/log.2026-12-07.amd-epyc-f26m2.head_dim_calibration", bad)
     print("\n".join("FAIL: " + b for b in bad) or "ok: results.md's diversity table and (k, H) fit are the logs'")
     sys.exit(1 if bad else 0)
 

@@ -8,7 +8,8 @@
 // standard error), in closed form at every pair of the grid; the 95%
 // intervals a bootstrap's (statistics/bootstrap.hpp; a study's seeds and
 // references resampled jointly across cells, or a parametric one, each err
-// normal with its se); the misfit chi^2 of that least squares on cells - 4 degrees of
+// normal with its se), each held to its figure's range (A, B >= 0; q, r
+// on the grid's [0, 1.5]: an interval at 0 or 1.5 is the range's); the misfit chi^2 of that least squares on cells - 4 degrees of
 // freedom, its p-value, and the verdict in the one meaning of "decided"
 // (expansion.hpp). Then the order of the limits: B at each H alone, r held
 // at the joint fit's and the H term free (err^2 = a + B^2 k^-2r): where the
