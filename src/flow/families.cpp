@@ -31,6 +31,13 @@ SequenceLaw family_law(const DataSettings &s, PetscInt d, PetscInt m) {
 }
 
 void family_sample(const DataSettings &s, PetscInt d, PetscInt m, PetscInt N, double *out) {
+  if (s.embed > 0 && s.embed < d) { // drawn in R^embed, padded with zeros
+    std::vector<double> small((size_t)(N * s.embed));
+    family_sample(s, s.embed, m, N, small.data());
+    for (PetscInt i = 0; i < N; ++i)
+      for (PetscInt c = 0; c < d; ++c) out[i * d + c] = c < s.embed ? small[(size_t)(i * s.embed + c)] : 0.0;
+    return;
+  }
   Stream r(s.seed, kTokens, (std::uint64_t)m);
   const SequenceLaw law = draw_law(s, d, m, r);
   const double p = law.p;

@@ -39,11 +39,13 @@ static ModelSettings TeacherModel(const Settings &s) {
   if (s.data.teacher_k) m.k = s.data.teacher_k, m.infinite_head = false;
   if (s.data.teacher_depth_exponent > 0) m.depth_exponent = s.data.teacher_depth_exponent;
   if (s.data.teacher_head_exponent > 0) m.head_exponent = s.data.teacher_head_exponent;
+  if (s.data.embed > 0) m.d = s.data.embed; // the task's own space
   return m;
 }
 
 // x(1) of a teacher of another shape or exponents (its own problem on the
-// same data), into the student's layout of x1.
+// same data), into the student's layout of x1 (a teacher in R^data.embed
+// padded with zeros).
 static PetscErrorCode TeacherOutput(Problem *p, const ModelSettings &m) {
   const Settings &s = p->settings;
   Settings ts = s;
@@ -71,7 +73,8 @@ static PetscErrorCode TeacherOutput(Problem *p, const ModelSettings &m) {
   PetscInt lo, hi;
   PetscCall(VecGetOwnershipRange(p->x1, &lo, &hi));
   PetscCall(VecGetArray(p->x1, &x));
-  for (PetscInt i = lo; i < hi; ++i) x[i - lo] = all[i];
+  const PetscInt d = s.model.d, dt = m.d;
+  for (PetscInt i = lo; i < hi; ++i) x[i - lo] = i % d < dt ? all[(size_t)(i / d * dt + i % d)] : 0.0;
   PetscCall(VecRestoreArray(p->x1, &x));
   PetscFunctionReturn(0);
 }
@@ -89,7 +92,8 @@ static PetscErrorCode TeacherTargets(Problem *p) {
     for (auto &w : y.W) w = r.normal() / std::sqrt((double)s.model.d);
   }
   const ModelSettings tm = TeacherModel(s);
-  const bool own = tm.L == s.model.L && tm.H == s.model.H && tm.depth_exponent == s.model.depth_exponent &&
+  const bool own = tm.L == s.model.L && tm.H == s.model.H && tm.d == s.model.d &&
+                   tm.depth_exponent == s.model.depth_exponent &&
                    tm.head_exponent == s.model.head_exponent && tm.k == s.model.k &&
                    tm.infinite_head == s.model.infinite_head;
   if (!own) {

@@ -329,6 +329,10 @@ std::vector<Option> declare(Settings &s) {
               "heads per layer of the teacher (0: the student's; in a trained study, the reference's)"),
       integer("data.teacher_k", &d.teacher_k, 0,
               "head dimension of the teacher (0: the student's): one teacher for students of every k"),
+      integer("data.embed", &d.embed, 0,
+              "> 0: the tokens of every family drawn in R^embed and padded with zeros into R^model.d (an isometric "
+              "embedding: one task at every d), the teacher working in R^embed; a study then compares the N x N Gram "
+              "matrices of x(1) and p(0), which do not depend on d (0: off)"),
       real("data.teacher_depth_exponent", &d.teacher_depth_exponent, 0.0, false,
            "the teacher's model.depth_exponent (0: the student's): one teacher for students of both regimes"),
       real("data.teacher_head_exponent", &d.teacher_head_exponent, 0.0, false,
@@ -482,6 +486,9 @@ std::vector<Option> declare(Settings &s) {
            "a cell is resolved when the references' own error (floor / sqrt(references)) is at most this times its "
            "corrected err; unresolved cells are left out of the corrected fits"),
       flag("study.keep_unresolved", &s.study.keep_unresolved, "fit the unresolved cells too"),
+      flag("study.grow_d", &s.study.grow_d,
+           "trained, with data.embed: the embedding dimension grows with the heads, every model of model.d = k H "
+           "(at least data.embed) and the references of k study.reference_H"),
       text("study.probes", &s.study.probes, "probe families (space-separated), study.probe_M sequences each")
           .read_by({"study", "worst"}),
       integer("study.probe_M", &s.study.probe_M, 1, "probe sequences per family").read_by({"study", "worst"}),

@@ -125,6 +125,12 @@ static PetscErrorCode StudyCheck(MPI_Comm comm, const Settings &s) {
   PetscCheck(rk.empty() || (trained && s.data.teacher_k > 0), comm, PETSC_ERR_USER_INPUT,
              "study.reference_k = %s: a trained study's reference of another head dimension, against one teacher for "
              "every k: give study.state trained and data.teacher_k", s.study.reference_k.c_str());
+  PetscCheck(!s.study.grow_d || (trained && s.data.embed > 0 && rk != "inf"), comm, PETSC_ERR_USER_INPUT,
+             "study.grow_d: models of d = k H learn one task padded from R^data.embed: give study.state trained, "
+             "data.embed > 0 and a finite study.reference_k");
+  PetscCheck(s.data.embed == 0 || (!s.study.worst && !(s.study.fluctuation && s.is_explicit("study.fluctuation"))),
+             comm, PETSC_ERR_USER_INPUT,
+             "data.embed: a study compares Gram matrices, which study.worst and study.fluctuation do not");
   if (trained) {
     PetscCheck(s.data.teacher_perturbation == 0, comm, PETSC_ERR_USER_INPUT,
                "data.teacher_perturbation = %s in a trained study: its teacher is one model of the reference's shape "
@@ -284,6 +290,11 @@ PetscErrorCode SettingsCheckTogether(MPI_Comm comm, const Settings &s) {
     PetscCheck(!s.is_explicit(key) || n <= s.limit.heads, comm, PETSC_ERR_USER_INPUT,
                "%s = %" PetscInt_FMT " exceeds limit.heads = %" PetscInt_FMT
                ": it takes the ensemble's first heads (0: all of them)", key, n, s.limit.heads);
+  PetscCheck(s.data.embed <= s.model.d, comm, PETSC_ERR_USER_INPUT,
+             "data.embed = %" PetscInt_FMT " exceeds model.d = %" PetscInt_FMT ": tokens are padded into R^model.d",
+             s.data.embed, s.model.d);
+  PetscCheck(s.data.embed == 0 || (s.data.file.empty() && s.loss.kind == LossKind::token), comm, PETSC_ERR_USER_INPUT,
+             "data.embed pads the families' tokens and the teacher's x(1): it takes no data.file and the token loss");
   PetscCheck(s.data.param_max >= s.data.param_min, comm, PETSC_ERR_USER_INPUT,
              "data.param_max (%g) is smaller than data.param_min (%g)", s.data.param_max, s.data.param_min);
   PetscCheck(!s.output.file.empty(), comm, PETSC_ERR_USER_INPUT, "output.file is empty");

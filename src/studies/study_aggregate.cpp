@@ -24,13 +24,14 @@ using namespace study;
 namespace {
 
 // Per probe sequence, over all probe sets in order: (1/N) sum_i |a_i - b_i|^2
-// (b empty: |a_i|^2); a weighted set's sum_i w_i |a_i - b_i|^2.
+// (b empty: |a_i|^2), a_i the rows of ds[f] numbers of set f; a weighted
+// set's sum_i w_i |a_i - b_i|^2.
 std::vector<double> sequence_errors(const std::vector<std::vector<double>> &a, const std::vector<std::vector<double>> &b,
-                                    const std::vector<PetscInt> &Ns, PetscInt d,
+                                    const std::vector<PetscInt> &Ns, const std::vector<PetscInt> &ds,
                                     const std::vector<std::vector<double>> &weights) {
   std::vector<double> out;
   for (size_t f = 0; f < a.size(); ++f) {
-    const PetscInt N = Ns[f];
+    const PetscInt N = Ns[f], d = ds[f];
     const size_t M = a[f].size() / (size_t)(N * d);
     const std::vector<double> &w = weights[f];
     for (size_t m = 0; m < M; ++m) {
@@ -45,8 +46,33 @@ std::vector<double> sequence_errors(const std::vector<std::vector<double>> &a, c
   return out;
 }
 
-bool same_shapes(const CaseData &a, const CaseData &b) {
-  return a.N == b.N && a.d == b.d && a.tokens.size() == b.tokens.size();
+// Per probe set, the N x N Gram matrices G_ij = a_i . a_j of its sequences
+// of N tokens in R^d: what data.embed's study compares (rotation invariant,
+// so models of any d compare).
+std::vector<std::vector<double>> grams(const std::vector<std::vector<double>> &a, const std::vector<PetscInt> &Ns,
+                                       PetscInt d) {
+  std::vector<std::vector<double>> out;
+  for (size_t f = 0; f < a.size(); ++f) {
+    const size_t N = (size_t)Ns[f], M = a[f].size() / (N * (size_t)d);
+    out.emplace_back(M * N * N);
+    for (size_t m = 0; m < M; ++m)
+      for (size_t i = 0; i < N; ++i)
+        for (size_t j = 0; j < N; ++j) {
+          const double *x = &a[f][(m * N + i) * d], *y = &a[f][(m * N + j) * d];
+          double g = 0;
+          for (PetscInt c = 0; c < d; ++c) g += x[c] * y[c];
+          out.back()[(m * N + i) * N + j] = g;
+        }
+  }
+  return out;
+}
+
+// The same probe sets (and, without data.embed, the same dimension).
+bool same_shapes(const Settings &s, const CaseData &a, const CaseData &b) {
+  if (a.N != b.N || a.tokens.size() != b.tokens.size()) return false;
+  for (size_t f = 0; f < a.tokens.size(); ++f)
+    if (a.tokens[f].size() / (size_t)a.d != b.tokens[f].size() / (size_t)b.d) return false;
+  return s.data.embed > 0 || a.d == b.d;
 }
 
 // Reads them; a missing, failed or mismatched case is named (when `name`) and counted in *missing.
@@ -59,7 +85,7 @@ PetscErrorCode ReadVariant(const Settings &s, const std::string &dir, size_t v, 
     CaseData data;
     std::string problem;
     PetscCall(ReadCase(case_path(dir, c.index), families, prefix, &data, &problem));
-    if (problem.empty() && !out->references.empty() && !same_shapes(data, out->references[0]))
+    if (problem.empty() && !out->references.empty() && !same_shapes(s, data, out->references[0]))
       problem = c.reference ? "does not match reference 0's shapes" : "does not match its reference's shapes";
     if (!problem.empty()) {
       if (name) PetscCall(PetscPrintf(PETSC_COMM_SELF, "mft study: %s is missing or failed: %s\n", c.describe().c_str(),
@@ -81,13 +107,20 @@ StudyErrors ErrorsOf(const Settings &s, const VariantCases &vc, int q) {
   std::sort(e.L.begin(), e.L.end()), std::sort(e.H.begin(), e.H.end());
   const auto &refs = vc.references;
   const std::vector<PetscInt> &N = refs[0].N;
-  const PetscInt d = refs[0].d;
-  auto of = [q](const CaseData &c) -> const std::vector<std::vector<double>> & { return q ? c.adjoint : c.tokens; };
+  // The rows compared: tokens in R^d, or with data.embed their Gram matrices' rows.
+  const bool gram = s.data.embed > 0;
+  const std::vector<PetscInt> ds = gram ? N : std::vector<PetscInt>(N.size(), refs[0].d);
+  auto of = [q, gram, &N](const CaseData &c) {
+    const std::vector<std::vector<double>> &x = q ? c.adjoint : c.tokens;
+    return gram ? grams(x, N, c.d) : x;
+  };
+  std::vector<std::vector<std::vector<double>>> r;
+  for (const CaseData &c : refs) r.push_back(of(c));
   e.references = refs.size();
   for (size_t a = 0; a < refs.size(); ++a) {
-    e.square.push_back(sequence_errors(of(refs[a]), {}, N, d, refs[0].weights));
+    e.square.push_back(sequence_errors(r[a], {}, N, ds, refs[0].weights));
     for (size_t b = a + 1; b < refs.size(); ++b) {
-      e.pairs.push_back(sequence_errors(of(refs[a]), of(refs[b]), N, d, refs[0].weights));
+      e.pairs.push_back(sequence_errors(r[a], r[b], N, ds, refs[0].weights));
       for (double &x : e.pairs.back()) x *= 0.5;
     }
   }
@@ -97,7 +130,8 @@ StudyErrors ErrorsOf(const Settings &s, const VariantCases &vc, int q) {
     const size_t i = std::find(e.L.begin(), e.L.end(), c.L) - e.L.begin(),
                  j = std::find(e.H.begin(), e.H.end(), c.H) - e.H.begin();
     k.cell = i * e.H.size() + j, k.seed = c.seed;
-    for (const CaseData &r : refs) k.e2.push_back(sequence_errors(of(data), of(r), N, d, refs[0].weights));
+    const std::vector<std::vector<double>> x = of(data);
+    for (size_t a = 0; a < refs.size(); ++a) k.e2.push_back(sequence_errors(x, r[a], N, ds, refs[0].weights));
     e.cases.push_back(std::move(k));
   }
   return e;
@@ -266,10 +300,39 @@ void OpenTables(Outputs &out, WorstTables &tables, const Settings &s, const std:
                "risk_reduction,curve_distance,curve_distance_lo,curve_distance_hi,err_worst_x,err_worst_x_lo,"
                "err_worst_x_hi,err_worst_search_x,worst_ratio_x,err_predicted_x,err_predicted_x_lo,"
                "err_predicted_x_hi,fluctuation_holds_x\n";
+  out.expansions.open(dir + "/expansions.csv");
+  out.expansions << "time,quantity," << kExpansionColumns << "\n";
   if (s.study.worst) OpenWorstTables(tables, dir);
   out.fits << "variant,overrides,quantity,slope_L,slope_L_lo,slope_L_hi,slope_H,slope_H_lo,slope_H_hi,a,b,C1,C2,"
               "joint_rms,time,corrected,a_lo,a_hi,b_lo,b_hi,flags,cells,reference_bias,reference_head_change,"
               "reference_risk_reduction,reference_spread,fluctuation_holds,fluctuation_cells,fluctuation_C1,fluctuation_C2\n";
+}
+
+// A grid along one size (one L, or one H): each quantity's corrected err
+// fitted by expansions in that size (statistics/expansion.hpp), with their
+// misfits, into expansions.csv and printed.
+PetscErrorCode WriteExpansions(Outputs &out, size_t v, PetscInt time, const StudyErrors &e, const StudyStatistics st[2],
+                               bool keep_unresolved) {
+  const bool along_H = e.L.size() == 1 && e.H.size() > 1, along_L = e.H.size() == 1 && e.L.size() > 1;
+  PetscFunctionBeginUser;
+  if (!along_H && !along_L) PetscFunctionReturn(0);
+  for (int q = 0; q < 2; ++q) {
+    std::vector<double> size, err, se;
+    std::vector<char> use;
+    for (size_t i = 0; i < st[q].cells.size(); ++i) {
+      const StudyCell &c = st[q].cells[i];
+      size.push_back((double)(along_H ? e.H[i] : e.L[i])), err.push_back(c.err[1]);
+      se.push_back((c.ci[1].hi - c.ci[1].lo) / 3.92), use.push_back((c.resolved || keep_unresolved) && se.back() > 0);
+    }
+    std::vector<std::string> lines;
+    const char *quantity = q ? "p" : "x";
+    for (const std::string &r : ExpansionRows(v, along_H ? "H" : "L", size, err, se, use, &lines))
+      out.expansions << std::to_string(time) << "," << quantity << "," << r << "\n";
+    for (const std::string &l : lines)
+      PetscCall(PetscPrintf(PETSC_COMM_SELF, "mft study: v%zu %s t=%" PetscInt_FMT ": err = %s\n", v, quantity, time,
+                            l.c_str()));
+  }
+  PetscFunctionReturn(0);
 }
 
 // One variant at one recorded time: its errors, statistics, fits, cells,
@@ -289,6 +352,7 @@ PetscErrorCode AggregateVariant(Outputs &out, WorstTables &tables, const Setting
   if (!law.err.empty()) out.store("/v" + vs + "/tokens/err_predicted", {nL, nH}, law.err);
   for (int q = 0; q < 2; ++q)
     PetscCall(WriteQuantity(out, v, variant, time, q, st[q], training, nL, nH, law));
+  PetscCall(WriteExpansions(out, v, time, e[0], st, s.study.keep_unresolved));
   WriteProbeSets(out, s, vs, variant, time, vc, e[0], e[1]);
   const StudyScalar curves = CurvesOf(vc, e[0], time);
   if (!curves.mean.empty()) WriteFit(out, vs, variant, "curve", time, 0, curves.fit, training);

@@ -175,8 +175,10 @@ PetscErrorCode StudyFluctuationPredict(const std::string &dir, size_t v, const S
 }
 
 // A trained study's time 0 only when asked: its probes (e.g. N = 128) can make the exact trace cost more than the study.
+// Not with data.embed: its study compares Gram matrices.
 bool StudyFluctuationWanted(const Settings &s) {
-  return s.study.fluctuation && (s.study.state == StudyState::init || s.is_explicit("study.fluctuation"));
+  return s.study.fluctuation && s.data.embed == 0 &&
+         (s.study.state == StudyState::init || s.is_explicit("study.fluctuation"));
 }
 
 PetscErrorCode StudyLaw(MPI_Comm comm, const std::vector<std::string> &args, const Settings &s, const std::string &dir,

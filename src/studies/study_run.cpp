@@ -245,6 +245,12 @@ std::vector<std::string> study::CaseModel(const Settings &s, const StudyCase &c)
     model.insert(model.end(), {"--model.L", std::to_string(c.L), "--model.H", std::to_string(c.H), "--init.seed", seed});
   else
     model.insert(model.end(), {"--init.seed", seed}); // the reference ensemble's own draw
+  if (s.study.grow_d) { // d = k H: the last model.k given, else the study's
+    PetscInt k = s.model.k;
+    for (size_t i = 0; i + 1 < model.size(); i += 2)
+      if (model[i] == "--model.k") k = std::stol(model[i + 1]);
+    model.insert(model.end(), {"--model.d", std::to_string(std::max(s.data.embed, k * c.H))});
+  }
   if (trained) { // one learning problem for every model: the targets of one teacher
     const auto teacher = StudyTeacher(s);
     model.insert(model.end(), {"--data.teacher_L", std::to_string(teacher.first), "--data.teacher_H",

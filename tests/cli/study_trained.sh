@@ -330,6 +330,43 @@ expect 2 "study.reference_k = inf: .*give study.state trained and data.teacher_k
 expect 2 "study.reference_k 'many' is neither a positive integer nor inf" -- \
   "$MFT" study --config base.cfg --study.reference_k many --data.teacher_k 2 --study.dir bad
 
+# The embedding dimension with the heads (study.grow_d, data.embed): the
+# models of H heads of k = 2 at d = 2 H (at least data.embed = 2), the
+# references at d = 2 x 8; every study.csv err is the one NumPy makes from
+# the case files' N x N Gram matrices with the study's estimator.
+"$MFT" study --config base.cfg --model.k 2 --data.embed 2 --data.teacher_H 4 --study.grow_d true --study.L 2 \
+  --study.H "1 2" --study.seeds 2 --study.references 3 --study.reference_L 2 --study.reference_H 8 --study.steps 5 \
+  --study.dir grown >grown.txt 2>&1 || bad "the grown study failed: $(tail -2 grown.txt)"
+/usr/bin/python3 - grown <<'PY' && ok || bad "a grown study's errors are not those of its Gram matrices"
+import csv, glob, sys, h5py, numpy as np
+refs, cells, inputs = [], {}, {}
+for f in sorted(glob.glob(sys.argv[1] + "/case-*.h5")):
+    with h5py.File(f) as h:
+        text = lambda key: h.attrs[key].decode() if isinstance(h.attrs[key], bytes) else str(h.attrs[key])
+        G = [np.einsum("mid,mjd->mij", x, x) for x in (h["/times/5/probes/" + p + "/tokens"][...] for p in ("discrete", "uniform_cube"))]
+        d, H = int(text("model.d")), int(text("model.H"))
+        assert d == (16 if text("study.reference") == "true" else max(2, 2 * H)), (f, d, H)
+        if text("study.reference") == "true":
+            refs.append(G)
+        else:
+            cells.setdefault(H, []).append(G)
+R = len(refs)
+assert R == 3 and sorted(cells) == [1, 2], (R, sorted(cells))
+def dist2(a, b):  # per sequence, (1/N) |G_a - G_b|_F^2
+    return np.concatenate([((x - y) ** 2).sum(axis=(1, 2)) / x.shape[1] for x, y in zip(a, b)])
+floor2 = np.mean([dist2(refs[a], refs[b]) / 2 for a in range(R) for b in range(a + 1, R)], axis=0)
+rows = {int(r["H"]): float(r["err_corrected_x"]) for r in csv.DictReader(open(sys.argv[1] + "/study.csv")) if r["time"] == "5"}
+for H, cases in cells.items():
+    e2 = [np.maximum(np.mean([dist2(c, r) for r in refs], axis=0) - floor2, 0).max() for c in cases]
+    assert abs(np.sqrt(np.mean(e2)) - rows[H]) <= 1e-5 * rows[H], (H, np.sqrt(np.mean(e2)), rows[H])  # the table's 6 digits
+PY
+expect 2 "study.grow_d: models of d = k H learn one task padded from R\^data.embed" -- \
+  "$MFT" study --config base.cfg --study.grow_d true --study.dir bad
+expect 2 "data.embed = 3 exceeds model.d = 2: tokens are padded into R\^model.d" -- \
+  "$MFT" study --config base.cfg --data.embed 3 --study.dir bad
+expect 2 "data.embed pads the families' tokens and the teacher's x\(1\): it takes no data.file and the token loss" -- \
+  "$MFT" train --data.embed 2 --loss.kind pooled
+
 # Bad study settings: exit 2, one line, before any work.
 expect 2 "study.times entry 9 is beyond study.steps = 6" -- "$MFT" study --config base.cfg --study.steps 6 --study.times "2 9" --study.dir bad
 [ ! -e bad ] && ok || bad "a refused study made its folder"

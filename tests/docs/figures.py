@@ -10,7 +10,10 @@ the digits shown:
   memory are the logged study.csv's, head_dim_fits.csv's and
   head_dim_gaps.csv's;
 - 'How the intervals are made': the head dimension's coverage table is the
-  logged calibration runs'.
+  logged calibration runs';
+- 'The embedding dimension with the heads': the err table, the fits and
+  verdicts, the disjoint intervals, the time and memory are the logged
+  study's (both designs).
 
     /usr/bin/python3 tests/docs/figures.py SOURCE_DIR
 """
@@ -99,6 +102,70 @@ def calibration(text, log, bad):
             bad.append("calibration: %r against the log's %s" % (words, figures))
 
 
+def embedding(text, log, bad):
+    """'The embedding dimension with the heads': the err table at step 300,
+    the one-power-law fits and verdicts, the disjoint intervals, the time
+    and memory, from the logged study.csv and expansions.csv of both designs."""
+    part = section(text, "**The embedding dimension with the heads**", "## Heads that collapse?")
+    err, fit = {}, {}
+    for design in ("grown", "fixed"):
+        for r in table(log, design + "/study.csv"):
+            err[(design, r["variant"], r["time"], r["H"])] = [r["err_corrected_x"], r["err_corrected_x_lo"],
+                                                              r["err_corrected_x_hi"]]
+        for r in table(log, design + "/expansions.csv"):
+            if r["quantity"] == "x" and r["form"] == "a H^-p":
+                fit[(design, r["variant"], r["time"])] = r
+    rows = {"AdamW, `d = 4`": ("fixed", "0"), "AdamW, `d = 4 H`": ("grown", "0"),
+            "blockwise AdamW, `d = 4`": ("fixed", "1"), "blockwise AdamW, `d = 4 H`": ("grown", "1")}
+    seen = 0
+    for line in part.splitlines():
+        f = [c.strip() for c in line.strip("|").split("|")]
+        if f[0] not in rows:
+            continue
+        seen += 1
+        design, v = rows[f[0]]
+        for H, c in zip(("1", "2", "4", "8", "16"), f[1:]):
+            numbers = re.findall(r"[0-9.]+", c)
+            if not all(shown(x, n) for x, n in zip(err[(design, v, "300", H)], numbers)):
+                bad.append("embedding: %s at H = %s: %s against the log's %s" % (f[0], H, c, err[(design, v, "300", H)]))
+    if seen != 4:
+        bad.append("embedding: the err table has %d rows, not 4" % seen)
+    stated = [  # (words, design, variant, time, the verdict said)
+        ("(`chi^2` 3.16 on 3, p-value 0.37)\n  with `p` = 0.14 [0.04, 0.23]", "fixed", "0", "300", "true"),
+        ("`p` = 0.23\n  [0.11, 0.35] (3.24 on 3, p-value 0.36)", "fixed", "1", "300", "false"),
+        ("`p` = 0.42 [0.26,\n  0.56] (`chi^2` 5.39 on 3, p-value 0.15)", "grown", "0", "300", "false"),
+        ("(9.49 on 3, p-value 0.023)", "grown", "1", "300", None),
+        ("0.99 [0.73, 1.21] (6.96 on 3, p-value 0.073)", "grown", "0", "0", "false"),
+        ("0.50 [0.24,\n  0.81] (2.90 on 3, p-value 0.41)", "fixed", "0", "0", "false"),
+    ]
+    for words, design, v, t, decided in stated:
+        r = fit[(design, v, t)]
+        figures = ([r["chi2"], r["dof"], r["p_value"], r["p"], r["p_lo"], r["p_hi"]] if words.startswith("(`chi^2`")
+                   else [r["p"], r["p_lo"], r["p_hi"], r["chi2"], r["dof"], r["p_value"]] if "[" in words
+                   else [r["chi2"], r["dof"], r["p_value"]])
+        numbers = re.findall(r"[0-9]+\.?[0-9]*", words.replace("`chi^2`", "").replace("p-value 0", "0"))
+        if words not in part or not all(shown(x, n) for x, n in zip(figures, numbers)) or len(numbers) != len(figures):
+            bad.append("embedding: %r against the log's %s" % (words, figures))
+        if decided is not None and r["decided"] != decided:
+            bad.append("embedding: %s %s t=%s decided is %s in the log" % (design, v, t, r["decided"]))
+    if fit[("grown", "1", "300")]["rejected"] != "true":
+        bad.append("embedding: blockwise AdamW's grown power law is not rejected in the log")
+    for v in ("0", "1"):
+        for H in ("8", "16"):
+            if not float(err[("grown", v, "300", H)][2]) < float(err[("fixed", v, "300", H)][1]):
+                bad.append("embedding: variant %s at H = %s: grown and fixed are not disjoint" % (v, H))
+    ratio = float(err[("grown", "1", "300", "16")][0]) / float(err[("fixed", "1", "300", "16")][0])
+    if "by about 40%" not in part or abs((1 - ratio) - 0.40) > 0.05:
+        bad.append("embedding: 'by about 40%%' against the log's %.2f" % (1 - ratio))
+    times = re.findall(r"# (grown|fixed) /usr/bin/time: (\d+):([0-9.]+) wall, (\d+) KB", open(log).read())
+    t = {d: (60 * int(m) + float(sec), int(kb) / 1000) for d, m, sec, kb in times}
+    words = "60 s and\n7 s on 2 ranks, 180 MB and 67 MB a rank"
+    numbers = [float(x) for x in re.findall(r"[0-9]+", words) if x != "2"]
+    if words not in part or not all(shown(x, "%d" % n) for x, n in zip([t["grown"][0], t["fixed"][0], t["grown"][1],
+                                                                      t["fixed"][1]], numbers)):
+        bad.append("embedding: %r against the log's %s" % (words, t))
+
+
 def head_dim(text, log, bad):
     fits = {(r["time"], r["quantity"]): r for r in table(log, "head_dim_fits.csv")}
     gaps = {(r["time"], r["quantity"], r["H"]): r for r in table(log, "head_dim_gaps.csv")}
@@ -154,6 +221,7 @@ def main():
     diversity(text, src + "/docs/bench/log.2026-12-07.amd-epyc-f26m2.head_diversity", bad)
     head_dim(text, src + "/docs/bench/log.2026-12-07.amd-epyc-f26m2.head_dim_joint", bad)
     calibration(text, src + "/docs/bench/log.2026-12-07.amd-epyc-f26m2.head_dim_calibration", bad)
+    embedding(text, src + "/docs/bench/log.2026-12-07.amd-epyc-f26m2.embedding_dim_study", bad)
     print("\n".join("FAIL: " + b for b in bad) or "ok: results.md's diversity table and (k, H) fit are the logs'")
     sys.exit(1 if bad else 0)
 

@@ -46,6 +46,27 @@ TEST(Teacher, OwnExponentsGiveTheSameTargetsToEveryRegime) {
   EXPECT_GT(relative_error(targets(student("2", "3", false)), expect), 1e-3);
 }
 
+// data.embed: one task at every d. A student in R^7 sees the tokens of R^3
+// padded with zeros and the targets of the teacher in R^3 padded likewise:
+// both the R^3 student's, entry by entry, and zero beyond.
+TEST(Teacher, EmbeddedTaskIsTheSmallOnePadded) {
+  const std::vector<std::string> teacher = {"--data.teacher_L", "4", "--data.teacher_H", "5", "--data.embed", "3"};
+  auto small = make_problem(PETSC_COMM_WORLD, tiny({"--model.L", "2", "--model.H", "3", teacher[0], teacher[1],
+                                                    teacher[2], teacher[3], teacher[4], teacher[5]}));
+  auto wide = make_problem(PETSC_COMM_WORLD, tiny({"--model.L", "2", "--model.H", "3", "--model.d", "7", teacher[0],
+                                                   teacher[1], teacher[2], teacher[3], teacher[4], teacher[5]}));
+  const std::vector<double> ys = targets(small), yw = targets(wide), xs = gather(small->x0), xw = gather(wide->x0);
+  ASSERT_EQ(yw.size(), ys.size() / 3 * 7);
+  double far = 0;
+  for (size_t t = 0; t < ys.size() / 3; ++t)
+    for (size_t c = 0; c < 7; ++c) {
+      EXPECT_EQ(yw[t * 7 + c], c < 3 ? ys[t * 3 + c] : 0.0) << "token " << t << ", coordinate " << c;
+      EXPECT_EQ(xw[t * 7 + c], c < 3 ? xs[t * 3 + c] : 0.0) << "token " << t << ", coordinate " << c;
+      far = std::fmax(far, std::fabs(ys[t * 3 + c % 3]));
+    }
+  EXPECT_GT(far, 0.1); // targets that are not zero
+}
+
 TEST(Teacher, PooledLossAndPerturbationRefused) {
   auto pooled = make_problem(PETSC_COMM_WORLD, tiny({"--loss.kind", "pooled", "--data.teacher_L", "5"}));
   auto reference = make_problem(PETSC_COMM_WORLD, tiny({"--loss.kind", "pooled", "--model.L", "5"}));

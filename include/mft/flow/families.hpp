@@ -33,7 +33,8 @@ struct SequenceLaw {
 };
 SequenceLaw family_law(const DataSettings &s, PetscInt d, PetscInt m);
 
-// Writes the N x d tokens of sequence m (row-major) to out.
+// Writes the N x d tokens of sequence m (row-major) to out; with s.embed < d,
+// the sequence drawn in R^embed, its tokens padded with zeros.
 void family_sample(const DataSettings &s, PetscInt d, PetscInt m, PetscInt N, double *out);
 
 // Whether the family has a closed-form lse, and the largest |a| where it holds.

@@ -87,6 +87,7 @@ struct DataSettings {
   double teacher_perturbation = 0; // > 0: the teacher is the initial heads plus this times N(0,1) entries
   PetscInt teacher_L = 0, teacher_H = 0; // the teacher's shape (0: the student's; a trained study: the reference's)
   PetscInt teacher_k = 0;                // the teacher's head dimension (0: the student's)
+  PetscInt embed = 0;         // > 0: tokens drawn in R^embed, padded with zeros into R^model.d; the teacher in R^embed
   double teacher_depth_exponent = 0, teacher_head_exponent = 0; // the teacher's a and c (0: the student's)
   std::string teacher_init;   // the teacher's own law: init.* overrides "v_mean=-1 q_gain=3" (empty: the students')
   std::string file;           // user data in the docs/model.md layout (overrides the family)
@@ -177,6 +178,7 @@ struct StudySettings {
   double reference_margin = 4;        // the reference at least this times the largest model in a varied direction
   double resolution = 0.5;            // a cell is resolved when the references' error / err_corrected <= this
   bool keep_unresolved = false;       // fit the unresolved cells too
+  bool grow_d = false;                // trained, with data.embed: every model of d = k H (at least data.embed)
   std::string probes = "discrete uniform_cube"; // probe families (the training family need not be among them)
   PetscInt probe_M = 4;               // probe sequences per family
   std::string probe_N;                // tokens of the probe sequences (several: one probe set each); empty: data.N

@@ -39,7 +39,7 @@ struct Training {
 
 // The rows and arrays of one variant at one time.
 struct Outputs {
-  std::ofstream table, fits, sets;
+  std::ofstream table, fits, sets, expansions;
   std::vector<ResultArray> arrays;
   std::list<std::vector<double>> keep; // storage behind the arrays
   std::vector<std::pair<std::string, std::string>> attributes;
@@ -207,8 +207,9 @@ PetscErrorCode WriteLearningRates(Outputs &out, const RateStudy &r, const std::s
 constexpr const char *kPowerFitMisfit = "chi2,dof,p_value,rejected,decided_p,decided_q";
 std::vector<std::string> PowerFitMisfit(const PowerFit &f);
 
-// law_expansions.csv (its columns kExpansionColumns): variant v's
-// expansions of err_law in one size x ("L", "H" or "k") over the cells with
+// law_expansions.csv (its columns kExpansionColumns), and a study's
+// expansions.csv with a time and a quantity before them: variant v's
+// expansions of err in one size x ("L", "H" or "k") over the cells with
 // `resolved` set and a positive err (statistics/expansion.hpp: one power
 // law, two terms at order 1, two terms with the order free; a fit without
 // its points is left out), a row each, and their lines (ExpansionLine) in
