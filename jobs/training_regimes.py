@@ -14,10 +14,9 @@ prints and draws, per regime (a = c):
     a layer (movement.csv's layers' mean, HeadsBlockChange) against L, at
     a fixed rate and at the transferred scaling from the same lr0 (the
     smallest from which both stay on the grid), with its slope in L;
-  - the seeds' spread of the trained outputs at the transferred rate,
-    mean over pairs of seeds of |x_s(1) - x_s'(1)|^2 over the pair's mean
-    |x(1)|^2 on the study's probes: near 0 when training leads every seed to one function
-    (a deterministic limit), of order 1 when the outputs stay random.
+  - the seeds' spread of the trained outputs at the transferred rate
+    (spread.csv, mft's): near 0 when training leads every seed to one
+    function (a deterministic limit), of order 1 when the outputs stay random.
 
     /usr/bin/python3 jobs/training_regimes.py STUDY_DIR [OUT.png]
 
@@ -27,7 +26,6 @@ python3-matplotlib.
 """
 import csv
 import glob
-import itertools
 import math
 import os
 import re
@@ -53,8 +51,8 @@ def case_files(folder):
 
 
 def read_cases(folder):
-    """Every model case: (a, lr, L, seed) -> its loss curve, block change at
-    the last time (layers' mean per block) and probe outputs."""
+    """Every model case: (a, lr, L, seed) -> its loss curve and block change
+    at the last time (layers' mean per block)."""
     cases = {}
     for path in case_files(folder):
         with h5py.File(path, "r") as f:
@@ -64,9 +62,7 @@ def read_cases(folder):
                    int(f.attrs["study.case_L"]), int(f.attrs["study.case_seed"]))
             last = str(max(int(t) for t in f["times"]))
             blocks = f["times"][last]["training"]["block_change"][...]
-            names = sorted(f["probes"])
-            cases[key] = {"loss": f["training/loss"][...], "blocks": blocks.mean(axis=0),
-                          "out": np.concatenate([f["probes"][n]["tokens"][...].ravel() for n in names])}
+            cases[key] = {"loss": f["training/loss"][...], "blocks": blocks.mean(axis=0)}
     if not cases:
         sys.exit("training_regimes.py: no model case files in " + folder)
     return cases
@@ -132,11 +128,19 @@ def transfer_scaling(folder, a_of_variant):
     return out
 
 
-def spread(cases, a, lr, L):
-    outs = [c["out"] for (ca, cl, cL, _), c in cases.items() if (ca, cl, cL) == (a, lr, L)]
-    # |x - y|^2 over the pair's mean |x|^2: the same whatever order the seeds come in
-    pairs = [2 * np.sum((x - y) ** 2) / (np.sum(x * x) + np.sum(y * y)) for x, y in itertools.combinations(outs, 2)]
-    return float(np.mean(pairs)) if pairs else float("nan")
+def spreads(folder):
+    """mft's spread.csv at the last recorded time: (a, lr, L) -> (the seeds'
+    spread of x(1), its interval's ends), each variant's a and lr read from
+    its case files."""
+    of_variant = {}
+    for path in case_files(folder):
+        with h5py.File(path, "r") as f:
+            of_variant[text(f.attrs["study.variant"])] = (float(f.attrs["model.depth_exponent"]),
+                                                         float(f.attrs["train.lr"]))
+    rows = list(csv.DictReader(open(os.path.join(folder, "spread.csv"))))
+    last = max(int(r["time"]) for r in rows)
+    return {of_variant[r["variant"]] + (int(r["L"]),): tuple(float(r[c]) for c in ("spread", "spread_lo", "spread_hi"))
+            for r in rows if int(r["time"]) == last and r["variant"] in of_variant}
 
 
 def slope(Ls, ys):
@@ -163,7 +167,7 @@ def collapse_rows(cases, a, rates, Ls):
     return rows
 
 
-def movement_rows(cases, a, rates, Ls, j0, g):
+def movement_rows(cases, spread, a, rates, Ls, j0, g):
     """The blocks' movement and the seeds' spread against L at lr0 (L / L0)^g."""
     js = [on_grid(rates, j0, g, L, Ls[0]) for L in Ls]
     rows = []
@@ -171,7 +175,7 @@ def movement_rows(cases, a, rates, Ls, j0, g):
         ys = [np.mean([c["blocks"][b] for (ca, cl, cL, _), c in cases.items() if (ca, cl, cL) == (a, rates[j], L)])
               for L, j in zip(Ls, js)]
         rows.append([a, rates[j0], g, block] + ys + [slope(Ls, ys)])
-    ys = [spread(cases, a, rates[j], L) for L, j in zip(Ls, js)]
+    ys = [spread[(a, rates[j], L)][0] for L, j in zip(Ls, js)]
     rows.append([a, rates[j0], g, "seeds_spread"] + ys + [slope(Ls, ys)])
     return rows
 
@@ -218,6 +222,7 @@ def main():
     for r in csv.DictReader(open(os.path.join(folder, "best_lr.csv"))):
         a_of_variant[int(r["variant"])] = float(r["overrides"].split("model.depth_exponent=")[1].split()[0])
     transfer = transfer_scaling(folder, a_of_variant)
+    spread = spreads(folder)
     collapsed, moved = [], []
     fig, axes = plt.subplots(len(regimes), 3, figsize=(15, 4.4 * len(regimes)), squeeze=False)
     for row, a in enumerate(regimes):
@@ -226,7 +231,8 @@ def main():
         collapsed += collapse_rows(cases, a, rates, Ls)
         # The smallest lr0 from which both scalings stay on the grid at every L.
         j0 = min(j for j in range(len(rates)) if all(on_grid(rates, j, h, Ls[-1], Ls[0]) is not None for h in (0, g)))
-        here = movement_rows(cases, a, rates, Ls, j0, 0.0) + (movement_rows(cases, a, rates, Ls, j0, g) if g else [])
+        here = movement_rows(cases, spread, a, rates, Ls, j0, 0.0) + (
+            movement_rows(cases, spread, a, rates, Ls, j0, g) if g else [])
         for r in here:
             print("a = c = %g, lr %.4g (L/%d)^%g, %s: %s; slope in L %.3f" %
                   (a, r[1], Ls[0], r[2], r[3], " ".join("%.3g" % y for y in r[4:-1]), r[-1]))

@@ -391,12 +391,14 @@ PetscErrorCode StudyAggregate(MPI_Comm comm, const Settings &s, const std::strin
     bool k_design = variants.size() > 1 && words(s.study.L).size() == 1 && !rates;
     for (const std::string &variant : variants) k_design = k_design && std::isfinite(VariantK(variant));
     HeadDimCells kcells;
-    std::ofstream movement, diversity;
+    std::ofstream movement, diversity, spread;
     if (s.study.state == StudyState::trained) {
       movement.open(dir + "/movement.csv");
       movement << "variant,overrides,L,H,time,block,seeds,change,change_lo,change_hi,change_top\n";
       diversity.open(dir + "/diversity.csv");
       diversity << "variant,overrides,L,H,time,seeds,diversity,diversity_lo,diversity_hi\n";
+      spread.open(dir + "/spread.csv");
+      spread << "variant,overrides,L,H,time,seeds,spread,spread_lo,spread_hi\n";
     }
     // Every recorded time under /t<step> and t<step>.*; the last one also
     // without the prefix (the state at the end of training, or at initialisation).
@@ -411,6 +413,7 @@ PetscErrorCode StudyAggregate(MPI_Comm comm, const Settings &s, const std::strin
         if (out.last && rates) AddRateRisks(&rate_study, v, vc);
         if (movement.is_open()) WriteMovement(out, movement, vs, variants[v], time, vc);
         if (diversity.is_open()) WriteDiversity(out, diversity, vs, variants[v], time, vc);
+        if (spread.is_open()) WriteSpread(spread, vs, variants[v], time, vc);
         if (vc.references.empty()) { // nothing of this variant can be measured
           if (out.last && s.study.references > 0) PetscCall(PetscPrintf(PETSC_COMM_SELF, "mft study: variant %zu (%s) has no reference: not measured\n",
                                               v, variants[v].c_str()));

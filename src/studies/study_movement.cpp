@@ -1,6 +1,7 @@
-// The heads in a trained study: how far training moved every block of
-// every layer (movement.csv), and how differently its heads attend
-// (diversity.csv), against L and H.
+// The heads and outputs in a trained study: how far training moved every
+// block of every layer (movement.csv), how differently its heads attend
+// (diversity.csv), and how far apart its seeds' outputs are (spread.csv),
+// against L and H.
 #include "mft/kernels/shape.hpp"
 #include "mft/studies/study_tables.hpp"
 
@@ -83,6 +84,51 @@ void WriteDiversity(Outputs &out, std::ofstream &table, const std::string &v, co
     table << csv({v, quoted(variant), cells.row(k), std::to_string(time), std::to_string(seeds[k]), num(m.mean[k]),
                   num(m.ci[k].lo), num(m.ci[k].hi)});
   WriteFit(out, v, variant, "diversity", time, 0, m.fit, Training());
+}
+
+namespace {
+
+// 2 |x - y|^2 / (|x|^2 + |y|^2) over every probe set's x(1).
+double PairSpread(const CaseData &a, const CaseData &b) {
+  double diff = 0, norms = 0;
+  for (size_t f = 0; f < a.tokens.size(); ++f)
+    for (size_t i = 0; i < a.tokens[f].size(); ++i) {
+      const double x = a.tokens[f][i], y = b.tokens[f][i];
+      diff += (x - y) * (x - y), norms += x * x + y * y;
+    }
+  return norms > 0 ? 2 * diff / norms : NAN;
+}
+
+// The mean over the pairs of seeds of h, leaving seed `out` (-1: none) out.
+double PairMean(const std::vector<std::vector<double>> &h, long long out) {
+  double sum = 0, n = 0;
+  for (size_t i = 0; i < h.size(); ++i)
+    for (size_t j = i + 1; j < h.size(); ++j)
+      if ((long long)i != out && (long long)j != out) sum += h[i][j], ++n;
+  return n ? sum / n : NAN;
+}
+
+} // namespace
+
+void WriteSpread(std::ofstream &table, const std::string &v, const std::string &variant, PetscInt time,
+                 const VariantCases &vc) {
+  const Cells cells(vc, [](const CaseData &d) { return !d.tokens.empty(); });
+  std::vector<std::vector<const CaseData *>> per(cells.size());
+  for (const auto &[c, d] : vc.models)
+    if (!d.tokens.empty()) per[cells.of(c)].push_back(&d);
+  for (size_t k = 0; k < cells.size(); ++k) {
+    const auto &x = per[k];
+    std::vector<std::vector<double>> h(x.size(), std::vector<double>(x.size(), NAN));
+    for (size_t i = 0; i < x.size(); ++i)
+      for (size_t j = i + 1; j < x.size(); ++j) h[i][j] = PairSpread(*x[i], *x[j]);
+    std::vector<double> without;
+    if (x.size() >= 3)
+      for (size_t s = 0; s < x.size(); ++s) without.push_back(PairMean(h, (long long)s));
+    const double spread = PairMean(h, -1);
+    const StudyInterval ci = StudyJackknife(spread, without, {});
+    table << csv({v, quoted(variant), cells.row(k), std::to_string(time), std::to_string(x.size()), num(spread),
+                  num(ci.lo), num(ci.hi)});
+  }
 }
 
 } // namespace mft

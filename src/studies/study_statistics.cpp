@@ -107,10 +107,10 @@ Estimate fitted(const StudyErrors &e, Estimate est, const std::vector<char> use[
   return est;
 }
 
-// The jackknife interval of theta from its leave-one-seed-out and
-// leave-one-reference-out values (see the header).
-StudyInterval jackknife(double theta, const std::vector<double> &by_seed, const std::vector<double> &by_reference,
-                        double level) {
+} // namespace
+
+StudyInterval StudyJackknife(double theta, const std::vector<double> &by_seed, const std::vector<double> &by_reference,
+                             double level) {
   struct Part {
     double V = 0, df = 0;
   };
@@ -133,6 +133,8 @@ StudyInterval jackknife(double theta, const std::vector<double> &by_seed, const 
   const double t = boost::math::quantile(boost::math::students_t(df), 0.5 + level / 2);
   return {theta - t * std::sqrt(V), theta + t * std::sqrt(V)};
 }
+
+namespace {
 
 bool at_bound(double x) { return std::isfinite(x) && (x < kFine / 2 || x > kExponentMax - kFine / 2); }
 
@@ -209,7 +211,7 @@ void fit_intervals(StudyFit *f, const std::vector<StudyFit> &by_seed, const std:
     std::vector<double> s, r;
     for (const StudyFit &x : by_seed) s.push_back(x.*figure);
     for (const StudyFit &x : by_ref) r.push_back(x.*figure);
-    return jackknife(theta, s, r, level);
+    return StudyJackknife(theta, s, r, level);
   };
   f->slope_L_ci = interval(f->slope_L, &StudyFit::slope_L);
   f->slope_H_ci = interval(f->slope_H, &StudyFit::slope_H);
@@ -307,7 +309,7 @@ StudyStatistics StudyStatisticsCompute(const StudyErrors &e, const StudyOptions 
     std::vector<double> s, r;
     for (const Estimate &x : by_seed) s.push_back(figure(x));
     for (const Estimate &x : by_ref) r.push_back(figure(x));
-    return jackknife(figure(point), s, r, o.level);
+    return StudyJackknife(figure(point), s, r, o.level);
   };
   for (size_t k = 0; k < cells; ++k) {
     StudyCell &c = st.cells[k];
@@ -364,7 +366,7 @@ StudyScalar StudyScalarCompute(const std::vector<long long> &L, const std::vecto
     std::vector<double> reps, ref_reps;
     for (const auto &m : by_seed) reps.push_back(m[c]);
     for (const auto &m : by_ref) ref_reps.push_back(m[c]);
-    r.ci.push_back(jackknife(r.mean[c], reps, ref_reps, level));
+    r.ci.push_back(StudyJackknife(r.mean[c], reps, ref_reps, level));
   }
   fit_intervals(&r.fit, fits, ref_fits, level);
   return r;

@@ -4,7 +4,7 @@
 # variant, cell, recorded time and block; every row's layers' mean is the
 # mean over its seeds' case files of their layers' mean block_change
 # (recomputed here), 0 at step 0, and jobs/training_regimes.py reads the
-# same figures, writes its tables and draws its picture.
+# same figures, writes its tables and draws its picture; spread.csv too.
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 source "$here/lib.sh" "$1"
 top="$here/../.."
@@ -64,33 +64,43 @@ for r in moved:
             sys.exit(f"a {a} L {L}: script {r['L' + L]}, movement.csv {table[key]}")
 print("collapse rows:", sum(1 for _ in open("tr/regimes_collapse.csv")) - 1)
 PY
-# The trained spread (jobs/trained_spread.py) at lr = 0.02 (L/4)^-1/2, on the
-# grid at L = 2 and 4: its spread and jackknife error recomputed from the
-# case files' probe outputs.
-/usr/bin/python3 "$top/jobs/trained_spread.py" tr spread.png --lr0 0.02 >spread.txt 2>&1 ||
-  { bad "trained_spread.py failed: $(tail -3 spread.txt)"; finish; exit 1; }
-/usr/bin/python3 - <<'PY' && ok || bad "trained_spread.py's table (lines above)"
-import csv, glob, itertools, sys
+# The seeds' spread (spread.csv, mft's): every row at the last time is the
+# mean over pairs of seeds of 2 |x - y|^2 / (|x|^2 + |y|^2) over the case
+# files' probe outputs, its interval the jackknife over the seeds (t with
+# seeds - 1 degrees of freedom), recomputed here; jobs/trained_spread.py
+# draws the a = c = 1/2 rows at lr = 0.02 (L/4)^-1/2.
+/usr/bin/python3 - <<'PY' && ok || bad "spread.csv against the case files (lines above)"
+import csv, glob, itertools, re, sys
 import h5py
 import numpy as np
+t975 = {2: 4.302653, 3: 3.182446, 4: 2.776445}  # Student's t, 0.975, by degrees of freedom
 outs = {}
 for path in glob.glob("tr/case-*.h5"):
+    if not re.fullmatch(r"case-\d+\.h5", path.split("/")[-1]):
+        continue
     with h5py.File(path) as f:
         a = {k: (v.decode() if isinstance(v, bytes) else str(v)) for k, v in f.attrs.items()}
-        if float(a["model.depth_exponent"]) != 0.5:
+        if a["study.reference"] == "true":
             continue
         x = np.concatenate([f["probes"][n]["tokens"][()].ravel() for n in sorted(f["probes"])])
-        outs.setdefault((int(a["study.case_L"]), float(a["train.lr"])), {})[int(a["study.case_seed"])] = x
+        outs.setdefault((a["study.variant"], a["study.case_L"]), {})[int(a["study.case_seed"])] = x
 def spread(xs):
     return np.mean([2 * np.sum((x - y) ** 2) / (np.sum(x * x) + np.sum(y * y)) for x, y in itertools.combinations(xs, 2)])
-for r in csv.DictReader(open("tr/trained_spread.csv")):
-    L, lr = int(r["L"]), float(r["lr"])
-    seeds = next(v for (cL, cl), v in outs.items() if cL == L and abs(cl / lr - 1) < 1e-3)
-    xs = [seeds[s] for s in sorted(seeds)]
-    loo = [spread(xs[:i] + xs[i + 1:]) for i in range(len(xs))]
-    se = np.sqrt((len(xs) - 1) / len(xs) * np.sum((np.array(loo) - np.mean(loo)) ** 2))
-    print(f"L = {L}: spread {r['spread']} (recomputed {spread(xs):.5g}), s.e. {r['spread_se']} ({se:.3g})")
-    if abs(float(r["spread"]) / spread(xs) - 1) > 1e-4 or abs(float(r["spread_se"]) / se - 1) > 1e-2:
-        sys.exit(1)
+rows = [r for r in csv.DictReader(open("tr/spread.csv")) if r["time"] == "20"]
+if len(rows) != 10 * 2:
+    sys.exit(f"{len(rows)} rows at step 20, expected 20")
+for r in rows:
+    xs = [v for _, v in sorted(outs[(r["variant"], r["L"])].items())]
+    n, whole = len(xs), spread(xs)
+    loo = [spread(xs[:i] + xs[i + 1:]) for i in range(n)]
+    half = t975[n - 1] * np.sqrt((n - 1) / n * np.sum((np.array(loo) - np.mean(loo)) ** 2))
+    got = [float(r[c]) for c in ("spread", "spread_lo", "spread_hi")]
+    want = [whole, whole - half, whole + half]
+    if int(r["seeds"]) != n or any(abs(g - w) > 1e-4 * abs(whole) for g, w in zip(got, want)):
+        sys.exit(f"variant {r['variant']} L = {r['L']}: {got} against {want}")
+print(f"{len(rows)} rows recomputed")
 PY
+/usr/bin/python3 "$top/jobs/trained_spread.py" tr spread.png --lr0 0.02 >spread.txt 2>&1 &&
+  grep -q "^L =    4, lr 0.02: spread" spread.txt && file spread.png | grep -q PNG && ok ||
+  bad "trained_spread.py drew nothing: $(tail -3 spread.txt)"
 finish

@@ -13,7 +13,9 @@ the digits shown:
   logged calibration runs';
 - 'The embedding dimension with the heads': the err table, the fits and
   verdicts, the disjoint intervals, the time and memory are the logged
-  study's (both designs).
+  study's (both designs);
+- 'The trained spread at larger depth': the spread table, its overlaps
+  and disjoint intervals, the time and memory are the logged spread.csv's.
 
     /usr/bin/python3 tests/docs/figures.py SOURCE_DIR
 """
@@ -166,6 +168,37 @@ def embedding(text, log, bad):
         bad.append("embedding: %r against the log's %s" % (words, t))
 
 
+def spread(text, log, bad):
+    """'The trained spread at larger depth': its table and the time and memory."""
+    rows = table(log, "spread.csv")
+    cell = {(r["overrides"].split("=")[1], r["L"]): [r["spread"], r["spread_lo"], r["spread_hi"]]
+            for r in rows if r["time"] == "100"}
+    part = section(text, "**The trained spread at larger depth.**", "Whether trained diffusive models stay random")
+    transferred = {"32": "0.005524", "64": "0.003906", "128": "0.002762", "256": "0.001953"}
+    lines = {"spread at `lr = 0.0156 (L/4)^-1/2`": lambda L: transferred[L], "spread at `lr = 0.00195`": lambda L: "0.001953"}
+    seen = 0
+    for line in part.splitlines():
+        f = [c.strip() for c in line.strip("|").split("|")]
+        if f[0] not in lines:
+            continue
+        seen += 1
+        for L, c in zip(("32", "64", "128", "256"), f[1:]):
+            got = cell[(lines[f[0]](L), L)]
+            if not all(shown(x, n) for x, n in zip(got, re.findall(r"[0-9.]+", c))):
+                bad.append("spread: %s at L = %s: %s against the log's %s" % (f[0], L, c, got))
+    if seen != 2:
+        bad.append("spread: the table has %d rows, not 2" % seen)
+    lo = [float(cell[(transferred[L], L)][1]) for L in transferred]
+    hi = [float(cell[(transferred[L], L)][2]) for L in transferred]
+    if not max(lo) < min(hi):
+        bad.append("spread: the transferred rate's intervals do not all overlap")
+    if not float(cell[("0.001953", "256")][2]) < float(cell[("0.001953", "32")][1]):
+        bad.append("spread: the fixed rate's intervals at L = 32 and 256 are not disjoint")
+    words = "332 s on 2 ranks, 75 MB a rank"
+    if words not in part or not shown(wall(log), "332") or not shown(rss_mb(log), "75"):
+        bad.append("spread: %r against the log's %.1f s, %.1f MB" % (words, wall(log), rss_mb(log)))
+
+
 def head_dim(text, log, bad):
     fits = {(r["time"], r["quantity"]): r for r in table(log, "head_dim_fits.csv")}
     gaps = {(r["time"], r["quantity"], r["H"]): r for r in table(log, "head_dim_gaps.csv")}
@@ -222,6 +255,7 @@ def main():
     head_dim(text, src + "/docs/bench/log.2026-12-07.amd-epyc-f26m2.head_dim_joint", bad)
     calibration(text, src + "/docs/bench/log.2026-12-07.amd-epyc-f26m2.head_dim_calibration", bad)
     embedding(text, src + "/docs/bench/log.2026-12-07.amd-epyc-f26m2.embedding_dim_study", bad)
+    spread(text, src + "/docs/bench/log.2026-12-07.amd-epyc-f26m2.trained_spread", bad)
     print("\n".join("FAIL: " + b for b in bad) or "ok: results.md's diversity table and (k, H) fit are the logs'")
     sys.exit(1 if bad else 0)
 

@@ -125,6 +125,13 @@ struct StudyWeights {
 // Per cell: the corrected err at those weights (NaN where no seed weighs).
 std::vector<double> StudyErrAt(const StudyErrors &e, const StudyWeights &w);
 
+// The jackknife interval of a figure theta from its values with each seed
+// index left out (by_seed) and each reference left out (by_reference, may
+// be empty): theta +- t_nu sqrt(V_S + V_R) at `level` (see the header).
+// No interval (NaN) from fewer than two seeds' values.
+StudyInterval StudyJackknife(double theta, const std::vector<double> &by_seed, const std::vector<double> &by_reference,
+                             double level = 0.95);
+
 // Per sequence, the corrected squared error of one case against every reference.
 std::vector<double> StudyCorrected(const StudyErrors &e, const StudyErrors::Case &c);
 

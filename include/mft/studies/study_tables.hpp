@@ -174,6 +174,15 @@ void WriteMovement(Outputs &out, std::ofstream &table, const std::string &v, con
 void WriteDiversity(Outputs &out, std::ofstream &table, const std::string &v, const std::string &variant,
                     PetscInt time, const VariantCases &vc);
 
+// spread.csv's rows of a variant at one time: per cell the seeds' spread of
+// the trained outputs, the mean over pairs of seeds of 2 |x_s(1) -
+// x_s'(1)|^2 / (|x_s(1)|^2 + |x_s'(1)|^2) over every probe (near 0 when
+// training takes every seed to one function, of order 1 when the trained
+// model stays random), with its jackknife interval over the seeds (each
+// left out of its pairs; three seeds or more).
+void WriteSpread(std::ofstream &table, const std::string &v, const std::string &variant, PetscInt time,
+                 const VariantCases &vc);
+
 // A learning-rate study (study.learning_rates): every model case's training
 // (and held-out) risk at the last step, per base variant, rate and cell.
 struct RateRisk {
