@@ -31,6 +31,15 @@ run --figure worst --seeds 16 --references 8 --floor 0.5 || status=1
 # the smallest err), where clipping and the max over probes bias the smallest
 # cells upward.
 for seeds in 4 8; do run --seeds "$seeds" --floor 1.0 --min 0 --max 1; done
+# The head dimension's fit err^2 = A^2 H^-2q + B^2 k^-2r (its joint bootstrap
+# of seeds and references, beside a bootstrap of independent cells), on the
+# shipped trained design, with 4 seeds, a larger floor, and references that
+# dominate; reported only, 200 replicates each (about 35 s each).
+hd() { run --design head_dim --sequences 1 --replicates "${HEAD_DIM_REPLICATES:-200}" --boots 200 --min 0 --max 1 "$@"; }
+hd
+hd --seeds 4
+hd --floor 1.0
+hd --seeds 16 --references 8 --floor 3 --spread 0.2
 # Studies in law (tests/calibration/law_calibration.cpp), reported only: the
 # fit C L^-p H^-q of err_law on the shipped depth and width designs at their
 # 40000 samples a side, gaps as measured (0.22 L^-0.63; 0.095 flat in H) and

@@ -139,7 +139,8 @@ def spreads(folder):
                                                          float(f.attrs["train.lr"]))
     rows = list(csv.DictReader(open(os.path.join(folder, "spread.csv"))))
     last = max(int(r["time"]) for r in rows)
-    return {of_variant[r["variant"]] + (int(r["L"]),): tuple(float(r[c]) for c in ("spread", "spread_lo", "spread_hi"))
+    number = lambda x: float(x) if x else float("nan")  # noqa: E731  (empty: fewer seeds than the figure needs)
+    return {of_variant[r["variant"]] + (int(r["L"]),): tuple(number(r[c]) for c in ("spread", "spread_lo", "spread_hi"))
             for r in rows if int(r["time"]) == last and r["variant"] in of_variant}
 
 

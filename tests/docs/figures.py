@@ -14,8 +14,9 @@ the digits shown:
 - 'The embedding dimension with the heads': the err table, the fits and
   verdicts, the disjoint intervals, the time and memory are the logged
   study's (both designs);
-- 'The trained spread at larger depth': the spread table, its overlaps
-  and disjoint intervals, the time and memory are the logged spread.csv's.
+- 'The trained spread at larger depth' and the seeds' spread of 'Training
+  in both regimes': the spread tables, their overlaps and disjoint
+  intervals, the times are the logged spread.csv's.
 
     /usr/bin/python3 tests/docs/figures.py SOURCE_DIR
 """
@@ -199,6 +200,39 @@ def spread(text, log, bad):
         bad.append("spread: %r against the log's %.1f s, %.1f MB" % (words, wall(log), rss_mb(log)))
 
 
+def regimes_spread(text, log, bad):
+    """'Training in both regimes': the seeds' spread table, its disjoint
+    intervals, the time and the diverged cases."""
+    rows = table(log, "spread.csv")
+    last = str(max(int(r["time"]) for r in rows))
+    cell = {(r["overrides"], r["L"]): [r["spread"], r["spread_lo"], r["spread_hi"]] for r in rows if r["time"] == last}
+    transferred = {"4": "0.01562", "8": "0.01105", "16": "0.007812", "32": "0.005524", "64": "0.003906"}
+    key = {"`a = c = 1`, `lr = 0.0039`": lambda L: ("model.depth_exponent=1 model.head_exponent=1 train.lr=0.003906", L),
+           "`a = c = 1/2`, `0.0156 (L/4)^-1/2`": lambda L: (
+               "model.depth_exponent=0.5 model.head_exponent=0.5 train.lr=" + transferred[L], L)}
+    part = section(text, "**The seeds' spread of the trained outputs**", "**The trained spread at larger depth.**")
+    seen = 0
+    for line in part.splitlines():
+        f = [c.strip() for c in line.strip("|").split("|")]
+        if f[0] not in key:
+            continue
+        seen += 1
+        for L, c in zip(("4", "8", "16", "32", "64"), f[1:]):
+            got = cell[key[f[0]](L)]
+            if not all(shown(x, n) for x, n in zip(got, re.findall(r"[0-9.]+", c))):
+                bad.append("regimes spread: %s at L = %s: %s against the log's %s" % (f[0], L, c, got))
+    if seen != 2:
+        bad.append("regimes spread: the table has %d rows, not 2" % seen)
+    for name in key:
+        a, b = cell[key[name]("4")], cell[key[name]("64")]
+        if not (float(a[2]) < float(b[1]) or float(b[2]) < float(a[1])):
+            bad.append("regimes spread: %s at L = 4 and 64 are not disjoint" % name)
+    summary = re.search(r'"missing": (\d+)', open(log).read()).group(1)
+    words = "217 s on 2 ranks,\n29 cases diverged"
+    if words not in part or not shown(wall(log), "217") or summary != "29":
+        bad.append("regimes spread: %r against the log's %.1f s, %s missing" % (words, wall(log), summary))
+
+
 def head_dim(text, log, bad):
     fits = {(r["time"], r["quantity"]): r for r in table(log, "head_dim_fits.csv")}
     gaps = {(r["time"], r["quantity"], r["H"]): r for r in table(log, "head_dim_gaps.csv")}
@@ -256,7 +290,8 @@ def main():
     calibration(text, src + "/docs/bench/log.2026-12-07.amd-epyc-f26m2.head_dim_calibration", bad)
     embedding(text, src + "/docs/bench/log.2026-12-07.amd-epyc-f26m2.embedding_dim_study", bad)
     spread(text, src + "/docs/bench/log.2026-12-07.amd-epyc-f26m2.trained_spread", bad)
-    print("\n".join("FAIL: " + b for b in bad) or "ok: results.md's diversity table and (k, H) fit are the logs'")
+    regimes_spread(text, src + "/docs/bench/log.2026-12-07.amd-epyc-f26m2.training_regimes_spread", bad)
+    print("\n".join("FAIL: " + b for b in bad) or "ok: the figures results.md states from the logs are the logs'")
     sys.exit(1 if bad else 0)
 
 
