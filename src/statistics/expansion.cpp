@@ -1,6 +1,8 @@
 // Expansion fits with a free order, their profile intervals and misfit; "decided".
 #include "mft/statistics/expansion.hpp"
 
+#include "mft/statistics/bootstrap.hpp"
+
 #include <boost/math/distributions/chi_squared.hpp>
 
 #include <algorithm>
@@ -135,6 +137,26 @@ Expansion ExpansionFit(const std::vector<double> &x, const std::vector<double> &
     e.p_hi = ProfileEnd(d, terms, e.p, +0.01, level, &e.at_bound);
   }
   return e;
+}
+
+void ExpansionResampled(Expansion *e, const std::vector<double> &x, const std::vector<double> &se,
+                        const std::vector<Resample> &sources) {
+  if (!e->terms || !e->free_order) return;
+  std::vector<std::vector<double>> orders;
+  std::vector<double> units;
+  for (const Resample &source : sources) {
+    orders.emplace_back(), units.push_back(source.units);
+    for (const std::vector<double> &y : source.draws) {
+      Points d;
+      for (size_t i = 0; i < x.size(); ++i)
+        if (x[i] > 0 && se[i] > 0 && std::isfinite(y[i])) d.x.push_back(x[i]), d.y.push_back(y[i]), d.w.push_back(1 / (se[i] * se[i]));
+      if (d.x.size() == e->points) orders.back().push_back(LeastOrder(d, e->terms));
+    }
+  }
+  const std::array<double, 2> i = BootstrapInterval(e->p, orders, units);
+  if (!std::isfinite(i[0])) return; // no replicate: the profile's stays
+  e->p_lo = std::max(i[0], kOrderMin), e->p_hi = std::min(i[1], kOrderMax);
+  e->at_bound = e->p_lo <= kOrderMin || e->p_hi >= kOrderMax;
 }
 
 bool Decided(double lo, double hi, double p_value, double width) {

@@ -310,10 +310,12 @@ void OpenTables(Outputs &out, WorstTables &tables, const Settings &s, const std:
 
 // A grid along one size (one L, or one H): each quantity's corrected err
 // fitted by expansions in that size (statistics/expansion.hpp), with their
-// misfits, into expansions.csv and printed.
-PetscErrorCode WriteExpansions(Outputs &out, size_t v, PetscInt time, const StudyErrors &e, const StudyStatistics st[2],
-                               bool keep_unresolved) {
-  const bool along_H = e.L.size() == 1 && e.H.size() > 1, along_L = e.H.size() == 1 && e.L.size() > 1;
+// misfits, into expansions.csv and printed; a free order's interval from
+// kStudyBoots replicates a source of the seeds and references resampled
+// jointly across the cells (StudyResamples).
+PetscErrorCode WriteExpansions(Outputs &out, size_t v, PetscInt time, const StudyErrors e[2],
+                               const StudyStatistics st[2], bool keep_unresolved) {
+  const bool along_H = e[0].L.size() == 1 && e[0].H.size() > 1, along_L = e[0].H.size() == 1 && e[0].L.size() > 1;
   PetscFunctionBeginUser;
   if (!along_H && !along_L) PetscFunctionReturn(0);
   for (int q = 0; q < 2; ++q) {
@@ -321,12 +323,13 @@ PetscErrorCode WriteExpansions(Outputs &out, size_t v, PetscInt time, const Stud
     std::vector<char> use;
     for (size_t i = 0; i < st[q].cells.size(); ++i) {
       const StudyCell &c = st[q].cells[i];
-      size.push_back((double)(along_H ? e.H[i] : e.L[i])), err.push_back(c.err[1]);
+      size.push_back((double)(along_H ? e[q].H[i] : e[q].L[i])), err.push_back(c.err[1]);
       se.push_back((c.ci[1].hi - c.ci[1].lo) / 3.92), use.push_back((c.resolved || keep_unresolved) && se.back() > 0);
     }
     std::vector<std::string> lines;
     const char *quantity = q ? "p" : "x";
-    for (const std::string &r : ExpansionRows(v, along_H ? "H" : "L", size, err, se, use, &lines))
+    const std::vector<Resample> sources = StudyResamples({{0, e[q]}}, kStudyBoots, 13 + (std::uint64_t)time);
+    for (const std::string &r : ExpansionRows(v, along_H ? "H" : "L", size, err, se, use, &lines, sources))
       out.expansions << std::to_string(time) << "," << quantity << "," << r << "\n";
     for (const std::string &l : lines)
       PetscCall(PetscPrintf(PETSC_COMM_SELF, "mft study: v%zu %s t=%" PetscInt_FMT ": err = %s\n", v, quantity, time,
@@ -352,7 +355,7 @@ PetscErrorCode AggregateVariant(Outputs &out, WorstTables &tables, const Setting
   if (!law.err.empty()) out.store("/v" + vs + "/tokens/err_predicted", {nL, nH}, law.err);
   for (int q = 0; q < 2; ++q)
     PetscCall(WriteQuantity(out, v, variant, time, q, st[q], training, nL, nH, law));
-  PetscCall(WriteExpansions(out, v, time, e[0], st, s.study.keep_unresolved));
+  PetscCall(WriteExpansions(out, v, time, e, st, s.study.keep_unresolved));
   WriteProbeSets(out, s, vs, variant, time, vc, e[0], e[1]);
   const StudyScalar curves = CurvesOf(vc, e[0], time);
   if (!curves.mean.empty()) WriteFit(out, vs, variant, "curve", time, 0, curves.fit, training);

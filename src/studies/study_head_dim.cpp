@@ -39,39 +39,7 @@ void AddHeadDimCells(HeadDimCells *cells, PetscInt time, double k, PetscInt refe
 }
 
 std::vector<Resample> HeadDimReplicates(const HeadDimCell &c, int boots, std::uint64_t seed) {
-  std::set<long long> seeds;
-  std::map<PetscInt, size_t> references;
-  for (const auto &[owner, e] : c.errors) {
-    for (const auto &x : e.cases) seeds.insert(x.seed);
-    references[owner] = e.references;
-  }
-  Stream st(seed, 0);
-  // One replicate: every variant's cells at weights `w`, the references of
-  // `owner` (-1: none) at `drawn`.
-  const auto replicate = [&](StudyWeights w, PetscInt owner, const std::vector<double> &drawn) {
-    std::vector<double> cells;
-    for (const auto &[own, e] : c.errors) {
-      w.reference = own == owner ? drawn : std::vector<double>();
-      const std::vector<double> err = StudyErrAt(e, w);
-      cells.insert(cells.end(), err.begin(), err.end());
-    }
-    return cells;
-  };
-  std::vector<Resample> sources(1);
-  sources[0].units = (double)seeds.size();
-  for (int b = 0; b < boots && seeds.size() > 1; ++b) {
-    const std::vector<double> counts = BootstrapCounts(seeds.size(), st);
-    StudyWeights w;
-    size_t i = 0;
-    for (long long s : seeds) w.seed[s] = counts[i++];
-    sources[0].draws.push_back(replicate(w, -1, {}));
-  }
-  for (const auto &[owner, R] : references) {
-    if (R < 3) continue; // two references: one left out of a pair leaves no floor (as the jackknife)
-    sources.emplace_back(), sources.back().units = (double)R;
-    for (int b = 0; b < boots; ++b) sources.back().draws.push_back(replicate({}, owner, BootstrapCounts(R, st)));
-  }
-  return sources;
+  return StudyResamples(c.errors, boots, seed);
 }
 
 namespace {

@@ -2,6 +2,7 @@
 #include "mft/studies/study_statistics.hpp"
 
 #include "mft/statistics/fit.hpp"
+#include "mft/layout/random.hpp"
 
 #include <boost/math/distributions/students_t.hpp>
 
@@ -235,6 +236,43 @@ double StudyWeights::of_seed(long long s) const {
 double StudyWeights::of_reference(size_t r) const { return reference.empty() ? 1.0 : reference[r]; }
 
 std::vector<double> StudyErrAt(const StudyErrors &e, const StudyWeights &w) { return estimate(e, w).err[1]; }
+
+std::vector<Resample> StudyResamples(const std::vector<std::pair<PetscInt, StudyErrors>> &errors, int boots,
+                                     std::uint64_t seed) {
+  std::set<long long> seeds;
+  std::map<PetscInt, size_t> references;
+  for (const auto &[owner, e] : errors) {
+    for (const auto &x : e.cases) seeds.insert(x.seed);
+    references[owner] = e.references;
+  }
+  Stream st(seed, 0);
+  // One replicate: every variant's cells at weights `w`, the references of
+  // `owner` (-1: none) at `drawn`.
+  const auto replicate = [&](StudyWeights w, PetscInt owner, const std::vector<double> &drawn) {
+    std::vector<double> cells;
+    for (const auto &[own, e] : errors) {
+      w.reference = own == owner ? drawn : std::vector<double>();
+      const std::vector<double> err = StudyErrAt(e, w);
+      cells.insert(cells.end(), err.begin(), err.end());
+    }
+    return cells;
+  };
+  std::vector<Resample> sources(1);
+  sources[0].units = (double)seeds.size();
+  for (int b = 0; b < boots && seeds.size() > 1; ++b) {
+    const std::vector<double> counts = BootstrapCounts(seeds.size(), st);
+    StudyWeights w;
+    size_t i = 0;
+    for (long long s : seeds) w.seed[s] = counts[i++];
+    sources[0].draws.push_back(replicate(w, -1, {}));
+  }
+  for (const auto &[owner, R] : references) {
+    if (R < 3) continue; // two references: one left out of a pair leaves no floor (as the jackknife)
+    sources.emplace_back(), sources.back().units = (double)R;
+    for (int b = 0; b < boots; ++b) sources.back().draws.push_back(replicate({}, owner, BootstrapCounts(R, st)));
+  }
+  return sources;
+}
 
 StudyFit StudyFitGrid(const std::vector<long long> &L, const std::vector<long long> &H, const std::vector<double> &err,
                       const std::vector<char> &use) {

@@ -137,3 +137,36 @@ TEST(Statistics, BootstrapIntervalByHand) {
   i = BootstrapInterval(0, {{1}}, {4});
   EXPECT_TRUE(std::isnan(i[0]) && std::isnan(i[1]));
 }
+
+// A free order's interval from replicates is BootstrapInterval's over the
+// orders that ExpansionFit finds on each replicate alone, held to the
+// search range; a fixed order is left as it was.
+TEST(Statistics, ResampledOrderIsTheReplicatesOrders) {
+  const std::vector<double> x = {1, 2, 4, 8, 16}, se = {0.02, 0.01, 0.006, 0.003, 0.002};
+  std::vector<double> y;
+  for (double v : x) y.push_back(0.5 * std::pow(v, -0.8));
+  Stream st(11, 0);
+  std::vector<Resample> sources(2);
+  std::vector<std::vector<double>> orders(2);
+  for (int s = 0; s < 2; ++s) {
+    sources[s].units = s ? 4 : 8;
+    for (int b = 0; b < 50; ++b) {
+      std::vector<double> d;
+      for (size_t i = 0; i < y.size(); ++i) d.push_back(y[i] + se[i] * (s ? 0.5 : 1.0) * st.normal());
+      sources[s].draws.push_back(d);
+      orders[s].push_back(ExpansionFit(x, d, se, 1, true).p);
+    }
+  }
+  Expansion e = ExpansionFit(x, y, se, 1, true);
+  ASSERT_EQ(e.terms, 1);
+  ExpansionResampled(&e, x, se, sources);
+  const std::array<double, 2> want = BootstrapInterval(e.p, orders, {8, 4});
+  EXPECT_NEAR(e.p_lo, std::max(want[0], kOrderMin), 1e-12);
+  EXPECT_NEAR(e.p_hi, std::min(want[1], kOrderMax), 1e-12);
+  EXPECT_LT(e.p_lo, 0.8);
+  EXPECT_GT(e.p_hi, 0.8);
+  Expansion fixed = ExpansionFit(x, y, se, 2, false, 1);
+  const double lo = fixed.p_lo;
+  ExpansionResampled(&fixed, x, se, sources);
+  EXPECT_EQ(fixed.p_lo, lo);
+}

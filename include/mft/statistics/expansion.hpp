@@ -45,6 +45,18 @@ struct Expansion {
 Expansion ExpansionFit(const std::vector<double> &x, const std::vector<double> &y, const std::vector<double> &se,
                        int terms, bool free_order, double order = 1);
 
+// A free order's interval from a bootstrap instead of the profile
+// (statistics/bootstrap.hpp): the order of least chi^2 on each source's
+// replicates of y (over the same x and se as the fit; a replicate that
+// loses a point is left out), BootstrapInterval's, held to [kOrderMin,
+// kOrderMax] (at_bound when it reaches an end). A convergence study's
+// sources resample its seeds and references jointly across cells, which a
+// profile of independent points cannot see. Without a replicate, e is left.
+// Not collective.
+struct Resample;
+void ExpansionResampled(Expansion *e, const std::vector<double> &x, const std::vector<double> &se,
+                        const std::vector<Resample> &sources);
+
 // "Decided": the fit has a degree of freedom and is not rejected (p-value >=
 // 0.05), and the rate's 95% interval is finite and no wider than `width`
 // (kDecidedWidth: a rate known to +-0.1). Not collective.

@@ -21,7 +21,12 @@
 // Every routine here is not collective: plain arithmetic on the errors.
 #pragma once
 
+#include "mft/statistics/bootstrap.hpp"
+
+#include <petscsys.h>
+
 #include <cmath>
+#include <cstdint>
 #include <map>
 #include <string>
 #include <vector>
@@ -124,6 +129,18 @@ struct StudyWeights {
 
 // Per cell: the corrected err at those weights (NaN where no seed weighs).
 std::vector<double> StudyErrAt(const StudyErrors &e, const StudyWeights &w);
+
+// A bootstrap of studies that share their randomness (statistics/
+// bootstrap.hpp): each (references' owner, errors) a variant's errors and
+// the variant whose references it is measured against. Its sources: the
+// seed indices (one resample for every variant's cells at once: cells of a
+// seed index share their initial heads' stream), then each set of three or
+// more references (one resample for every variant measured against it);
+// `boots` replicates each of every cell's corrected err, the variants' cells
+// in order (StudyErrAt), drawn from `seed`.
+std::vector<Resample> StudyResamples(const std::vector<std::pair<PetscInt, StudyErrors>> &errors, int boots,
+                                     std::uint64_t seed);
+constexpr int kStudyBoots = 400; // replicates a source of a study's expansions (study_aggregate.cpp)
 
 // The jackknife interval of a figure theta from its values with each seed
 // index left out (by_seed) and each reference left out (by_reference, may
