@@ -125,9 +125,19 @@ static PetscErrorCode StudyCheck(MPI_Comm comm, const Settings &s) {
   PetscCheck(rk.empty() || (trained && s.data.teacher_k > 0), comm, PETSC_ERR_USER_INPUT,
              "study.reference_k = %s: a trained study's reference of another head dimension, against one teacher for "
              "every k: give study.state trained and data.teacher_k", s.study.reference_k.c_str());
-  PetscCheck(!s.study.grow_d || (trained && s.data.embed > 0 && rk != "inf"), comm, PETSC_ERR_USER_INPUT,
+  PetscCheck(!s.study.grow_d || (trained && s.data.embed > 0 && rk != "inf" && !s.model.infinite_head), comm,
+             PETSC_ERR_USER_INPUT,
              "study.grow_d: models of d = k H learn one task padded from R^data.embed: give study.state trained, "
-             "data.embed > 0 and a finite study.reference_k");
+             "data.embed > 0 and a finite model.k and study.reference_k");
+  if (s.study.grow_d) { // every variant's k finite too: d = k H
+    std::string text = s.study.variants;
+    std::replace(text.begin(), text.end(), ';', ' ');
+    std::istringstream words(text);
+    for (std::string w; words >> w;) {
+      PetscCheck(w.rfind("model.k=", 0) != 0 || w.find_first_not_of("0123456789", 8) == std::string::npos, comm,
+                 PETSC_ERR_USER_INPUT, "study.grow_d: a variant sets %s, but d = k H needs a finite k", w.c_str());
+    }
+  }
   PetscCheck(s.data.embed == 0 || (!s.study.worst && !(s.study.fluctuation && s.is_explicit("study.fluctuation"))),
              comm, PETSC_ERR_USER_INPUT,
              "data.embed: a study compares Gram matrices, which study.worst and study.fluctuation do not");

@@ -362,6 +362,8 @@ for H, cases in cells.items():
 PY
 expect 2 "study.grow_d: models of d = k H learn one task padded from R\^data.embed" -- \
   "$MFT" study --config base.cfg --study.grow_d true --study.dir bad
+expect 2 "study.grow_d: a variant sets model.k=inf, but d = k H needs a finite k" -- \
+  "$MFT" study --config base.cfg --data.embed 2 --study.grow_d true --study.variants "model.k=2; model.k=inf" --study.dir bad
 expect 2 "data.embed = 3 exceeds model.d = 2: tokens are padded into R\^model.d" -- \
   "$MFT" study --config base.cfg --data.embed 3 --study.dir bad
 expect 2 "data.embed pads the families' tokens and the teacher's x\(1\): it takes no data.file and the token loss" -- \
