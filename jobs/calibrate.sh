@@ -40,6 +40,14 @@ hd
 hd --seeds 4
 hd --floor 1.0
 hd --seeds 16 --references 8 --floor 3 --spread 0.2
+# A free order along one size (expansions.csv's profile interval, beside a
+# joint bootstrap of seeds and references), on the same four designs;
+# reported only, 200 replicates each (about 10 s each).
+ex() { run --design expansion --sequences 1 --replicates "${EXPANSION_REPLICATES:-200}" --boots 200 --min 0 --max 1 "$@"; }
+ex
+ex --seeds 4
+ex --floor 1.0
+ex --seeds 16 --references 8 --floor 3 --spread 0.2
 # Studies in law (tests/calibration/law_calibration.cpp), reported only: the
 # fit C L^-p H^-q of err_law on the shipped depth and width designs at their
 # 40000 samples a side, gaps as measured (0.22 L^-0.63; 0.095 flat in H) and

@@ -310,9 +310,9 @@ void OpenTables(Outputs &out, WorstTables &tables, const Settings &s, const std:
 
 // A grid along one size (one L, or one H): each quantity's corrected err
 // fitted by expansions in that size (statistics/expansion.hpp), with their
-// misfits, into expansions.csv and printed; a free order's interval from
-// kStudyBoots replicates a source of the seeds and references resampled
-// jointly across the cells (StudyResamples).
+// misfits, into expansions.csv and printed; a free order's interval the
+// profile's (the joint bootstrap undercovers it with few seeds:
+// tests/calibration --design expansion).
 PetscErrorCode WriteExpansions(Outputs &out, size_t v, PetscInt time, const StudyErrors e[2],
                                const StudyStatistics st[2], bool keep_unresolved) {
   const bool along_H = e[0].L.size() == 1 && e[0].H.size() > 1, along_L = e[0].H.size() == 1 && e[0].L.size() > 1;
@@ -328,8 +328,7 @@ PetscErrorCode WriteExpansions(Outputs &out, size_t v, PetscInt time, const Stud
     }
     std::vector<std::string> lines;
     const char *quantity = q ? "p" : "x";
-    const std::vector<Resample> sources = StudyResamples({{0, e[q]}}, kStudyBoots, 13 + (std::uint64_t)time);
-    for (const std::string &r : ExpansionRows(v, along_H ? "H" : "L", size, err, se, use, &lines, sources))
+    for (const std::string &r : ExpansionRows(v, along_H ? "H" : "L", size, err, se, use, &lines))
       out.expansions << std::to_string(time) << "," << quantity << "," << r << "\n";
     for (const std::string &l : lines)
       PetscCall(PetscPrintf(PETSC_COMM_SELF, "mft study: v%zu %s t=%" PetscInt_FMT ": err = %s\n", v, quantity, time,

@@ -78,25 +78,16 @@ std::vector<std::string> PowerFitMisfit(const PowerFit &f) {
 
 std::vector<std::string> ExpansionRows(size_t v, const std::string &x, const std::vector<double> &size,
                                        const std::vector<double> &err, const std::vector<double> &se,
-                                       const std::vector<char> &resolved, std::vector<std::string> *lines,
-                                       const std::vector<Resample> &sources) {
+                                       const std::vector<char> &resolved, std::vector<std::string> *lines) {
   using study::num;
   std::vector<double> xs, ys, ss;
   std::vector<std::string> rows;
-  std::vector<Resample> kept = sources; // the replicates of the cells fitted
-  for (Resample &r : kept)
-    for (std::vector<double> &d : r.draws) d.clear();
   for (size_t i = 0; i < size.size(); ++i)
-    if (resolved[i] && err[i] > 0) {
-      xs.push_back(size[i]), ys.push_back(err[i]), ss.push_back(se[i]);
-      for (size_t s = 0; s < sources.size(); ++s)
-        for (size_t b = 0; b < sources[s].draws.size(); ++b) kept[s].draws[b].push_back(sources[s].draws[b][i]);
-    }
+    if (resolved[i] && err[i] > 0) xs.push_back(size[i]), ys.push_back(err[i]), ss.push_back(se[i]);
   lines->clear();
-  for (Expansion e : {ExpansionFit(xs, ys, ss, 1, true), ExpansionFit(xs, ys, ss, 2, false, 1),
-                      ExpansionFit(xs, ys, ss, 2, true)}) {
+  for (const Expansion &e : {ExpansionFit(xs, ys, ss, 1, true), ExpansionFit(xs, ys, ss, 2, false, 1),
+                             ExpansionFit(xs, ys, ss, 2, true)}) {
     if (!e.terms) continue;
-    if (!kept.empty()) ExpansionResampled(&e, xs, ss, kept);
     lines->push_back(ExpansionLine(e, x));
     const bool two = e.terms > 1;
     rows.push_back(csv({std::to_string(v), x, quoted(ExpansionForm(e, x)), num(e.p), num(e.p_lo),

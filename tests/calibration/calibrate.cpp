@@ -19,12 +19,15 @@
 // (corrected fits; a replicate without an interval counts as not covering)
 // and exits 1 when one falls outside [--min, --max].
 //
-// --design head_dim calibrates the head dimension's fit instead (calibrate_head_dim).
+// --design head_dim calibrates the head dimension's fit instead
+// (calibrate_head_dim), --design expansion a free order along one size
+// (calibrate_expansion).
 //
 //   study_calibration [--replicates 1000] [--seeds 8] [--references 4] [--floor 0.5] [--spread 0.5]
-//                     [--sequences 8] [--boots 200] [--design width|depth|both|head_dim]
+//                     [--sequences 8] [--boots 200] [--design width|depth|both|head_dim|expansion]
 //                     [--figure random|worst] [--min 0.90] [--max 0.98]
 #include "mft/layout/random.hpp"
+#include "mft/statistics/expansion.hpp"
 #include "mft/statistics/separable.hpp"
 #include "mft/studies/study_statistics.hpp"
 #include "mft/studies/study_tables.hpp"
@@ -296,6 +299,44 @@ bool calibrate_head_dim(const Options &o) {
   return ok;
 }
 
+// A free order along one size (statistics/expansion.hpp), as expansions.csv
+// fits it: cells at L = 4 over H = 1 .. 16 whose err is C H^-p (C = 0.3, p =
+// 1/2: a one-term truth), fitted by `a H^-p`; coverage of p by the profile
+// interval expansions.csv gives (held to [--min, --max]) and, printed beside
+// it, by a joint bootstrap of the seeds and references (StudyResamples,
+// ExpansionResampled).
+bool calibrate_expansion(const Options &o) {
+  constexpr double C = 0.3, p = 0.5;
+  const Design g{"expansion", {4}, {1, 2, 4, 8, 16}};
+  int covered[2] = {0, 0}, rejected = 0; // [profile, joint]
+  double width[2] = {0, 0};
+  for (int n = 0; n < o.replicates; ++n) {
+    const StudyErrors e = synthetic(g, o, (std::uint64_t)n + 1, [&](long long, long long H) { return C * std::pow((double)H, -p); });
+    const StudyStatistics st = StudyStatisticsCompute(e, StudyOptions());
+    std::vector<double> x, y, se;
+    for (size_t j = 0; j < g.H.size(); ++j) {
+      const StudyCell &c = st.cells[j];
+      x.push_back((double)g.H[j]), y.push_back(c.err[1]), se.push_back((c.ci[1].hi - c.ci[1].lo) / 3.92);
+    }
+    Expansion f[2] = {ExpansionFit(x, y, se, 1, true), ExpansionFit(x, y, se, 1, true)};
+    ExpansionResampled(&f[1], x, se, StudyResamples({{0, e}}, o.boots, (std::uint64_t)n));
+    rejected += f[0].rejected();
+    for (int m = 0; m < 2; ++m)
+      covered[m] += f[m].p_lo <= p && p <= f[m].p_hi, width[m] += f[m].p_hi - f[m].p_lo;
+  }
+  std::printf("design expansion: L = 4, H = {1 2 4 8 16}, err = %.2f H^-%.2f fitted by a H^-p; %d seeds, %d references, "
+              "floor %.2f err_min, spread %.2f, %d sequences, %d replicates (%d boots)\n",
+              C, p, o.seeds, o.references, o.floor, o.spread, o.sequences, o.replicates, o.boots);
+  const double profile = (double)covered[0] / o.replicates;
+  const bool ok = profile >= o.min && profile <= o.max;
+  std::printf("  profile            p  coverage %.3f  mean width %.3f  %s\n", profile, width[0] / o.replicates,
+              ok ? "ok" : "OUT OF BOUNDS");
+  std::printf("  joint bootstrap    p  coverage %.3f  mean width %.3f  (printed)\n", (double)covered[1] / o.replicates,
+              width[1] / o.replicates);
+  std::printf("  the misfit rejected %.3f of the fits\n", (double)rejected / o.replicates);
+  return ok;
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -318,14 +359,16 @@ int main(int argc, char **argv) {
       return 2;
     }
   }
-  if (o.replicates < 1 || o.seeds < 2 || o.references < 1 || (o.design != "width" && o.design != "depth" && o.design != "both" && o.design != "head_dim") ||
+  if (o.replicates < 1 || o.seeds < 2 || o.references < 1 || (o.design != "width" && o.design != "depth" && o.design != "both" && o.design != "head_dim" &&
+       o.design != "expansion") ||
       (o.figure != "random" && o.figure != "worst")) {
-    std::fprintf(stderr, "study_calibration: need --replicates >= 1, --seeds >= 2, --references >= 1, --design width|depth|both|head_dim, --figure random|worst\n");
+    std::fprintf(stderr, "study_calibration: need --replicates >= 1, --seeds >= 2, --references >= 1, --design width|depth|both|head_dim|expansion, --figure random|worst\n");
     return 2;
   }
   const Design width{"width", {4, 8, 16}, {1, 2, 4, 8, 16}}, depth{"depth", {1, 2, 4, 8, 16}, {4, 8, 16}};
   bool ok = true;
   if (o.design == "head_dim") ok &= calibrate_head_dim(o);
+  if (o.design == "expansion") ok &= calibrate_expansion(o);
   if (o.design == "width" || o.design == "both") ok &= calibrate(width, o);
   if (o.design == "depth" || o.design == "both") ok &= calibrate(depth, o);
   std::printf("calibration: %s\n", ok ? "every coverage within bounds" : "a coverage out of bounds");

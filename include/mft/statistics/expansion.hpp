@@ -49,10 +49,11 @@ Expansion ExpansionFit(const std::vector<double> &x, const std::vector<double> &
 // (statistics/bootstrap.hpp): the order of least chi^2 on each source's
 // replicates of y (over the same x and se as the fit; a replicate that
 // loses a point is left out), BootstrapInterval's, held to [kOrderMin,
-// kOrderMax] (at_bound when it reaches an end). A convergence study's
-// sources resample its seeds and references jointly across cells, which a
-// profile of independent points cannot see. Without a replicate, e is left.
-// Not collective.
+// kOrderMax] (at_bound when it reaches an end). Without a replicate, e is
+// left. The studies keep the profile: on synthetic studies along one size
+// this interval, from a joint resample of the seeds and references,
+// undercovers with few seeds (tests/calibration --design expansion prints
+// both). Not collective.
 struct Resample;
 void ExpansionResampled(Expansion *e, const std::vector<double> &x, const std::vector<double> &se,
                         const std::vector<Resample> &sources);

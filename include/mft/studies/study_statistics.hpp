@@ -140,7 +140,6 @@ std::vector<double> StudyErrAt(const StudyErrors &e, const StudyWeights &w);
 // in order (StudyErrAt), drawn from `seed`.
 std::vector<Resample> StudyResamples(const std::vector<std::pair<PetscInt, StudyErrors>> &errors, int boots,
                                      std::uint64_t seed);
-constexpr int kStudyBoots = 400; // replicates a source of a study's expansions (study_aggregate.cpp)
 
 // The jackknife interval of a figure theta from its values with each seed
 // index left out (by_seed) and each reference left out (by_reference, may

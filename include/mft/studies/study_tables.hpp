@@ -225,11 +225,8 @@ std::vector<std::string> PowerFitMisfit(const PowerFit &f);
 // *lines. Not collective.
 constexpr const char *kExpansionColumns =
     "variant,size,form,p,p_lo,p_hi,a,a_se,b,b_se,chi2,dof,p_value,rejected,decided";
-// With `sources` (replicates of every cell's err, StudyResamples), a free
-// order's interval is theirs (ExpansionResampled), not the profile's.
 std::vector<std::string> ExpansionRows(size_t v, const std::string &x, const std::vector<double> &size,
                                        const std::vector<double> &err, const std::vector<double> &se,
-                                       const std::vector<char> &resolved, std::vector<std::string> *lines,
-                                       const std::vector<Resample> &sources = {});
+                                       const std::vector<char> &resolved, std::vector<std::string> *lines);
 
 } // namespace mft
