@@ -1,10 +1,12 @@
 // The heads' diversity (diversity.hpp) against its definition computed
-// another way: each head's logits through its projections Q x_i . K x_j
-// (not through Q^T K), its softmax, and the heads' spread about their mean
-// summed entry by entry, at the tokens a trajectory records entering each
-// layer; on any number of ranks; 0 where every head attends alike.
+// another way: each head's attention matrix from plain.hpp's x_i^T Q^T K x_j
+// (the diversity goes through the projections Q x_i . K x_j), and the
+// heads' spread about their mean summed entry by entry, at the tokens a
+// trajectory records entering each layer; on any number of ranks; 0 where
+// every head attends alike.
 #include "helpers.hpp"
 #include "mft/flow/diversity.hpp"
+#include "mft/flow/plain.hpp"
 
 #include <cmath>
 
@@ -17,7 +19,7 @@ namespace {
 double definition(const ModelSettings &m, const std::vector<double> &theta, const std::vector<std::vector<double>> &x,
                   PetscInt M, PetscInt N) {
   const HeadShape shape = head_shape(m.head_kind, m.d, m.k);
-  const PetscInt d = m.d, k = m.k;
+  const PetscInt d = m.d;
   double total = 0;
   for (PetscInt l = 0; l < m.L; ++l)
     for (PetscInt s = 0; s < M; ++s) {
@@ -29,26 +31,8 @@ double definition(const ModelSettings &m, const std::vector<double> &theta, cons
           for (PetscInt c = 0; c < d; ++c) read[i * d + c] *= std::sqrt((double)d / r);
         }
       std::vector<std::vector<double>> A(m.H, std::vector<double>(N * N, 0.0));
-      for (PetscInt h = 0; h < m.H; ++h) {
-        const double *th = theta.data() + (l * m.H + h) * shape.size;
-        std::vector<double> q(N * k, 0.0), kk(N * k, 0.0);
-        for (PetscInt i = 0; i < N; ++i)
-          for (PetscInt r = 0; r < k; ++r)
-            for (PetscInt c = 0; c < d; ++c)
-              q[i * k + r] += th[shape.offQ + r * d + c] * read[i * d + c],
-                  kk[i * k + r] += th[shape.offK + r * d + c] * read[i * d + c];
-        for (PetscInt i = 0; i < N; ++i) {
-          const PetscInt seen = m.causal ? i + 1 : N;
-          double Z = 0;
-          for (PetscInt j = 0; j < seen; ++j) {
-            double a = 0;
-            for (PetscInt r = 0; r < k; ++r) a += q[i * k + r] * kk[j * k + r];
-            A[h][i * N + j] = std::exp(m.beta * std::pow((double)k, -m.logit_exponent) * a);
-            Z += A[h][i * N + j];
-          }
-          for (PetscInt j = 0; j < seen; ++j) A[h][i * N + j] /= Z;
-        }
-      }
+      for (PetscInt h = 0; h < m.H; ++h)
+        plain_attention(m, theta.data() + (l * m.H + h) * shape.size, read.data(), N, nullptr, A[h].data());
       double spread = 0;
       for (PetscInt e = 0; e < N * N; ++e) {
         double mean = 0;
@@ -80,7 +64,8 @@ std::pair<double, double> both(const std::vector<std::string> &args) {
 TEST(Diversity, MeetsItsDefinition) {
   const std::vector<std::vector<std::string>> variants = {
       {}, {"--model.head_kind", "qkvo", "--model.causal", "true"}, {"--model.norm", "pre"},
-      {"--model.norm", "sphere", "--model.logit_exponent", "0.5", "--model.k", "4"}};
+      {"--model.norm", "sphere", "--model.logit_exponent", "0.5", "--model.k", "4"},
+      {"--model.k", "inf", "--model.logit_exponent", "0.5"}};
   for (const auto &v : variants) {
     std::vector<std::string> args = {"--model.beta", "2", "--output.trajectory", "3", "--init.q_gain", "2",
                                      "--init.k_gain", "2"};
