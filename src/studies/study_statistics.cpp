@@ -367,7 +367,8 @@ StudyStatistics StudyStatisticsCompute(const StudyErrors &e, const StudyOptions 
     fit_intervals(&f, fs, fr, o.level);
     if (seeds.size() < 2) add_flag(&f.flags, "ci:one_seed");
     if (e.references >= 2 && e.references < 3) add_flag(&f.flags, "ci:without_references");
-    if (o.reference_L > 0 && std::isfinite(f.C1)) {
+    // The reference's Euler term from the fit: only where its 1/L is told apart (three depths or more).
+    if (o.reference_L > 0 && std::isfinite(f.C1) && f.flags.find("a:few_L") == std::string::npos) {
       f.reference_bias = f.C1 / o.reference_L;
       f.reference_spread = f.C2 * std::pow(o.reference_L, -f.a) * std::pow(o.reference_H, -f.b);
     }

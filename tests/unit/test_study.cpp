@@ -242,6 +242,32 @@ TEST(StudyStatistics, IntervalsFollowSeedsAndReferences) {
   EXPECT_NE(st.fit[1].flags.find("dropped:"), std::string::npos) << st.fit[1].flags;
 }
 
+// A trained reference's bias C1 / L_ref from the joint fit: on a grid of
+// three depths C1's share, and none from one depth (the 1/L term is not
+// told apart there, and the fit's C1 means nothing).
+TEST(StudyStatistics, ReferenceBiasNeedsThreeDepths) {
+  const auto study = [](const std::vector<long long> &L, const std::vector<long long> &H) {
+    StudyErrors e;
+    e.L = L, e.H = H, e.references = 3, e.sequences = 1;
+    e.square = {{1.0}, {1.0}, {1.0}}, e.pairs = {{0.0}, {0.0}, {0.0}};
+    const std::vector<double> err = grid_errors(L, H, 0.5, 2.0, 0.3, 0.5);
+    for (long long seed = 1; seed <= 3; ++seed)
+      for (size_t k = 0; k < err.size(); ++k) {
+        StudyErrors::Case c;
+        c.cell = k, c.seed = seed, c.e2.assign(3, {err[k] * err[k]});
+        e.cases.push_back(c);
+      }
+    StudyOptions o;
+    o.reference_L = 64, o.reference_H = 64;
+    return StudyStatisticsCompute(e, o).fit[1];
+  };
+  const StudyFit three = study({2, 4, 8}, {1, 4, 16});
+  EXPECT_NEAR(three.reference_bias, 0.5 / 64, 1e-3 * 0.5 / 64);
+  const StudyFit one = study({4}, {1, 2, 4, 8, 16});
+  EXPECT_NE(one.flags.find("a:few_L"), std::string::npos) << one.flags;
+  EXPECT_TRUE(std::isnan(one.reference_bias) && std::isnan(one.reference_spread));
+}
+
 // The estimator at weights (a bootstrap's resample) against the same
 // estimator on the study it stands for, made by hand: a seed index drawn
 // twice is its cases written twice; a reference at weight 0 is a study
