@@ -2,7 +2,6 @@
 // fitted by err^2 = A^2 H^-2q + B^2 k^-2r (statistics/separable.hpp), and
 // the gap in k at each H alone, with intervals from a bootstrap of the
 // study's seeds and references jointly across its cells.
-#include "mft/statistics/bootstrap.hpp"
 #include "mft/statistics/separable.hpp"
 #include "mft/studies/study_tables.hpp"
 
@@ -38,10 +37,6 @@ void AddHeadDimCells(HeadDimCells *cells, PetscInt time, double k, PetscInt refe
   }
 }
 
-std::vector<Resample> HeadDimReplicates(const HeadDimCell &c, int boots, std::uint64_t seed) {
-  return StudyResamples(c.errors, boots, seed);
-}
-
 namespace {
 
 std::string yes(bool b) { return b ? "true" : "false"; }
@@ -73,7 +68,7 @@ PetscErrorCode WriteHeadDim(const std::string &dir, const HeadDimCells &cells) {
   for (const auto &[at, c] : cells) {
     const auto [time, q] = at;
     const char *quantity = q ? "p" : "x";
-    const std::vector<Resample> sources = HeadDimReplicates(c, kHeadDimBoots, 7 + (std::uint64_t)time);
+    const std::vector<Resample> sources = StudyResamples(c.errors, kHeadDimBoots, 7 + (std::uint64_t)time);
     const SeparableFit f = SeparableFitOf(c.k, c.H, c.err, c.se, c.resolved, sources);
     if (!f.cells) continue;
     fits.push_back(csv({std::to_string(time), quantity, std::to_string(f.cells), num(f.A), num(f.A_lo), num(f.A_hi),

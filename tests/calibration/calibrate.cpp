@@ -252,7 +252,7 @@ bool calibrate(const Design &g, const Options &o) {
 // with the same seed indices; per case the model's mean square is
 // B^2 k^-2r (a bias its seeds share) + A^2 H^-2q (its noise). Coverage of q
 // and r by the aggregation's intervals (a joint bootstrap of the seeds and
-// the references, HeadDimReplicates) and, printed beside them, by a
+// the references, StudyResamples) and, printed beside them, by a
 // parametric bootstrap of independent cells.
 bool calibrate_head_dim(const Options &o) {
   constexpr double A = 0.46, q = 0.5, B = 0.13, r = 0.65;
@@ -274,7 +274,7 @@ bool calibrate_head_dim(const Options &o) {
       AddHeadDimCells(&cells, 0, k, 0, es, sts, false);
     }
     const HeadDimCell &c = cells[{0, 0}];
-    const SeparableFit f[2] = {SeparableFitOf(c.k, c.H, c.err, c.se, c.resolved, HeadDimReplicates(c, o.boots, n)),
+    const SeparableFit f[2] = {SeparableFitOf(c.k, c.H, c.err, c.se, c.resolved, StudyResamples(c.errors, o.boots, n)),
                                SeparableFitOf(c.k, c.H, c.err, c.se, c.resolved, o.boots, n)};
     rejected += f[0].rejected();
     for (int m = 0; m < 2; ++m) {

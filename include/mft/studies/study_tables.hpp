@@ -128,10 +128,6 @@ double VariantK(const std::string &variant);
 // measured against (StudyReferenceVariant).
 void AddHeadDimCells(HeadDimCells *cells, PetscInt time, double k, PetscInt references, const StudyErrors e[2],
                      const StudyStatistics st[2], bool keep_unresolved);
-// The bootstrap's sources (statistics/bootstrap.hpp): the seed indices, then
-// each set of three or more references, `boots` replicates each of every
-// cell's err (in the cells' order), drawn from `seed`.
-std::vector<Resample> HeadDimReplicates(const HeadDimCell &c, int boots, std::uint64_t seed);
 PetscErrorCode WriteHeadDim(const std::string &dir, const HeadDimCells &cells);
 
 // The error's law at initialisation (study.fluctuation) against one variant's cells:
