@@ -155,6 +155,7 @@ PetscErrorCode GramGapOf(MPI_Comm comm, const Law &model, const Law &limit, Pets
       worst.err = err, worst.sequence = m;
       worst.model_share = first[m] > 0 ? first_model[m] / first[m] : 1;
     }
+    worst.floor = std::max(worst.floor, std::sqrt(floor) / norm);
     worst.lo = std::max(worst.lo, std::sqrt(std::max(corrected - half, 0.0)) / norm);
     worst.hi = std::max(worst.hi, std::sqrt(std::max(corrected + half, 0.0)) / norm);
   }
@@ -233,7 +234,9 @@ PetscErrorCode LawGapOf(MPI_Comm comm, const std::vector<std::string> &names, co
     const Samples &a = x[k], &b = *y[k];
     GramGap gap;
     PetscCall(GramGapOf(comm, {SamplesSet(a)}, y_law[k], a.M, a.N, a.d, &gap));
+    const double floor = std::max(g->gap.floor, gap.floor); // over every probe set, as err is
     if (gap.err > g->gap.err) g->gap = gap, g->probe = names[k];
+    g->gap.floor = floor;
     std::vector<double> X, Y; // the energy distance's samples: a fixed number, on every rank
     PetscCall(SamplesGather(comm, a, kEnergySamples, &X));
     PetscCall(SamplesGather(comm, b, kEnergySamples, &Y));

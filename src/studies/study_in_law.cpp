@@ -278,7 +278,7 @@ std::string LawRow(size_t v, const Settings &s, const CellLaw &c, double steps, 
   const bool clear = c.law.gap.resolved && std::max(steps, sampling) < c.law.gap.lo;
   return csv({std::to_string(v), std::to_string(c.L), std::to_string(c.H), std::to_string(c.samples),
               std::to_string(s.limit.paths), num(c.law.gap.err), num(c.law.gap.lo), num(c.law.gap.hi),
-              c.law.gap.resolved ? "true" : "false", quoted(c.law.probe), std::to_string(c.law.gap.sequence), num(c.law.energy.value),
+              num(c.law.gap.floor), c.law.gap.resolved ? "true" : "false", quoted(c.law.probe), std::to_string(c.law.gap.sequence), num(c.law.energy.value),
               num(c.law.energy.se), num(c.law.energy.floor), num(steps), num(sampling), clear ? "true" : "false",
               num(c.seconds), quoted(c.target), c.k});
 }
@@ -315,9 +315,10 @@ PetscErrorCode LawCellCompared(MPI_Comm comm, const std::vector<std::string> &ar
   }
   c->seconds = seconds() - t0;
   PetscCall(PetscPrintf(comm,
-                        "variant %zu L=%" PetscInt_FMT " H=%" PetscInt_FMT "%s%s: err_law %.3e [%.3e, %.3e]%s, energy "
-                        "%.3e +- %.1e (floor %.1e), %" PetscInt_FMT " samples, %.1f s%s%s\n",
-                        v, c->L, c->H, c->k.empty() ? "" : " k=", c->k.c_str(), c->law.gap.err, c->law.gap.lo, c->law.gap.hi, c->law.gap.resolved ? " resolved" : "",
+                        "variant %zu L=%" PetscInt_FMT " H=%" PetscInt_FMT "%s%s: err_law %.3e [%.3e, %.3e]%s (floor "
+                        "%.1e), energy %.3e +- %.1e (floor %.1e), %" PetscInt_FMT " samples, %.1f s%s%s\n",
+                        v, c->L, c->H, c->k.empty() ? "" : " k=", c->k.c_str(), c->law.gap.err, c->law.gap.lo,
+                        c->law.gap.hi, c->law.gap.resolved ? " resolved" : "", c->law.gap.floor,
                         c->law.energy.value, c->law.energy.se, c->law.energy.floor, c->samples, c->seconds,
                         c->target.empty() ? "" : "; target ", c->target.c_str()));
   PetscFunctionReturn(0);
@@ -458,7 +459,7 @@ PetscErrorCode StudyInLawRun(MPI_Comm comm, const std::vector<std::string> &args
   PetscCall(StudyDirCreate(comm, s.study.dir));
   for (size_t v = 0; v < StudyVariants(s).size(); ++v) PetscCall(LawVariant(comm, args, s, v, &t));
   PetscCall(WriteTable(comm, s.study.dir + "/law.csv",
-                       "variant,L,H,samples,paths,err_law,err_law_lo,err_law_hi,resolved,probe,sequence,energy,"
+                       "variant,L,H,samples,paths,err_law,err_law_lo,err_law_hi,err_law_floor,resolved,probe,sequence,energy,"
                        "energy_se,energy_floor,limit_steps,limit_sampling,limit_clear,seconds,target,k",
                        t.rows));
   PetscCall(WriteTable(comm, s.study.dir + "/law_fits.csv", std::string("variant,cells,C,p,p_lo,p_hi,q,q_lo,q_hi,") + kPowerFitMisfit, t.fits));

@@ -320,7 +320,7 @@ std::string RowOf(const CellAt &c) {
   return csv({std::to_string(c.cell.variant), std::to_string(c.cell.L), std::to_string(c.cell.H), c.cell.k,
               std::to_string(c.time), std::to_string(c.models), std::to_string(c.models - c.survivors),
               std::to_string(c.references), std::to_string(c.references - c.reference_survivors), num(g.err), num(g.lo),
-              num(g.hi), g.resolved ? "true" : "false", quoted(c.law.probe), std::to_string(g.sequence),
+              num(g.hi), num(g.floor), g.resolved ? "true" : "false", quoted(c.law.probe), std::to_string(g.sequence),
               num(c.law.energy.value), num(c.law.energy.se), num(c.law.energy.floor), num(c.reference_sampling)});
 }
 
@@ -546,7 +546,7 @@ PetscErrorCode StudyTrainedInLawRun(MPI_Comm comm, const std::vector<std::string
     }
   PetscCall(WriteTable(comm, s.study.dir + "/law.csv",
                        "variant,L,H,k,time,models,diverged,references,references_diverged,err_law,err_law_lo,"
-                       "err_law_hi,resolved,probe,sequence,energy,energy_se,energy_floor,reference_sampling",
+                       "err_law_hi,err_law_floor,resolved,probe,sequence,energy,energy_se,energy_floor,reference_sampling",
                        rows));
   PetscCall(WriteTable(comm, s.study.dir + "/law_fits.csv",
                        std::string("variant,time,over,L,H,cells,C,p,p_lo,p_hi,q,q_lo,q_hi,") + kPowerFitMisfit, fits));

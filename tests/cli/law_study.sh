@@ -12,6 +12,8 @@
 #   - err_law's 95% interval holds the closed form's gap (the largest over
 #     the probe sequences of |E_L G - E_lim G|_F / |E_lim G|_F) in at least
 #     9 of the 12 cells of both replicates, and the cells of L = 2 are resolved;
+#   - err_law_floor is both sides' sampling error of the Gram difference,
+#     remade from the files' standard errors;
 #   - a replicate with other seeds agrees: the two err_law intervals overlap
 #     in every cell;
 #   - its listing, and its priced time; what a study in law
@@ -54,6 +56,15 @@ def within(path, r):  # every entry within the cell's Bonferroni bound
         worst = max(worst, z[:, iu[0], iu[1]].max())
     return worst <= NormalDist().inv_cdf(1 - 0.025 / entries), worst
 
+def floor(cell, limit):  # both sides' sampling error of the Gram difference, relative, the largest
+    out = 0.0
+    for probe in h5py.File(limit, 'r')['probes']:
+        a, b = h5py.File(cell, 'r')['probes'][probe], h5py.File(limit, 'r')['probes'][probe]
+        s2 = a['gram_stderr'][()] ** 2 + b['gram_stderr'][()] ** 2
+        g = b['gram_mean'][()]
+        out = max([out] + [math.sqrt(s2[m].sum()) / np.linalg.norm(g[m]) for m in range(len(g))])
+    return out
+
 def gap(path, L):  # the closed form's err_law of a cell
     f = h5py.File(path, 'r')
     out = 0.0
@@ -76,6 +87,9 @@ for rep in (1, 2):
         on.append(good), held.append(inside)
         print(f'replicate {rep} L={L} H={H}: largest |z| {z:.2f}; err_law {float(row["err_law"]):.4f} '
               f'[{float(row["err_law_lo"]):.4f}, {float(row["err_law_hi"]):.4f}], closed form {true:.4f}')
+        want = floor(f'law{rep}/samples-v0-L{L}-H{H}.h5', f'law{rep}/limit-v0.h5')
+        if abs(float(row['err_law_floor']) - want) > 1e-5 * want:
+            print(f'  err_law_floor {row["err_law_floor"]}, from the files {want:.6g}'); ok = False
         if L == 2 and row['resolved'] != 'true':
             print(f'  L = 2 is not resolved'); ok = False
     limit_ok, z = within(f'law{rep}/limit-v0.h5', math.exp(sigma2))
@@ -119,7 +133,7 @@ import numpy as np
 ok = True
 def rows(path):
     return list(csv.DictReader(open(path)))
-keys = ('err_law', 'err_law_lo', 'err_law_hi', 'energy', 'energy_se', 'limit_steps', 'limit_sampling')
+keys = ('err_law', 'err_law_lo', 'err_law_hi', 'err_law_floor', 'energy', 'energy_se', 'limit_steps', 'limit_sampling')
 for other in ('ranks3/law.csv', 'ranks1/law_rerun.csv'):
     for a, b in zip(rows('ranks1/law_first.csv'), rows(other)):
         for k in keys:

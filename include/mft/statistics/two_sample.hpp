@@ -30,6 +30,11 @@ struct GramGap {
   bool resolved = false;          // lo > 0: the gap is above the sampling errors
   PetscInt sequence = 0;          // the sequence of the largest gap
   double model_share = 1;         // the model's samples' part of that sequence's first-order variance
+  // Both sides' sampling error of the Gram difference, relative: sqrt(sum of
+  // the entries' variances) / |E_limit G|_F, the largest over the sequences
+  // (of every probe set, in LawGapOf): what the squared gap is corrected by,
+  // the error a gap of zero reads.
+  double floor = 0;
   // The standard error the fits weigh a cell by: the interval's half width
   // over 1.96. Over M sequences the interval is Sidak's, so this is larger
   // than the error's own by z_M / 1.96 (1.14 at M = 2): the fits err wide.
