@@ -94,8 +94,9 @@ PetscErrorCode LimitPathsSolve(MPI_Comm comm, const Settings &s, LimitPaths *r) 
              format_real(s.init.o_mean).c_str());
   const LimitCoupling coupling = s.limit.richardson ? s.limit.coupling : LimitCoupling::independent;
   PetscCheck(coupling != LimitCoupling::halves || s.limit.step_heads % 2 == 0, comm, PETSC_ERR_USER_INPUT,
-             "limit.coupling = halves takes half of each fine step's heads into a coarse step: limit.step_heads must "
-             "be even (given %" PetscInt_FMT ")", s.limit.step_heads);
+             "limit.coupling = halves (the default) takes half of each fine step's heads into a coarse step: "
+             "limit.step_heads must be even (given %" PetscInt_FMT "), or give limit.coupling independent",
+             s.limit.step_heads);
   r->coupled = coupling != LimitCoupling::independent;
   if (!s.limit.richardson)
     PetscCall(SamplesForward(comm, DiffusiveSchemeFor(s, n), S, &r->fine));

@@ -19,7 +19,7 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 echo "CPU: $(lscpu | sed -n 's/^Model name: *//p' | head -n 1) ($(nproc) cores$(grep -qw avx512f /proc/cpuinfo && echo ', AVX-512' || echo ', no AVX-512'))"
-model=(--config "$top/input/study_diffusive_depth.cfg" --data.M 2 --limit.paths "$P" --init.seed 11)
+model=(--config "$top/input/study_diffusive_depth.cfg" --limit.step_heads 16 --data.M 2 --limit.paths "$P" --init.seed 11)
 for n in 4 16 64; do
   for c in independent halves merged; do
     mpiexec --oversubscribe -n "$ranks" "$MFT" limit "${model[@]}" --limit.steps "$n" --limit.coupling "$c" \

@@ -28,8 +28,10 @@ expect 0 "" -- mpiexec --oversubscribe -n 2 "$MFT" forward --config "$cfg" "${sm
   bad "output.samples = false still wrote the samples"
 h5dump -a model.depth_exponent s2.h5 | grep -q '(0): 0.5' && ok || bad "the run file does not record model.depth_exponent"
 
-expect 0 "" -- mpiexec --oversubscribe -n 2 "$MFT" limit --config "$cfg" "${small[@]}" "${paths[@]}" --output.file l.h5
+expect 0 "" -- mpiexec --oversubscribe -n 2 "$MFT" limit --config "$cfg" "${small[@]}" "${paths[@]}" \
+  --limit.coupling independent --output.file l.h5
 grep -q '^mft-summary .*"regime": "diffusive".*"fine_steps": 16' out.txt && ok || bad "no diffusive summary"
+h5dump -a limit.pair l.h5 | grep -q '"independent"' && ok || bad "the independent pair is not said in the file"
 for ds in 'samples *Dataset {64, 2, 8, 4}' 'samples_coarse *Dataset {64, 2, 8, 4}' 'gram_mean *Dataset {2, 8, 8}'; do
   h5ls l.h5/limit | grep -q "$ds" && ok || bad "/limit lacks $ds"
 done
@@ -43,8 +45,9 @@ h5diff -q l1.h5 l3.h5 /limit/samples /limit/samples && h5diff -q l1.h5 l3.h5 /li
   /limit/samples_coarse && ok || bad "3 ranks changed the limit's paths"
 h5diff -q -p 1e-12 l1.h5 l3.h5 /limit/gram_mean /limit/gram_mean && ok || bad "3 ranks moved the limit's Gram means"
 h5dump -a limit.pair l3.h5 | grep -q '"halves"' && ok || bad "the limit file does not say how its pair is coupled"
-expect 2 "limit.step_heads must be even" -- "$MFT" limit --config "$cfg" "${small[@]}" --limit.step_heads 3 \
-  --limit.coupling halves
+# halves is the default: an odd step count of heads is refused, and the way out said.
+expect 2 "limit.step_heads must be even \\(given 3\\), or give limit.coupling independent" -- "$MFT" limit \
+  --config "$cfg" "${small[@]}" --limit.step_heads 3
 
 # A model at a = c = 1/2 evaluated from its run file keeps its exponents.
 expect 0 "" -- "$MFT" forward --config "$cfg" --model.L 4 --model.H 2 --init.samples 0 --output.file one.h5

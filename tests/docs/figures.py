@@ -16,7 +16,11 @@ the digits shown:
   study's (both designs);
 - 'The trained spread at larger depth' and the seeds' spread of 'Training
   in both regimes': the spread tables, their overlaps and disjoint
-  intervals, the times are the logged spread.csv's.
+  intervals, the times are the logged spread.csv's;
+- 'err_law's efficiency': the floors and ratios of both bench runs, and
+  the paired wall ratio;
+- 'In depth and in width' (studies in law): the nine cells, the fits and
+  verdicts, the times, and the same cells' gaps against the former limit.
 
     /usr/bin/python3 tests/docs/figures.py SOURCE_DIR
 """
@@ -280,6 +284,76 @@ def head_dim(text, log, bad):
         bad.append("head dimension: a fit at step 300 is rejected in the log")
 
 
+def diffusive_law(text, log, former, bad):
+    """'In depth and in width': the table's cells, the fits and the times are
+    the log's; the former limit's gaps are the earlier log's."""
+    part = section(text, "**In depth and in width**", "- **How far the fit's intervals")
+    lines = open(log).read().splitlines()
+    cells = {}
+    for l in lines:
+        m = re.match(r"variant 0 L=(\d+) H=(\d+): err_law (\S+) \[(\S+), (\S+)\]", l)
+        if m:
+            cells["%s x %s" % m.group(1, 2)] = m.group(3, 4, 5)
+    rows = re.findall(r"^\| (\d+ x \d+) \| (\S+) \[(\S+), (\S+)\] \|", part, re.M)
+    if len(rows) != 9:
+        bad.append("depth and width: the table has %d cells, not 9" % len(rows))
+    for name, *shown_ in rows:
+        for x, t in zip(cells.get(name, ("nan",) * 3), shown_):
+            if not shown(x, t):
+                bad.append("depth and width: %s shows %s, the log %s" % (name, t, x))
+    fits = [l for l in lines if "err_law = a L^-p: p" in l or "err_law = a L^-1 + b" in l or
+            "err_law = a L^-p + b" in l or "L fixed, q =" in l]
+    for want in ("p = 0.589 [0.506, 0.679]", "chi^2 2.18 on 3 (p-value 0.54), decided", "a = 0.4502",
+                 "b = -0.2251", "chi^2 3.41 on 3 (p-value 0.33)", "p = 0.766 [0.465, 1.040]",
+                 "chi^2 0.593 on 2 (p-value 0.74), not decided", "q = 0.005 [-0.046, 0.059]; chi^2 0.183 on 3 (p 0.98): q decided"):
+        if not any(want in l for l in fits):
+            bad.append("depth and width: the log's fits lack '%s'" % want)
+    for said in ("`p = 0.589 [0.506, 0.679]`", "`chi^2` 2.18 on 3", "`a` = 0.450", "`b`\n  = -0.225",
+                 "`chi^2` 3.41 on 3", "`p = 0.77 [0.47, 1.04]`", "`q = 0.005 [-0.046,\n  0.059]`", "47 s", "63 s"):
+        if said not in part:
+            bad.append("depth and width: the text lacks %s" % said)
+    walls = re.findall(r"# wall: real\s+(\d+)m(\d+\.\d+)s", open(log).read())
+    if [round(60 * int(m) + float(w)) for m, w in walls] != [47, 63]:
+        bad.append("depth and width: the log's walls %s are not 47 s and 63 s" % walls)
+    before = [float(m) for m in re.findall(r"variant 0 L=\d+ H=4: err_law (\S+)", open(former).read())[:5]]
+    if [round(x, 3) for x in before] != [0.218, 0.155, 0.088, 0.055, 0.031] or "0.088, 0.055 and 0.031" not in part:
+        bad.append("depth and width: the former limit's gaps %s" % before)
+    now = [float(cells["%d x 4" % L][0]) for L in (1, 2, 4, 8, 16)]
+    shift = [a - b for a, b in zip(now, before)]
+    if not (round(min(shift), 3) == 0.009 and round(max(shift), 3) == 0.010):
+        bad.append("depth and width: the shifts %s are not 0.009 to 0.010" % shift)
+
+
+def efficiency(text, log, bad):
+    """'err_law's efficiency': the table's floors and ratios are the bench's
+    two runs, and the paired timing's figures the log's."""
+    part = section(text, "**`err_law`'s efficiency, and the limit's design.**", "**Giles's diagnostics")
+    runs, run = [[], []], -1
+    for l in open(log).read().splitlines():
+        if l.startswith("# run ") or (l.startswith("design") and run == 0):
+            run += 1
+        m = re.match(r"#? ?(baseline K16 independent|K16 independent|K4 independent|K4 halves \(default\)|K2 halves)"
+                     r"\s+(\d+)\s+\S+\s+(\S+)\s+.*\s(\S+)x$", l)
+        if m and run >= 0:
+            runs[run].append(m.groups())
+    rows = re.findall(r"^\| (?:\*\*)?(baseline|`K = \d+`)[^|]*\| (\S+) / (\S+) \| (.*?) \| (.*?) \|$", part, re.M)
+    if len(rows) != 5 or len(runs[0]) != 9 or len(runs[1]) != 10:
+        bad.append("efficiency: %d rows in the text, %d and %d in the log's runs" % (len(rows), len(runs[0]), len(runs[1])))
+        return
+    for i, (name, f16, f32, one, two) in enumerate(rows):
+        for r, said in ((0, one), (1, two)):
+            got = [x for x in runs[r][2 * i:2 * i + 2]]
+            for (_, L, floor, eff), t in zip(got, said.replace("**", "").split(" / ")):
+                if t != "-" and not shown(eff, t):
+                    bad.append("efficiency: %s run %d L=%s shows %s, the log %s" % (name, r + 1, L, t, eff))
+        for (_, L, floor, _), t in zip(runs[1][2 * i:2 * i + 2], (f16, f32)):
+            if not shown(floor, t):
+                bad.append("efficiency: %s floor at L=%s shows %s, the log %s" % (name, L, t, floor))
+    wall = re.search(r"A/B wall\s+\S+\s+(\S+)", open(log).read())
+    if not wall or not shown(wall.group(1), "0.390") or "0.390 of the baseline's" not in part:
+        bad.append("efficiency: the paired wall ratio is not the log's")
+
+
 def main():
     src = sys.argv[1]
     text = open(src + "/docs/results.md").read()
@@ -296,6 +370,9 @@ def main():
     embedding(text, src + "/docs/bench/log.2026-12-07.amd-epyc-f26m2.embedding_dim_study", bad)
     spread(text, src + "/docs/bench/log.2026-12-07.amd-epyc-f26m2.trained_spread", bad)
     regimes_spread(text, src + "/docs/bench/log.2026-12-07.amd-epyc-f26m2.training_regimes_spread", bad)
+    efficiency(text, src + "/docs/bench/log.2026-12-07.amd-epyc-f26m2.err_law_efficiency", bad)
+    diffusive_law(text, src + "/docs/bench/log.2026-12-07.amd-epyc-f26m2.diffusive_law",
+                  src + "/docs/bench/log.2026-12-06.amd-epyc-f26m2.diffusive_law", bad)
     print("\n".join("FAIL: " + b for b in bad) or "ok: the figures results.md states from the logs are the logs'")
     sys.exit(1 if bad else 0)
 
