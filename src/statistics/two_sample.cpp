@@ -125,7 +125,7 @@ PetscErrorCode SecondOrderVariance(MPI_Comm comm, const Law &model, const Law &l
 } // namespace
 
 PetscErrorCode GramGapOf(MPI_Comm comm, const Law &model, const Law &limit, PetscInt M, PetscInt N, PetscInt d,
-                         GramGap *gap) {
+                         GramGap *gap, PetscInt simultaneous) {
   std::vector<double> gm, gs, lm, ls;
   PetscFunctionBeginUser;
   PetscCall(GramOf(comm, model, M, N, d, &gm, &gs));
@@ -140,9 +140,10 @@ PetscErrorCode GramGapOf(MPI_Comm comm, const Law &model, const Law &limit, Pets
     }
   std::vector<double> second;
   PetscCall(SecondOrderVariance(comm, model, limit, M, N, d, gs, ls, &second));
-  // Simultaneous over the M sequences (Sidak): every sequence's interval
+  // Simultaneous over the sequences (Sidak): every sequence's interval
   // holds at once with 95%, so the largest gap lies in [max lo, max hi].
-  const double z = boost::math::quantile(boost::math::normal(), 1 - (1 - std::pow(0.95, 1.0 / (double)M)) / 2);
+  const double n = (double)(simultaneous > 0 ? simultaneous : M);
+  const double z = boost::math::quantile(boost::math::normal(), 1 - (1 - std::pow(0.95, 1.0 / n)) / 2);
   GramGap worst;
   worst.err = -1;
   for (PetscInt m = 0; m < M; ++m) {
@@ -230,13 +231,15 @@ PetscErrorCode LawGapOf(MPI_Comm comm, const std::vector<std::string> &names, co
                         const std::vector<Law> &y_law, const std::vector<const Samples *> &y, LawGap *g) {
   PetscFunctionBeginUser;
   g->gap.err = -1, g->energy.value = -HUGE_VAL;
+  PetscInt sequences = 0; // every probe set's: the interval holds them all at once
+  for (const Samples &a : x) sequences += a.M;
   for (size_t k = 0; k < names.size(); ++k) {
     const Samples &a = x[k], &b = *y[k];
-    GramGap gap;
-    PetscCall(GramGapOf(comm, {SamplesSet(a)}, y_law[k], a.M, a.N, a.d, &gap));
-    const double floor = std::max(g->gap.floor, gap.floor); // over every probe set, as err is
-    if (gap.err > g->gap.err) g->gap = gap, g->probe = names[k];
-    g->gap.floor = floor;
+    GramGap gap, &w = g->gap;
+    PetscCall(GramGapOf(comm, {SamplesSet(a)}, y_law[k], a.M, a.N, a.d, &gap, sequences));
+    const double lo = std::max(w.lo, gap.lo), hi = std::max(w.hi, gap.hi), floor = std::max(w.floor, gap.floor);
+    if (gap.err > w.err) w = gap, g->probe = names[k];
+    w.lo = lo, w.hi = hi, w.floor = floor, w.resolved = lo > 0;
     std::vector<double> X, Y; // the energy distance's samples: a fixed number, on every rank
     PetscCall(SamplesGather(comm, a, kEnergySamples, &X));
     PetscCall(SamplesGather(comm, b, kEnergySamples, &Y));

@@ -36,8 +36,9 @@ struct GramGap {
   // the error a gap of zero reads.
   double floor = 0;
   // The standard error the fits weigh a cell by: the interval's half width
-  // over 1.96. Over M sequences the interval is Sidak's, so this is larger
-  // than the error's own by z_M / 1.96 (1.14 at M = 2): the fits err wide.
+  // over 1.96. Over n sequences the interval is Sidak's, so this is larger
+  // than the error's own by z_n / 1.96 (1.27 at the studies' 2 families of
+  // 2 sequences): the fits err wide.
   double se() const { return (hi - lo) / 3.92; }
 };
 
@@ -54,11 +55,11 @@ constexpr PetscInt kCovarianceRows = 4096, kCovarianceEntries = 528;
 // samples, with the second-order 2 |Sigma|_F^2 added (Sigma the entries'
 // full covariance, G_ij and G_ji one quantity; the shared noise of the
 // diffusive regime correlates every entry). The intervals are Sidak's over
-// the M sequences (z = 2.24 at M = 2), and the largest gap's is [max lo,
-// max hi]: it holds the largest true gap when every sequence's holds.
-// Collective on comm.
+// `simultaneous` sequences (0: the M here; z = 2.24 at 2, 2.49 at 4), and
+// the largest gap's is [max lo, max hi]: it holds the largest true gap when
+// every sequence's holds. Collective on comm.
 PetscErrorCode GramGapOf(MPI_Comm comm, const Law &model, const Law &limit, PetscInt M, PetscInt N, PetscInt d,
-                         GramGap *gap);
+                         GramGap *gap, PetscInt simultaneous = 0);
 
 // The largest over sequences of |a - b|_F / |b|_F, a and b (M, N, N): the
 // limit's bias (coarse paths against fine), or its sampling error (a = b + se).
@@ -88,7 +89,9 @@ struct Energy {
 Energy EnergyOf(const EnergySums &sums, PetscInt S, PetscInt P);
 
 // Two laws on every probe set: the largest Gram gap over the sets' sequences
-// (and the set it is in), and the largest energy distance, each set's from
+// (and the set it is in), its interval simultaneous over all of them (Sidak
+// over every set's sequences: [max lo, max hi] over the sets), and the
+// largest energy distance, each set's from
 // the first kEnergySamples samples of each side (its pairs cost S^2 N d:
 // a bounded subsample, gathered on every rank, its pairs split over them).
 constexpr PetscInt kEnergySamples = 4000;
