@@ -30,20 +30,30 @@ static PetscErrorCode ForwardSamples(MPI_Comm comm, const Settings &s) {
                         s.init.samples, s.model.L, s.model.H, to_string(s.model.head_kind),
                         format_real(s.model.depth_exponent).c_str(), format_real(s.model.head_exponent).c_str(), (unsigned long long)s.init.seed, size, s.data.M, s.data.N, s.model.d));
   PetscCall(SamplesForward(comm, s, s.init.samples, &r));
+  double moved, moved_se;
+  PetscCall(SamplesMoved(comm, r, &moved, &moved_se));
+  const double uniform = SamplesMovedAtUniformAttention(s, r);
   const unsigned long long S = r.S, M = r.M, N = r.N, d = r.d;
   std::vector<ResultArray> arrays = {{"/data/tokens", {M, N, d}, r.inputs.data()},
                                      {"/output/gram_mean", {M, N, N}, r.gram_mean.data()},
                                      {"/output/gram_stderr", {M, N, N}, r.gram_stderr.data()}};
   if (s.output.samples) arrays.push_back({"/output/samples", {S, M, N, d}, r.tokens.data(), r.block});
-  PetscCall(ResultFileWrite(comm, s, arrays, {{"samples", std::to_string(S)}}, s.output.file));
+  std::vector<std::pair<std::string, std::string>> attributes = {
+      {"samples", std::to_string(S)}, {"moved", format_real(moved)}, {"moved_stderr", format_real(moved_se)}};
+  if (std::isfinite(uniform)) attributes.emplace_back("moved_closed_form", format_real(uniform));
+  PetscCall(ResultFileWrite(comm, s, arrays, attributes, s.output.file));
   double trace = 0; // E (1/N) sum_i |x_i(1)|^2, over the probe sequences
   for (unsigned long long m = 0; m < M; ++m)
     for (unsigned long long i = 0; i < N; ++i) trace += r.gram_mean[(m * N + i) * N + i] / (double)(M * N);
   const double rate = (double)S / r.seconds;
-  PetscCall(PetscPrintf(comm, "%llu samples in %.3f s (%.1f a second); mean |x_i(1)|^2 %.6e; wrote %s\n", S, r.seconds,
-                        rate, trace, s.output.file.c_str()));
+  const std::string closed = std::isfinite(uniform) ? " (closed form at beta = 0: " + format_real(uniform) + ")" : "";
+  PetscCall(PetscPrintf(comm, "%llu samples in %.3f s (%.1f a second); mean |x_i(1)|^2 %.6e; mean |x_i(1) - x_i(0)|^2 "
+                        "%.6e +- %.2e%s; wrote %s\n", S, r.seconds, rate, trace, moved, moved_se, closed.c_str(),
+                        s.output.file.c_str()));
   Summary sum;
   sum.add("command", std::string("forward")).add("samples", (long long)S).add("mean_square", trace);
+  sum.add("moved", moved).add("moved_stderr", moved_se);
+  if (std::isfinite(uniform)) sum.add("moved_closed_form", uniform);
   sum.add("seconds", r.seconds).add("samples_per_second", rate).add("ranks", (long long)size);
   sum.add("file", s.output.file);
   PetscCall(sum.print(comm));

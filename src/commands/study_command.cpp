@@ -120,6 +120,9 @@ PetscErrorCode CommandStudy(MPI_Comm comm, const std::vector<std::string> &args,
   PetscCall(SettingsParse(comm, "study", args, &s, &help));
   if (help) PetscFunctionReturn(0);
   PetscCall(InputsVerify(comm, s)); // the files mft wrote, whole, before any work
+  PetscCheck(s.replicates.empty() || !(s.study_in_law() || s.trained_in_law() || s.list_cases), comm,
+             PETSC_ERR_USER_INPUT, "--replicates compares the fits of a convergence study's replicates: not with %s",
+             s.list_cases ? "--list" : "a study in law");
   if (s.study_in_law()) PetscFunctionReturn(s.list_cases ? StudyInLawList(comm, args, s) : StudyInLawRun(comm, args, s, status));
   if (s.trained_in_law())
     PetscFunctionReturn(s.list_cases ? StudyTrainedInLawList(comm, args, s) : StudyTrainedInLawRun(comm, args, s, status));
@@ -158,6 +161,7 @@ PetscErrorCode CommandStudy(MPI_Comm comm, const std::vector<std::string> &args,
   PetscCall(StudyAggregate(comm, s, dir, &missing));
   PetscCall(PetscPrintf(comm, "mft study: aggregated %s: %zu cases, %" PetscInt_FMT " missing or failed; wrote %s/study.csv, fits.csv, study.h5\n",
                         dir.c_str(), cases.size(), missing, dir.c_str()));
+  if (!s.replicates.empty()) PetscCall(StudyReplicates(comm, s, dir));
   Summary sum;
   sum.add("command", std::string("study")).add("dir", dir).add("cases", (long long)cases.size());
   sum.add("missing", (long long)missing).add("seconds", seconds() - t0);

@@ -194,6 +194,43 @@ PetscErrorCode SamplesGram(MPI_Comm comm, Samples *r) {
   PetscFunctionReturn(0);
 }
 
+PetscErrorCode SamplesMoved(MPI_Comm comm, const Samples &r, double *mean, double *se) {
+  const size_t n = (size_t)(r.M * r.N * r.d), tokens = (size_t)(r.M * r.N);
+  std::vector<double> moved;
+  for (PetscInt s = 0; s < r.block.size(); ++s) {
+    double sum = 0;
+    for (size_t e = 0; e < n; ++e) sum += std::pow(r.tokens[(size_t)s * n + e] - r.inputs[e], 2);
+    moved.push_back(sum / (double)tokens);
+  }
+  double sums[2] = {0, 0};
+  PetscFunctionBeginUser;
+  for (int pass = 0; pass < 2; ++pass) { // the mean, then the spread about it
+    for (double x : moved) sums[pass] += pass ? std::pow(x - sums[0], 2) : x;
+    PetscCallMPI(MPI_Allreduce(MPI_IN_PLACE, &sums[pass], 1, MPI_DOUBLE, MPI_SUM, comm));
+    if (!pass) sums[0] /= (double)r.S;
+  }
+  *mean = sums[0];
+  *se = r.S > 1 ? std::sqrt(sums[1] / (double)(r.S - 1) / (double)r.S) : NAN;
+  PetscFunctionReturn(0);
+}
+
+double SamplesMovedAtUniformAttention(const Settings &s, const Samples &r) {
+  const ModelSettings &m = s.model;
+  if (m.beta != 0 || m.head_kind != HeadKind::qkv || m.norm != TokenNorm::none || m.causal) return NAN;
+  double xbar2 = 0; // |xbar(0)|^2, mean over the probe sequences
+  for (PetscInt q = 0; q < r.M; ++q)
+    for (PetscInt c = 0; c < r.d; ++c) {
+      double mean = 0;
+      for (PetscInt i = 0; i < r.N; ++i) mean += r.inputs[(size_t)((q * r.N + i) * r.d + c)] / (double)r.N;
+      xbar2 += mean * mean / (double)r.M;
+    }
+  const double L = (double)m.L, H = (double)m.H, a = m.depth_exponent, c = m.head_exponent;
+  const double mu = s.init.v_mean, sigma = s.init.v_gain;
+  const double step = 1 + mu * std::pow(L, -a) * std::pow(H, 1 - c),
+               rho = step * step + sigma * sigma * std::pow(L, -2 * a) * std::pow(H, 1 - 2 * c);
+  return xbar2 * (std::pow(rho, L) - 2 * std::pow(step, L) + 1);
+}
+
 PetscErrorCode SamplesGather(MPI_Comm comm, const Samples &r, PetscInt count, std::vector<double> *out) {
   PetscMPIInt size, rank;
   PetscFunctionBeginUser;

@@ -68,7 +68,9 @@ void Describe(const std::string &command, const std::vector<Option> &options, De
   if (command == "forward") d->general.add_options()("gradient", "also compute g = L H dR/dtheta and write /grad");
   if (command == "study")
     d->general.add_options()("aggregate", po::value<std::string>(), "aggregate the case files of this study folder")(
-        "list", "print the cases of the study and exit");
+        "replicates", po::value<std::string>(),
+        "'DIR DIR ...': the same study run again with other init.seed; after aggregating, how often their fits "
+        "agree and the fits pooled (replicates.csv, replicates_pooled.csv)")("list", "print the cases of the study and exit");
   if (command == "train")
     d->general.add_options()("restart", po::value<std::string>(),
                              "continue from a checkpoint FILE, or 'auto': the newest valid one in checkpoint.dir "
@@ -122,6 +124,7 @@ std::string StoreValues(const std::vector<std::string> &args, std::vector<Option
   s->gradient = vm.count("gradient") > 0;
   if (vm.count("restart")) s->restart = vm["restart"].as<std::string>();
   if (vm.count("aggregate")) s->aggregate = vm["aggregate"].as<std::string>();
+  if (vm.count("replicates")) s->replicates = vm["replicates"].as<std::string>();
   s->list_cases = vm.count("list") > 0;
   std::set<std::string> on_command_line;
   for (const std::string &a : args) on_command_line.insert(argument_key(a));

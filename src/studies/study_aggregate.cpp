@@ -99,6 +99,11 @@ PetscErrorCode ReadVariant(const Settings &s, const std::string &dir, size_t v, 
   PetscFunctionReturn(0);
 }
 
+// Where a case file keeps the outputs of recorded time `time`.
+std::string time_prefix(const Settings &s, PetscInt time) {
+  return s.study.state == StudyState::trained ? "/times/" + std::to_string(time) : "";
+}
+
 // The squared errors of quantity q (0: tokens x(1), 1: adjoints p(0)) for the statistics.
 StudyErrors ErrorsOf(const Settings &s, const VariantCases &vc, int q) {
   StudyErrors e;
@@ -280,12 +285,11 @@ PetscErrorCode WriteQuantity(Outputs &out, size_t v, const std::string &variant,
     std::snprintf(bias, sizeof bias, "; the reference's bias C1/L_ref ~%.2g (%.0f%% of the smallest err), "
                   "its spread from the fit %.2g (floor %.2g)", f.reference_bias,
                   100 * f.reference_bias / f.smallest, f.reference_spread, st.floor);
-  PetscCall(PetscPrintf(PETSC_COMM_SELF, "mft study: v%zu %s t=%" PetscInt_FMT ": slope_L %s, slope_H %s, a %s, b %s%s%s%s\n",
-                        v, quantity, time, with_interval(f.slope_L, f.slope_L_ci, f.flags, "slope_L:").c_str(),
-                        with_interval(f.slope_H, f.slope_H_ci, f.flags, "slope_H:").c_str(),
-                        with_interval(f.a, f.a_ci, f.flags, "a: ab: joint:").c_str(),
-                        with_interval(f.b, f.b_ci, f.flags, "b: ab: joint:").c_str(), bias,
-                        f.flags.empty() ? "" : "; flags: ", f.flags.c_str()));
+  std::string figures;
+  for (const FitFigure &g : kFitFigures)
+    figures += (figures.empty() ? "" : ", ") + std::string(g.name) + " " + with_interval(f.*g.value, f.*g.ci, f.flags, g.undecided);
+  PetscCall(PetscPrintf(PETSC_COMM_SELF, "mft study: v%zu %s t=%" PetscInt_FMT ": %s%s%s%s\n", v, quantity, time,
+                        figures.c_str(), bias, f.flags.empty() ? "" : "; flags: ", f.flags.c_str()));
   PetscFunctionReturn(0);
 }
 
@@ -376,6 +380,23 @@ PetscErrorCode AggregateVariant(Outputs &out, WorstTables &tables, const Setting
 
 } // namespace
 
+PetscErrorCode StudyFitsOf(const Settings &s, const std::string &dir, std::vector<QuantityFit> *fits, PetscInt *read) {
+  const auto variants = StudyVariants(s);
+  const std::vector<PetscInt> times = StudyTimes(s);
+  PetscFunctionBeginUser;
+  for (const PetscInt time : times)
+    for (size_t v = 0; v < variants.size(); ++v) {
+      VariantCases vc;
+      PetscInt missing = 0;
+      PetscCall(ReadVariant(s, dir, v, time_prefix(s, time), false, &vc, &missing));
+      if (time == times.back()) *read += (PetscInt)(vc.references.size() + vc.models.size());
+      if (vc.references.empty()) continue;
+      for (int q = 0; q < 2; ++q)
+        fits->push_back({v, q, time, StudyStatisticsCompute(ErrorsOf(s, vc, q), OptionsOf(s)).fit[1]});
+    }
+  PetscFunctionReturn(0);
+}
+
 PetscErrorCode StudyAggregate(MPI_Comm comm, const Settings &s, const std::string &dir, PetscInt *missing) {
   PetscMPIInt rank;
   PetscFunctionBeginUser;
@@ -407,7 +428,7 @@ PetscErrorCode StudyAggregate(MPI_Comm comm, const Settings &s, const std::strin
     for (const PetscInt time : times) {
       out.last = time == times.back();
       out.at = "/t" + std::to_string(time), out.at_key = "t" + std::to_string(time) + ".";
-      const std::string prefix = s.study.state == StudyState::trained ? "/times/" + std::to_string(time) : "";
+      const std::string prefix = time_prefix(s, time);
       for (size_t v = 0; v < variants.size(); ++v) {
         const std::string vs = std::to_string(v);
         VariantCases vc;

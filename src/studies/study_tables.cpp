@@ -35,14 +35,24 @@ std::string quoted(const std::string &s) { return "\"" + s + "\""; }
 
 // A figure of the printed summary with its interval; "(not determined)" when
 // one of the flags `undecided` (space-separated) is raised.
-std::string with_interval(double x, StudyInterval ci, const std::string &flags, const std::string &undecided) {
-  char b[96];
+bool determined(const std::string &flags, const std::string &undecided) {
   std::istringstream in(undecided);
   for (std::string f; in >> f;)
-    if (flags.find(f) != std::string::npos) {
-      std::snprintf(b, sizeof b, "%.3f (not determined)", x);
-      return b;
-    }
+    if (flags.find(f) != std::string::npos) return false;
+  return true;
+}
+
+const FitFigure kFitFigures[4] = {{"slope_L", &StudyFit::slope_L, &StudyFit::slope_L_ci, "slope_L:"},
+                                  {"slope_H", &StudyFit::slope_H, &StudyFit::slope_H_ci, "slope_H:"},
+                                  {"a", &StudyFit::a, &StudyFit::a_ci, "a: ab: joint:"},
+                                  {"b", &StudyFit::b, &StudyFit::b_ci, "b: ab: joint:"}};
+
+std::string with_interval(double x, StudyInterval ci, const std::string &flags, const std::string &undecided) {
+  char b[96];
+  if (!determined(flags, undecided)) {
+    std::snprintf(b, sizeof b, "%.3f (not determined)", x);
+    return b;
+  }
   if (!std::isfinite(x)) return "-";
   if (!std::isfinite(ci.lo)) std::snprintf(b, sizeof b, "%.3f [no interval]", x);
   else std::snprintf(b, sizeof b, "%.3f [%.3f, %.3f]", x, ci.lo, ci.hi);

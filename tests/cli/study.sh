@@ -58,4 +58,53 @@ expect 0 "" -- "$MFT" study --config tiny.cfg --aggregate tiny
 grep -q "case 6 (variant 0, L=1, H=4, seed 1) is missing or failed" out.txt && ok || bad "the lost case is not named"
 grep -q '^0,"model.beta=1",1,4,1,' tiny/study.csv && ok || bad "the cell of the lost case does not keep its other seed"
 grep -q "the law of variant" out.txt && bad "the aggregation computed the law again" || ok
+# Replicates (--replicates): three runs of one study with other init.seed; mft's agreement and pool
+# against NumPy's from the three fits.csv; a folder that is not there or holds no case is refused.
+rep=(--config tiny.cfg --study.variants model.beta=1 --study.fluctuation false --study.references 2)
+for seed in 3 13 23; do
+  expect 0 "" -- "$MFT" study "${rep[@]}" --init.seed $seed --study.dir rep$seed
+done
+expect 0 "" -- "$MFT" study "${rep[@]}" --aggregate rep3 --replicates "rep13 rep23"
+grep -q "^mft study: replicates: slope_L t=0 " out.txt && ok || bad "no printed agreement of the replicates"
+/usr/bin/python3 - <<'PY' && ok || bad "replicates.csv or replicates_pooled.csv differs from NumPy's (lines above)"
+import csv, itertools, math
+fits = [{(r["variant"], r["quantity"], r["time"]): r for r in csv.DictReader(open(f"rep{s}/fits.csv")) if r["corrected"] == "1"}
+        for s in (3, 13, 23)]
+undecided = {"slope_L": "slope_L:", "slope_H": "slope_H:", "a": "a: ab: joint:", "b": "b: ab: joint:"}
+got = {r["figure"]: r for r in csv.DictReader(open("rep3/replicates.csv"))}
+pooled = {(r["quantity"], r["figure"]): r for r in csv.DictReader(open("rep3/replicates_pooled.csv"))}
+z, bad = 1.959963984540054, []
+for name, flags in undecided.items():
+    agree = pairs = 0
+    fig = []
+    for k in fits[0]:
+        rows = [f[k] for f in fits]
+        ok = [r[name] != "" and not any(t in r["flags"] for t in flags.split()) for r in rows]
+        fig.append((k, rows, ok))
+        for i, j in itertools.permutations(range(3), 2):
+            if ok[i] and ok[j]:
+                pairs += 1
+                agree += float(rows[j][name + "_lo"]) <= float(rows[i][name]) <= float(rows[j][name + "_hi"])
+    g = got[name]
+    if (int(g["agree"]), int(g["pairs"])) != (agree, pairs):
+        bad.append(f"{name}: mft {g['agree']} of {g['pairs']}, NumPy {agree} of {pairs}")
+    for k, rows, ok in fig:
+        w = [((2 * z) / (float(r[name + "_hi"]) - float(r[name + "_lo"]))) ** 2 for r, o in zip(rows, ok) if o]
+        x = [float(r[name]) for r, o in zip(rows, ok) if o]
+        p = pooled[(k[1], name)]
+        if not w:
+            continue
+        m, half = sum(a * b for a, b in zip(w, x)) / sum(w), z / math.sqrt(sum(w))
+        # fits.csv holds 6 digits: the pool agrees to their rounding
+        if abs(float(p["value"]) - m) > 1e-4 * (1 + abs(m)) or abs(float(p["hi"]) - float(p["lo"]) - 2 * half) > 1e-4 * (1 + half):
+            bad.append(f"{k} {name}: pooled {p['value']} [{p['lo']}, {p['hi']}], NumPy {m} +- {half}")
+    if not pairs and name.startswith("slope"):  # the tiny grid leaves a (and b) undetermined at times
+        bad.append(f"{name}: no pair compared")
+print("\n".join(bad))
+raise SystemExit(1 if bad else 0)
+PY
+expect 2 "replicates: 'nowhere' is not a folder" -- "$MFT" study "${rep[@]}" --aggregate rep3 --replicates nowhere
+mkdir empty
+expect 2 "replicates: 'empty' holds no case file of this study" -- "$MFT" study "${rep[@]}" --aggregate rep3 --replicates empty
+[ -s rep3/fits.csv ] && ok || bad "a refused replicate lost the study's fits.csv"
 finish

@@ -98,6 +98,21 @@ PetscErrorCode SamplesGram(MPI_Comm comm, Samples *r);
 // Not collective.
 SampleSet SamplesSet(const Samples &r, double weight = 1);
 
+// How far the samples move their tokens: per sample the mean over the probe
+// tokens of |x_i(1) - x_i(0)|^2; *mean its mean over the samples, *se its
+// standard error. Collective on comm.
+PetscErrorCode SamplesMoved(MPI_Comm comm, const Samples &r, double *mean, double *se);
+
+// The same moment in closed form where attention is uniform (beta = 0) and
+// every token moves by its sequence mean's move: a qkv model without norm,
+// sphere or mask, whose layer multiplies the mean xbar by I + L^-a H^-c sum_h
+// V_h (docs/model.md, 'Depth and head exponents'). Over the probe sequences,
+//   E |x_i(1) - x_i(0)|^2 = |xbar(0)|^2 (rho^L - 2 m^L + 1),
+//   m = 1 + mu L^-a H^(1-c),   rho = m^2 + sigma^2 L^-2a H^(1-2c),
+// mu = init.v_mean, sigma = init.v_gain; NaN for any other model.
+// Not collective.
+double SamplesMovedAtUniformAttention(const Settings &s, const Samples &r);
+
 // The first `count` samples (at most S) on every rank, (count, M, N, d).
 // Collective on comm.
 PetscErrorCode SamplesGather(MPI_Comm comm, const Samples &r, PetscInt count, std::vector<double> *out);

@@ -300,6 +300,7 @@ struct Settings {
   BenchSettings bench;
   WorstSettings worst;
   std::string aggregate;      // study: aggregate this directory instead of running cases
+  std::string replicates;     // study: folders of the same study's replicates, compared after aggregating
   bool list_cases = false;    // study: print the cases and exit
   std::string params_file;    // forward, ntk, train: the heads (and model settings) of this run or checkpoint file
   DepthScheme scheme;

@@ -137,4 +137,14 @@ PetscErrorCode StudyLaw(MPI_Comm comm, const std::vector<std::string> &args, con
 // Collective on comm (rank 0 reads the cases and writes the tables).
 PetscErrorCode StudyAggregate(MPI_Comm comm, const Settings &s, const std::string &dir, PetscInt *missing);
 
+// With --replicates 'DIR ...': the study in dir and the same config run again
+// in those folders with other init.seed; each folder's corrected fits made
+// from its case files as the aggregation makes them; per figure (slope_L,
+// slope_H, a, b) and time, how often one replicate's point lies in another's
+// 95% interval (dir/replicates.csv, beside the calibrated fraction), and per
+// variant, quantity and time each figure pooled over the replicates
+// (dir/replicates_pooled.csv): statistics/replicates.hpp.
+// Collective on comm (rank 0 reads and writes).
+PetscErrorCode StudyReplicates(MPI_Comm comm, const Settings &s, const std::string &dir);
+
 } // namespace mft

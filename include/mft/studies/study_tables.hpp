@@ -65,8 +65,32 @@ PetscErrorCode WriteTable(MPI_Comm comm, const std::string &path, const std::str
                           const std::vector<std::string> &rows);
 
 // A figure of the printed summary with its interval; "(not determined)" when
-// one of the flags `undecided` (space-separated) is raised.
+// one of the flags `undecided` (space-separated) is raised (determined()).
 std::string with_interval(double x, StudyInterval ci, const std::string &flags, const std::string &undecided);
+bool determined(const std::string &flags, const std::string &undecided);
+
+// The figures of a convergence study's fit, each with the flags that leave it
+// not determined: the slopes in L and H, the joint fit's exponents a and b.
+struct FitFigure {
+  const char *name;
+  double StudyFit::*value;
+  StudyInterval StudyFit::*ci;
+  const char *undecided;
+};
+extern const FitFigure kFitFigures[4];
+
+// The corrected fit of one variant's quantity (0: tokens x(1), 1: adjoints
+// p(0)) at one recorded time.
+struct QuantityFit {
+  size_t variant = 0;
+  int quantity = 0;
+  PetscInt time = 0;
+  StudyFit fit;
+};
+// Every corrected fit of the study in dir, from its case files, as the
+// aggregation makes them; *read: the case files read at the last time.
+// Not collective.
+PetscErrorCode StudyFitsOf(const Settings &s, const std::string &dir, std::vector<QuantityFit> *fits, PetscInt *read);
 
 // The worst-input figures of one variant at one time and N (or K atoms):
 // per cell the root of the mean over seeds, with the jackknife over seeds and
