@@ -26,13 +26,14 @@ import h5py
 MEAN, GAIN = 0.5, 1.0  # the uncentred value maps' mean, and every value map's gain
 
 
-def run(args, options, out):
+def run(args, options, out, label):
     if os.geteuid() == 0:
         os.environ.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
     cmd = ["mpiexec", "--oversubscribe", "-n", str(args.ranks), args.mft] + options + ["--output.file", out]
     done = subprocess.run(cmd, capture_output=True, text=True)
-    if done.returncode == 3:  # the tokens overflowed: an exploding point, recorded as such
-        print(f"regimes.py: {' '.join(options[:1] + options[2:4])}...: {done.stderr.strip().splitlines()[-1]}")
+    if done.returncode == 3:  # the tokens overflowed: an exploding point, said and left out
+        said = [line for line in done.stderr.splitlines() if line.startswith("mft: error:")]
+        print(f"regimes.py: {label}: {said[0] if said else done.stderr.strip()}")
         return False
     if done.returncode != 0:
         sys.exit(f"regimes.py: {' '.join(cmd)} failed:\n{done.stdout}{done.stderr}")
@@ -48,7 +49,7 @@ def model(mu, a, c, L, H, beta, d=4, N=8, M=2):
 def attributes(path, *keys):
     """The run file's attributes (text) as numbers; "" where one is absent."""
     a = h5py.File(path, "r").attrs
-    text = [a[k].decode() if isinstance(a[k], bytes) else str(a[k]) if k in a else "" for k in keys]
+    text = [(a[k].decode() if isinstance(a[k], bytes) else str(a[k])) if k in a else "" for k in keys]
     return [float(t) if t else "" for t in text]
 
 
@@ -71,8 +72,9 @@ def main():
                     for c in sorted({a, 1.0}):
                         for L in [int(v) for v in args.L.split()]:
                             out = f"{tmp}/s-{len(rows)}.h5"
+                            label = f"centred {int(mu == 0)}, a {a}, c {c}, L {L}, beta {beta}"
                             if not run(args, ["forward"] + model(mu, a, c, L, args.H, beta) +
-                                       ["--init.samples", str(args.samples)], out):
+                                       ["--init.samples", str(args.samples)], out, label):
                                 continue
                             moved, se, closed = attributes(out, "moved", "moved_stderr", "moved_closed_form")
                             rows.append(dict(centred=int(mu == 0), a=a, c=c, L=L, H=args.H, beta=beta,

@@ -31,7 +31,8 @@ static PetscErrorCode ForwardSamples(MPI_Comm comm, const Settings &s) {
                         format_real(s.model.depth_exponent).c_str(), format_real(s.model.head_exponent).c_str(), (unsigned long long)s.init.seed, size, s.data.M, s.data.N, s.model.d));
   PetscCall(SamplesForward(comm, s, s.init.samples, &r));
   double moved, moved_se;
-  PetscCall(SamplesMoved(comm, r, &moved, &moved_se));
+  PetscInt overflowed;
+  PetscCall(SamplesMoved(comm, r, &moved, &moved_se, &overflowed));
   const double uniform = SamplesMovedAtUniformAttention(s, r);
   const unsigned long long S = r.S, M = r.M, N = r.N, d = r.d;
   std::vector<ResultArray> arrays = {{"/data/tokens", {M, N, d}, r.inputs.data()},
@@ -57,6 +58,9 @@ static PetscErrorCode ForwardSamples(MPI_Comm comm, const Settings &s) {
   sum.add("seconds", r.seconds).add("samples_per_second", rate).add("ranks", (long long)size);
   sum.add("file", s.output.file);
   PetscCall(sum.print(comm));
+  PetscCheck(!overflowed, comm, PETSC_ERR_NOT_CONVERGED,
+             "%" PetscInt_FMT " of %llu samples overflowed (their tokens are not finite; %s keeps them): the moments "
+             "are NaN (lower the heads' scale or model.beta)", overflowed, S, s.output.file.c_str());
   PetscFunctionReturn(0);
 }
 

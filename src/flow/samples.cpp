@@ -194,7 +194,7 @@ PetscErrorCode SamplesGram(MPI_Comm comm, Samples *r) {
   PetscFunctionReturn(0);
 }
 
-PetscErrorCode SamplesMoved(MPI_Comm comm, const Samples &r, double *mean, double *se) {
+PetscErrorCode SamplesMoved(MPI_Comm comm, const Samples &r, double *mean, double *se, PetscInt *overflowed) {
   const size_t n = (size_t)(r.M * r.N * r.d), tokens = (size_t)(r.M * r.N);
   std::vector<double> moved;
   for (PetscInt s = 0; s < r.block.size(); ++s) {
@@ -204,6 +204,8 @@ PetscErrorCode SamplesMoved(MPI_Comm comm, const Samples &r, double *mean, doubl
   }
   double sums[2] = {0, 0};
   PetscFunctionBeginUser;
+  *overflowed = (PetscInt)std::count_if(moved.begin(), moved.end(), [](double x) { return !std::isfinite(x); });
+  PetscCallMPI(MPI_Allreduce(MPI_IN_PLACE, overflowed, 1, MPIU_INT, MPI_SUM, comm));
   for (int pass = 0; pass < 2; ++pass) { // the mean, then the spread about it
     for (double x : moved) sums[pass] += pass ? std::pow(x - sums[0], 2) : x;
     PetscCallMPI(MPI_Allreduce(MPI_IN_PLACE, &sums[pass], 1, MPI_DOUBLE, MPI_SUM, comm));

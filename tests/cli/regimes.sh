@@ -4,7 +4,8 @@
 # samples lies on it within 4 standard errors, for centred and uncentred
 # value maps at a = 1/2 and 1 (c = a and c = 1), L = 4, 16, 64; mft's moment
 # and its standard error equal NumPy's from a samples file on 1 and 3 ranks;
-# and jobs/plot_regimes.py draws the map (a PNG, not blank).
+# samples that overflow are said with exit 3 and their file kept; and
+# jobs/plot_regimes.py draws the map (a PNG, not blank).
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 source "$here/lib.sh" "$1"
 jobs="$here/../../jobs"
@@ -25,9 +26,18 @@ for r in csv.DictReader(open("regimes.csv")):
     bad += abs(z) > 4 or abs(cf - xbar2 * unit) > 1e-10 * abs(cf)
 sys.exit(1 if bad else 0)
 PY
+# At beta = 1 no closed form: the points are collected without one.
+/usr/bin/python3 "$jobs/regimes.py" beta1.csv --mft "$MFT" --a 1 --L 4 --beta 1 --samples 20 >beta1.txt 2>&1 &&
+  /usr/bin/python3 -c "import csv, sys; r = list(csv.DictReader(open('beta1.csv'))); sys.exit(0 if len(r) == 2 and all(x['closed_form'] == '' and float(x['moved']) > 0 for x in r) else 1)" &&
+  ok || bad "regimes.py at beta = 1: $(tail -2 beta1.txt)"
 /usr/bin/python3 "$jobs/plot_regimes.py" regimes.csv regimes.png >/dev/null &&
   /usr/bin/python3 -c "import matplotlib.image as m, sys; a = m.imread('regimes.png'); sys.exit(0 if a.std() > 0.01 else 1)" &&
   ok || bad "plot_regimes.py drew no map"
+# Samples that overflow: said in one line, exit 3, the file kept.
+expect 3 "20 of 20 samples overflowed" -- "$MFT" forward --model.L 256 --model.H 4 --model.d 3 --model.beta 1 \
+  --model.depth_exponent 0.25 --model.head_exponent 0.25 --init.v_mean 8 --data.M 2 --data.N 4 --init.samples 20 \
+  --output.file overflow.h5
+[ -s overflow.h5 ] && ok || bad "the overflowed samples' file is lost"
 # The moment from the samples' file, on 1 and 3 ranks (beta = 1: no closed form, none written).
 for n in 1 3; do
   mpiexec --oversubscribe -n $n "$MFT" forward --model.L 8 --model.H 4 --model.d 3 --model.k 2 --model.beta 1 \

@@ -100,8 +100,9 @@ SampleSet SamplesSet(const Samples &r, double weight = 1);
 
 // How far the samples move their tokens: per sample the mean over the probe
 // tokens of |x_i(1) - x_i(0)|^2; *mean its mean over the samples, *se its
-// standard error. Collective on comm.
-PetscErrorCode SamplesMoved(MPI_Comm comm, const Samples &r, double *mean, double *se);
+// standard error; *overflowed: the samples whose tokens are not finite
+// (then both are NaN). Collective on comm.
+PetscErrorCode SamplesMoved(MPI_Comm comm, const Samples &r, double *mean, double *se, PetscInt *overflowed);
 
 // The same moment in closed form where attention is uniform (beta = 0) and
 // every token moves by its sequence mean's move: a qkv model without norm,
