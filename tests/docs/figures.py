@@ -20,11 +20,16 @@ the digits shown:
 - 'err_law's efficiency': the floors and ratios of both bench runs, and
   the paired wall ratio;
 - 'In depth and in width' (studies in law): the nine cells, the fits and
-  verdicts, the times, and the same cells' gaps against the former limit.
+  verdicts, the times, and the same cells' gaps against the former limit;
+- 'Replicates': the agreement table and the pooled table are the logged
+  replicates.csv's and replicates_pooled.csv's (mft study --replicates);
+- 'The regime map': every figure of its table, the overflowed point, the
+  points off their closed form, and the time are the logged regimes.csv's.
 
     /usr/bin/python3 tests/docs/figures.py SOURCE_DIR
 """
 import csv
+from fractions import Fraction
 import re
 import sys
 
@@ -358,6 +363,77 @@ def efficiency(text, log, bad):
         bad.append("efficiency: the paired wall ratio is not the log's")
 
 
+def replicates(text, log, bad):
+    """'Replicates': the agreement and pooled tables."""
+    part = section(text, "**Replicates.** Each study was rerun", "What the data shows, plainly")
+    agree = {st: {(r["figure"], r["time"]): r for r in table(log, st + " replicates.csv")} for st in ("width", "depth")}
+    pooled = {st: {(r["variant"], r["time"], r["figure"]): r for r in table(log, st + " replicates_pooled.csv")
+                   if r["quantity"] == "tokens"} for st in ("width", "depth")}
+    studies = {"depth": ("depth", "0"), "width": ("width", "0"), "width, causal": ("width", "1")}
+    rows = 0
+    for line in part.splitlines():
+        f = [c.strip() for c in line.strip("|").split("|")]
+        m = re.match(r"(width|depth): `(\w+)`$", f[0])
+        if m and len(f) == 5:
+            rows += 1
+            for time, c in zip(("0", "50", "200", "500"), f[1:]):
+                r = agree[m.group(1)][(m.group(2), time)]
+                u = re.search(r"\((\d+) undetermined\)", c)
+                if not shown(r["fraction"], c.split()[0]) or (u.group(1) if u else "0") != r["undetermined"]:
+                    bad.append("replicates: %s t=%s: %s against the log's %s" % (f[0], time, c, r["fraction"]))
+        elif f[0] in studies and len(f) == 6:
+            rows += 1
+            st, v = studies[f[0]]
+            for name, c in zip(("slope_L", "slope_H", "a", "b"), f[2:]):
+                r = pooled[st][(v, f[1], name)]
+                if c == "not determined":
+                    ok = int(r["used"]) < 2
+                else:
+                    ok = int(r["used"]) >= 2 and all(shown(x, n) for x, n in
+                                                      zip((r["value"], r["lo"], r["hi"]), re.findall(r"-?[0-9.]+", c)))
+                if not ok:
+                    bad.append("replicates pooled: %s t=%s %s: %s against the log's %s" % (f[0], f[1], name, c, r))
+    if rows != 20:
+        bad.append("replicates: the two tables have %d rows, not 20" % rows)
+
+
+def regime_map(text, log, bad):
+    """'The regime map': the table, the overflowed point, the points off their closed form, the time."""
+    rows = table(log, "regimes.csv")
+    point = {(r["centred"], float(r["a"]), float(r["c"]), r["L"], float(r["beta"])): r for r in rows}
+    part = section(text, "## The regime map", "## Training in both regimes")
+    seen = 0
+    for line in part.splitlines():
+        f = [c.strip() for c in line.strip("|").split("|")]
+        if f[0] not in ("centred", "uncentred") or len(f) != 5:
+            continue
+        seen += 1
+        a, c = (float(Fraction(x)) for x in f[1].split(", "))
+        centred = "1" if f[0] == "centred" else "0"
+        for beta, cells in ((0.0, f[2]), (1.0, f[3])):
+            for L, n in zip(("4", "256"), cells.split(", ")):
+                r = point.get((centred, a, c, L, beta))
+                if n == "overflows":
+                    ok = r is None
+                else:
+                    mant = n.split("e")[0]
+                    digits = len(mant.split(".")[1]) if "." in mant else 0
+                    scale = 10 ** int(n.split("e")[1]) if "e" in n else 1
+                    ok = r is not None and abs(float(r["moved"]) - float(n)) <= 0.5 * 10 ** -digits * scale * 1.0001
+                if not ok:
+                    bad.append("regime map: %s %s beta %g L %s: %s against the log's %s" %
+                               (f[0], f[1], beta, L, n, r and r["moved"]))
+    if seen != 14:
+        bad.append("regime map: the table has %d rows, not 14" % seen)
+    off = sorted((r["centred"], r["a"], r["L"]) for r in rows if r["closed_form"] and
+                 abs(float(r["moved"]) - float(r["closed_form"])) > 4 * float(r["moved_se"]))
+    want = [("0", "0.25", "256"), ("1", "0.25", "128"), ("1", "0.25", "256"), ("1", "0.25", "32")]
+    if off != want or len(rows) != 195 or len([r for r in rows if r["closed_form"]]) != 98:
+        bad.append("regime map: points off their closed form %s, %d points, against the text" % (off, len(rows)))
+    if "196 points in %.0f s" % wall(log) not in part:
+        bad.append("regime map: the time against the log's %.1f s" % wall(log))
+
+
 def main():
     src = sys.argv[1]
     text = open(src + "/docs/results.md").read()
@@ -378,6 +454,8 @@ def main():
     diffusive_law(text, src + "/docs/bench/log.2026-12-07.amd-epyc-f26m2.diffusive_law_families",
                   src + "/docs/bench/log.2026-12-07.amd-epyc-f26m2.diffusive_law",
                   src + "/docs/bench/log.2026-12-06.amd-epyc-f26m2.diffusive_law", bad)
+    replicates(text, src + "/docs/bench/log.2026-12-07.amd-epyc-f26m2.replicates", bad)
+    regime_map(text, src + "/docs/bench/log.2026-12-07.amd-epyc-f26m2.regimes", bad)
     print("\n".join("FAIL: " + b for b in bad) or "ok: the figures results.md states from the logs are the logs'")
     sys.exit(1 if bad else 0)
 
