@@ -64,7 +64,10 @@ done
 
 # 2. A sweep: a job array of 4 cases (one with a bad value) and the aggregation after it.
 export MFT MFT_HOME="$top" MFT_CONFIG="$top/input/qkv_token.cfg" MFT_ARGS="--train.steps 20" MFT_SWEEP_DIR="$work/sweep"
-submitted=$(bash "$top/jobs/sweep.sh" train.lr "0.5 1 2 -1" --ntasks=1 --time=5)
+# A 5-minute limit takes the signal time with it: sweep.sbatch's USR1@300
+# would be due at the start, and a case still starting when Slurm looks
+# (beside other tests) was signalled and never finished (seen once).
+submitted=$(bash "$top/jobs/sweep.sh" train.lr "0.5 1 2 -1" --ntasks=1 --time=5 --signal=B:USR1@60)
 echo "slurm: $submitted"
 aggregate=$(sed -n 's/.*aggregation job \([0-9]*\).*/\1/p' <<<"$submitted")
 state=$(wait_job "$aggregate" 600)
