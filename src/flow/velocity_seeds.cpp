@@ -45,8 +45,7 @@ struct SeedsGroup {
 template <class Body> PetscErrorCode OverGroups(Velocity *v, Body body) {
   PetscFunctionBeginUser;
   const PetscInt groups = (v->seeds + kLanes - 1) / kLanes;
-#pragma omp parallel for num_threads(v->threads) schedule(dynamic, 1)
-  for (PetscInt g = 0; g < groups; ++g) body(SeedsGroup(*v, g), v->seeds_buffers[(size_t)omp_get_thread_num()]);
+  units::ForThreads(v->threads, groups, [&](PetscInt g, int thread) { body(SeedsGroup(*v, g), v->seeds_buffers[(size_t)thread]); });
   PetscFunctionReturn(0);
 }
 

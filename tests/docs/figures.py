@@ -17,8 +17,8 @@ the digits shown:
 - 'The trained spread at larger depth' and the seeds' spread of 'Training
   in both regimes': the spread tables, their overlaps and disjoint
   intervals, the times are the logged spread.csv's;
-- 'err_law's efficiency': the floors and ratios of both bench runs, and
-  the paired wall ratio;
+- 'err_law's efficiency': the floors and ratios of the bench, the limit's
+  own wall ratio and the paired wall ratio;
 - 'In depth and in width' (studies in law): the nine cells, the fits and
   verdicts, the times, and the same cells' gaps against the former limit;
 - 'Replicates': the agreement table and the pooled table are the logged
@@ -335,32 +335,26 @@ def diffusive_law(text, log, per_family, former, bad):
 
 def efficiency(text, log, bad):
     """'err_law's efficiency': the table's floors and ratios are the bench's
-    two runs, and the paired timing's figures the log's."""
+    (each design at its best of two runs), the limit's and the paired
+    timing's figures the log's."""
     part = section(text, "**`err_law`'s efficiency, and the limit's design.**", "**Giles's diagnostics")
-    runs, run = [[], []], -1
-    for l in open(log).read().splitlines():
-        if l.startswith("# run ") or (l.startswith("design") and run == 0):
-            run += 1
-        m = re.match(r"#? ?(baseline K16 independent|K16 independent|K4 independent|K4 halves \(default\)|K2 halves)"
-                     r"\s+(\d+)\s+\S+\s+(\S+)\s+.*\s(\S+)x$", l)
-        if m and run >= 0:
-            runs[run].append(m.groups())
-    rows = re.findall(r"^\| (?:\*\*)?(baseline|`K = \d+`)[^|]*\| (\S+) / (\S+) \| (.*?) \| (.*?) \|$", part, re.M)
-    if len(rows) != 5 or len(runs[0]) != 9 or len(runs[1]) != 10:
-        bad.append("efficiency: %d rows in the text, %d and %d in the log's runs" % (len(rows), len(runs[0]), len(runs[1])))
+    got = re.findall(r"^(baseline K16 independent|K16 independent|K4 independent|K4 halves \(default\)|K2 halves)"
+                     r"\s+(\d+)\s+\S+\s+(\S+)\s+.*\s(\S+)x$", open(log).read(), re.M)
+    rows = re.findall(r"^\| (?:\*\*)?(baseline|`K = \d+`)[^|]*\| (\S+) / (\S+) \| (.*?) \|$", part, re.M)
+    if len(rows) != 5 or len(got) != 10:
+        bad.append("efficiency: %d rows in the text, %d in the log" % (len(rows), len(got)))
         return
-    for i, (name, f16, f32, one, two) in enumerate(rows):
-        for r, said in ((0, one), (1, two)):
-            got = [x for x in runs[r][2 * i:2 * i + 2]]
-            for (_, L, floor, eff), t in zip(got, said.replace("**", "").split(" / ")):
-                if t != "-" and not shown(eff, t):
-                    bad.append("efficiency: %s run %d L=%s shows %s, the log %s" % (name, r + 1, L, t, eff))
-        for (_, L, floor, _), t in zip(runs[1][2 * i:2 * i + 2], (f16, f32)):
-            if not shown(floor, t):
-                bad.append("efficiency: %s floor at L=%s shows %s, the log %s" % (name, L, t, floor))
-    wall = re.search(r"A/B wall\s+\S+\s+(\S+)", open(log).read())
-    if not wall or not shown(wall.group(1), "0.390") or "0.390 of the baseline's" not in part:
+    for i, (name, f16, f32, said) in enumerate(rows):
+        for (_, L, floor, eff), f, e in zip(got[2 * i:2 * i + 2], (f16, f32), said.replace("**", "").split(" / ")):
+            if not shown(floor, f) or not shown(eff, e):
+                bad.append("efficiency: %s at L=%s shows %s, %s; the log %s, %s" % (name, L, f, e, floor, eff))
+    text_log = open(log).read()
+    wall = re.search(r"^A/B wall\s+\S+\s+(\S+)", text_log, re.M)  # farm-bench's own line: the study's pairs
+    limit = re.search(r"A/B wall (\S+) (\S+) (\S+)", text_log)  # the limit's pairs, in a comment
+    if not wall or not shown(wall.group(1), "0.238") or "0.238 of the baseline's" not in part or "6.0x" not in part:
         bad.append("efficiency: the paired wall ratio is not the log's")
+    if not limit or not shown(limit.group(2), "0.63") or "0.63 of its former wall" not in part:
+        bad.append("efficiency: the limit's own ratio is not the log's")
 
 
 def replicates(text, log, bad):
@@ -450,7 +444,7 @@ def main():
     embedding(text, src + "/docs/bench/log.2026-12-07.amd-epyc-f26m2.embedding_dim_study", bad)
     spread(text, src + "/docs/bench/log.2026-12-07.amd-epyc-f26m2.trained_spread", bad)
     regimes_spread(text, src + "/docs/bench/log.2026-12-07.amd-epyc-f26m2.training_regimes_spread", bad)
-    efficiency(text, src + "/docs/bench/log.2026-12-07.amd-epyc-f26m2.err_law_efficiency", bad)
+    efficiency(text, src + "/docs/bench/log.2026-12-07.amd-epyc-f26m2.err_law_one_thread", bad)
     diffusive_law(text, src + "/docs/bench/log.2026-12-07.amd-epyc-f26m2.diffusive_law_families",
                   src + "/docs/bench/log.2026-12-07.amd-epyc-f26m2.diffusive_law",
                   src + "/docs/bench/log.2026-12-06.amd-epyc-f26m2.diffusive_law", bad)

@@ -61,6 +61,19 @@ inline double *WeightPart(Velocity &v, PetscInt part, PetscInt m) {
   return v.weight_parts.data() + ((size_t)part * (size_t)t.seqs.size() + (size_t)(m - t.seqs.begin)) * (size_t)t.N;
 }
 
+// Runs f(i, thread) for i in [0, n): over `threads` OpenMP threads (dynamic,
+// one at a time), or in the calling thread alone when threads is 1 (a region
+// of one thread still costs libgomp a futex wake per call: a fifth of the
+// limit's paths' time, one velocity a step). Not collective.
+template <class F> inline void ForThreads(PetscInt threads, PetscInt n, F f) {
+  if (threads <= 1) {
+    for (PetscInt i = 0; i < n; ++i) f(i, 0);
+    return;
+  }
+#pragma omp parallel for num_threads(threads) schedule(dynamic, 1)
+  for (PetscInt i = 0; i < n; ++i) f(i, omp_get_thread_num());
+}
+
 // The cut sequences' rows are in (the second pass of the kernels needs them).
 // Collective on the grid's comm (TokensShareCutRowsEnd).
 PetscErrorCode RowsArrived(Velocity *v);
@@ -82,13 +95,12 @@ inline PetscErrorCode OverUnits(Velocity *v, PetscInt units, Cut cut, Body body)
       PetscCall(RowsArrived(v));
       PetscCall(PetscLogEventBegin(MFT_KERNELS, 0, 0, 0, 0));
     }
-#pragma omp parallel for num_threads(v->threads) schedule(dynamic, 1)
-    for (PetscInt u = 0; u < units; ++u) {
-      if (passes == 2 && cut(u) != (pass == 1)) continue;
-      if (pass == 0 && passes == 2 && omp_get_thread_num() == 0 && !progress)
+    ForThreads(v->threads, units, [&](PetscInt u, int thread) {
+      if (passes == 2 && cut(u) != (pass == 1)) return;
+      if (pass == 0 && passes == 2 && thread == 0 && !progress)
         progress = TokensShareCutRowsProgress(&v->sharing); // the main thread: MPI_THREAD_FUNNELED
-      body(u, omp_get_thread_num());
-    }
+      body(u, thread);
+    });
     PetscCall(progress);
   }
   PetscFunctionReturn(0);
