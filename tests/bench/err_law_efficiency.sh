@@ -24,8 +24,8 @@ trap 'rm -rf "$work"' EXIT
 echo "CPU: $(lscpu | sed -n 's/^Model name: *//p' | head -n 1) ($(nproc) cores$(grep -qw avx512f /proc/cpuinfo && echo ', AVX-512' || echo ', no AVX-512'))"
 designs=("K16 independent|--limit.step_heads 16 --limit.coupling independent"
          "K4 independent|--limit.step_heads 4 --limit.coupling independent"
-         "K4 halves (default)|--limit.step_heads 4 --limit.coupling halves"
-         "K2 halves|--limit.step_heads 2 --limit.coupling halves")
+         "K4 halves|--limit.step_heads 4 --limit.coupling halves"
+         "K2 halves (default)|--limit.step_heads 2 --limit.coupling halves")
 [ -n "$BASELINE" ] && designs=("baseline K16 independent|--limit.step_heads 16" "${designs[@]}")
 # The baseline reads the design's config without the options it may predate.
 grep -v '^coupling' "$top/input/study_diffusive_depth.cfg" >"$work/baseline.cfg"

@@ -154,7 +154,7 @@ struct LimitSettings {
   // The diffusive limit (a = c = 1/2): the SDE's paths (limit.hpp, LimitPaths).
   PetscInt paths = 1024;       // sample paths of the probe tokens (their noise shared by every sequence)
   PetscInt steps = 64;         // n: steps of the weak Euler scheme (and 2n for the Richardson extrapolation)
-  PetscInt step_heads = 4;     // fresh heads drawn at every step (the increment's law; any number gives the SDE)
+  PetscInt step_heads = 2;     // fresh heads drawn at every step (the increment's law; any number gives the SDE)
   bool richardson = true;      // the Gram means extrapolated from n and 2n steps: 2 E_2n - E_n
   LimitCoupling coupling = LimitCoupling::halves; // the n-step paths from the 2n-step ones' heads (limit.hpp)
 };
