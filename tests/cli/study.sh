@@ -107,4 +107,18 @@ expect 2 "replicates: 'nowhere' is not a folder" -- "$MFT" study "${rep[@]}" --a
 mkdir empty
 expect 2 "replicates: 'empty' holds no case file of this study" -- "$MFT" study "${rep[@]}" --aggregate rep3 --replicates empty
 [ -s rep3/fits.csv ] && ok || bad "a refused replicate lost the study's fits.csv"
+# jobs/study_costs.py --fit recovers the cost model's overheads from case times priced with them.
+known=(--parallel.unit_overhead 4e-6 --parallel.causal_overhead 0 --parallel.layer_overhead 3e-5 --parallel.case_overhead 0.05)
+"$MFT" study "${rep[@]}" --list --study.plan_cores 1 --study.schedule serial "${known[@]}" |
+  sed -n 's/^case \([0-9]*\) (.*; on 1 rank \([0-9.e+-]*\) s, from .*/case \1 (priced) done in \2 s on 1 rank/p' >priced.log
+/usr/bin/python3 "$top/jobs/study_costs.py" --fit --mft "$MFT" tiny.cfg priced.log -- --study.variants model.beta=1 \
+  --study.fluctuation false --study.references 2 >costs.txt 2>&1 &&
+  /usr/bin/python3 - <<'PY' && ok || bad "study_costs.py --fit did not recover the overheads: $(cat costs.txt)"
+import re, sys
+fit = dict(re.findall(r"--parallel\.(\w+) (\S+)", open("costs.txt").read()))
+want = {"unit_overhead": 4e-6, "layer_overhead": 3e-5, "case_overhead": 0.05}
+lines = open("priced.log").read().splitlines()
+sys.exit(0 if len(lines) == 14 and all(abs(float(fit[k]) / v - 1) < 0.02 for k, v in want.items())
+         and abs(float(fit["causal_overhead"])) < 1e-9 else 1)
+PY
 finish
