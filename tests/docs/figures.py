@@ -310,12 +310,14 @@ def diffusive_law(text, log, per_family, families, former, bad):
     for want in ("p = 0.652 [0.543, 0.771]", "chi^2 2.3 on 2 (p-value 0.32), not decided", "a = 0.3879",
                  "b = -0.1743", "chi^2 0.334 on 2 (p-value 0.85)", "p = 0.950 [0.496, 1.335]",
                  "chi^2 0.269 on 1", "q = 0.006 [-0.059, 0.075]; chi^2 0.179 on 3 (p 0.981): q decided",
-                 "5 cells, 4 resolved", "2 heads a step", "its steps 8.550e-03, its sampling 1.083e-02"):
+                 "5 cells, 4 resolved", "2 heads a step", "its steps 8.550e-03, its sampling 1.083e-02",
+                 "p = 0.006 [0.000, 0.074] (at the range's end)"):
         if not any(want in l for l in lines):
             bad.append("depth and width: the log lacks '%s'" % want)
     for said in ("`p = 0.652\n  [0.543, 0.771]`", "`chi^2` 2.30 on 2", "`a` = 0.388", "`b` = -0.174",
                  "`chi^2` 0.33 on 2", "`p = 0.95 [0.50, 1.34]`", "`q = 0.006 [-0.059,\n  0.075]`", "43 s", "52 s",
-                 "`p = 0.589\n  [0.506, 0.679]`", "`p = 0.582 [0.481, 0.691]`", "1.42, 1.80, 1.64 and 1.93"):
+                 "`p = 0.589\n  [0.506, 0.679]`", "`p = 0.582 [0.481, 0.691]`", "1.42, 1.80, 1.64 and 1.93",
+                 "0.006 [0.000, 0.074], and leaves it not decided"):
         if said not in part:
             bad.append("depth and width: the text lacks %s" % said)
     if not any("p = 0.589 [0.506, 0.679]" in l and "decided" in l for l in open(per_family).read().splitlines()):
