@@ -33,8 +33,7 @@ std::string csv(const std::vector<std::string> &fields) {
 
 std::string quoted(const std::string &s) { return "\"" + s + "\""; }
 
-// A figure of the printed summary with its interval; "(not determined)" when
-// one of the flags `undecided` (space-separated) is raised.
+// Whether none of the flags `undecided` (space-separated) is raised.
 bool determined(const std::string &flags, const std::string &undecided) {
   std::istringstream in(undecided);
   for (std::string f; in >> f;)
@@ -47,6 +46,8 @@ const FitFigure kFitFigures[4] = {{"slope_L", &StudyFit::slope_L, &StudyFit::slo
                                   {"a", &StudyFit::a, &StudyFit::a_ci, "a: ab: joint:"},
                                   {"b", &StudyFit::b, &StudyFit::b_ci, "b: ab: joint:"}};
 
+// A figure of the printed summary with its interval; "(not determined)" when
+// one of the flags `undecided` is raised.
 std::string with_interval(double x, StudyInterval ci, const std::string &flags, const std::string &undecided) {
   char b[96];
   if (!determined(flags, undecided)) {

@@ -57,4 +57,20 @@ for n in (1, 3):
     bad += any(abs(g - w) > 1e-12 * abs(w) for g, w in zip(got, want)) or "moved_closed_form" in f.attrs
 sys.exit(1 if bad else 0)
 PY
+# The closed form's |xbar(0)|^2 from the file's own tokens: uncentred heads at beta = 0, 1 rank.
+"$MFT" forward --model.L 8 --model.H 3 --model.d 3 --model.k 2 --model.beta 0 --model.depth_exponent 0.75 \
+  --model.head_exponent 1 --init.v_mean 0.5 --init.v_gain 0.7 --data.M 3 --data.N 5 --init.samples 4 \
+  --output.file closed.h5 >closed.txt 2>&1 || bad "mft forward at beta = 0 failed: $(tail -2 closed.txt)"
+/usr/bin/python3 - <<'PY' && ok || bad "mft's closed form differs from the tokens' (lines above)"
+import h5py, sys
+f = h5py.File("closed.h5", "r")
+xbar2 = (f["/data/tokens"][()].mean(axis=1) ** 2).sum(axis=1).mean()
+L, H, a, c, mu, sigma = 8, 3, 0.75, 1.0, 0.5, 0.7
+m = 1 + mu * L ** -a * H ** (1 - c)
+want = xbar2 * ((m * m + sigma ** 2 * L ** (-2 * a) * H ** (1 - 2 * c)) ** L - 2 * m ** L + 1)
+a_ = f.attrs["moved_closed_form"]
+got = float(a_.decode() if isinstance(a_, bytes) else a_)
+print(f"closed form: mft {got}, from the tokens {want}")
+sys.exit(0 if abs(got - want) <= 1e-12 * abs(want) else 1)
+PY
 finish
