@@ -30,11 +30,25 @@ static double SphereH(const Flow *f) { return f->scheme.adaptive ? 0.0 : 1.0 / (
 // Where a sphere's step keeps v: the forward's copy of the step (L steps), or the stage's.
 static Vec SphereVelocity(const Flow *f, PetscInt step) { return f->scheme.adaptive ? f->read : f->velocities[step]; }
 
-static PetscErrorCode RHSFunction(TS ts, PetscReal depth, Vec x, Vec f, void *ctx) {
-  Flow *flow = (Flow *)ctx;
-  PetscInt l, step;
+// The step of the block's y = x + h f_a(x): the Euler model's 1/L, 0 for the adaptive solve.
+static double BlockH(const Flow *f) { return f->scheme.adaptive ? 0.0 : 1.0 / (double)f->L; }
+
+// Where the block keeps step's y: the forward's copy (Euler), or the stage's.
+static Vec BlockMid(const Flow *f, PetscInt step) { return f->scheme.adaptive ? f->mid : f->mids[step]; }
+
+// The MLP sublayer's read of y: y itself, or n(y) with pre-LN.
+static PetscErrorCode BlockRead(Flow *f, Vec y, Vec *read) {
   PetscFunctionBeginUser;
-  PetscCall(StepLayer(ts, flow, &l));
+  *read = y;
+  if (f->norm != TokenNorm::pre) PetscFunctionReturn(0);
+  PetscCall(NormRead(y, f->d, f->mid_read));
+  *read = f->mid_read;
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode AttentionFunction(TS ts, Flow *flow, PetscInt l, Vec x, Vec f) {
+  PetscInt step;
+  PetscFunctionBeginUser;
   switch (flow->norm) {
   case TokenNorm::none:
     PetscCall(VelocityEvaluate(flow->velocity, l, x, f));
@@ -52,11 +66,30 @@ static PetscErrorCode RHSFunction(TS ts, PetscReal depth, Vec x, Vec f, void *ct
   PetscFunctionReturn(0);
 }
 
+static PetscErrorCode RHSFunction(TS ts, PetscReal depth, Vec x, Vec f, void *ctx) {
+  Flow *flow = (Flow *)ctx;
+  PetscInt l, step;
+  Vec y, read;
+  PetscFunctionBeginUser;
+  PetscCall(StepLayer(ts, flow, &l));
+  PetscCall(AttentionFunction(ts, flow, l, x, f));
+  if (!flow->mlp) PetscFunctionReturn(0);
+  PetscCall(TSGetStepNumber(ts, &step));
+  y = BlockMid(flow, step);
+  PetscCall(VecWAXPY(y, BlockH(flow), f, x));
+  PetscCall(BlockRead(flow, y, &read));
+  PetscCall(MlpEvaluate(flow->mlp, l, read, f));
+  PetscFunctionReturn(0);
+}
+
 // The transposes' point: the velocity's state of layer l (at n(x) for pre),
 // and what the normalization's transposes read.
 static PetscErrorCode Prepare(TS ts, Flow *flow, PetscInt l, Vec x) {
   PetscFunctionBeginUser;
   flow->lam_id = 0;
+  flow->block_id = 0;
+  if (flow->mlp) PetscCall(TSGetStepNumber(ts, &flow->step));
+  if (flow->mlp && flow->scheme.adaptive) PetscCall(VecCopy(x, flow->mid)); // h = 0: y = x
   if (flow->norm == TokenNorm::none) {
     PetscCall(VelocityPrepare(flow->velocity, l, x));
     PetscFunctionReturn(0);
@@ -140,10 +173,35 @@ static void AddWeightGradient(Flow *flow) {
   for (size_t e = 0; e < g.size(); ++e) at[e] += flow->stage * g[e];
 }
 
-static PetscErrorCode JacobianMultTranspose(Mat J, Vec lam, Vec out) {
+// The block's transpose parts for lam (FlowAddMlp), unless made from it already:
+// mu and the neurons' part at the prepared step's y, lam_attention = lam + h mu.
+static PetscErrorCode BlockTranspose(Flow *flow, Vec lam, Vec *into_attention) {
+  PetscObjectId id;
+  PetscObjectState state;
+  Vec y, read;
+  PetscFunctionBeginUser;
+  *into_attention = lam;
+  if (!flow->mlp) PetscFunctionReturn(0);
+  *into_attention = flow->lam_attention;
+  PetscCall(PetscObjectGetId((PetscObject)lam, &id));
+  PetscCall(PetscObjectStateGet((PetscObject)lam, &state));
+  if (flow->block_id == id && flow->block_state == state) PetscFunctionReturn(0);
+  y = BlockMid(flow, flow->step);
+  PetscCall(BlockRead(flow, y, &read));
+  PetscCall(MlpReverse(flow->mlp, flow->velocity->layer, read, lam,
+                       flow->norm == TokenNorm::pre ? flow->mu_read : flow->mu));
+  if (flow->norm == TokenNorm::pre) PetscCall(NormReadTranspose(y, flow->d, flow->mu_read, flow->mu));
+  PetscCall(VecWAXPY(flow->lam_attention, BlockH(flow), flow->mu, lam));
+  flow->block_id = id, flow->block_state = state;
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode JacobianMultTranspose(Mat J, Vec lam_block, Vec out) {
   Flow *flow;
+  Vec lam;
   PetscFunctionBeginUser;
   PetscCall(MatShellGetContext(J, &flow));
+  PetscCall(BlockTranspose(flow, lam_block, &lam));
   switch (flow->norm) {
   case TokenNorm::none:
     PetscCall(VelocityReverse(flow->velocity, lam, out));
@@ -158,19 +216,23 @@ static PetscErrorCode JacobianMultTranspose(Mat J, Vec lam, Vec out) {
     PetscCall(VecAXPY(out, 1.0, flow->rest));
     break;
   }
+  if (flow->mlp) PetscCall(VecAXPY(out, 1.0, flow->mu));
   if (flow->velocity->tokens->weighted()) AddWeightGradient(flow);
   PetscFunctionReturn(0);
 }
 
-static PetscErrorCode JacobianPMultTranspose(Mat Jp, Vec lam, Vec out) {
+static PetscErrorCode JacobianPMultTranspose(Mat Jp, Vec lam_block, Vec out) {
   Flow *flow;
+  Vec lam;
   PetscFunctionBeginUser;
   PetscCall(MatShellGetContext(Jp, &flow));
+  PetscCall(BlockTranspose(flow, lam_block, &lam));
   if (flow->norm == TokenNorm::sphere) PetscCall(SphereTranspose(flow, lam));
   // TSRK1FE scales the parameter part of step n by its step, 1/L: the model's
   // Euler step is exactly that (the TS's own step carries round-off).
   PetscCall(VelocityReverseParameters(flow->velocity, flow->norm == TokenNorm::sphere ? flow->into_velocity : lam,
                                       1.0 / (double)flow->L));
+  if (flow->mlp) MlpReverseParameters(flow->mlp, 1.0 / (double)flow->L);
   if (!flow->scheme.shared) { // a layer's heads are done: its bucket's sum starts once all its layers are in
     PetscCall(PetscLogEventBegin(MFT_EXCHANGE, 0, 0, 0, 0));
     PetscCall(HeadsGradientLayer(flow->velocity->heads, flow->velocity->layer));
@@ -279,8 +341,20 @@ PetscErrorCode FlowCreate(Velocity *v, PetscInt L, TokenNorm norm, const DepthSc
   PetscFunctionReturn(0);
 }
 
+PetscErrorCode FlowAddMlp(Flow *f, Mlp *mlp, Vec neuron_grad) {
+  const Vec state = f->velocity->tokens->state;
+  PetscFunctionBeginUser;
+  f->mlp = mlp;
+  f->neuron_grad = neuron_grad;
+  for (Vec *w : {&f->mid, &f->mid_read, &f->mu, &f->mu_read, &f->lam_attention}) PetscCall(VecDuplicate(state, w));
+  if (!f->scheme.adaptive) PetscCall(VecDuplicateVecs(state, f->L, &f->mids));
+  PetscFunctionReturn(0);
+}
+
 PetscErrorCode FlowDestroy(Flow *f) {
   PetscFunctionBeginUser;
+  for (Vec *w : {&f->mid, &f->mid_read, &f->mu, &f->mu_read, &f->lam_attention}) PetscCall(VecDestroy(w));
+  if (f->mids) PetscCall(VecDestroyVecs(f->L, &f->mids));
   PetscCall(TSDestroy(&f->ts));
   PetscCall(MatDestroy(&f->J));
   PetscCall(MatDestroy(&f->Jp));
@@ -347,6 +421,7 @@ static PetscErrorCode Adjoint(Flow *f, Vec lam, Vec dtheta) {
   f->weight_grad.assign(t.weighted() ? (size_t)(t.M * t.N) : 0, 0.0);
   if (f->scheme.adaptive) { // the reference's adjoint of the state only
     PetscCall(VecSet(dtheta, 0.0));
+    if (f->mlp) PetscCall(VecSet(f->neuron_grad, 0.0));
     PetscCall(TSSetCostGradients(f->ts, 1, &lam, nullptr));
     PetscCall(TSAdjointSolve(f->ts));
   } else {
@@ -355,6 +430,7 @@ static PetscErrorCode Adjoint(Flow *f, Vec lam, Vec dtheta) {
     PetscCall(TSAdjointSolve(f->ts));
     PetscCall(PetscLogEventBegin(MFT_EXCHANGE, 0, 0, 0, 0));
     PetscCall(HeadsReduceGradient(&h, dtheta));
+    if (f->mlp) PetscCall(NeuronsReduceGradient(f->mlp->neurons, f->neuron_grad));
     PetscCall(PetscLogEventEnd(MFT_EXCHANGE, 0, 0, 0, 0));
   }
   if (t.weighted()) PetscCall(SumWeightGradient(f));

@@ -51,7 +51,8 @@ void plain_attention(const ModelSettings &m, const double *th, const double *xs,
 }
 
 void plain_forward(const ModelSettings &m, const std::vector<double> &theta, PetscInt M, PetscInt N,
-                   std::vector<double> &x, const std::vector<double> &weights) {
+                   std::vector<double> &x, const std::vector<double> &weights,
+                   const std::function<void(PetscInt, std::vector<double> &)> &after_layer) {
   const HeadShape shape = head_shape(m.head_kind, m.d, m.k);
   const PetscInt d = m.d;
   std::vector<double> A(d * d), P(N * N), v(M * N * d);
@@ -87,6 +88,7 @@ void plain_forward(const ModelSettings &m, const std::vector<double> &theta, Pet
     }
     if (m.norm != TokenNorm::sphere) {
       for (size_t e = 0; e < x.size(); ++e) x[e] += v[e] / (double)m.L;
+      if (after_layer) after_layer(l, x);
       continue;
     }
     for (size_t o = 0; o < x.size(); o += d) { // x + (1/L) P_x v, retracted

@@ -104,6 +104,9 @@ static PetscErrorCode TeacherTargets(Problem *p) {
   } else {
     PetscCall(HeadsInitialize(&p->heads, TeacherInit(s), s.data.teacher_seed, p->heads.theta));
   }
+  if (own && s.model.mlp())
+    PetscCall(NeuronsInitialize(p->neurons, TeacherInit(s),
+                                s.data.teacher_perturbation > 0 ? s.init.seed : s.data.teacher_seed, p->neurons.theta));
   if (own) {
     PetscCall(ProblemSetHeads(p));
     PetscCall(VecCopy(p->x0, p->x1));
@@ -160,6 +163,12 @@ static PetscErrorCode ProblemSolver(Problem *p, PetscInt threads, PetscInt model
   PetscCall(VelocityCreate(p->grid, p->tokens, &p->heads, s.model, p->predicted.form, threads, &p->velocity,
                            ensemble ? models : 0));
   PetscCall(FlowCreate(&p->velocity, s.model.L, s.model.norm, s.scheme, &p->flow));
+  if (s.model.mlp()) {
+    PetscCall(NeuronsCreate(p->grid.comm, layers, &p->neurons));
+    MlpCreate(&p->neurons, &p->mlp);
+    PetscCall(VecDuplicate(p->neurons.theta, &p->neuron_grad));
+    PetscCall(FlowAddMlp(&p->flow, &p->mlp, p->neuron_grad));
+  }
   PetscCall(VecDuplicate(p->tokens.state, &p->x0));
   PetscCall(VecDuplicate(p->tokens.state, &p->x1));
   PetscCall(VecDuplicate(p->tokens.state, &p->adjoint));
@@ -273,12 +282,15 @@ PetscErrorCode ProblemCreate(MPI_Comm comm, const Settings &settings, Problem *p
     PetscCall(TeacherTargets(p));
   }
   PetscCall(HeadsInitialize(&p->heads, s.init, s.init.seed, p->heads.theta));
+  if (s.model.mlp()) PetscCall(NeuronsInitialize(p->neurons, s.init, s.init.seed, p->neurons.theta));
   PetscCall(ProblemSetHeads(p));
   PetscFunctionReturn(0);
 }
 
 PetscErrorCode ProblemDestroy(Problem *p) {
   PetscFunctionBeginUser;
+  if (p->neurons.theta) PetscCall(NeuronsDestroy(&p->neurons));
+  PetscCall(VecDestroy(&p->neuron_grad));
   PetscCall(VecDestroy(&p->x0));
   PetscCall(VecDestroy(&p->x1));
   PetscCall(VecDestroy(&p->adjoint));
@@ -336,6 +348,7 @@ PetscErrorCode SetFromAll(Vec v, const std::vector<double> &all) {
 PetscErrorCode ProblemSetHeads(Problem *p) {
   PetscFunctionBeginUser;
   PetscCall(HeadsGather(&p->heads));
+  if (p->neurons.theta) PetscCall(NeuronsGather(&p->neurons));
   PetscFunctionReturn(0);
 }
 
@@ -377,6 +390,7 @@ PetscErrorCode ProblemEvaluate(Problem *p, PetscBool gradient) {
     PetscCall(FlowAdjoint(&p->flow, p->adjoint, p->grad));
     for (size_t e = 0; weights && e < p->weight_grad.size(); ++e) p->weight_grad[e] += p->flow.weight_grad[e];
     PetscCall(VecScale(p->grad, (PetscScalar)GradientScale(p->settings.model, p->heads.L, p->heads.H / p->heads.seeds)));
+    if (p->neuron_grad) PetscCall(VecScale(p->neuron_grad, (PetscScalar)NeuronGradientScale(p->settings.model, p->neurons.L)));
     // On the sphere the input is normalized first: dR/dx(0) through it, the
     // part tangent to the sphere (the same for the L-layer model and the limit).
     if (p->settings.model.norm == TokenNorm::sphere) PetscCall(SphereTangent(p->x0, p->tokens.d, p->adjoint));

@@ -78,6 +78,7 @@ PetscErrorCode SamplesForward(MPI_Comm comm, const Settings &s, PetscInt S, Samp
   const double t0 = seconds();
   for (PetscInt k = r->block.begin; k < r->block.end; ++k) {
     PetscCall(HeadsInitialize(&p.heads, one.init, one.init.seed + first + (std::uint64_t)k, p.heads.theta));
+    if (one.model.mlp()) PetscCall(NeuronsInitialize(p.neurons, one.init, one.init.seed + first + (std::uint64_t)k, p.neurons.theta));
     PetscCall(RunOne(&p, r->tokens.data() + (size_t)(k - r->block.begin) * n));
   }
   PetscCall(ProblemDestroy(&p));

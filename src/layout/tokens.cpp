@@ -8,7 +8,7 @@
 namespace mft {
 
 namespace {
-constexpr PetscMPIInt kTag = 7152;
+constexpr PetscMPIInt kRowsTag = 7152;
 }
 
 const char *to_string(CutForm f) { return f == CutForm::tokens ? "tokens" : "projections"; }
@@ -130,11 +130,11 @@ PetscErrorCode Post(const TokenLayout &t, bool send, const TokenPiece &p, double
   PetscCall(PetscMPIIntCast(p.peer, &peer));
   req.emplace_back();
   if (send) {
-    PetscCallMPI(MPI_Isend(base, n, MPI_DOUBLE, peer, kTag, t.peer_comm, &req.back()));
+    PetscCallMPI(MPI_Isend(base, n, MPI_DOUBLE, peer, kRowsTag, t.peer_comm, &req.back()));
     ++traffic().messages;
     traffic().bytes += 8 * (long long)n;
   } else {
-    PetscCallMPI(MPI_Irecv(base, n, MPI_DOUBLE, peer, kTag, t.peer_comm, &req.back()));
+    PetscCallMPI(MPI_Irecv(base, n, MPI_DOUBLE, peer, kRowsTag, t.peer_comm, &req.back()));
   }
   PetscFunctionReturn(0);
 }

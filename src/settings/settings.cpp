@@ -22,7 +22,8 @@ const std::vector<std::string> kHeadKind = {"qkv", "qkvo"}, kLossKind = {"token"
                                kLimitScheme = {"rk", "euler"}, kLimitCoupling = {"independent", "halves", "merged"}, kStudyState = {"init", "trained"},
                                kStudySchedule = {"serial", "groups"},
                                kLseMode = {"sample", "closed"}, kCutSequences = {"auto", "tokens", "projections"},
-                               kTokenNorm = {"none", "sphere", "pre"};
+                               kTokenNorm = {"none", "sphere", "pre"},
+                               kActivation = {"identity", "relu", "gelu", "tanh", "erf"};
 
 } // namespace
 
@@ -39,6 +40,7 @@ const char *to_string(StudySchedule v) { return kStudySchedule[(size_t)v].c_str(
 const char *to_string(LseMode v) { return kLseMode[(size_t)v].c_str(); }
 const char *to_string(CutSequences v) { return kCutSequences[(size_t)v].c_str(); }
 const char *to_string(TokenNorm v) { return kTokenNorm[(size_t)v].c_str(); }
+const char *to_string(Activation v) { return kActivation[(size_t)v].c_str(); }
 
 double HeadSumScale(const ModelSettings &m, PetscInt L, PetscInt H) {
   if (m.mean_field()) return 1.0 / (double)H; // today's model, bitwise
@@ -53,6 +55,14 @@ double LogitScale(const ModelSettings &m) {
 double GradientScale(const ModelSettings &m, PetscInt L, PetscInt H) {
   if (m.mean_field()) return (double)(L * H);
   return std::pow((double)L, m.depth_exponent) * std::pow((double)H, m.head_exponent);
+}
+
+double NeuronSumScale(const ModelSettings &m, PetscInt L) {
+  return std::pow((double)L, 1.0 - m.mlp_depth_exponent) * std::pow((double)m.mlp_width, -m.mlp_width_exponent);
+}
+
+double NeuronGradientScale(const ModelSettings &m, PetscInt L) {
+  return std::pow((double)L, m.mlp_depth_exponent) * std::pow((double)m.mlp_width, m.mlp_width_exponent);
 }
 
 bool Settings::is_explicit(const std::string &key) const {
@@ -308,6 +318,13 @@ std::vector<Option> declare(Settings &s) {
            "a: a layer adds L^-a H^-c sum_h Attn (1: the mean-field ODE; 1/2 with centred value maps: the SDE)"),
       real("model.head_exponent", &m.head_exponent, 0.0, true,
            "c: a layer adds L^-a H^-c sum_h Attn (1: the mean of the heads; 1/2: their sum over sqrt(H))"),
+      integer("model.mlp_width", &m.mlp_width, 0,
+              "m: neurons of the MLP sublayer after each layer's attention (0: attention alone)"),
+      choice("model.mlp_activation", &m.mlp_activation, kActivation, "sigma of the MLP sublayer's neurons"),
+      real("model.mlp_depth_exponent", &m.mlp_depth_exponent, 0.0, true,
+           "a': the MLP sublayer adds L^-a' m^-c' sum_j w_j sigma(u_j . x + b_j) (1: a drift; 1/2: common noise)"),
+      real("model.mlp_width_exponent", &m.mlp_width_exponent, 0.0, true,
+           "c': the MLP sublayer's width exponent (1: the neurons' mean; 1/2: their sum over sqrt(m))"),
 
       integer("data.M", &d.M, 1, "sequences in the data set (with data.file: its first data.M; default all)"),
       integer("data.N", &d.N, 1, "tokens per sequence"),
@@ -356,6 +373,11 @@ std::vector<Option> declare(Settings &s) {
       real("init.k_mean", &i.k_mean, -1e300, false, "K mean: multiple of the identity"),
       real("init.v_mean", &i.v_mean, -1e300, false, "V mean: multiple of the identity (nonzero: limit velocity != 0)"),
       real("init.o_mean", &i.o_mean, -1e300, false, "O mean: multiple of the identity"),
+      real("init.mlp_u_gain", &i.mlp_u_gain, 0.0, false, "MLP neurons' u entries: std = gain / sqrt(d)"),
+      real("init.mlp_b_gain", &i.mlp_b_gain, 0.0, false, "MLP neurons' bias b: std = gain"),
+      real("init.mlp_w_gain", &i.mlp_w_gain, 0.0, false, "MLP neurons' w entries: std = gain"),
+      real("init.mlp_w_mean", &i.mlp_w_mean, -1e300, false,
+           "MLP neurons' w entries: mean (nonzero: the mean-field drift E[w] E[sigma] is not zero)"),
       integer("init.samples", &i.samples, 0,
               "forward: this many independent initialisations (seeds init.seed, init.seed + 1, ...), spread over the "
               "ranks: /output/samples and the Gram means (0: one model)")

@@ -288,6 +288,21 @@ static PetscErrorCode EnsembleCheck(MPI_Comm comm, const Settings &s) {
   PetscFunctionReturn(0);
 }
 
+// MLP sublayers: the commands and forms that take them.
+static PetscErrorCode MlpCheck(MPI_Comm comm, const Settings &s) {
+  PetscFunctionBeginUser;
+  if (!s.model.mlp()) PetscFunctionReturn(0);
+  PetscCheck(s.command == "forward" || s.command == "info", comm, PETSC_ERR_USER_INPUT,
+             "model.mlp_width = %" PetscInt_FMT ": MLP sublayers run in mft forward (outputs, gradients, samples of "
+             "the law); mft %s does not take them", s.model.mlp_width, s.command.c_str());
+  PetscCheck(s.model.norm != TokenNorm::sphere, comm, PETSC_ERR_USER_INPUT,
+             "model.mlp_width = %" PetscInt_FMT " takes model.norm none or pre, not sphere", s.model.mlp_width);
+  PetscCheck(s.params_file.empty(), comm, PETSC_ERR_USER_INPUT,
+             "model.mlp_width = %" PetscInt_FMT ": the neurons are drawn from init.seed; params.file is not read with "
+             "MLP sublayers", s.model.mlp_width);
+  PetscFunctionReturn(0);
+}
+
 // Settings that are valid one by one but not together.
 PetscErrorCode SettingsCheckTogether(MPI_Comm comm, const Settings &s) {
   PetscFunctionBeginUser;
@@ -326,6 +341,7 @@ PetscErrorCode SettingsCheckTogether(MPI_Comm comm, const Settings &s) {
     PetscCall(StudyCheck(comm, s));
   }
   if (s.command == "study" || s.command == "worst") PetscCall(WorstCheck(comm, s));
+  PetscCall(MlpCheck(comm, s));
   PetscFunctionReturn(0);
 }
 

@@ -8,6 +8,7 @@
 // Jacobians are matrix-free shells of which PETSc only calls MatMultTranspose.
 #pragma once
 
+#include "mft/flow/mlp.hpp"
 #include "mft/flow/norm.hpp"
 #include "mft/flow/trajectory.hpp"
 #include "mft/flow/velocity.hpp"
@@ -54,6 +55,20 @@ struct Flow {
   // 0, which TSRK 5dp has).
   std::vector<double> weight_grad;
   double stage = 0;
+  // MLP sublayers (mlp.hpp; null: attention alone): the layer's velocity is
+  // F(x) = f_a(x) + f_m(y), y = x + h f_a(x), h = 1/L (the Euler step: the
+  // sublayer reads attention's output) or 0 (the adaptive solve: the ODE's
+  // f_a + f_m); pre-LN reads y as n(y). `mids`: each step's y, kept by the
+  // forward for the adjoint (the adaptive solve's `mid` is its stage's x).
+  // The transposes: mu = (d f_m(y)/dy)^T lam, then attention's with
+  // lam + h mu (`lam_attention`), made once per adjoint vector (`block_id`,
+  // `block_state`); neuron_grad: where FlowAdjoint puts dR/dneurons.
+  Mlp *mlp = nullptr;
+  Vec *mids = nullptr;
+  Vec mid = nullptr, mid_read = nullptr, mu = nullptr, mu_read = nullptr, lam_attention = nullptr;
+  Vec neuron_grad = nullptr;
+  PetscObjectId block_id = 0;
+  PetscObjectState block_state = 0;
 };
 
 // The parameter part of each layer's reverse sweep is accumulated by the
@@ -67,6 +82,11 @@ struct Flow {
 // FlowCreate and FlowDestroy are collective on the velocity's grid comm (the TS
 // and its shells).
 PetscErrorCode FlowCreate(Velocity *v, PetscInt L, TokenNorm norm, const DepthScheme &scheme, Flow *f);
+
+// Adds MLP sublayers after each layer's attention (before the first solve);
+// FlowAdjoint then also puts dR/dneurons into neuron_grad (theta's layout
+// of mlp's neurons). Collective on the grid's comm (its vectors).
+PetscErrorCode FlowAddMlp(Flow *f, Mlp *mlp, Vec neuron_grad);
 PetscErrorCode FlowDestroy(Flow *f);
 
 // The solves that follow record their tokens (and adjoint) at the depths of

@@ -11,6 +11,7 @@
 
 #include "mft/layout/heads.hpp"
 
+#include <functional>
 #include <vector>
 
 namespace mft {
@@ -18,9 +19,12 @@ namespace mft {
 // theta: all heads in the natural (l, h, entries) order; x: (M, N, d), in
 // place; weights: (M, N), each key's mass in the softmax, P[i,j] = w_j
 // exp(a[i,j]) / sum_j' w_j' exp(a[i,j']) (empty: unweighted).
+// after_layer (when set) is called with l and x after layer l's attention
+// step: a sublayer the caller writes (the MLP's reference, in its tests).
 // Not collective: one rank, the whole model.
 void plain_forward(const ModelSettings &m, const std::vector<double> &theta, PetscInt M, PetscInt N,
-                   std::vector<double> &x, const std::vector<double> &weights = {});
+                   std::vector<double> &x, const std::vector<double> &weights = {},
+                   const std::function<void(PetscInt, std::vector<double> &)> &after_layer = {});
 
 // What attention reads of tokens x (M, N, d): x, or sqrt(d) x_j / |x_j| under
 // model.norm pre. Not collective.

@@ -35,6 +35,11 @@ struct Problem {
   // s M .. s M + M - 1 and heads s H .. s H + H - 1 of each layer; `risks`
   // each model's risk, `risk` their mean over the models in the batch.
   std::vector<double> risks;
+  // MLP sublayers (model.mlp_width > 0): the neurons, the sublayer's
+  // workspace, and g_m = L^a' m^c' dR/dneurons after an adjoint solve.
+  Neurons neurons;
+  Mlp mlp;
+  Vec neuron_grad = nullptr;
 
   Problem() = default;
   Problem(const Problem &) = delete; // the flow points into it
@@ -74,7 +79,7 @@ PetscErrorCode GatherAll(Vec v, std::vector<double> *all);
 // Not collective: each rank sets the entries it owns.
 PetscErrorCode SetFromAll(Vec v, const std::vector<double> &all);
 
-// After a change of p->heads.theta: refresh the head replicas.
+// After a change of p->heads.theta (or p->neurons.theta): refresh the replicas.
 // Collective on the problem's comm (HeadsGather).
 PetscErrorCode ProblemSetHeads(Problem *p);
 

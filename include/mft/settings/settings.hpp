@@ -31,6 +31,7 @@ enum class StudySchedule { serial, groups };            // study.schedule
 enum class LseMode { sample, closed };                  // lse.mode
 enum class CutSequences { automatic, tokens, projections }; // parallel.cut_sequences: auto, tokens, projections
 enum class TokenNorm { none, sphere, pre };             // model.norm (norm.hpp)
+enum class Activation { identity, relu, gelu, tanh, erf }; // model.mlp_activation (activation.hpp)
 
 struct ModelSettings {
   PetscInt L = 8;             // layers: the Euler step is 1/L
@@ -53,6 +54,14 @@ struct ModelSettings {
   // (docs/model.md, 'The infinite head'), held as a head of k = d with
   // Q = I and K = W; k is then d.
   bool infinite_head = false;
+  // MLP sublayers (docs/model.md, 'The MLP sublayer'): after each layer's
+  // attention, every token x <- x + L^-a' m^-c' sum_j w_j sigma(u_j . x + b_j),
+  // m = mlp_width neurons (0: attention alone), a' = mlp_depth_exponent,
+  // c' = mlp_width_exponent, sigma = mlp_activation.
+  PetscInt mlp_width = 0;
+  Activation mlp_activation = Activation::relu;
+  double mlp_depth_exponent = 1.0, mlp_width_exponent = 1.0;
+  bool mlp() const { return mlp_width > 0; }
   bool mean_field() const { return depth_exponent == 1.0 && head_exponent == 1.0; }
   bool diffusive() const { return depth_exponent == 0.5 && head_exponent == 0.5; }
 };
@@ -70,6 +79,13 @@ double LogitScale(const ModelSettings &m);
 // The reported gradient's factor, g = L^a H^c dR/dtheta: exactly L H when a = c = 1.
 // Not collective.
 double GradientScale(const ModelSettings &m, PetscInt L, PetscInt H);
+
+// The MLP sublayer's factor of its neuron sum in the velocity (an Euler step
+// of 1/L applies it): L^(1-a') m^-c'; and its reported gradient's factor,
+// L^a' m^c' (HeadSumScale and GradientScale with a', c' and m for a, c and H).
+// Not collective.
+double NeuronSumScale(const ModelSettings &m, PetscInt L);
+double NeuronGradientScale(const ModelSettings &m, PetscInt L);
 
 // The token distribution families of data.family (families.hpp samples them).
 inline const std::vector<std::string> kFamilies = {"discrete", "uniform_cube", "laplace", "gauss_mix2", "gaussian"};
@@ -100,6 +116,9 @@ struct InitSettings {
   // Entry spread of each block: gain / sqrt(fan-in); block mean: mean * I (rectangular).
   double q_gain = 1.0, k_gain = 1.0, v_gain = 1.0, o_gain = 1.0;
   double q_mean = 0.0, k_mean = 0.0, v_mean = 0.0, o_mean = 0.0;
+  // The neurons' law: u entries of std u_gain / sqrt(d), b of std b_gain, w
+  // entries of mean w_mean and std w_gain (docs/model.md, 'The MLP sublayer').
+  double mlp_u_gain = 1.0, mlp_b_gain = 0.0, mlp_w_gain = 1.0, mlp_w_mean = 0.0;
   PetscInt samples = 0;       // forward: this many initialisations (seeds seed, seed + 1, ...): samples of the law
   // Value maps of mean zero, E A = 0 (A = V, or O V with O and V independent).
   bool centred(HeadKind kind) const { return v_mean == 0.0 || (kind == HeadKind::qkvo && o_mean == 0.0); }
@@ -337,6 +356,7 @@ const char *to_string(StudySchedule);
 const char *to_string(LseMode);
 const char *to_string(CutSequences);
 const char *to_string(TokenNorm);
+const char *to_string(Activation);
 
 // Splits argv into the options for mft (returned) and those for PETSc (kept in
 // petsc_args, with argv[0] first), so that each parser sees only its own.

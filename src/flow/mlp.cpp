@@ -1,0 +1,102 @@
+// The MLP sublayer: blocks of owned tokens through a layer's neurons, forward and reverse.
+#include "mft/flow/mlp.hpp"
+
+#include "mft/kernels/activation.hpp"
+#include "mft/kernels/linalg.hpp"
+#include "mft/layout/events.hpp"
+
+#include <algorithm>
+
+namespace mft {
+
+void MlpCreate(Neurons *n, Mlp *mlp) {
+  mlp->neurons = n;
+  const size_t block = (size_t)(kMlpRows * n->m);
+  mlp->z.assign(block, 0.0), mlp->s.assign(block, 0.0), mlp->g.assign(block, 0.0);
+  mlp->layer_grad.assign((size_t)(n->m * n->size()), 0.0);
+}
+
+namespace {
+
+// Z = Y U^T + b and S = sigma(Z) for the R tokens Y (R x d) of layer l (and
+// sigma'(Z) into dz when not null).
+void PreActivations(Mlp *mlp, PetscInt l, const double *Y, PetscInt R, double *dz) {
+  const Neurons &n = *mlp->neurons;
+  const PetscInt m = n.m, d = n.d, E = n.size();
+  const double *U = n.neuron(l, 0);
+  gemm(false, true, R, m, d, 1.0, Y, d, U, E, 0.0, mlp->z.data(), m);
+  for (PetscInt i = 0; i < R; ++i)
+    for (PetscInt j = 0; j < m; ++j) mlp->z[(size_t)(i * m + j)] += U[j * E + d];
+  ActivateAll(n.activation, mlp->z.data(), R * m, mlp->s.data(), dz);
+}
+
+} // namespace
+
+PetscErrorCode MlpEvaluate(Mlp *mlp, PetscInt l, Vec y, Vec f) {
+  const Neurons &n = *mlp->neurons;
+  const PetscInt m = n.m, d = n.d, E = n.size();
+  const PetscScalar *ys;
+  PetscScalar *fs;
+  PetscInt size;
+  PetscFunctionBeginUser;
+  PetscCall(PetscLogEventBegin(MFT_KERNELS, 0, 0, 0, 0));
+  PetscCall(VecGetLocalSize(y, &size));
+  PetscCall(VecGetArrayRead(y, &ys));
+  PetscCall(VecGetArray(f, &fs));
+  for (PetscInt i0 = 0; i0 < size / d; i0 += kMlpRows) {
+    const PetscInt R = std::min(kMlpRows, size / d - i0);
+    PreActivations(mlp, l, ys + i0 * d, R, nullptr);
+    gemm(false, false, R, d, m, n.scale, mlp->s.data(), m, n.neuron(l, 0) + d + 1, E, 1.0, fs + i0 * d, d);
+  }
+  PetscCall(VecRestoreArray(f, &fs));
+  PetscCall(VecRestoreArrayRead(y, &ys));
+  PetscCall(PetscLogEventEnd(MFT_KERNELS, 0, 0, 0, 0));
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode MlpReverse(Mlp *mlp, PetscInt l, Vec y, Vec lam, Vec dy) {
+  const Neurons &n = *mlp->neurons;
+  const PetscInt m = n.m, d = n.d, E = n.size();
+  const double *U = n.neuron(l, 0), *W = U + d + 1;
+  double *gU = mlp->layer_grad.data(), *gW = gU + d + 1;
+  const PetscScalar *ys, *ls;
+  PetscScalar *out;
+  PetscInt size;
+  PetscFunctionBeginUser;
+  PetscCall(PetscLogEventBegin(MFT_KERNELS, 0, 0, 0, 0));
+  std::fill(mlp->layer_grad.begin(), mlp->layer_grad.end(), 0.0);
+  PetscCall(VecGetLocalSize(y, &size));
+  PetscCall(VecGetArrayRead(y, &ys));
+  PetscCall(VecGetArrayRead(lam, &ls));
+  PetscCall(VecGetArray(dy, &out));
+  for (PetscInt i0 = 0; i0 < size / d; i0 += kMlpRows) {
+    const PetscInt R = std::min(kMlpRows, size / d - i0);
+    const double *Y = ys + i0 * d, *Lam = ls + i0 * d;
+    double *G = mlp->g.data();
+    std::vector<double> &slope = mlp->z; // sigma'(Z) takes Z's place once S is made
+    PreActivations(mlp, l, Y, R, mlp->g.data());
+    std::copy(mlp->g.begin(), mlp->g.begin() + R * m, slope.begin());
+    // dW += scale S^T Lam; G = scale (Lam W^T) . sigma'(Z); dY = G U; dU += G^T Y; db += G^T 1.
+    gemm(true, false, m, d, R, n.scale, mlp->s.data(), m, Lam, d, 1.0, gW, E);
+    gemm(false, true, R, m, d, n.scale, Lam, d, W, E, 0.0, G, m);
+    for (PetscInt e = 0; e < R * m; ++e) G[e] *= slope[(size_t)e];
+    gemm(false, false, R, d, m, 1.0, G, m, U, E, 0.0, out + i0 * d, d);
+    gemm(true, false, m, d, R, 1.0, G, m, Y, d, 1.0, gU, E);
+    for (PetscInt i = 0; i < R; ++i)
+      for (PetscInt j = 0; j < m; ++j) gU[j * E + d] += G[i * m + j];
+  }
+  PetscCall(VecRestoreArray(dy, &out));
+  PetscCall(VecRestoreArrayRead(lam, &ls));
+  PetscCall(VecRestoreArrayRead(y, &ys));
+  mlp->layer = l;
+  PetscCall(PetscLogEventEnd(MFT_KERNELS, 0, 0, 0, 0));
+  PetscFunctionReturn(0);
+}
+
+void MlpReverseParameters(Mlp *mlp, double weight) {
+  Neurons &n = *mlp->neurons;
+  double *g = n.grad.data() + (size_t)(mlp->layer * n.m * n.size());
+  for (size_t e = 0; e < mlp->layer_grad.size(); ++e) g[e] += weight * mlp->layer_grad[e];
+}
+
+} // namespace mft
