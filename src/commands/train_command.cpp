@@ -165,7 +165,7 @@ PetscErrorCode CommandTrain(MPI_Comm comm, const std::vector<std::string> &args,
   if (s.train.seeds > 1) PetscFunctionReturn(TrainEnsemble(comm, s, status));
   PetscCall(ProblemCreate(comm, s, &p));
   PetscCall(ReportHeader(p));
-  PetscCall(OptimizerCreate(p.settings, p.heads, &opt));
+  PetscCall(OptimizerCreate(p.settings, p.heads, &opt, &p.neurons));
   PetscCall(TrainStart(&p, &opt, &history, &start, &saved));
   const TrainSettings &t = p.settings.train;
   const CheckpointSettings &c = p.settings.checkpoint;

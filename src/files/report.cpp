@@ -11,18 +11,21 @@ namespace mft {
 
 namespace {
 
-// "L=.. H=.. d=.. k=.. qkv beta=..[ causal ...] | M=.. N=.. family | loss token"
+// "L=.. H=.. d=.. k=.. qkv beta=..[ causal ...][ | mlp m=.. relu ...] | M=.. N=.. family | loss token"
 std::string ModelLine(const Settings &s) {
   const ModelSettings &m = s.model;
-  char line[512];
+  const std::string mlp = !m.mlp() ? "" : " | mlp m=" + std::to_string(m.mlp_width) + " " + to_string(m.mlp_activation) +
+      (m.mlp_depth_exponent == 1 && m.mlp_width_exponent == 1 ? "" : " a'=" + format_real(m.mlp_depth_exponent) +
+                                                                       " c'=" + format_real(m.mlp_width_exponent));
+  char line[640];
   snprintf(line, sizeof line,
-           "L=%" PetscInt_FMT " H=%" PetscInt_FMT " d=%" PetscInt_FMT " k=%s %s beta=%g%s%s%s%s | M=%" PetscInt_FMT
+           "L=%" PetscInt_FMT " H=%" PetscInt_FMT " d=%" PetscInt_FMT " k=%s %s beta=%g%s%s%s%s%s | M=%" PetscInt_FMT
            " N=%" PetscInt_FMT " %s | loss %s",
            m.L, m.H, m.d, m.infinite_head ? "inf" : std::to_string(m.k).c_str(), to_string(m.head_kind), m.beta,
            m.causal ? " causal" : "",
            m.norm == TokenNorm::none ? "" : (std::string(" norm=") + to_string(m.norm)).c_str(),
            m.mean_field() ? "" : (" a=" + format_real(m.depth_exponent) + " c=" + format_real(m.head_exponent)).c_str(),
-           m.logit_exponent == 0 ? "" : (" g=" + format_real(m.logit_exponent)).c_str(), s.data.M, s.data.N,
+           m.logit_exponent == 0 ? "" : (" g=" + format_real(m.logit_exponent)).c_str(), mlp.c_str(), s.data.M, s.data.N,
            s.data.file.empty() ? s.data.family.c_str() : s.data.file.c_str(), to_string(s.loss.kind));
   return line;
 }

@@ -71,6 +71,51 @@ PetscErrorCode TransferHeads(File &f, const std::string &group, const Heads &h, 
   PetscFunctionReturn(0);
 }
 
+// A model's MLP sublayers as group/U (L, m, d), group/b (L, m), group/W
+// (L, m, d): the rank's owned neurons of v (theta's layout of n), written or
+// read; `blocks`: v holds one entry per block (adamw-block's second moment),
+// the dataset `group` of shape (L, m, 3). A model without them refuses a
+// file that has them.
+PetscErrorCode TransferNeurons(File &f, const std::string &group, const Neurons *n, Vec v, bool read,
+                               bool blocks = false) {
+  PetscInt begin, end;
+  PetscScalar *a;
+  PetscFunctionBeginUser;
+  if (!n || !n->theta) {
+    PetscCheck(!read || h5::Shape(f, group + "/U").empty(), f.comm, PETSC_ERR_FILE_UNEXPECTED,
+               "%s holds MLP sublayers (%s) and this model has none: give its model.mlp_width", f.path.c_str(),
+               group.c_str());
+    PetscFunctionReturn(0);
+  }
+  const PetscInt d = n->d, E = blocks ? 3 : n->size();
+  PetscCall(VecGetOwnershipRange(v, &begin, &end));
+  const Range rows{begin / E, end / E};
+  PetscCall(VecGetArray(v, &a));
+  struct Part { const char *name; PetscInt offset, width; };
+  const std::vector<Part> parts = blocks ? std::vector<Part>{{"", 0, 3}}
+                                         : std::vector<Part>{{"/U", 0, d}, {"/b", d, 1}, {"/W", d + 1, d}};
+  for (const Part &part : parts) {
+    std::vector<hsize_t> dims = {(hsize_t)n->L, (hsize_t)n->m};
+    if (part.width > 1) dims.push_back((hsize_t)part.width);
+    const std::string name = group + part.name;
+    std::vector<double> buf((size_t)(rows.size() * part.width));
+    if (read) {
+      PetscCheck(h5::Shape(f, name) == dims, f.comm, PETSC_ERR_FILE_UNEXPECTED, "%s: %s has shape %s, expected %s",
+                 f.path.c_str(), name.c_str(), h5::ShapeText(h5::Shape(f, name)).c_str(), h5::ShapeText(dims).c_str());
+      PetscCall(h5::ReadRows(f, name, dims, 2, rows, buf.data()));
+    }
+    for (PetscInt r = 0; r < rows.size(); ++r)
+      for (PetscInt c = 0; c < part.width; ++c) {
+        double &entry = a[r * E + part.offset + c], &there = buf[(size_t)(r * part.width + c)];
+        if (read) entry = there;
+        else there = entry;
+      }
+    if (!read) PetscCall(h5::WriteRows(f, name, dims, 2, rows, buf.data()));
+  }
+  PetscCall(VecRestoreArray(v, &a));
+  PetscFunctionReturn(0);
+}
+
 std::string text(double v) {
   std::ostringstream os;
   os.precision(17);
@@ -144,11 +189,17 @@ PetscErrorCode WriteRun(File &f, const Problem &p, const History &h, const Optim
   }
   PetscCall(TransferHeads(f, "/params", p.heads, p.heads.theta, false, false));
   if (what == Content::run_with_gradient) PetscCall(TransferHeads(f, "/grad", p.heads, p.grad, false, false));
+  PetscCall(TransferNeurons(f, "/params/mlp", &p.neurons, p.neurons.theta, false));
+  if (what == Content::run_with_gradient) PetscCall(TransferNeurons(f, "/grad/mlp", &p.neurons, p.neuron_grad, false));
   if (what == Content::run_with_gradient && t.weighted() && p.weight_grad.size() == t.weights.size()) // dR/dw (no L H)
     PetscCall(WriteReplicated(f, "/grad/weights", {(hsize_t)t.M, (hsize_t)t.N}, p.weight_grad.data()));
   if (opt && opt->m) {
     PetscCall(TransferHeads(f, "/optimizer/m", p.heads, opt->m, false, false));
     PetscCall(TransferHeads(f, "/optimizer/v", p.heads, opt->v, opt->kind == OptimizerKind::adamw_block, false));
+  }
+  if (opt && opt->mlp && opt->mlp->m) {
+    PetscCall(TransferNeurons(f, "/optimizer/mlp/m", &p.neurons, opt->mlp->m, false));
+    PetscCall(TransferNeurons(f, "/optimizer/mlp/v", &p.neurons, opt->mlp->v, false, opt->kind == OptimizerKind::adamw_block));
   }
   if (what != Content::checkpoint) PetscCall(WriteTokens(f, "/output/tokens", t, p.x1));
   if (what != Content::checkpoint && p.flow.trajectory) PetscCall(TrajectoryWrite(f, *p.flow.trajectory));
@@ -365,6 +416,7 @@ PetscErrorCode EnsembleFileRead(const std::string &path, Ensemble *e, Optimizer 
   PetscCheck((hsize_t)*step == n[1], e->comm, PETSC_ERR_FILE_UNEXPECTED,
              "%s: step %" PetscInt_FMT " but %llu history entries", path.c_str(), *step, (unsigned long long)n[1]);
   if (opt) opt->step = *step;
+  if (opt && opt->mlp) opt->mlp->step = *step;
   PetscCall(ProblemSetHeads(&p));
   PetscFunctionReturn(0);
 }
@@ -375,6 +427,7 @@ PetscErrorCode RunFileReadParams(const std::string &path, Problem *p) {
   PetscCall(h5::Open(p->grid.comm, path, false, &f));
   f.finite = true;
   PetscCall(TransferHeads(f, "/params", p->heads, p->heads.theta, false, true));
+  PetscCall(TransferNeurons(f, "/params/mlp", &p->neurons, p->neurons.theta, true));
   PetscCall(h5::Close(&f));
   PetscCall(ProblemSetHeads(p));
   PetscFunctionReturn(0);
@@ -391,9 +444,14 @@ PetscErrorCode RunFileRead(const std::string &path, Problem *p, Optimizer *opt, 
   PetscCall(ReadWeights(f, path, p->tokens.M, p->tokens.N, &p->tokens.weights));
   PetscCall(ReadTargets(f, p->tokens, &p->targets));
   PetscCall(TransferHeads(f, "/params", p->heads, p->heads.theta, false, true));
+  PetscCall(TransferNeurons(f, "/params/mlp", &p->neurons, p->neurons.theta, true));
   if (opt && opt->m) {
     PetscCall(TransferHeads(f, "/optimizer/m", p->heads, opt->m, false, true));
     PetscCall(TransferHeads(f, "/optimizer/v", p->heads, opt->v, opt->kind == OptimizerKind::adamw_block, true));
+  }
+  if (opt && opt->mlp && opt->mlp->m) {
+    PetscCall(TransferNeurons(f, "/optimizer/mlp/m", &p->neurons, opt->mlp->m, true));
+    PetscCall(TransferNeurons(f, "/optimizer/mlp/v", &p->neurons, opt->mlp->v, true, opt->kind == OptimizerKind::adamw_block));
   }
   f.finite = false;
   const auto n = h5::Shape(f, "/history/loss");
@@ -412,6 +470,7 @@ PetscErrorCode RunFileRead(const std::string &path, Problem *p, Optimizer *opt, 
   PetscCheck((size_t)*step == h->loss.size(), comm, PETSC_ERR_FILE_UNEXPECTED,
              "%s: step %" PetscInt_FMT " but %zu history entries", path.c_str(), *step, h->loss.size());
   if (opt) opt->step = *step;
+  if (opt && opt->mlp) opt->mlp->step = *step;
   PetscCall(ProblemSetHeads(p));
   PetscFunctionReturn(0);
 }

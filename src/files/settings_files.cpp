@@ -39,7 +39,8 @@ PetscErrorCode SettingsFromFiles(MPI_Comm comm, const std::string &command, cons
   const std::vector<std::string> model = {"model.L",      "model.H",    "model.d", "model.k",
                                           "model.head_kind", "model.beta", "model.causal", "model.norm",
                                           "model.depth_exponent", "model.head_exponent", "model.logit_exponent",
-                                          "loss.kind",    "loss.c",     "loss.readout_seed"};
+                                          "model.mlp_width", "model.mlp_activation", "model.mlp_depth_exponent",
+                                          "model.mlp_width_exponent", "loss.kind",    "loss.c",     "loss.readout_seed"};
   enum class Given { refused, checked_later, model_wins };
   struct Source {
     std::string option, path;

@@ -23,6 +23,11 @@ static PetscErrorCode TrainStep(Problem *p, Optimizer *opt, History *history, Pe
   ProblemSetBatch(p, step);
   PetscCall(ProblemEvaluate(p, PETSC_TRUE));
   PetscCall(VecNorm(p->grad, NORM_2, &gnorm));
+  if (p->neuron_grad) { // |g| over the heads' and the neurons' entries
+    PetscReal gm;
+    PetscCall(VecNorm(p->neuron_grad, NORM_2, &gm));
+    gnorm = std::hypot(gnorm, gm);
+  }
   PetscCall(HeadsMaxNorm(p->heads, p->heads.theta, &hnorm));
   PetscCheck(std::isfinite(p->risk) && std::isfinite(gnorm), comm, PETSC_ERR_NOT_CONVERGED,
              "training diverged at step %" PetscInt_FMT ": the %s is not finite (lower train.lr = %g)", step,
@@ -35,7 +40,7 @@ static PetscErrorCode TrainStep(Problem *p, Optimizer *opt, History *history, Pe
                           (double)gnorm, (double)hnorm, OptimizerRate(*opt, step), per, per * (double)(t.steps - step - 1),
                           columns.c_str()));
   }
-  PetscCall(OptimizerStep(opt, p->heads.theta, p->grad));
+  PetscCall(OptimizerStepAll(opt, &p->heads, p->grad, &p->neurons, p->neuron_grad));
   PetscCall(ProblemSetHeads(p));
   PetscFunctionReturn(0);
 }

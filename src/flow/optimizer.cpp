@@ -6,9 +6,48 @@
 
 namespace mft {
 
-PetscErrorCode OptimizerCreate(const Settings &all, const Heads &h, Optimizer *o) {
+namespace {
+
+// The moments of theta for o->kind: m, and v per entry or per block of `units` units (`total` over the ranks).
+PetscErrorCode Moments(Optimizer *o, Vec theta, PetscInt total) {
+  PetscFunctionBeginUser;
+  if (o->kind == OptimizerKind::gd) PetscFunctionReturn(0);
+  PetscCall(VecDuplicate(theta, &o->m));
+  PetscCall(VecSet(o->m, 0.0));
+  if (o->kind == OptimizerKind::adamw) PetscCall(VecDuplicate(theta, &o->v));
+  else
+    PetscCall(VecCreateMPI(PetscObjectComm((PetscObject)theta), o->heads * (PetscInt)o->blocks.size(),
+                           total * (PetscInt)o->blocks.size(), &o->v));
+  PetscCall(VecSet(o->v, 0.0));
+  PetscFunctionReturn(0);
+}
+
+// The neurons' optimizer: blocks u, b, w at lr L^-x' m^-y'.
+PetscErrorCode NeuronOptimizer(const Settings &all, const Neurons &n, Optimizer *o) {
+  const TrainSettings &s = all.train;
+  PetscInt owned;
+  PetscFunctionBeginUser;
+  o->settings = s;
+  o->kind = s.optimizer;
+  o->rate_scale = std::pow((double)n.L, -s.mlp_lr_depth_exponent) * std::pow((double)n.m, -s.mlp_lr_width_exponent);
+  o->blocks = {{0, n.d, 1.0}, {n.d, 1, 1.0}, {n.d + 1, n.d, 1.0}};
+  o->unit = n.size();
+  PetscCall(VecGetLocalSize(n.theta, &owned));
+  o->heads = owned / o->unit;
+  o->step = 0;
+  PetscCall(Moments(o, n.theta, n.L * n.m));
+  PetscFunctionReturn(0);
+}
+
+} // namespace
+
+PetscErrorCode OptimizerCreate(const Settings &all, const Heads &h, Optimizer *o, const Neurons *n) {
   const TrainSettings &s = all.train;
   PetscFunctionBeginUser;
+  if (n && n->theta) {
+    o->mlp = new Optimizer;
+    PetscCall(NeuronOptimizer(all, *n, o->mlp));
+  }
   o->settings = s;
   o->kind = s.optimizer;
   o->block_scale = {1, 1, 1, 1};
@@ -19,24 +58,26 @@ PetscErrorCode OptimizerCreate(const Settings &all, const Heads &h, Optimizer *o
   o->rate_scale = 1;
   if (s.lr_depth_exponent != 0) o->rate_scale *= std::pow((double)all.model.L, -s.lr_depth_exponent);
   if (s.lr_head_exponent != 0) o->rate_scale *= std::pow((double)all.model.H, -s.lr_head_exponent);
-  o->shape = h.shape;
+  o->blocks.clear();
+  for (PetscInt b = 0; b < h.shape.blocks(); ++b) {
+    const double e = s.block_lr_exponents[(size_t)b];
+    o->blocks.push_back({h.shape.block_offset(b), h.shape.block_rows(b) * h.shape.block_cols(b),
+                         (e == 0 ? 1.0 : std::pow((double)h.shape.k, -e)) * o->block_scale[(size_t)b]});
+  }
+  o->unit = h.shape.size;
   o->heads = h.owned.size();
   o->step = 0;
-  if (o->kind == OptimizerKind::gd) PetscFunctionReturn(0);
-  PetscCall(VecDuplicate(h.theta, &o->m));
-  PetscCall(VecSet(o->m, 0.0));
-  if (o->kind == OptimizerKind::adamw) {
-    PetscCall(VecDuplicate(h.theta, &o->v));
-  } else {
-    PetscCall(VecCreateMPI(PetscObjectComm((PetscObject)h.theta), o->heads * h.shape.blocks(),
-                           h.L * h.H * h.shape.blocks(), &o->v));
-  }
-  PetscCall(VecSet(o->v, 0.0));
+  PetscCall(Moments(o, h.theta, h.L * h.H));
   PetscFunctionReturn(0);
 }
 
 PetscErrorCode OptimizerDestroy(Optimizer *o) {
   PetscFunctionBeginUser;
+  if (o->mlp) {
+    PetscCall(OptimizerDestroy(o->mlp));
+    delete o->mlp;
+    o->mlp = nullptr;
+  }
   PetscCall(VecDestroy(&o->m));
   PetscCall(VecDestroy(&o->v));
   PetscFunctionReturn(0);
@@ -56,13 +97,13 @@ PetscErrorCode OptimizerStep(Optimizer *o, Vec theta, Vec g) {
   const TrainSettings &s = o->settings;
   const double lr = OptimizerRate(*o, o->step);
   PetscFunctionBeginUser;
-  const HeadShape &sh = o->shape;
-  double rate[4]; // per block: lr k^-e
+  const PetscInt nb = (PetscInt)o->blocks.size();
+  std::vector<double> rate((size_t)nb); // per block: lr times its factor
   bool scaled = false;
-  for (PetscInt b = 0; b < 4; ++b) {
-    const double e = s.block_lr_exponents[(size_t)b];
-    rate[b] = (e == 0 ? lr : lr * std::pow((double)sh.k, -e)) * o->block_scale[(size_t)b];
-    scaled = scaled || e != 0 || o->block_scale[(size_t)b] != 1;
+  for (PetscInt b = 0; b < nb; ++b) {
+    const double factor = o->blocks[(size_t)b].factor;
+    rate[(size_t)b] = factor == 1 ? lr : lr * factor;
+    scaled = scaled || factor != 1;
   }
   const bool frozen = std::find(o->frozen.begin(), o->frozen.end(), 1) != o->frozen.end();
   if (o->kind == OptimizerKind::gd && !scaled && !frozen) {
@@ -82,8 +123,8 @@ PetscErrorCode OptimizerStep(Optimizer *o, Vec theta, Vec g) {
     PetscCall(VecGetArray(o->v, &v));
   }
   for (PetscInt h = 0; h < o->heads; ++h)
-    for (PetscInt b = 0; b < sh.blocks() && !(frozen && o->frozen[(size_t)h]); ++b) {
-      const PetscInt n = sh.block_rows(b) * sh.block_cols(b), off = h * sh.size + sh.block_offset(b);
+    for (PetscInt b = 0; b < nb && !(frozen && o->frozen[(size_t)h]); ++b) {
+      const PetscInt n = o->blocks[(size_t)b].size, off = h * o->unit + o->blocks[(size_t)b].offset;
       if (!m) { // gd with per-block rates
         for (PetscInt e = off; e < off + n; ++e) th[e] -= rate[b] * ga[e];
         continue;
@@ -92,7 +133,7 @@ PetscErrorCode OptimizerStep(Optimizer *o, Vec theta, Vec g) {
       if (o->kind == OptimizerKind::adamw_block) {
         double g2 = 0;
         for (PetscInt e = off; e < off + n; ++e) g2 += ga[e] * ga[e];
-        vb = &v[h * sh.blocks() + b];
+        vb = &v[h * nb + b];
         *vb = s.beta2 * *vb + (1.0 - s.beta2) * g2 / (double)n;
       }
       for (PetscInt e = off; e < off + n; ++e) {
@@ -110,6 +151,13 @@ PetscErrorCode OptimizerStep(Optimizer *o, Vec theta, Vec g) {
   PetscCall(VecRestoreArrayRead(g, &ga));
   PetscCall(VecRestoreArray(theta, &th));
   ++o->step;
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode OptimizerStepAll(Optimizer *o, Heads *h, Vec g, Neurons *n, Vec g_m) {
+  PetscFunctionBeginUser;
+  PetscCall(OptimizerStep(o, h->theta, g));
+  if (o->mlp) PetscCall(OptimizerStep(o->mlp, n->theta, g_m));
   PetscFunctionReturn(0);
 }
 

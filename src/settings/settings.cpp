@@ -415,6 +415,12 @@ std::vector<Option> declare(Settings &s) {
       real("train.lr_head_exponent", &t.lr_head_exponent, -1e300, false,
            "y: every block steps at lr L^-x H^-y; 1 - c keeps the output's move a step of order one under gd")
           .defining(),
+      real("train.mlp_lr_depth_exponent", &t.mlp_lr_depth_exponent, -1e300, false,
+           "x': the MLP sublayers' neurons step at lr L^-x' m^-y' (1 - a' and 1 - c' keep their move of order one)")
+          .defining(),
+      real("train.mlp_lr_width_exponent", &t.mlp_lr_width_exponent, -1e300, false,
+           "y': the MLP sublayers' neurons step at lr L^-x' m^-y'")
+          .defining(),
       integer("train.seeds", &t.seeds, 1,
               "train: this many independent models on the same data, seeds init.seed .. init.seed + seeds - 1, "
               "trained together (a rank holds its block of them) into one run file with a seeds axis")

@@ -292,14 +292,13 @@ static PetscErrorCode EnsembleCheck(MPI_Comm comm, const Settings &s) {
 static PetscErrorCode MlpCheck(MPI_Comm comm, const Settings &s) {
   PetscFunctionBeginUser;
   if (!s.model.mlp()) PetscFunctionReturn(0);
-  PetscCheck(s.command == "forward" || s.command == "info", comm, PETSC_ERR_USER_INPUT,
+  const bool takes = s.command == "forward" || s.command == "info" || (s.command == "train" && s.train.seeds == 1);
+  PetscCheck(takes, comm, PETSC_ERR_USER_INPUT,
              "model.mlp_width = %" PetscInt_FMT ": MLP sublayers run in mft forward (outputs, gradients, samples of "
-             "the law); mft %s does not take them", s.model.mlp_width, s.command.c_str());
+             "the law) and mft train of one model; mft %s%s does not take them", s.model.mlp_width, s.command.c_str(),
+             s.command == "train" ? " with train.seeds > 1" : "");
   PetscCheck(s.model.norm != TokenNorm::sphere, comm, PETSC_ERR_USER_INPUT,
              "model.mlp_width = %" PetscInt_FMT " takes model.norm none or pre, not sphere", s.model.mlp_width);
-  PetscCheck(s.params_file.empty(), comm, PETSC_ERR_USER_INPUT,
-             "model.mlp_width = %" PetscInt_FMT ": the neurons are drawn from init.seed; params.file is not read with "
-             "MLP sublayers", s.model.mlp_width);
   PetscFunctionReturn(0);
 }
 

@@ -150,6 +150,8 @@ struct TrainSettings {
   // The rate's exponents in depth and width: every block steps at
   // lr L^-x H^-y k^-e_b (docs/model.md, 'Learning rates that scale'); 0 0: lr.
   double lr_depth_exponent = 0, lr_head_exponent = 0;
+  // The MLP sublayers' neurons step at lr L^-x' m^-y' (optimizer.hpp).
+  double mlp_lr_depth_exponent = 0, mlp_lr_width_exponent = 0;
   // mft train: independent models trained together, seeds init.seed ..
   // init.seed + seeds - 1, partitioned over the ranks (ensemble.hpp).
   PetscInt seeds = 1;

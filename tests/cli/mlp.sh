@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# MLP sublayers on the command line: bad inputs refused in one line with exit
+# 2 and nothing lost; the run file's /params/mlp read back (params.file) to the
+# same output; training moves the neurons and a restart from a checkpoint
+# ends where the uninterrupted run does (adamw and adamw-block); 1 and 3 ranks
+# (three token groups, and three head groups) agree to 1e-12; the Gram mean
+# of --init.samples with attention silenced, the identity activation and
+# exponents 1/2 equals (1 + s/L)^L G0 + t ((1 + s/L)^L - 1)/s 11^T within 4.5
+# standard errors in every entry, s = (w_gain u_gain)^2, t = d (w_gain b_gain)^2.
+source "$(dirname "$0")/lib.sh" "$1"
+model=(--model.L 4 --model.H 3 --model.d 4 --data.M 3 --data.N 5 --model.mlp_width 6 --init.mlp_b_gain 0.4
+       --init.mlp_w_mean 0.2)
+
+expect 0 "" -- "$MFT" forward "${model[@]}" --gradient --output.file run.h5
+cp run.h5 kept.h5
+expect 2 "model.mlp_width must be at least 0, got -2" -- "$MFT" forward --model.mlp_width -2 --output.file run.h5
+expect 2 "model.mlp_activation 'swish' is not one of identity\|relu\|gelu\|tanh\|erf" -- "$MFT" forward \
+  --model.mlp_width 4 --model.mlp_activation swish --output.file run.h5
+expect 2 "model.mlp_depth_exponent 'nan' is not a finite number" -- "$MFT" forward --model.mlp_width 4 \
+  --model.mlp_depth_exponent nan --output.file run.h5
+expect 2 "model.mlp_width_exponent 'nan' is not a finite number" -- "$MFT" forward --model.mlp_width 4 \
+  --model.mlp_width_exponent nan --output.file run.h5
+expect 2 "takes model.norm none or pre, not sphere" -- "$MFT" forward "${model[@]}" --model.norm sphere \
+  --output.file run.h5
+expect 2 "mft ntk does not take them" -- "$MFT" ntk --params.file run.h5 --output.file ntk.h5
+expect 2 "mft train with train.seeds > 1 does not take them" -- "$MFT" train "${model[@]}" --train.seeds 2 \
+  --output.file run.h5
+# A file with MLP sublayers whose settings do not say so (another program's): refused, not half read.
+/usr/bin/python3 - <<'PY'
+import h5py
+with h5py.File("run.h5") as a, h5py.File("foreign.h5", "w") as f:
+    for k in ["/data/tokens", "/data/targets", "/params/Q", "/params/K", "/params/V", "/params/mlp/U",
+              "/params/mlp/b", "/params/mlp/W"]:
+        f[k] = a[k][()]
+PY
+expect 2 "foreign.h5 holds MLP sublayers \(/params/mlp\) and this model has none: give its model.mlp_width" -- \
+  "$MFT" forward --params.file foreign.h5 --output.file run.h5
+cmp -s run.h5 kept.h5 && ok || bad "a refused run changed run.h5"
+[ ! -e ntk.h5 ] && ok || bad "a refused run wrote ntk.h5"
+
+# The file's model read back: the same output on the same data.
+expect 0 "" -- "$MFT" forward --params.file run.h5 --data.file run.h5 --output.file again.h5
+h5diff --relative=1e-14 run.h5 again.h5 /output/tokens >/dev/null && ok || bad "params.file did not read the MLP back"
+expect 0 "" -- "$MFT" forward --params.file foreign.h5 --model.mlp_width 6 --data.file run.h5 --output.file foreign_run.h5
+h5diff --relative=1e-14 run.h5 foreign_run.h5 /output/tokens >/dev/null && ok || bad "foreign.h5 with its width differs"
+
+# The same forward and gradient on 1 and 3 ranks (token groups; head groups).
+odd=("${model[@]}" --model.H 3 --data.M 3 --data.N 7 --model.mlp_activation tanh --model.causal true --model.norm pre)
+expect 0 "" -- "$MFT" forward "${odd[@]}" --gradient --output.file one.h5
+expect 0 "" -- mpiexec --oversubscribe -n 3 "$MFT" forward "${odd[@]}" --gradient --parallel.head_groups 1 \
+  --output.file three.h5
+expect 0 "" -- mpiexec --oversubscribe -n 3 "$MFT" forward "${odd[@]}" --gradient --parallel.head_groups 3 \
+  --output.file heads.h5
+for other in three.h5 heads.h5; do
+  for ds in /output/tokens /grad/mlp/U /grad/mlp/b /grad/mlp/W /grad/V; do
+    h5diff --relative=1e-12 one.h5 $other $ds >/dev/null && ok || bad "$ds differs between one.h5 and $other"
+  done
+done
+
+# Training moves the neurons; a restart ends where the whole run does, on 1 and 2 ranks.
+for optimizer in adamw adamw-block; do
+  train=("${model[@]}" --model.mlp_activation gelu --train.optimizer $optimizer --train.lr 0.01
+         --train.mlp_lr_width_exponent 0.5)
+  expect 0 "" -- "$MFT" train "${train[@]}" --train.steps 12 --checkpoint.dir whole --output.file whole.h5
+  expect 0 "" -- "$MFT" train "${train[@]}" --train.steps 6 --checkpoint.dir half --output.file half.h5
+  expect 0 "" -- mpiexec --oversubscribe -n 2 "$MFT" train "${train[@]}" --train.steps 12 \
+    --restart half/checkpoint-00000006.h5 --checkpoint.dir half --output.file resumed.h5
+  for ds in /params/mlp/U /params/mlp/b /params/mlp/W /params/V /optimizer/mlp/v /history/loss; do
+    [ $optimizer = adamw ] && [ $ds = /optimizer/mlp/v ] && ds=/optimizer/mlp/v/W
+    h5diff --relative=1e-12 whole.h5 resumed.h5 $ds >/dev/null && ok || bad "$optimizer: $ds differs after a restart"
+  done
+  h5diff --relative=1e-3 run.h5 whole.h5 /params/mlp/W >/dev/null && bad "$optimizer did not move the neurons" || ok
+  rm -rf whole half
+done
+
+# The Gram mean of the block with attention silenced, against its closed form.
+law=(--model.L 4 --model.H 2 --model.d 3 --data.M 2 --data.N 4 --model.mlp_width 5 --model.mlp_activation identity
+     --model.mlp_depth_exponent 0.5 --model.mlp_width_exponent 0.5 --init.v_gain 0 --init.mlp_u_gain 1.2
+     --init.mlp_b_gain 0.7 --init.mlp_w_gain 0.8 --init.samples 8000)
+for ranks in 1 3; do
+  expect 0 "" -- mpiexec --oversubscribe -n $ranks "$MFT" forward "${law[@]}" --output.file law$ranks.h5
+  /usr/bin/python3 - law$ranks.h5 <<'PY' && ok || bad "the Gram mean of law$ranks.h5 is not the closed form"
+import sys, h5py, numpy as np
+with h5py.File(sys.argv[1]) as f:
+    x, g, se = f["/data/tokens"][()], f["/output/gram_mean"][()], f["/output/gram_stderr"][()]
+L, d, s, t = 4, 3, (0.8 * 1.2) ** 2, 3 * (0.8 * 0.7) ** 2
+G0 = np.einsum("mic,mjc->mij", x, x)
+r = (1 + s / L) ** L
+closed = r * G0 + t * (r - 1) / s
+z = np.abs(g - closed) / se
+print("largest |mean - closed form| / se", z.max(), "; closed form - G0, in se, largest:", (np.abs(closed - G0) / se).max())
+sys.exit(0 if z.max() < 4.5 and (np.abs(closed - G0) / se).max() > 10 else 1)
+PY
+done
+finish
