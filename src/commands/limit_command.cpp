@@ -139,7 +139,8 @@ PetscErrorCode CommandLimit(MPI_Comm comm, const std::vector<std::string> &args,
   sum.add("command", std::string("limit")).add("heads", (long long)ls.model.H).add("scheme", std::string(to_string(s.limit.scheme)));
   sum.add("steps", (long long)r.steps).add("rejected", (long long)r.rejected).add("seconds", elapsed);
   if (s.limit.fluctuation) PetscCall(LawSummary(comm, s, law, law_seconds, &sum));
-  const bool centred = s.init.centred(s.model.head_kind); // E A = 0: the ODE's velocity is zero
+  // E A = 0 (and E w = 0): the ODE's velocity is zero
+  const bool centred = s.init.centred(s.model.head_kind) && (!s.model.mlp() || s.init.mlp_w_mean == 0);
   if (centred)
     PetscCall(PetscPrintf(comm, "the heads are centred (value maps of mean zero): the limit velocity is zero and the "
                                 "limit is the identity, x(1) = x(0); what moves the tokens here is the ensemble's "

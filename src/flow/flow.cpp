@@ -421,7 +421,7 @@ static PetscErrorCode Adjoint(Flow *f, Vec lam, Vec dtheta) {
   f->weight_grad.assign(t.weighted() ? (size_t)(t.M * t.N) : 0, 0.0);
   if (f->scheme.adaptive) { // the reference's adjoint of the state only
     PetscCall(VecSet(dtheta, 0.0));
-    if (f->mlp) PetscCall(VecSet(f->neuron_grad, 0.0));
+    if (f->neuron_grad) PetscCall(VecSet(f->neuron_grad, 0.0));
     PetscCall(TSSetCostGradients(f->ts, 1, &lam, nullptr));
     PetscCall(TSAdjointSolve(f->ts));
   } else {
@@ -430,7 +430,7 @@ static PetscErrorCode Adjoint(Flow *f, Vec lam, Vec dtheta) {
     PetscCall(TSAdjointSolve(f->ts));
     PetscCall(PetscLogEventBegin(MFT_EXCHANGE, 0, 0, 0, 0));
     PetscCall(HeadsReduceGradient(&h, dtheta));
-    if (f->mlp) PetscCall(NeuronsReduceGradient(f->mlp->neurons, f->neuron_grad));
+    if (f->neuron_grad) PetscCall(NeuronsReduceGradient(f->mlp->neurons, f->neuron_grad));
     PetscCall(PetscLogEventEnd(MFT_EXCHANGE, 0, 0, 0, 0));
   }
   if (t.weighted()) PetscCall(SumWeightGradient(f));

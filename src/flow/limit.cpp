@@ -10,6 +10,7 @@ namespace mft {
 Settings LimitSettingsFor(const Settings &in) {
   Settings s = in;
   s.model.H = s.limit.heads;
+  s.scheme.expected_mlp = s.model.mlp(); // the neurons' law's drift itself
   s.scheme.shared = true;
   s.scheme.adaptive = s.limit.scheme == LimitScheme::rk;
   s.scheme.rtol = s.limit.rtol;
@@ -77,6 +78,11 @@ Settings DiffusiveSchemeFor(const Settings &s, PetscInt n) {
   q.model.depth_exponent = q.model.head_exponent = 0.5;
   q.init.v_gain = std::sqrt(ValueVariance(s));
   q.init.v_mean = 0;
+  if (q.model.mlp()) { // step_heads fresh neurons a step: the noise of w's covariance times sigma's kernel
+    q.model.mlp_width = s.limit.step_heads;
+    q.model.mlp_depth_exponent = q.model.mlp_width_exponent = 0.5;
+    q.init.mlp_w_mean = 0;
+  }
   return q;
 }
 
@@ -92,6 +98,13 @@ PetscErrorCode LimitPathsSolve(MPI_Comm comm, const Settings &s, LimitPaths *r) 
              "init.v_mean = %s, init.o_mean = %s); with a drift the 1/sqrt(L) model has no limit",
              s.model.head_kind == HeadKind::qkvo ? " and init.o_mean = 0" : "", format_real(s.init.v_mean).c_str(),
              format_real(s.init.o_mean).c_str());
+  PetscCheck(!s.model.mlp() || (s.model.mlp_depth_exponent == 0.5 && s.model.mlp_width_exponent == 0.5 &&
+                                 s.init.mlp_w_mean == 0),
+             comm, PETSC_ERR_USER_INPUT,
+             "the diffusive limit's MLP sublayers are those of model.mlp_depth_exponent = model.mlp_width_exponent = "
+             "0.5 and init.mlp_w_mean = 0 (given %s, %s and %s): their noise has the kernel of centred w",
+             format_real(s.model.mlp_depth_exponent).c_str(), format_real(s.model.mlp_width_exponent).c_str(),
+             format_real(s.init.mlp_w_mean).c_str());
   const LimitCoupling coupling = s.limit.richardson ? s.limit.coupling : LimitCoupling::independent;
   PetscCheck(coupling != LimitCoupling::halves || s.limit.step_heads % 2 == 0, comm, PETSC_ERR_USER_INPUT,
              "limit.coupling = halves (the default) takes half of each fine step's heads into a coarse step: "

@@ -11,12 +11,51 @@ namespace mft {
 
 void MlpCreate(Neurons *n, Mlp *mlp) {
   mlp->neurons = n;
+  mlp->d = n->d;
   const size_t block = (size_t)(kMlpRows * n->m);
   mlp->z.assign(block, 0.0), mlp->s.assign(block, 0.0), mlp->g.assign(block, 0.0);
   mlp->layer_grad.assign((size_t)(n->m * n->size()), 0.0);
 }
 
+void MlpCreateExpected(const ModelSettings &m, const InitSettings &s, Mlp *mlp) {
+  mlp->neurons = nullptr;
+  mlp->activation = m.mlp_activation;
+  mlp->d = m.d;
+  mlp->u2 = s.mlp_u_gain * s.mlp_u_gain / (double)m.d, mlp->b2 = s.mlp_b_gain * s.mlp_b_gain;
+  mlp->w_mean = s.mlp_w_mean;
+}
+
 namespace {
+
+// The expected drift (MlpCreateExpected) on the owned tokens of y: f += it, or
+// with lam, out = its transpose applied to lam.
+PetscErrorCode Expected(const Mlp &mlp, Vec y, Vec f, Vec lam, Vec out) {
+  const PetscScalar *ys, *ls = nullptr;
+  PetscScalar *fs;
+  PetscInt size;
+  const PetscInt d = mlp.d;
+  PetscFunctionBeginUser;
+  PetscCall(VecGetLocalSize(y, &size));
+  PetscCall(VecGetArrayRead(y, &ys));
+  if (lam) PetscCall(VecGetArrayRead(lam, &ls));
+  PetscCall(VecGetArray(lam ? out : f, &fs));
+  for (PetscInt o = 0; o < size; o += d) {
+    double r = 0, sum = 0;
+    for (PetscInt c = 0; c < d; ++c) r += ys[o + c] * ys[o + c], sum += lam ? ls[o + c] : 0.0;
+    const double pp = mlp.u2 * r + mlp.b2;
+    if (!lam) {
+      const double drift = mlp.w_mean * ActivationMean(mlp.activation, pp);
+      for (PetscInt c = 0; c < d; ++c) fs[o + c] += drift;
+      continue;
+    }
+    const double slope = pp > 0 ? mlp.w_mean * sum * ActivationMeanSlope(mlp.activation, pp) * 2 * mlp.u2 : 0.0;
+    for (PetscInt c = 0; c < d; ++c) fs[o + c] = slope * ys[o + c];
+  }
+  PetscCall(VecRestoreArray(lam ? out : f, &fs));
+  if (lam) PetscCall(VecRestoreArrayRead(lam, &ls));
+  PetscCall(VecRestoreArrayRead(y, &ys));
+  PetscFunctionReturn(0);
+}
 
 // Z = Y U^T + b and S = sigma(Z) for the R tokens Y (R x d) of layer l (and
 // sigma'(Z) into dz when not null).
@@ -33,6 +72,7 @@ void PreActivations(Mlp *mlp, PetscInt l, const double *Y, PetscInt R, double *d
 } // namespace
 
 PetscErrorCode MlpEvaluate(Mlp *mlp, PetscInt l, Vec y, Vec f) {
+  if (!mlp->neurons) return Expected(*mlp, y, f, nullptr, nullptr);
   const Neurons &n = *mlp->neurons;
   const PetscInt m = n.m, d = n.d, E = n.size();
   const PetscScalar *ys;
@@ -55,6 +95,7 @@ PetscErrorCode MlpEvaluate(Mlp *mlp, PetscInt l, Vec y, Vec f) {
 }
 
 PetscErrorCode MlpReverse(Mlp *mlp, PetscInt l, Vec y, Vec lam, Vec dy) {
+  if (!mlp->neurons) return Expected(*mlp, y, nullptr, lam, dy);
   const Neurons &n = *mlp->neurons;
   const PetscInt m = n.m, d = n.d, E = n.size();
   const double *U = n.neuron(l, 0), *W = U + d + 1;
@@ -94,6 +135,7 @@ PetscErrorCode MlpReverse(Mlp *mlp, PetscInt l, Vec y, Vec lam, Vec dy) {
 }
 
 void MlpReverseParameters(Mlp *mlp, double weight) {
+  if (!mlp->neurons) return; // the expected drift has no parameters
   Neurons &n = *mlp->neurons;
   double *g = n.grad.data() + (size_t)(mlp->layer * n.m * n.size());
   for (size_t e = 0; e < mlp->layer_grad.size(); ++e) g[e] += weight * mlp->layer_grad[e];

@@ -104,7 +104,7 @@ static PetscErrorCode TeacherTargets(Problem *p) {
   } else {
     PetscCall(HeadsInitialize(&p->heads, TeacherInit(s), s.data.teacher_seed, p->heads.theta));
   }
-  if (own && s.model.mlp())
+  if (own && p->neurons.theta)
     PetscCall(NeuronsInitialize(p->neurons, TeacherInit(s),
                                 s.data.teacher_perturbation > 0 ? s.init.seed : s.data.teacher_seed, p->neurons.theta));
   if (own) {
@@ -163,7 +163,10 @@ static PetscErrorCode ProblemSolver(Problem *p, PetscInt threads, PetscInt model
   PetscCall(VelocityCreate(p->grid, p->tokens, &p->heads, s.model, p->predicted.form, threads, &p->velocity,
                            ensemble ? models : 0));
   PetscCall(FlowCreate(&p->velocity, s.model.L, s.model.norm, s.scheme, &p->flow));
-  if (s.model.mlp()) {
+  if (s.model.mlp() && s.scheme.expected_mlp) {
+    MlpCreateExpected(s.model, s.init, &p->mlp);
+    PetscCall(FlowAddMlp(&p->flow, &p->mlp, nullptr));
+  } else if (s.model.mlp()) {
     PetscCall(NeuronsCreate(p->grid.comm, layers, &p->neurons));
     MlpCreate(&p->neurons, &p->mlp);
     PetscCall(VecDuplicate(p->neurons.theta, &p->neuron_grad));
@@ -282,7 +285,7 @@ PetscErrorCode ProblemCreate(MPI_Comm comm, const Settings &settings, Problem *p
     PetscCall(TeacherTargets(p));
   }
   PetscCall(HeadsInitialize(&p->heads, s.init, s.init.seed, p->heads.theta));
-  if (s.model.mlp()) PetscCall(NeuronsInitialize(p->neurons, s.init, s.init.seed, p->neurons.theta));
+  if (p->neurons.theta) PetscCall(NeuronsInitialize(p->neurons, s.init, s.init.seed, p->neurons.theta));
   PetscCall(ProblemSetHeads(p));
   PetscFunctionReturn(0);
 }

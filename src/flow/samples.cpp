@@ -38,6 +38,22 @@ PetscErrorCode SampleProblem(const Settings &s, Settings *one, Problem *p) {
   PetscFunctionReturn(0);
 }
 
+// Sample k's neurons for the fine model f, and the coarse model c's made of
+// them as its heads are (CoarseHeads' map of neurons).
+PetscErrorCode CoupleNeurons(const Settings &one_f, PetscInt k, const std::vector<PetscInt> &map, Problem *f, Problem *c) {
+  const PetscScalar *from;
+  PetscScalar *to;
+  const size_t entries = (size_t)f->neurons.size();
+  PetscFunctionBeginUser;
+  PetscCall(NeuronsInitialize(f->neurons, one_f.init, one_f.init.seed + (std::uint64_t)k, f->neurons.theta));
+  PetscCall(VecGetArrayRead(f->neurons.theta, &from));
+  PetscCall(VecGetArray(c->neurons.theta, &to));
+  for (size_t j = 0; j < map.size(); ++j) std::copy(from + map[j] * entries, from + (map[j] + 1) * entries, to + j * entries);
+  PetscCall(VecRestoreArray(c->neurons.theta, &to));
+  PetscCall(VecRestoreArrayRead(f->neurons.theta, &from));
+  PetscFunctionReturn(0);
+}
+
 // r's sizes and its block on this rank; the inputs of p.
 PetscErrorCode SamplesStart(MPI_Comm comm, const Settings &s, PetscInt S, Problem *p, Samples *r) {
   PetscMPIInt size, rank;
@@ -115,6 +131,11 @@ PetscErrorCode SamplesForwardPair(MPI_Comm comm, const Settings &fine_settings, 
              "a coupled pair shares its heads: both models need one head shape");
   PetscCall(SamplesStart(comm, one_f, S, &f, fine));
   PetscCall(SamplesStart(comm, one_c, S, &c, coarse));
+  const std::vector<PetscInt> neurons = CoarseHeads(fine_settings.model.L, fine_settings.model.mlp_width,
+                                                    coarse_settings.model.L, coarse_settings.model.mlp_width);
+  PetscCheck(!fine_settings.model.mlp() || !neurons.empty(), comm, PETSC_ERR_ARG_INCOMP,
+             "no coupling of %" PetscInt_FMT " neurons a layer to %" PetscInt_FMT, fine_settings.model.mlp_width,
+             coarse_settings.model.mlp_width);
   const size_t n = (size_t)(fine->M * fine->N * fine->d), entries = (size_t)f.heads.shape.size;
   const double t0 = seconds();
   for (PetscInt k = fine->block.begin; k < fine->block.end; ++k) {
@@ -126,6 +147,7 @@ PetscErrorCode SamplesForwardPair(MPI_Comm comm, const Settings &fine_settings, 
     for (size_t h = 0; h < map.size(); ++h) std::copy(from + map[h] * entries, from + (map[h] + 1) * entries, to + h * entries);
     PetscCall(VecRestoreArray(c.heads.theta, &to));
     PetscCall(VecRestoreArrayRead(f.heads.theta, &from));
+    if (one_f.model.mlp()) PetscCall(CoupleNeurons(one_f, k + (PetscInt)first, neurons, &f, &c));
     PetscCall(RunOne(&f, fine->tokens.data() + (size_t)(k - fine->block.begin) * n));
     PetscCall(RunOne(&c, coarse->tokens.data() + (size_t)(k - coarse->block.begin) * n));
   }

@@ -118,4 +118,18 @@ double ActivationMean(Activation a, double pp) {
   return sum;
 }
 
+double ActivationMeanSlope(Activation a, double pp) {
+  switch (a) {
+  case Activation::identity:
+  case Activation::erf:
+  case Activation::tanh: return 0.0;
+  case Activation::relu: return 0.5 / std::sqrt(2 * kPi * pp);
+  case Activation::gelu: break;
+  }
+  const Hermite &h = Nodes(); // E[sigma'(sqrt(pp) z) z] / (2 sqrt(pp))
+  double sum = 0;
+  for (size_t i = 0; i < h.z.size(); ++i) sum += h.w[i] * ActivateSlope(a, std::sqrt(pp) * h.z[i]) * h.z[i];
+  return sum / (2 * std::sqrt(pp));
+}
+
 } // namespace mft

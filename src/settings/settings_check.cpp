@@ -292,13 +292,22 @@ static PetscErrorCode EnsembleCheck(MPI_Comm comm, const Settings &s) {
 static PetscErrorCode MlpCheck(MPI_Comm comm, const Settings &s) {
   PetscFunctionBeginUser;
   if (!s.model.mlp()) PetscFunctionReturn(0);
-  const bool takes = s.command == "forward" || s.command == "info" || (s.command == "train" && s.train.seeds == 1);
+  const bool takes = s.command == "forward" || s.command == "info" || s.command == "limit" ||
+                     (s.command == "train" && s.train.seeds == 1);
   PetscCheck(takes, comm, PETSC_ERR_USER_INPUT,
              "model.mlp_width = %" PetscInt_FMT ": MLP sublayers run in mft forward (outputs, gradients, samples of "
              "the law) and mft train of one model; mft %s%s does not take them", s.model.mlp_width, s.command.c_str(),
              s.command == "train" ? " with train.seeds > 1" : "");
   PetscCheck(s.model.norm != TokenNorm::sphere, comm, PETSC_ERR_USER_INPUT,
              "model.mlp_width = %" PetscInt_FMT " takes model.norm none or pre, not sphere", s.model.mlp_width);
+  const ModelSettings &m = s.model;
+  PetscCheck(s.command != "limit" || !m.mean_field() || (m.mlp_depth_exponent == 1 && m.mlp_width_exponent == 1), comm,
+             PETSC_ERR_USER_INPUT,
+             "the mean-field ODE's MLP sublayers are those of model.mlp_depth_exponent = model.mlp_width_exponent = 1 "
+             "(given %s and %s): their drift is E[w sigma(u . x + b)]", format_real(m.mlp_depth_exponent).c_str(),
+             format_real(m.mlp_width_exponent).c_str());
+  PetscCheck(s.command != "limit" || !s.limit.fluctuation, comm, PETSC_ERR_USER_INPUT,
+             "limit.fluctuation is the law of attention's error alone: give no model.mlp_width with it");
   PetscFunctionReturn(0);
 }
 

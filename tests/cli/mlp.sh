@@ -6,7 +6,11 @@
 # (three token groups, and three head groups) agree to 1e-12; the Gram mean
 # of --init.samples with attention silenced, the identity activation and
 # exponents 1/2 equals (1 + s/L)^L G0 + t ((1 + s/L)^L - 1)/s 11^T within 4.5
-# standard errors in every entry, s = (w_gain u_gain)^2, t = d (w_gain b_gain)^2.
+# standard errors in every entry, s = (w_gain u_gain)^2, t = d (w_gain b_gain)^2,
+# and mft limit's diffusive paths e^s G0 + t (e^s - 1)/s 11^T; one relu or erf
+# layer's Gram mean G0 + d w_gain^2 K(x_i, x_j) with K the arc-cosine or
+# arcsine kernel (written here again); the mean-field ODE's x(1) (the expected
+# drift w_mean 1 E[relu(p)]) against NumPy's Runge-Kutta to 1e-9.
 source "$(dirname "$0")/lib.sh" "$1"
 model=(--model.L 4 --model.H 3 --model.d 4 --data.M 3 --data.N 5 --model.mlp_width 6 --init.mlp_b_gain 0.4
        --init.mlp_w_mean 0.2)
@@ -92,4 +96,63 @@ print("largest |mean - closed form| / se", z.max(), "; closed form - G0, in se, 
 sys.exit(0 if z.max() < 4.5 and (np.abs(closed - G0) / se).max() > 10 else 1)
 PY
 done
+
+# The diffusive limit of the same block: e^s in place of (1 + s/L)^L.
+expect 0 "" -- mpiexec --oversubscribe -n 2 "$MFT" limit "${law[@]/--init.samples/--limit.paths}" \
+  --model.depth_exponent 0.5 --model.head_exponent 0.5 --output.file limit.h5
+/usr/bin/python3 - <<'PY' && ok || bad "the diffusive limit's Gram mean is not the closed form"
+import h5py, numpy as np
+with h5py.File("limit.h5") as f:
+    x, g, se = f["/data/tokens"][()], f["/limit/gram_mean"][()], f["/limit/gram_stderr"][()]
+s, t = (0.8 * 1.2) ** 2, 3 * (0.8 * 0.7) ** 2
+G0 = np.einsum("mic,mjc->mij", x, x)
+closed = np.exp(s) * G0 + t * (np.exp(s) - 1) / s
+z = np.abs(g - closed) / se
+print("limit: largest |mean - closed form| / se", z.max(), "; from G0, largest:", (np.abs(closed - G0) / se).max())
+raise SystemExit(0 if z.max() < 4.5 and (np.abs(closed - G0) / se).max() > 10 else 1)
+PY
+
+# One layer of relu and erf neurons: the kernel in closed form.
+for activation in relu erf; do
+  expect 0 "" -- "$MFT" forward "${law[@]}" --model.L 1 --model.mlp_activation $activation --output.file k_$activation.h5
+  /usr/bin/python3 - k_$activation.h5 $activation <<'PY' && ok || bad "the $activation kernel is not its closed form"
+import sys, h5py, numpy as np
+with h5py.File(sys.argv[1]) as f:
+    x, g, se = f["/data/tokens"][()], f["/output/gram_mean"][()], f["/output/gram_stderr"][()]
+d, u, b, w = 3, 1.2, 0.7, 0.8
+G0 = np.einsum("mic,mjc->mij", x, x)
+S = u * u * G0 / d + b * b   # the covariance of p = u . x + b over the tokens
+n = np.sqrt(np.einsum("mii->mi", S))
+if sys.argv[2] == "relu":
+    c = np.clip(S / (n[:, :, None] * n[:, None, :]), -1, 1)
+    th = np.arccos(c)
+    K = n[:, :, None] * n[:, None, :] / (2 * np.pi) * (np.sin(th) + (np.pi - th) * np.cos(th))
+else:
+    q = 1 + 2 * np.einsum("mii->mi", S)
+    K = 2 / np.pi * np.arcsin(2 * S / np.sqrt(q[:, :, None] * q[:, None, :]))
+closed = G0 + d * w * w * K
+z = np.abs(g - closed) / se
+print(sys.argv[2], "kernel: largest |mean - closed form| / se", z.max(), "; from G0:", (np.abs(closed - G0) / se).max())
+sys.exit(0 if z.max() < 4.5 and (np.abs(closed - G0) / se).max() > 10 else 1)
+PY
+done
+
+# The mean-field ODE's MLP: the expected drift, against NumPy's Runge-Kutta.
+ode=(--model.H 2 --model.d 3 --data.M 2 --data.N 4 --model.mlp_width 5 --init.v_gain 0 --init.mlp_u_gain 1.2
+     --init.mlp_b_gain 0.7 --init.mlp_w_mean 0.5)
+expect 0 "" -- "$MFT" limit "${ode[@]}" --limit.heads 2 --output.file ode.h5
+expect 0 "" -- "$MFT" forward "${ode[@]}" --output.file ode_inputs.h5
+/usr/bin/python3 - <<'PY' && ok || bad "the ODE's MLP drift is not E[w relu(u . x + b)]"
+import h5py, numpy as np
+x0 = h5py.File("ode_inputs.h5")["/data/tokens"][()]
+x1 = h5py.File("ode.h5")["/limit/tokens"][()]
+F = lambda x: 0.5 * np.sqrt((1.44 * (x * x).sum(-1, keepdims=True) / 3 + 0.49) / (2 * np.pi)) * np.ones_like(x)
+x, h = x0.copy(), 1e-3
+for _ in range(1000):
+    k1 = F(x); k2 = F(x + h / 2 * k1); k3 = F(x + h / 2 * k2); k4 = F(x + h * k3)
+    x = x + h / 6 * (k1 + 2 * k2 + 2 * k3 + k4)
+e = np.abs(x1 - x).max() / np.abs(x - x0).max()
+print("ODE: relative difference", e)
+raise SystemExit(0 if e < 1e-9 else 1)
+PY
 finish

@@ -2,6 +2,7 @@
 // closed forms, the block's forward against a hand-written loop, its
 // gradients against central finite differences (on every rank count).
 #include "helpers.hpp"
+#include "mft/flow/limit.hpp"
 #include "mft/flow/plain.hpp"
 #include "mft/kernels/activation.hpp"
 #include "mft/layout/random.hpp"
@@ -52,9 +53,40 @@ TEST(MlpKernel, EveryActivationMatchesMonteCarlo) {
 }
 
 TEST(MlpKernel, SlopesMatchDifferences) {
-  for (const Activation a : kAll)
+  for (const Activation a : kAll) {
     for (const double z : {-1.3, -0.2, 0.35, 2.1})
       EXPECT_NEAR(ActivateSlope(a, z), (Activate(a, z + 1e-6) - Activate(a, z - 1e-6)) / 2e-6, 1e-8) << to_string(a);
+    for (const double pp : {0.3, 1.7})
+      EXPECT_NEAR(ActivationMeanSlope(a, pp), (ActivationMean(a, pp + 1e-6) - ActivationMean(a, pp - 1e-6)) / 2e-6,
+                  1e-8) << to_string(a);
+  }
+  EXPECT_GT(ActivationMeanSlope(Activation::gelu, 1.0), 0.1); // not zero where it is checked
+}
+
+// The mean-field ODE's expected drift (mft limit, scheme rk): the adjoint
+// p(0) of the adaptive solve against central differences of the risk in x(0).
+TEST(MlpLimit, ExpectedDriftAdjointMatchesFiniteDifferences) {
+  const Settings ls = LimitSettingsFor(settings(
+      tiny({"--model.mlp_width", "4", "--model.mlp_activation", "gelu", "--init.mlp_w_mean", "0.7",
+            "--init.mlp_b_gain", "0.5", "--init.v_mean", "0.3", "--limit.heads", "16"}), "limit"));
+  auto p = std::make_unique<Problem>();
+  ASSERT_EQ(ProblemCreate(PETSC_COMM_WORLD, ls, p.get()), 0);
+  ASSERT_EQ(ProblemEvaluate(p.get(), PETSC_TRUE), 0);
+  const std::vector<double> p0 = gather(p->adjoint), x0 = gather(p->x0);
+  double diff = 0, norm = 0;
+  for (size_t i = 0; i < x0.size(); ++i) {
+    double r[2];
+    for (int side = 0; side < 2; ++side) {
+      set_entry(p->x0, (PetscInt)i, x0[i] + (side ? -1e-6 : 1e-6));
+      EXPECT_EQ(ProblemEvaluate(p.get(), PETSC_FALSE), 0);
+      r[side] = p->risk;
+    }
+    set_entry(p->x0, (PetscInt)i, x0[i]);
+    const double fd = (r[0] - r[1]) / 2e-6;
+    diff += (fd - p0[i]) * (fd - p0[i]), norm += fd * fd;
+  }
+  EXPECT_LT(std::sqrt(diff / norm), 1e-5);
+  EXPECT_EQ(ProblemDestroy(p.get()), 0);
 }
 
 struct MlpVariant {

@@ -8,6 +8,11 @@
 // blocks of kMlpRows tokens, as BLAS products (Z = Y U^T + b, f += scale
 // sigma(Z) W). The reverse makes, with the same lam, both (df_m/dy)^T lam
 // and the layer's parameter part, kept until it is added with its weight.
+//
+// The mean-field ODE's sublayer at initialisation (`expected`, no neurons):
+// the law's drift itself, w independent of (u, b),
+//   f_m(y)_i = w_mean 1_d E[sigma(p)],  p ~ N(0, u_gain^2 |y_i|^2 / d + b_gain^2),
+// exact where an ensemble of neurons would carry its sampling error.
 #pragma once
 
 #include "mft/layout/neurons.hpp"
@@ -21,7 +26,10 @@ namespace mft {
 constexpr PetscInt kMlpRows = 128;
 
 struct Mlp {
-  Neurons *neurons = nullptr;
+  Neurons *neurons = nullptr;    // null: the expected drift
+  Activation activation = Activation::relu;
+  PetscInt d = 0;                // token dimension
+  double u2 = 0, b2 = 0, w_mean = 0; // the expected drift's u_gain^2, b_gain^2 and w_mean
   std::vector<double> z, s, g;   // a block's pre-activations, activations, their adjoints (rows x m)
   std::vector<double> layer_grad; // the last reverse's parameter part (one layer's neurons, unweighted)
   PetscInt layer = -1;           // its layer
@@ -29,6 +37,9 @@ struct Mlp {
 
 // Not collective.
 void MlpCreate(Neurons *n, Mlp *mlp);
+// The expected drift of the neurons' initial law (model m, init s).
+// Not collective.
+void MlpCreateExpected(const ModelSettings &m, const InitSettings &s, Mlp *mlp);
 
 // f += f_m(y) of layer l on the owned tokens (y and f share a layout).
 // Not collective: the rank's own tokens, its replica of the neurons.

@@ -33,5 +33,8 @@ constexpr int ActivationKernelNodes = 96;
 // w_mean (closed form for identity, relu and erf; quadrature otherwise).
 // Not collective.
 double ActivationMean(Activation a, double pp);
+// d/dpp ActivationMean(a, pp), pp > 0.
+// Not collective.
+double ActivationMeanSlope(Activation a, double pp);
 
 } // namespace mft

@@ -302,6 +302,7 @@ struct DepthScheme {
   bool adaptive = false;  // embedded Runge-Kutta (TSRK 5dp) with rtol/atol instead of model.L Euler steps
   double rtol = 1e-10, atol = 1e-12;
   bool zero_targets = false; // token targets y = 0 (no teacher): p(1) = x(1)/(M N)
+  bool expected_mlp = false;  // MLP sublayers by their initial law's drift E[w sigma(u . x + b)] (the ODE's, mlp.hpp)
 };
 
 struct Settings {
