@@ -7,7 +7,7 @@
 // Every routine here is not collective: plain arithmetic.
 #pragma once
 
-#include "mft/settings/settings.hpp"
+#include "mft/kernels/shape.hpp"
 
 namespace mft {
 

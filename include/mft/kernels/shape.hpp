@@ -1,5 +1,6 @@
-// The two small types the kernels take: a range of rows and the shape of one
-// head. Every routine here is not collective: plain arithmetic on integers.
+// The small types the kernels take: a range of rows, the shape of one head,
+// an MLP neuron's activation. Every routine here is not collective: plain
+// arithmetic on integers.
 #pragma once
 
 #include <petscsys.h>
@@ -13,6 +14,7 @@ struct Range {
 };
 
 enum class HeadKind { qkv, qkvo }; // model.head_kind
+enum class Activation { identity, relu, gelu, tanh, erf }; // model.mlp_activation (activation.hpp)
 
 // One head's entries: blocks Q (k x d), K (k x d), V (dv x d) and, for qkvo,
 // O (d x k), row-major, in that order (docs/model.md, 'A head').

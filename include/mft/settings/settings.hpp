@@ -31,7 +31,6 @@ enum class StudySchedule { serial, groups };            // study.schedule
 enum class LseMode { sample, closed };                  // lse.mode
 enum class CutSequences { automatic, tokens, projections }; // parallel.cut_sequences: auto, tokens, projections
 enum class TokenNorm { none, sphere, pre };             // model.norm (norm.hpp)
-enum class Activation { identity, relu, gelu, tanh, erf }; // model.mlp_activation (activation.hpp)
 
 struct ModelSettings {
   PetscInt L = 8;             // layers: the Euler step is 1/L
