@@ -8,19 +8,59 @@
 #include "mft/files/settings_files.hpp"
 #include "mft/flow/samples.hpp"
 #include "mft/settings/options.hpp"
+#include "mft/statistics/expansion.hpp"
 
 #include <cmath>
 
 namespace mft {
 
+// With output.trajectory, the samples' interaction energy at its depths
+// (mean, standard error) and its exponential rate (DepthRateFit): into the
+// file's arrays and attributes, one line and the summary's keys. The
+// vectors hold what the arrays point to.
+struct EnergyFigures {
+  std::vector<double> depth, mean, se;
+  DepthRate rate;
+};
+
+static PetscErrorCode EnergyFiguresOf(MPI_Comm comm, const Samples &r, EnergyFigures *f,
+                                      std::vector<ResultArray> *arrays,
+                                      std::vector<std::pair<std::string, std::string>> *attributes) {
+  PetscFunctionBeginUser;
+  PetscCall(SamplesEnergy(comm, r, &f->mean, &f->se));
+  if (f->mean.empty()) PetscFunctionReturn(0);
+  const unsigned long long K = f->mean.size();
+  for (unsigned long long k = 0; k < K; ++k) f->depth.push_back((double)k / (double)(K - 1));
+  f->rate = DepthRateFit(f->depth, f->mean, f->se);
+  arrays->push_back({"/output/energy_depth", {K}, f->depth.data()});
+  arrays->push_back({"/output/energy_mean", {K}, f->mean.data()});
+  arrays->push_back({"/output/energy_stderr", {K}, f->se.data()});
+  const DepthRate &e = f->rate;
+  for (auto kv : std::vector<std::pair<const char *, double>>{{"energy_rate", e.rate}, {"energy_rate_lo", e.lo},
+                                                             {"energy_rate_hi", e.hi}, {"energy_chi2", e.chi2},
+                                                             {"energy_p_value", e.p_value}})
+    attributes->emplace_back(kv.first, format_real(kv.second));
+  attributes->emplace_back("energy_dof", std::to_string(e.dof));
+  attributes->emplace_back("energy_decided", e.decided ? "true" : "false");
+  PetscCall(PetscPrintf(comm,
+                        "interaction energy E(0) %.6e, E(1) %.6e +- %.2e; rate of E = E0 e^(-lambda s): lambda = %.4g "
+                        "[%.4g, %.4g], chi^2 %.3g on %d (p-value %.3g)%s\n",
+                        f->mean.front(), f->mean.back(), f->se.back(), e.rate, e.lo, e.hi, e.chi2, e.dof, e.p_value,
+                        e.decided ? ", decided" : ", not decided"));
+  PetscFunctionReturn(0);
+}
+
 // --init.samples S: S initialisations of the model, their x(1) and the Gram
-// means of every probe sequence; one summary line.
+// means of every probe sequence (with output.trajectory, the interaction
+// energy along depth); one summary line.
 static PetscErrorCode ForwardSamples(MPI_Comm comm, const Settings &s) {
   Samples r;
+  EnergyFigures energy;
   PetscFunctionBeginUser;
-  PetscCheck(s.params_file.empty() && !s.gradient && s.output.trajectory == 0, comm, PETSC_ERR_USER_INPUT,
-             "init.samples = %" PetscInt_FMT " draws the heads anew for every sample: it takes no params.file, "
-             "--gradient or output.trajectory", s.init.samples);
+  PetscCheck(s.params_file.empty() && !s.gradient, comm, PETSC_ERR_USER_INPUT,
+             "init.samples = %" PetscInt_FMT " draws the heads anew for every sample: it takes no params.file or "
+             "--gradient", s.init.samples);
+  PetscCall(TrajectoryCheck(comm, s, false));
   PetscMPIInt size;
   PetscCallMPI(MPI_Comm_size(comm, &size));
   PetscCall(PetscPrintf(comm,
@@ -42,6 +82,7 @@ static PetscErrorCode ForwardSamples(MPI_Comm comm, const Settings &s) {
   std::vector<std::pair<std::string, std::string>> attributes = {
       {"samples", std::to_string(S)}, {"moved", format_real(moved)}, {"moved_stderr", format_real(moved_se)}};
   if (std::isfinite(uniform)) attributes.emplace_back("moved_closed_form", format_real(uniform));
+  PetscCall(EnergyFiguresOf(comm, r, &energy, &arrays, &attributes));
   PetscCall(ResultFileWrite(comm, s, arrays, attributes, s.output.file));
   double trace = 0; // E (1/N) sum_i |x_i(1)|^2, over the probe sequences
   for (unsigned long long m = 0; m < M; ++m)
@@ -55,6 +96,9 @@ static PetscErrorCode ForwardSamples(MPI_Comm comm, const Settings &s) {
   sum.add("command", std::string("forward")).add("samples", (long long)S).add("mean_square", trace);
   sum.add("moved", moved).add("moved_stderr", moved_se);
   if (std::isfinite(uniform)) sum.add("moved_closed_form", uniform);
+  if (!energy.mean.empty())
+    sum.add("energy_rate", energy.rate.rate).add("energy_rate_lo", energy.rate.lo).add("energy_rate_hi", energy.rate.hi)
+        .add("energy_p_value", energy.rate.p_value);
   sum.add("seconds", r.seconds).add("samples_per_second", rate).add("ranks", (long long)size);
   sum.add("file", s.output.file);
   PetscCall(sum.print(comm));

@@ -84,20 +84,76 @@ PetscErrorCode SamplesTimed(MPI_Comm comm, double t0, std::initializer_list<Samp
 
 } // namespace
 
+namespace {
+
+// The interaction energy of the tokens at each slice of t (a one-rank
+// problem's), the mean over the sequences, into out (t.S + 1).
+PetscErrorCode SliceEnergies(const Trajectory &t, double *out) {
+  const PetscInt N = t.N, d = t.d;
+  PetscFunctionBeginUser;
+  for (PetscInt k = 0; k <= t.S; ++k) {
+    const PetscScalar *x;
+    double sum = 0;
+    PetscCall(VecGetArrayRead(t.tokens[k], &x));
+    for (PetscInt m = 0; m < t.M; ++m)
+      for (PetscInt c = 0; c < d; ++c) {
+        const double *col = x + m * N * d + c;
+        double mean = 0, spread = 0;
+        for (PetscInt i = 0; i < N; ++i) mean += col[i * d] / (double)N;
+        for (PetscInt i = 0; i < N; ++i) spread += (col[i * d] - mean) * (col[i * d] - mean);
+        sum += 2 * spread / (double)N;
+      }
+    PetscCall(VecRestoreArrayRead(t.tokens[k], &x));
+    out[k] = sum / (double)t.M;
+  }
+  PetscFunctionReturn(0);
+}
+
+// Means over S samples of `width` values each (this rank's rows of values),
+// and their standard errors: two passes, the mean then the spread about it,
+// each summed over the ranks.
+PetscErrorCode MeanAndError(MPI_Comm comm, const std::vector<double> &values, size_t width, PetscInt S,
+                            std::vector<double> *mean, std::vector<double> *se) {
+  std::vector<double> sums[2] = {std::vector<double>(width, 0.0), std::vector<double>(width, 0.0)};
+  PetscFunctionBeginUser;
+  for (int pass = 0; pass < 2; ++pass) {
+    for (size_t e = 0; e < values.size(); ++e)
+      sums[pass][e % width] += pass ? std::pow(values[e] - sums[0][e % width], 2) : values[e];
+    PetscCallMPI(MPI_Allreduce(MPI_IN_PLACE, sums[pass].data(), (int)width, MPI_DOUBLE, MPI_SUM, comm));
+    if (!pass)
+      for (double &x : sums[0]) x /= (double)S;
+  }
+  *mean = sums[0];
+  se->resize(width);
+  for (size_t e = 0; e < width; ++e) (*se)[e] = S > 1 ? std::sqrt(sums[1][e] / (double)(S - 1) / (double)S) : NAN;
+  PetscFunctionReturn(0);
+}
+
+} // namespace
+
 PetscErrorCode SamplesForward(MPI_Comm comm, const Settings &s, PetscInt S, Samples *r, std::uint64_t first) {
   Settings one;
   Problem p;
+  Trajectory t;
   PetscFunctionBeginUser;
   PetscCall(SampleProblem(s, &one, &p));
   PetscCall(SamplesStart(comm, one, S, &p, r));
+  r->depths = s.output.trajectory > 0 ? s.output.trajectory + 1 : 0;
+  if (r->depths) {
+    PetscCall(TrajectoryCreate(p.tokens.state, r->M, r->N, r->d, s.output.trajectory, &t));
+    PetscCall(FlowRecord(&p.flow, &t));
+    r->energy.assign((size_t)(r->block.size() * r->depths), 0.0);
+  }
   const size_t n = (size_t)(r->M * r->N * r->d);
   const double t0 = seconds();
   for (PetscInt k = r->block.begin; k < r->block.end; ++k) {
     PetscCall(HeadsInitialize(&p.heads, one.init, one.init.seed + first + (std::uint64_t)k, p.heads.theta));
     if (one.model.mlp()) PetscCall(NeuronsInitialize(p.neurons, one.init, one.init.seed + first + (std::uint64_t)k, p.neurons.theta));
     PetscCall(RunOne(&p, r->tokens.data() + (size_t)(k - r->block.begin) * n));
+    if (r->depths) PetscCall(SliceEnergies(t, r->energy.data() + (size_t)((k - r->block.begin) * r->depths)));
   }
   PetscCall(ProblemDestroy(&p));
+  if (r->depths) PetscCall(TrajectoryDestroy(&t));
   PetscCall(SamplesTimed(comm, t0, {r}));
   PetscCall(SamplesGram(comm, r));
   PetscFunctionReturn(0);
@@ -225,17 +281,19 @@ PetscErrorCode SamplesMoved(MPI_Comm comm, const Samples &r, double *mean, doubl
     for (size_t e = 0; e < n; ++e) sum += std::pow(r.tokens[(size_t)s * n + e] - r.inputs[e], 2);
     moved.push_back(sum / (double)tokens);
   }
-  double sums[2] = {0, 0};
+  std::vector<double> m, e;
   PetscFunctionBeginUser;
   *overflowed = (PetscInt)std::count_if(moved.begin(), moved.end(), [](double x) { return !std::isfinite(x); });
   PetscCallMPI(MPI_Allreduce(MPI_IN_PLACE, overflowed, 1, MPIU_INT, MPI_SUM, comm));
-  for (int pass = 0; pass < 2; ++pass) { // the mean, then the spread about it
-    for (double x : moved) sums[pass] += pass ? std::pow(x - sums[0], 2) : x;
-    PetscCallMPI(MPI_Allreduce(MPI_IN_PLACE, &sums[pass], 1, MPI_DOUBLE, MPI_SUM, comm));
-    if (!pass) sums[0] /= (double)r.S;
-  }
-  *mean = sums[0];
-  *se = r.S > 1 ? std::sqrt(sums[1] / (double)(r.S - 1) / (double)r.S) : NAN;
+  PetscCall(MeanAndError(comm, moved, 1, r.S, &m, &e));
+  *mean = m[0], *se = e[0];
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode SamplesEnergy(MPI_Comm comm, const Samples &r, std::vector<double> *mean, std::vector<double> *se) {
+  PetscFunctionBeginUser;
+  mean->clear(), se->clear();
+  if (r.depths) PetscCall(MeanAndError(comm, r.energy, (size_t)r.depths, r.S, mean, se));
   PetscFunctionReturn(0);
 }
 

@@ -194,4 +194,18 @@ std::string ExpansionLine(const Expansion &e, const std::string &x) {
   return line + buf;
 }
 
+DepthRate DepthRateFit(const std::vector<double> &s, const std::vector<double> &y, const std::vector<double> &se) {
+  std::vector<double> x, ly, lse;
+  for (size_t k = 0; k < s.size(); ++k)
+    if (s[k] > 0 && se[k] > 1e-12 * std::fabs(y[k]) && y[k] > 0) x.push_back(s[k]), ly.push_back(std::log(y[k])), lse.push_back(se[k] / y[k]);
+  DepthRate r;
+  const Expansion e = ExpansionFit(x, ly, lse, 2, false, -1.0); // c_0 s + c_1
+  if (e.terms == 0) return r;
+  r.rate = -e.c[0];
+  r.lo = r.rate - 1.959963984540054 * e.c_se[0], r.hi = r.rate + 1.959963984540054 * e.c_se[0];
+  r.chi2 = e.chi2, r.p_value = e.p_value, r.dof = e.dof, r.points = e.points;
+  r.decided = Decided(r.lo, r.hi, r.p_value);
+  return r;
+}
+
 } // namespace mft

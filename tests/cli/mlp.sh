@@ -10,7 +10,11 @@
 # and mft limit's diffusive paths e^s G0 + t (e^s - 1)/s 11^T; one relu or erf
 # layer's Gram mean G0 + d w_gain^2 K(x_i, x_j) with K the arc-cosine or
 # arcsine kernel (written here again); the mean-field ODE's x(1) (the expected
-# drift w_mean 1 E[relu(p)]) against NumPy's Runge-Kutta to 1e-9.
+# drift w_mean 1 E[relu(p)]) against NumPy's Runge-Kutta to 1e-9; the
+# samples' interaction energy along depth, E_k = (1 + s/L)^k E_0 with
+# attention silenced and the identity (the 11^T term cancels in differences),
+# within 4.5 standard errors at every depth, and its fitted rate's interval
+# holding -L log(1 + s/L).
 source "$(dirname "$0")/lib.sh" "$1"
 model=(--model.L 4 --model.H 3 --model.d 4 --data.M 3 --data.N 5 --model.mlp_width 6 --init.mlp_b_gain 0.4
        --init.mlp_w_mean 0.2)
@@ -96,6 +100,26 @@ print("largest |mean - closed form| / se", z.max(), "; closed form - G0, in se, 
 sys.exit(0 if z.max() < 4.5 and (np.abs(closed - G0) / se).max() > 10 else 1)
 PY
 done
+
+# The interaction energy along depth: its closed form and its rate.
+expect 2 "output.trajectory" -- "$MFT" forward "${law[@]}" --model.L 6 --output.trajectory 4 --output.file energy.h5
+expect 0 "" -- mpiexec --oversubscribe -n 2 "$MFT" forward "${law[@]}" --model.L 8 --output.trajectory 8 \
+  --output.file energy.h5
+/usr/bin/python3 - <<'PY' && ok || bad "the interaction energy is not its closed form"
+import h5py, numpy as np
+with h5py.File("energy.h5") as f:
+    m, se, a = f["/output/energy_mean"][()], f["/output/energy_stderr"][()], dict(f.attrs)
+    x = f["/data/tokens"][()]
+E0 = np.mean(2 * ((x - x.mean(axis=1, keepdims=True)) ** 2).sum(axis=(1, 2)) / x.shape[1])
+s, L = (0.8 * 1.2) ** 2, 8
+closed = E0 * (1 + s / L) ** np.arange(L + 1)
+z = np.abs(m[1:] - closed[1:]) / se[1:]
+rate = -L * np.log(1 + s / L)
+print("energy: largest deviation", z.max(), "se; rate", a["energy_rate"], [a["energy_rate_lo"], a["energy_rate_hi"]],
+      "closed form", rate)
+ok = abs(m[0] - E0) < 1e-12 * E0 and z.max() < 4.5 and float(a["energy_rate_lo"]) <= rate <= float(a["energy_rate_hi"])
+raise SystemExit(0 if ok else 1)
+PY
 
 # The diffusive limit of the same block: e^s in place of (1 + s/L)^L.
 expect 0 "" -- mpiexec --oversubscribe -n 2 "$MFT" limit "${law[@]/--init.samples/--limit.paths}" \

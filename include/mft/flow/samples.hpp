@@ -66,10 +66,17 @@ struct Samples {
   std::vector<double> gram_mean;   // (M, N, N): the sample mean of G_ij = x_i(1) . x_j(1), per probe sequence
   std::vector<double> gram_stderr; // (M, N, N): its standard error (sample standard deviation / sqrt(S))
   double seconds = 0;              // the samples' forward passes, the slowest rank's
+  // With output.trajectory = K > 0 (SamplesForward): the interaction energy
+  // of every sample of the block at the K + 1 depths k / K, (block.size(),
+  // K + 1), each the mean over the probe sequences of
+  //   E = (1/N^2) sum_ij |x_i - x_j|^2 = (2/N) sum_i |x_i - xbar|^2.
+  PetscInt depths = 0;
+  std::vector<double> energy;
 };
 
 // Collective on comm. S samples of the model of s (its exponents, head kind,
-// norm and mask; the data of s as probes), seeds s.init.seed + first ...;
+// norm, mask and MLP sublayers; the data of s as probes), seeds s.init.seed + first ...;
+// with s.output.trajectory = K > 0, also each sample's interaction energy at K + 1 depths;
 // each rank holds its block, the Gram means are every rank's. `first`
 // offsets the seeds (independent sets of samples of one model).
 PetscErrorCode SamplesForward(MPI_Comm comm, const Settings &s, PetscInt S, Samples *r, std::uint64_t first = 0);
@@ -103,6 +110,11 @@ SampleSet SamplesSet(const Samples &r, double weight = 1);
 // standard error; *overflowed: the samples whose tokens are not finite
 // (then both are NaN). Collective on comm.
 PetscErrorCode SamplesMoved(MPI_Comm comm, const Samples &r, double *mean, double *se, PetscInt *overflowed);
+
+// The interaction energy's mean over the samples at each recorded depth, and
+// its standard error (r.depths of each; empty without a trajectory).
+// Collective on comm.
+PetscErrorCode SamplesEnergy(MPI_Comm comm, const Samples &r, std::vector<double> *mean, std::vector<double> *se);
 
 // The same moment in closed form where attention is uniform (beta = 0) and
 // every token moves by its sequence mean's move: a qkv model without norm,

@@ -75,4 +75,21 @@ std::string ExpansionForm(const Expansion &e, const std::string &x);
 // Not collective.
 std::string ExpansionLine(const Expansion &e, const std::string &x);
 
+// An exponential rate in depth: y(s) = y0 e^(-lambda s) fitted to means y
+// with standard errors se at depths s > 0 (points without spread, se below
+// 1e-12 y, such as the inputs' depth 0 or samples that are all one model,
+// are left out; too few points: no fit, NaN): the line log y =
+// log y0 - lambda s, by ExpansionFit at order -1 with two terms, log y's
+// errors se / y. lambda > 0: the mean decays. Its 95% interval is lambda
+// +- 1.96 of its standard error; `decided` is Decided's (the line not
+// rejected, the interval no wider than 0.2). Not collective.
+struct DepthRate {
+  double rate = NAN, lo = NAN, hi = NAN;
+  double chi2 = NAN, p_value = NAN;
+  int dof = 0;
+  size_t points = 0;
+  bool decided = false;
+};
+DepthRate DepthRateFit(const std::vector<double> &s, const std::vector<double> &y, const std::vector<double> &se);
+
 } // namespace mft
