@@ -14,7 +14,9 @@
 # samples' interaction energy along depth, E_k = (1 + s/L)^k E_0 with
 # attention silenced and the identity (the 11^T term cancels in differences),
 # within 4.5 standard errors at every depth, and its fitted rate's interval
-# holding -L log(1 + s/L).
+# holding -L log(1 + s/L); jobs/synchronization.py's rows are mft's own
+# figures (a point run again gives its rate and interval) and its map is drawn.
+jobs="$(cd "$(dirname "${BASH_SOURCE[0]}")/../../jobs" && pwd)"
 source "$(dirname "$0")/lib.sh" "$1"
 model=(--model.L 4 --model.H 3 --model.d 4 --data.M 3 --data.N 5 --model.mlp_width 6 --init.mlp_b_gain 0.4
        --init.mlp_w_mean 0.2)
@@ -120,6 +122,27 @@ print("energy: largest deviation", z.max(), "se; rate", a["energy_rate"], [a["en
 ok = abs(m[0] - E0) < 1e-12 * E0 and z.max() < 4.5 and float(a["energy_rate_lo"]) <= rate <= float(a["energy_rate_hi"])
 raise SystemExit(0 if ok else 1)
 PY
+
+# The synchronization map collects mft's rates and draws them.
+/usr/bin/python3 "$jobs/synchronization.py" sync.csv --mft "$MFT" --beta "0 4" --noise 1 --activation erf \
+  --samples 100 --L 8 --ranks 1 --plot sync.png >sync.txt 2>&1 || bad "synchronization.py failed: $(tail -3 sync.txt)"
+expect 0 "" -- "$MFT" forward --model.L 8 --model.H 1 --model.d 3 --model.k 3 --model.norm pre --model.beta 4 \
+  --init.q_gain 0 --init.k_gain 0 --init.v_gain 0 --init.q_mean 1 --init.k_mean 1 --init.v_mean -1 \
+  --model.mlp_width 4 --model.mlp_activation erf --model.mlp_depth_exponent 0.5 --model.mlp_width_exponent 0.5 \
+  --init.mlp_w_gain 1 --data.M 4 --data.N 8 --data.family gaussian --init.samples 100 --output.trajectory 8 \
+  --output.file point.h5
+/usr/bin/python3 - <<'PY' && ok || bad "synchronization.csv is not mft's figures"
+import csv, h5py, sys
+rows = list(csv.DictReader(open("sync.csv")))
+a = h5py.File("point.h5")
+row = [r for r in rows if float(r["beta"]) == 4][0]
+same = all(abs(float(row[k]) - float(a.attrs["energy_" + k])) <= 1e-12 * abs(float(row[k])) for k in ("rate", "rate_lo", "rate_hi"))
+noise_only = [r for r in rows if float(r["beta"]) == 0][0]
+print("map rows", len(rows), "; beta 4:", row["rate"], "; beta 0:", noise_only["rate"])
+sys.exit(0 if len(rows) == 2 and same and float(noise_only["rate_hi"]) < 0 < float(row["rate_lo"]) else 1)
+PY
+/usr/bin/python3 -c "import matplotlib.image as m, sys; a = m.imread('sync.png'); sys.exit(0 if a.std() > 0.01 else 1)" &&
+  ok || bad "synchronization.py drew no map"
 
 # The diffusive limit of the same block: e^s in place of (1 + s/L)^L.
 expect 0 "" -- mpiexec --oversubscribe -n 2 "$MFT" limit "${law[@]/--init.samples/--limit.paths}" \
