@@ -1,6 +1,7 @@
 // Operation counts, the matmul peak, memory.
 #include "mft/analyses/bench.hpp"
 
+#include "mft/kernels/activation.hpp"
 #include "mft/kernels/attention.hpp"
 #include "mft/kernels/softmax.hpp"
 #include "mft/kernels/linalg.hpp"
@@ -50,6 +51,39 @@ double step_bound(const Settings &s, double peak_gflops, double gexps) {
   const bool kept = attention_statistics_pay(head_shape(s.model.head_kind, s.model.d, s.model.k), s.data.N);
   const double again = w.projections + w.scores + (w.output > 0 && !kept ? w.sums : 0.0);
   return sequences(s) * ((3 * w.products() + again) / (peak_gflops * 1e9) + 2 * w.exps / (gexps * 1e9));
+}
+
+double mlp_step_flops(const Settings &s) {
+  return 14.0 * s.model.L * s.data.M * s.data.N * (double)s.model.mlp_width * s.model.d;
+}
+
+double mlp_step_bound(const Settings &s, double peak_gflops, const double activation_rates[2]) {
+  const double n = (double)s.model.L * s.data.M * s.data.N * (double)s.model.mlp_width;
+  return mlp_step_flops(s) / (peak_gflops * 1e9) + n / activation_rates[0] + n / activation_rates[1];
+}
+
+PetscErrorCode MeasureActivationRate(MPI_Comm comm, PetscInt threads, Activation a, double rates[2]) {
+  PetscFunctionBeginUser;
+  PetscCallMPI(MPI_Barrier(comm));
+  double mine[2] = {0, 0};
+#pragma omp parallel num_threads(threads)
+  {
+    const PetscInt n = 1 << 14;
+    std::vector<double> z(n), s(n), ds(n);
+    for (PetscInt i = 0; i < n; ++i) z[i] = -4.0 + 8.0 * (double)i / (double)n;
+    double seconds[2] = {0, 0};
+    const int reps = 100;
+    for (int both = 0; both < 2; ++both) {
+      ActivateAll(a, z.data(), n, s.data(), both ? ds.data() : nullptr); // warm up
+      const double t0 = omp_get_wtime();
+      for (int r = 0; r < reps; ++r) ActivateAll(a, z.data(), n, s.data(), both ? ds.data() : nullptr);
+      seconds[both] = omp_get_wtime() - t0;
+    }
+#pragma omp critical
+    for (int both = 0; both < 2; ++both) mine[both] += (double)n * reps / seconds[both];
+  }
+  PetscCallMPI(MPI_Allreduce(mine, rates, 2, MPI_DOUBLE, MPI_SUM, comm));
+  PetscFunctionReturn(0);
 }
 
 PetscErrorCode MeasureExpRate(MPI_Comm comm, PetscInt threads, double *gexps) {

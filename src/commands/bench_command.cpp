@@ -57,16 +57,18 @@ std::string CpuModel() {
   return "unknown";
 }
 
-// This rank's seconds so far in the kernels' and the exchanges' PETSc events
-// (the logging mft bench turns on; what -log_view shows).
-PetscErrorCode EventSeconds(double *kernels, double *exchange) {
+// This rank's seconds so far in the kernels' (attention's and the MLP
+// sublayers'), the exchanges' and the MLP's PETSc events (the logging mft
+// bench turns on; what -log_view shows).
+PetscErrorCode EventSeconds(double *kernels, double *exchange, double *mlp) {
   PetscFunctionBeginUser;
-  *kernels = *exchange = 0;
+  *kernels = *exchange = *mlp = 0;
   for (PetscLogStage stage : {0, MFT_FORWARD, MFT_ADJOINT}) { // the main stage; the step's solves log in their own
-    PetscEventPerfInfo k, e;
+    PetscEventPerfInfo k, e, m;
     PetscCall(PetscLogEventGetPerfInfo(stage, MFT_KERNELS, &k));
     PetscCall(PetscLogEventGetPerfInfo(stage, MFT_EXCHANGE, &e));
-    *kernels += k.time, *exchange += e.time;
+    PetscCall(PetscLogEventGetPerfInfo(stage, MFT_MLP, &m));
+    *kernels += k.time + m.time, *exchange += e.time, *mlp += m.time;
   }
   PetscFunctionReturn(0);
 }
@@ -75,42 +77,44 @@ PetscErrorCode EventSeconds(double *kernels, double *exchange) {
 // kc[0], kc[1] its kernel and communication fractions (disjoint parts of the
 // step, adding up to at most 1); kc[2], kc[3] the seconds its exchanges
 // behind the kernels (the heads' buckets, the cut rows) were in flight, and
-// spent in their calls.
-PetscErrorCode TrainStep(MPI_Comm comm, Problem *p, Optimizer *opt, double *t, double kc[4]) {
-  double k0, c0, k1, c1, mine[4];
+// spent in their calls; kc[4] the MLP sublayers' fraction (part of kc[0]).
+PetscErrorCode TrainStep(MPI_Comm comm, Problem *p, Optimizer *opt, double *t, double kc[5]) {
+  double k0, c0, m0, k1, c1, m1, mine[5];
   PetscMPIInt size;
   PetscFunctionBeginUser;
   PetscCallMPI(MPI_Comm_size(comm, &size));
-  PetscCall(EventSeconds(&k0, &c0));
+  PetscCall(EventSeconds(&k0, &c0, &m0));
   const Traffic x0 = traffic();
   PetscCall(Timed(comm, [&]() -> PetscErrorCode {
     PetscCall(ProblemEvaluate(p, PETSC_TRUE));
-    PetscCall(OptimizerStep(opt, p->heads.theta, p->grad));
+    PetscCall(OptimizerStepAll(opt, &p->heads, p->grad, &p->neurons, p->neuron_grad));
     PetscCall(ProblemSetHeads(p));
     return 0;
   }, t));
-  PetscCall(EventSeconds(&k1, &c1));
+  PetscCall(EventSeconds(&k1, &c1, &m1));
   mine[0] = (k1 - k0) / *t, mine[1] = (c1 - c0) / *t;
   mine[2] = traffic().in_flight - x0.in_flight, mine[3] = traffic().inside - x0.inside;
-  PetscCallMPI(MPI_Allreduce(mine, kc, 4, MPI_DOUBLE, MPI_SUM, comm));
-  for (int i = 0; i < 4; ++i) kc[i] /= size;
+  mine[4] = (m1 - m0) / *t;
+  PetscCallMPI(MPI_Allreduce(mine, kc, 5, MPI_DOUBLE, MPI_SUM, comm));
+  for (int i = 0; i < 5; ++i) kc[i] /= size;
   PetscFunctionReturn(0);
 }
 
 // Every repeat's times: the forward, a step and its parts (TrainStep), and
 // the same step with the exchanges behind the kernels waited for at once.
 struct BenchTimes {
-  std::vector<double> forward, step, kernel, comm, flight, inside, step_at_once, inside_at_once;
+  std::vector<double> forward, step, kernel, comm, flight, inside, step_at_once, inside_at_once, mlp;
 };
 PetscErrorCode TimeRepeats(MPI_Comm comm, const Settings &bs, Problem *p, Optimizer *opt, BenchTimes *x) {
   PetscFunctionBeginUser;
   for (PetscInt r = 0; r < bs.bench.repeats; ++r) {
-    double t, kc[4];
+    double t, kc[5];
     PetscCall(Timed(comm, [&] { return ProblemEvaluate(p, PETSC_FALSE); }, &t));
     x->forward.push_back(t);
     PetscCall(TrainStep(comm, p, opt, &t, kc));
     x->step.push_back(t);
     x->kernel.push_back(kc[0]), x->comm.push_back(kc[1]), x->flight.push_back(kc[2]), x->inside.push_back(kc[3]);
+    x->mlp.push_back(kc[4]);
     // The same step with those exchanges waited for at once (their whole cost).
     p->heads.overlap = false;
     PetscCall(TrainStep(comm, p, opt, &t, kc));
@@ -123,6 +127,7 @@ PetscErrorCode TimeRepeats(MPI_Comm comm, const Settings &bs, Problem *p, Optimi
 // A size's figures, as printed and summed up.
 struct BenchFigures {
   double ops, step, forward, kernels, comm, bound, memory, predicted, error, hidden;
+  double mlp = 0, mlp_bound = 0; // MLP sublayers: their fraction of the step, their bound (seconds)
   double at_once, in_calls, in_flight, step_at_once;
   double norm_step = 0, bare_step = 0; // model.norm: its step and the bare model's, alternated
 };
@@ -197,11 +202,37 @@ PetscErrorCode PrintSummary(MPI_Comm comm, const std::string &name, const Settin
   sum.add("heads_exchange_in_flight_seconds", f.in_flight).add("step_at_once_seconds", f.step_at_once);
   sum.add("predicted_hidden_seconds", f.hidden).add("forward_rate", rate.forward);
   sum.add("reverse_rate_ratio", rate.reverse).add("predicted_step_error", f.error);
+  if (f.mlp > 0) {
+    const double mlp_seconds = f.mlp * f.step;
+    sum.add("mlp_fraction", f.mlp).add("mlp_gflops", mlp_step_flops(bs) / mlp_seconds / 1e9);
+    sum.add("mlp_bound_seconds", f.mlp_bound).add("mlp_fraction_of_bound", f.mlp_bound / mlp_seconds);
+    sum.add("attention_fraction_of_bound", f.bound / (f.step - mlp_seconds));
+  }
   if (f.norm_step > 0) {
     sum.add("norm", std::string(to_string(bs.model.norm))).add("norm_step_seconds", f.norm_step);
     sum.add("bare_step_seconds", f.bare_step).add("norm_over_bare", f.norm_step / f.bare_step);
   }
   PetscCall(sum.print(comm));
+  PetscFunctionReturn(0);
+}
+
+// The MLP sublayers' part of the step (its fraction `share`, the MLP event's
+// time): their GFLOP/s and bound (mlp_step_bound at the activation's
+// measured rates), and attention's bound against the rest of the step.
+PetscErrorCode PrintMlp(MPI_Comm comm, const Settings &bs, double peak, double share, BenchFigures *f) {
+  double rates[2];
+  PetscFunctionBeginUser;
+  PetscCall(MeasureActivationRate(comm, RankThreads(bs.parallel.threads), bs.model.mlp_activation, rates));
+  f->mlp = share, f->mlp_bound = mlp_step_bound(bs, peak, rates);
+  const double seconds = share * f->step;
+  PetscCall(PetscPrintf(comm,
+                        "       MLP sublayers (m = %" PetscInt_FMT ", %s): %.0f%% of the step, %.3g s, %.1f GFLOP/s; "
+                        "their bound %.3g s = %.0f%% of their time (%s %.3g G a second, with slopes %.3g G); "
+                        "attention's bound = %.0f%% of the rest of the step\n",
+                        bs.model.mlp_width, to_string(bs.model.mlp_activation), 100 * share, seconds,
+                        mlp_step_flops(bs) / seconds / 1e9, f->mlp_bound, 100 * f->mlp_bound / seconds,
+                        to_string(bs.model.mlp_activation), rates[0] / 1e9, rates[1] / 1e9,
+                        100 * f->bound / (f->step - seconds)));
   PetscFunctionReturn(0);
 }
 
@@ -218,7 +249,7 @@ PetscErrorCode BenchSize(MPI_Comm comm, const std::string &name, const Settings 
   PetscFunctionBeginUser;
   PetscCallMPI(MPI_Comm_size(comm, &size));
   PetscCall(ProblemCreate(comm, bs, &p));
-  PetscCall(OptimizerCreate(bs, p.heads, &opt));
+  PetscCall(OptimizerCreate(bs, p.heads, &opt, &p.neurons));
   PetscCall(ProblemEvaluate(&p, PETSC_TRUE)); // warm-up
   PetscCall(TimeRepeats(comm, bs, &p, &opt, &x));
   f.ops = 3 * forward_operations(bs), f.step = median(x.step), f.forward = median(x.forward);
@@ -253,6 +284,7 @@ PetscErrorCode BenchSize(MPI_Comm comm, const std::string &name, const Settings 
   f.in_flight = median(x.flight), f.in_calls = median(x.inside), f.at_once = median(x.inside_at_once);
   f.step_at_once = median(x.step_at_once);
   PetscCall(PrintModel(comm, name, bs, p, f, *rate));
+  if (bs.model.mlp()) PetscCall(PrintMlp(comm, bs, peak, median(x.mlp), &f));
   if (bs.model.norm != TokenNorm::none) PetscCall(NormAgainstBare(comm, bs, &f));
   if (!bs.bench.write.empty()) {
     PetscCall(ProblemEvaluate(&p, PETSC_TRUE));

@@ -10,6 +10,7 @@
 namespace mft {
 
 void MlpCreate(Neurons *n, Mlp *mlp) {
+  EventsRegister();
   mlp->neurons = n;
   mlp->d = n->d;
   const size_t block = (size_t)(kMlpRows * n->m);
@@ -79,7 +80,7 @@ PetscErrorCode MlpEvaluate(Mlp *mlp, PetscInt l, Vec y, Vec f) {
   PetscScalar *fs;
   PetscInt size;
   PetscFunctionBeginUser;
-  PetscCall(PetscLogEventBegin(MFT_KERNELS, 0, 0, 0, 0));
+  PetscCall(PetscLogEventBegin(MFT_MLP, 0, 0, 0, 0));
   PetscCall(VecGetLocalSize(y, &size));
   PetscCall(VecGetArrayRead(y, &ys));
   PetscCall(VecGetArray(f, &fs));
@@ -90,7 +91,7 @@ PetscErrorCode MlpEvaluate(Mlp *mlp, PetscInt l, Vec y, Vec f) {
   }
   PetscCall(VecRestoreArray(f, &fs));
   PetscCall(VecRestoreArrayRead(y, &ys));
-  PetscCall(PetscLogEventEnd(MFT_KERNELS, 0, 0, 0, 0));
+  PetscCall(PetscLogEventEnd(MFT_MLP, 0, 0, 0, 0));
   PetscFunctionReturn(0);
 }
 
@@ -104,7 +105,7 @@ PetscErrorCode MlpReverse(Mlp *mlp, PetscInt l, Vec y, Vec lam, Vec dy) {
   PetscScalar *out;
   PetscInt size;
   PetscFunctionBeginUser;
-  PetscCall(PetscLogEventBegin(MFT_KERNELS, 0, 0, 0, 0));
+  PetscCall(PetscLogEventBegin(MFT_MLP, 0, 0, 0, 0));
   std::fill(mlp->layer_grad.begin(), mlp->layer_grad.end(), 0.0);
   PetscCall(VecGetLocalSize(y, &size));
   PetscCall(VecGetArrayRead(y, &ys));
@@ -130,7 +131,7 @@ PetscErrorCode MlpReverse(Mlp *mlp, PetscInt l, Vec y, Vec lam, Vec dy) {
   PetscCall(VecRestoreArrayRead(lam, &ls));
   PetscCall(VecRestoreArrayRead(y, &ys));
   mlp->layer = l;
-  PetscCall(PetscLogEventEnd(MFT_KERNELS, 0, 0, 0, 0));
+  PetscCall(PetscLogEventEnd(MFT_MLP, 0, 0, 0, 0));
   PetscFunctionReturn(0);
 }
 

@@ -3,7 +3,7 @@
 
 namespace mft {
 
-PetscLogEvent MFT_KERNELS = 0, MFT_EXCHANGE = 0;
+PetscLogEvent MFT_KERNELS = 0, MFT_EXCHANGE = 0, MFT_MLP = 0;
 PetscLogStage MFT_FORWARD = 0, MFT_ADJOINT = 0;
 
 PetscErrorCode EventsRegister() {
@@ -14,6 +14,7 @@ PetscErrorCode EventsRegister() {
   PetscCall(PetscClassIdRegister("MFT", &id));
   PetscCall(PetscLogEventRegister("MftKernels", id, &MFT_KERNELS));
   PetscCall(PetscLogEventRegister("MftExchange", id, &MFT_EXCHANGE));
+  PetscCall(PetscLogEventRegister("MftMlp", id, &MFT_MLP));
   PetscCall(PetscLogStageRegister("MftForward", &MFT_FORWARD));
   PetscCall(PetscLogStageRegister("MftAdjoint", &MFT_ADJOINT));
   registered = PETSC_TRUE;

@@ -517,6 +517,9 @@ std::vector<Option> declare(Settings &s) {
       flag("study.grow_d", &s.study.grow_d,
            "trained, with data.embed: the embedding dimension grows with the heads, every model of model.d = k H "
            "(at least data.embed) and the references of k study.reference_H"),
+      integer("study.mlp_per_head", &s.study.mlp_per_head, 0,
+              "> 0: every model's MLP sublayers have m = this times H neurons (with model.mlp_width > 0): the grid's "
+              "width is the block's (0: model.mlp_width throughout)"),
       text("study.probes", &s.study.probes, "probe families (space-separated), study.probe_M sequences each")
           .read_by({"study", "worst"}),
       integer("study.probe_M", &s.study.probe_M, 1, "probe sequences per family").read_by({"study", "worst"}),

@@ -291,8 +291,14 @@ static PetscErrorCode EnsembleCheck(MPI_Comm comm, const Settings &s) {
 // MLP sublayers: the commands and forms that take them.
 static PetscErrorCode MlpCheck(MPI_Comm comm, const Settings &s) {
   PetscFunctionBeginUser;
+  PetscCheck(s.study.mlp_per_head == 0 || s.model.mlp(), comm, PETSC_ERR_USER_INPUT,
+             "study.mlp_per_head = %" PetscInt_FMT " sets the width of MLP sublayers: give model.mlp_width > 0 (and "
+             "its activation) too", s.study.mlp_per_head);
   if (!s.model.mlp()) PetscFunctionReturn(0);
-  const bool takes = s.command == "forward" || s.command == "info" || s.command == "limit" ||
+  PetscCheck(!s.study.worst, comm, PETSC_ERR_USER_INPUT,
+             "study.worst searches attention's inputs: give no model.mlp_width with it");
+  const bool takes = s.command == "forward" || s.command == "info" || s.command == "limit" || s.command == "bench" ||
+                     (s.command == "study" && s.study.state == StudyState::init) ||
                      (s.command == "train" && s.train.seeds == 1);
   PetscCheck(takes, comm, PETSC_ERR_USER_INPUT,
              "model.mlp_width = %" PetscInt_FMT ": MLP sublayers run in mft forward (outputs, gradients, samples of "
@@ -306,8 +312,10 @@ static PetscErrorCode MlpCheck(MPI_Comm comm, const Settings &s) {
              "the mean-field ODE's MLP sublayers are those of model.mlp_depth_exponent = model.mlp_width_exponent = 1 "
              "(given %s and %s): their drift is E[w sigma(u . x + b)]", format_real(m.mlp_depth_exponent).c_str(),
              format_real(m.mlp_width_exponent).c_str());
-  PetscCheck(s.command != "limit" || !s.limit.fluctuation, comm, PETSC_ERR_USER_INPUT,
-             "limit.fluctuation is the law of attention's error alone: give no model.mlp_width with it");
+  PetscCheck(!s.limit.fluctuation && !(s.study.fluctuation && s.is_explicit("study.fluctuation")), comm,
+             PETSC_ERR_USER_INPUT,
+             "limit.fluctuation and study.fluctuation are the law of attention's error alone: give no "
+             "model.mlp_width with them");
   PetscFunctionReturn(0);
 }
 

@@ -175,9 +175,10 @@ PetscErrorCode StudyFluctuationPredict(const std::string &dir, size_t v, const S
 }
 
 // A trained study's time 0 only when asked: its probes (e.g. N = 128) can make the exact trace cost more than the study.
-// Not with data.embed: its study compares Gram matrices.
+// Not with data.embed (its study compares Gram matrices), nor with MLP
+// sublayers (the law is attention's error alone).
 bool StudyFluctuationWanted(const Settings &s) {
-  return s.study.fluctuation && s.data.embed == 0 &&
+  return s.study.fluctuation && s.data.embed == 0 && !s.model.mlp() &&
          (s.study.state == StudyState::init || s.is_explicit("study.fluctuation"));
 }
 

@@ -15,6 +15,8 @@
 # x86-64-v3 build (build/avx2/mft, which ctest's arch_avx2 makes) with
 # LIBXSMM's hsw target, PyTorch with ATEN_CPU_CAPABILITY=avx2, and both
 # OpenBLAS's Haswell kernels.
+# MFT_BENCH_ARGS adds options to every mft bench (e.g. "--model.mlp_width 64
+# --model.mlp_activation gelu": MLP sublayers, which the peer then runs too).
 #   bash tests/bench/compare.sh [--avx2] [MFT] [sizes]   (needs python3-torch, python3-h5py, libtcmalloc-minimal4)
 set -euo pipefail
 top="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -42,7 +44,9 @@ peer_settings="" peer_best=""
 echo "| size | MFT step (s) | MFT GFLOP/s | % of matmul peak | torch step (s) | torch / MFT | same computation |"
 echo "|---|---|---|---|---|---|---|"
 for size in $sizes; do
-  m=$(mpiexec --oversubscribe -n "$threads" "$MFT" bench --bench.sizes "$size" --bench.write "$work" | grep '^mft-summary')
+  # shellcheck disable=SC2086 # MFT_BENCH_ARGS is a list of options
+  m=$(mpiexec --oversubscribe -n "$threads" "$MFT" bench --bench.sizes "$size" ${MFT_BENCH_ARGS:-} --bench.write "$work" |
+    grep '^mft-summary')
   t="" ts=""
   for way in "|" "OMP_WAIT_POLICY=passive|" "OPENBLAS_NUM_THREADS=1|" "OMP_WAIT_POLICY=passive OPENBLAS_NUM_THREADS=1|" \
     "|streams" "OPENBLAS_NUM_THREADS=1|streams"; do

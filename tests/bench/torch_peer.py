@@ -1,7 +1,9 @@
 #!/usr/bin/python3
 """The PyTorch peer of MFT: the same discrete model, written as a careful
 PyTorch user would (float64, all heads of a layer batched, stable softmax,
-autograd backward), timed on the data and heads of an MFT run file.
+autograd backward), timed on the data and heads of an MFT run file. A run
+file with MLP sublayers (/params/mlp) gets its own MLP blocks after each
+layer's attention: x + L^-a' m^-c' sigma(x U^T + b) W, torch's activations.
 
     /usr/bin/python3 tests/bench/torch_peer.py bench_S1.h5 [--threads 2] [--repeats 5] [--streams 1]
 
@@ -38,7 +40,19 @@ def load(path):
         run["blocks"] = ["Q", "K", "V"] + (["O"] if run["kind"] == "qkvo" else [])
         run["params"] = {b: f["/params/" + b][()] for b in run["blocks"]}
         run["grad"] = {b: f["/grad/" + b][()] for b in run["blocks"]}
+        if "/params/mlp/U" in f:  # MLP sublayers: their parameters, scales and gradients
+            run["blocks"] += ["mlp/U", "mlp/b", "mlp/W"]
+            for b in ("mlp/U", "mlp/b", "mlp/W"):
+                run["params"][b], run["grad"][b] = f["/params/" + b][()], f["/grad/" + b][()]
+            L, m = run["params"]["mlp/U"].shape[:2]
+            a, c = (float(f.attrs["model.mlp_depth_exponent"]), float(f.attrs["model.mlp_width_exponent"]))
+            run["mlp"] = {"activation": text(f.attrs["model.mlp_activation"]), "scale": L ** -a * m ** -c,
+                          "grad_scale": L ** a * m ** c}
     return run
+
+
+ACTIVATIONS = {"identity": lambda z: z, "relu": torch.relu, "gelu": torch.nn.functional.gelu, "tanh": torch.tanh,
+               "erf": torch.erf}
 
 
 def stream(run, part, parts, threads, repeats, shared, barrier, result):
@@ -53,6 +67,8 @@ def stream(run, part, parts, threads, repeats, shared, barrier, result):
     _, N, d = x0.shape
     L, H = params["Q"].shape[:2]
     mask = torch.triu(torch.ones(N, N, dtype=torch.bool), diagonal=1) if run["causal"] else None
+    mlp = run.get("mlp")
+    act = ACTIVATIONS[mlp["activation"]] if mlp else None
 
     def forward():
         x = x0
@@ -67,6 +83,9 @@ def stream(run, part, parts, threads, repeats, shared, barrier, result):
             if kind == "qkvo":
                 y_h = torch.einsum("mhne,hde->mhnd", y_h, params["O"][l])
             x = x + y_h.mean(dim=1) / L
+            if mlp:
+                z = torch.addmm(params["mlp/b"][l], x.reshape(-1, d), params["mlp/U"][l].T)
+                x = x + mlp["scale"] * (act(z) @ params["mlp/W"][l]).reshape(x.shape)
         return x
 
     def step():
@@ -90,7 +109,8 @@ def stream(run, part, parts, threads, repeats, shared, barrier, result):
     result["out_diff_%d" % part] = ((x1 - out).abs().max() / torch.tensor(run["out"]).abs().max()).item()
     if part == 0:
         grad = {b: torch.tensor(run["grad"][b]) for b in blocks}
-        result["grad_diff"] = max(((L * H * params[b].grad - grad[b]).abs().max() / grad[b].abs().max()).item()
+        scale = {b: mlp["grad_scale"] if b.startswith("mlp/") else L * H for b in blocks}
+        result["grad_diff"] = max(((scale[b] * params[b].grad - grad[b]).abs().max() / grad[b].abs().max()).item()
                                   for b in blocks)
     times = []
     for _ in range(repeats):

@@ -40,6 +40,18 @@ PetscErrorCode MeasureExpRate(MPI_Comm comm, PetscInt threads, double *gexps);
 // Not collective.
 double step_bound(const Settings &s, double peak_gflops, double gexps);
 
+// The MLP sublayers' work in a training step (mlp.hpp): 14 L M N m d flops
+// (the forward's two products, the reverse's four and its pre-activations
+// again) and L M N m activations twice, alone in the forward and with their
+// slopes in the reverse; its bound, the products at the matmul peak and the
+// activations at their measured rates (a second of every rank's threads).
+// Not collective.
+double mlp_step_flops(const Settings &s);
+double mlp_step_bound(const Settings &s, double peak_gflops, const double activation_rates[2]);
+// Activations a second (sigma alone; sigma and sigma') of ActivateAll over
+// every rank's threads at once, summed. Collective on comm.
+PetscErrorCode MeasureActivationRate(MPI_Comm comm, PetscInt threads, Activation a, double rates[2]);
+
 // The reverse kernel's rate against the forward's (Rates::reverse in
 // cost.hpp): one (sequence, head) unit of m's head at the last min(N, 1024)
 // of N queries (256 past N = 4096), made by attention and

@@ -16,7 +16,10 @@ namespace mft {
 double Activate(Activation a, double z);
 double ActivateSlope(Activation a, double z);
 
-// s[e] = sigma(z[e]) and, when ds is not null, ds[e] = sigma'(z[e]), e < n.
+// s[e] = sigma(z[e]) and, when ds is not null, ds[e] = sigma'(z[e]), e < n:
+// the erf, erfc, tanh and exp by SLEEF's vector functions where the build
+// has it (within a few units in the last place of Activate's libm), every
+// entry by the same path wherever it sits in z.
 // Not collective.
 void ActivateAll(Activation a, const double *z, PetscInt n, double *s, double *ds);
 

@@ -8,7 +8,7 @@
 
 namespace mft {
 
-extern PetscLogEvent MFT_KERNELS, MFT_EXCHANGE;
+extern PetscLogEvent MFT_KERNELS, MFT_EXCHANGE, MFT_MLP; // MFT_MLP: the MLP sublayers' kernels
 extern PetscLogStage MFT_FORWARD, MFT_ADJOINT;
 
 // Registers them, once (later calls do nothing).

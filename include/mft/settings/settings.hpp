@@ -199,6 +199,7 @@ struct StudySettings {
   double resolution = 0.5;            // a cell is resolved when the references' error / err_corrected <= this
   bool keep_unresolved = false;       // fit the unresolved cells too
   bool grow_d = false;                // trained, with data.embed: every model of d = k H (at least data.embed)
+  PetscInt mlp_per_head = 0;          // > 0: every model's MLP sublayers of m = mlp_per_head H neurons
   std::string probes = "discrete uniform_cube"; // probe families (the training family need not be among them)
   PetscInt probe_M = 4;               // probe sequences per family
   std::string probe_N;                // tokens of the probe sequences (several: one probe set each); empty: data.N
