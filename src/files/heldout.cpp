@@ -45,15 +45,14 @@ PetscErrorCode HeldoutEvaluate(Problem *p, Heldout *h, PetscInt step, History *h
     PetscCall(ProblemEvaluate(p, PETSC_FALSE));
     PetscCall(Accuracy(p, &h->training_accuracy));
   }
-  if (h->file) {
+  if (h->file) { // the training's heads (and MLP neurons) in the held-out problem
     std::vector<double> all;
-    PetscInt lo, hi;
-    PetscScalar *theta;
     PetscCall(GatherAll(p->heads.theta, &all));
-    PetscCall(VecGetOwnershipRange(h->data.heads.theta, &lo, &hi));
-    PetscCall(VecGetArray(h->data.heads.theta, &theta));
-    for (PetscInt i = lo; i < hi; ++i) theta[i - lo] = all[(size_t)i];
-    PetscCall(VecRestoreArray(h->data.heads.theta, &theta));
+    PetscCall(SetFromAll(h->data.heads.theta, all));
+    if (p->neurons.theta) {
+      PetscCall(GatherAll(p->neurons.theta, &all));
+      PetscCall(SetFromAll(h->data.neurons.theta, all));
+    }
     PetscCall(ProblemSetHeads(&h->data));
     ProblemSetBatch(&h->data, -1);
     PetscCall(ProblemEvaluate(&h->data, PETSC_FALSE));

@@ -5,7 +5,8 @@
 # activations, on 1 and 3 ranks; bad inputs refused in one line with exit
 # 2 and nothing lost; the run file's /params/mlp read back (params.file) to the
 # same output; training moves the neurons and a restart from a checkpoint
-# ends where the uninterrupted run does (adamw and adamw-block); 1 and 3 ranks
+# ends where the uninterrupted run does (adamw and adamw-block) and the
+# held-out risk on the training data is the trained model's; 1 and 3 ranks
 # (three token groups, and three head groups) agree to 1e-12; the Gram mean
 # of --init.samples with attention silenced, the identity activation and
 # exponents 1/2 equals (1 + s/L)^L G0 + t ((1 + s/L)^L - 1)/s 11^T within 4.5
@@ -98,6 +99,15 @@ for optimizer in adamw adamw-block; do
   h5diff --relative=1e-3 run.h5 whole.h5 /params/mlp/W >/dev/null && bad "$optimizer did not move the neurons" || ok
   rm -rf whole half
 done
+# The held-out risk on the training data itself is the final risk: the held-out problem has the trained neurons.
+expect 0 "" -- "$MFT" train "${model[@]}" --data.file run.h5 --data.heldout run.h5 --train.steps 6 \
+  --train.optimizer adamw --train.lr 0.01 --output.file heldout.h5
+/usr/bin/python3 - <<'PY' && ok || bad "the held-out risk is not the trained model's"
+import json, sys
+s = json.loads([l for l in open("out.txt") if l.startswith("mft-summary")][0].split(" ", 1)[1])
+print("held-out", s["heldout_risk"], "final", s["final_risk"])
+sys.exit(0 if abs(s["heldout_risk"] - s["final_risk"]) <= 1e-12 * s["final_risk"] else 1)
+PY
 
 # The Gram mean of the block with attention silenced, against its closed form.
 law=(--model.L 4 --model.H 2 --model.d 3 --data.M 2 --data.N 4 --model.mlp_width 5 --model.mlp_activation identity
