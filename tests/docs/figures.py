@@ -433,6 +433,73 @@ def regime_map(text, log, bad):
         bad.append("regime map: the time against the log's %.1f s" % wall(log))
 
 
+def block(text, logs, bad):
+    """'The transformer block': its checks (cli_mlp), the block's rates, times
+    and memory (block_studies), the synchronization table (its CSV), the
+    speed table and the ratio to PyTorch (bench_mlp, compare_mlp)."""
+    part = section(text, "## The transformer block: MLP sublayers", "## Seed 1: the NTK")
+    read = {k: open(logs + k).read() for k in ("cli_mlp", "block_studies", "synchronization", "bench_mlp",
+                                                 "compare_mlp")}
+    def after(prefix):  # the first number after a line's start
+        return re.search("^" + re.escape(prefix) + r"[^0-9]*([0-9.]+)", read["cli_mlp"], re.M).group(1)
+    stated = {"1.71": after("largest |mean"), "1.32": after("limit:"), "2.11": after("relu kernel:"),
+              "1.86": after("erf kernel:"), "1.03": after("energy:")}
+    for shown_as, value in stated.items():
+        if shown_as not in part or not shown(value, shown_as):
+            bad.append("block: the stated %s against the log's %s" % (shown_as, value))
+    e = re.search(r"energy: .*rate \S+ \[(\S+), (\S+)\] closed form (\S+)", read["cli_mlp"]).groups()
+    g0 = re.search(r"closed form - G0, in se, largest: ([0-9.]+)", read["cli_mlp"]).group(1)
+    ode = float(re.search(r"ODE: relative difference (\S+)", read["cli_mlp"]).group(1))
+    checks = [("55.7 from", g0, "55.7"), ("[-0.900, -0.862]", e[0], "-0.900"), ("[-0.900, -0.862]", e[1], "-0.862"),
+              ("-0.872", e[2], "-0.872"), ("to 2.3e-12", ode * 1e12, "2.3")]
+    for phrase, value, as_shown in checks:
+        if phrase not in part or not shown(value, as_shown):
+            bad.append("block: '%s' against the cli_mlp log's %s" % (phrase, value))
+    seen = 0
+    for line in part.splitlines():
+        f = [c.strip() for c in line.strip("|").split("|")]
+        if len(f) == 7 and f[0].startswith(("mean-field", "diffusive")):
+            seen += 1
+            rate = f[3].replace("-", "-")
+            if rate not in read["block_studies"]:
+                bad.append("block: %s's rate %s is not in the log" % (f[0], rate))
+            if f[6]:
+                t, mb = re.match(r"([0-9.]+) s, ([0-9]+) MB", f[6]).groups()
+                times = [60 * int(a) + float(b) for a, b in re.findall(r"time: (\d+):([0-9.]+) wall", read["block_studies"])]
+                mem = [int(k) / 1000 for k in re.findall(r"wall, (\d+) KB", read["block_studies"])]
+                if not any(shown(x, t) for x in times) or not any(abs(m - int(mb)) < 0.5 for m in mem):
+                    bad.append("block: %s's time or memory %s against the log" % (f[0], f[6]))
+    if seen != 6:
+        bad.append("block: the rates table has %d rows, not 6" % seen)
+    rows = table(logs + "synchronization", "sync.csv")
+    rate = {(r["activation"], float(r["beta"]), float(r["noise"])): r["rate"] for r in rows}
+    for line in part.splitlines():
+        f = [c.strip() for c in line.strip("|").split("|")]
+        if len(f) != 4 or f[0] not in ("relu", "gelu", "tanh", "erf"):
+            continue
+        cells = [(0.0, g, x) for g, x in zip((0.5, 1.0, 2.0), f[1].split(", "))]
+        cells += [(b, g, x) for b, col in ((1.0, f[2]), (8.0, f[3])) for g, x in zip((1.0, 2.0), col.split(", "))]
+        for beta, gain, x in cells:
+            x = x.split(" ")[0]
+            if not shown(rate[(f[0], beta, gain)], x):
+                bad.append("synchronization: %s beta %g gain %g: %s against the log's %s" %
+                           (f[0], beta, gain, x, rate[(f[0], beta, gain)]))
+    if "80 points in %.1f s" % wall(logs + "synchronization") not in part or len(rows) != 80:
+        bad.append("synchronization: the points and time against the log")
+    for line in part.splitlines():
+        f = [c.strip() for c in line.strip("|").split("|")]
+        if len(f) == 5 and f[0] in ("relu", "gelu", "tanh", "erf"):
+            m = re.search(r"m = 64, %s\): (\d+)%% of the step, [0-9.e-]+ s, ([0-9.]+) GFLOP/s; their bound [0-9.e-]+ s = "
+                          r"(\d+)%% of their time.*attention's bound = (\d+)%%" % f[0], read["bench_mlp"])
+            want = [m.group(1) + "%", m.group(2), "%.2f" % (int(m.group(3)) / 100), "%.2f" % (int(m.group(4)) / 100)]
+            if m is None or f[1:] != want:
+                bad.append("bench: %s's row %s against the log's %s" % (f[0], f[1:], want))
+    c = re.search(r"\| S2 \| ([0-9.]+) \| [0-9.]+ \| [0-9]+ \| ([0-9.]+) \| ([0-9.]+) \| true", read["compare_mlp"])
+    m = re.search(r"MFT ([0-9.]+) s a step,\s+PyTorch ([0-9.]+) s .*?\*\*([0-9.]+)x\*\*", part, re.S)
+    if not c or not m or not all(shown(a, b) for a, b in zip(c.groups(), m.groups())):
+        bad.append("compare: MFT, PyTorch and their ratio %s against the log's %s" % (m and m.groups(), c and c.groups()))
+
+
 def main():
     src = sys.argv[1]
     text = open(src + "/docs/results.md").read()
@@ -456,6 +523,7 @@ def main():
                   src + "/docs/bench/log.2026-12-06.amd-epyc-f26m2.diffusive_law", bad)
     replicates(text, src + "/docs/bench/log.2026-12-07.amd-epyc-f26m2.replicates", bad)
     regime_map(text, src + "/docs/bench/log.2026-12-07.amd-epyc-f26m2.regimes", bad)
+    block(text, src + "/docs/bench/log.2026-12-07.amd-epyc-f26m2.", bad)
     print("\n".join("FAIL: " + b for b in bad) or "ok: the figures results.md states from the logs are the logs'")
     sys.exit(1 if bad else 0)
 
