@@ -124,7 +124,7 @@ namespace {
 // Posts a send or a receive of the rows of tokens [p.begin, p.end) at `base`.
 PetscErrorCode Post(const TokenLayout &t, bool send, const TokenPiece &p, double *base, PetscInt width,
                     std::vector<MPI_Request> &req) {
-  PetscMPIInt n, peer;
+  PetscMPIInt n = 0, peer = 0; // (set below; zero for the compiler, which cannot see MessageCount set n)
   PetscFunctionBeginUser;
   PetscCall(MessageCount(t.peer_comm, (std::int64_t)(p.end - p.begin) * width, &n));
   PetscCall(PetscMPIIntCast(p.peer, &peer));

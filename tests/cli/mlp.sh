@@ -112,7 +112,7 @@ PY
 # The Gram mean of the block with attention silenced, against its closed form.
 law=(--model.L 4 --model.H 2 --model.d 3 --data.M 2 --data.N 4 --model.mlp_width 5 --model.mlp_activation identity
      --model.mlp_depth_exponent 0.5 --model.mlp_width_exponent 0.5 --init.v_gain 0 --init.mlp_u_gain 1.2
-     --init.mlp_b_gain 0.7 --init.mlp_w_gain 0.8 --init.samples 8000)
+     --init.mlp_b_gain 0.7 --init.mlp_w_gain 0.8 --init.samples 4000)
 for ranks in 1 3; do
   expect 0 "" -- mpiexec --oversubscribe -n $ranks "$MFT" forward "${law[@]}" --output.file law$ranks.h5
   /usr/bin/python3 - law$ranks.h5 <<'PY' && ok || bad "the Gram mean of law$ranks.h5 is not the closed form"
