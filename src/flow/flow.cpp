@@ -36,6 +36,11 @@ static double BlockH(const Flow *f) { return f->scheme.adaptive ? 0.0 : 1.0 / (d
 // Where the block keeps step's y: the forward's copy (Euler), or the stage's.
 static Vec BlockMid(const Flow *f, PetscInt step) { return f->scheme.adaptive ? f->mid : f->mids[step]; }
 
+// Where the sphere's sublayer keeps step's v_m: the forward's copy (Euler), or the stage's.
+static Vec MlpVelocity(const Flow *f, PetscInt step) {
+  return f->scheme.adaptive ? f->mlp_velocities[0] : f->mlp_velocities[step];
+}
+
 // The MLP sublayer's read of y: y itself, or n(y) with pre-LN.
 static PetscErrorCode BlockRead(Flow *f, Vec y, Vec *read) {
   PetscFunctionBeginUser;
@@ -77,6 +82,14 @@ static PetscErrorCode RHSFunction(TS ts, PetscReal depth, Vec x, Vec f, void *ct
   PetscCall(TSGetStepNumber(ts, &step));
   y = BlockMid(flow, step);
   PetscCall(VecWAXPY(y, BlockH(flow), f, x));
+  if (flow->norm == TokenNorm::sphere) { // F = f + (R(y + h P_y v_m) - y) / h
+    const Vec v = MlpVelocity(flow, step);
+    PetscCall(VecSet(v, 0.0));
+    PetscCall(MlpEvaluate(flow->mlp, l, y, v));
+    PetscCall(SphereStep(y, v, flow->d, SphereH(flow), flow->mlp_step));
+    PetscCall(VecAXPY(f, 1.0, flow->mlp_step));
+    PetscFunctionReturn(0);
+  }
   PetscCall(BlockRead(flow, y, &read));
   PetscCall(MlpEvaluate(flow->mlp, l, read, f));
   PetscFunctionReturn(0);
@@ -90,6 +103,10 @@ static PetscErrorCode Prepare(TS ts, Flow *flow, PetscInt l, Vec x) {
   flow->block_id = 0;
   if (flow->mlp) PetscCall(TSGetStepNumber(ts, &flow->step));
   if (flow->mlp && flow->scheme.adaptive) PetscCall(VecCopy(x, flow->mid)); // h = 0: y = x
+  if (flow->mlp && flow->scheme.adaptive && flow->norm == TokenNorm::sphere) { // the stage's v_m
+    PetscCall(VecSet(MlpVelocity(flow, 0), 0.0));
+    PetscCall(MlpEvaluate(flow->mlp, l, x, MlpVelocity(flow, 0)));
+  }
   if (flow->norm == TokenNorm::none) {
     PetscCall(VelocityPrepare(flow->velocity, l, x));
     PetscFunctionReturn(0);
@@ -187,10 +204,17 @@ static PetscErrorCode BlockTranspose(Flow *flow, Vec lam, Vec *into_attention) {
   PetscCall(PetscObjectStateGet((PetscObject)lam, &state));
   if (flow->block_id == id && flow->block_state == state) PetscFunctionReturn(0);
   y = BlockMid(flow, flow->step);
-  PetscCall(BlockRead(flow, y, &read));
-  PetscCall(MlpReverse(flow->mlp, flow->velocity->layer, read, lam,
-                       flow->norm == TokenNorm::pre ? flow->mu_read : flow->mu));
-  if (flow->norm == TokenNorm::pre) PetscCall(NormReadTranspose(y, flow->d, flow->mu_read, flow->mu));
+  if (flow->norm == TokenNorm::sphere) { // mu = rest + (dv_m/dy)^T into, the sphere step's split
+    PetscCall(SphereStepTranspose(y, MlpVelocity(flow, flow->step), flow->d, SphereH(flow), lam, flow->mlp_into,
+                                  flow->mlp_rest));
+    PetscCall(MlpReverse(flow->mlp, flow->velocity->layer, y, flow->mlp_into, flow->mu));
+    PetscCall(VecAXPY(flow->mu, 1.0, flow->mlp_rest));
+  } else {
+    PetscCall(BlockRead(flow, y, &read));
+    PetscCall(MlpReverse(flow->mlp, flow->velocity->layer, read, lam,
+                         flow->norm == TokenNorm::pre ? flow->mu_read : flow->mu));
+    if (flow->norm == TokenNorm::pre) PetscCall(NormReadTranspose(y, flow->d, flow->mu_read, flow->mu));
+  }
   PetscCall(VecWAXPY(flow->lam_attention, BlockH(flow), flow->mu, lam));
   flow->block_id = id, flow->block_state = state;
   PetscFunctionReturn(0);
@@ -348,13 +372,19 @@ PetscErrorCode FlowAddMlp(Flow *f, Mlp *mlp, Vec neuron_grad) {
   f->neuron_grad = neuron_grad;
   for (Vec *w : {&f->mid, &f->mid_read, &f->mu, &f->mu_read, &f->lam_attention}) PetscCall(VecDuplicate(state, w));
   if (!f->scheme.adaptive) PetscCall(VecDuplicateVecs(state, f->L, &f->mids));
+  if (f->norm == TokenNorm::sphere) {
+    for (Vec *w : {&f->mlp_into, &f->mlp_rest, &f->mlp_step}) PetscCall(VecDuplicate(state, w));
+    PetscCall(VecDuplicateVecs(state, f->scheme.adaptive ? 1 : f->L, &f->mlp_velocities));
+  }
   PetscFunctionReturn(0);
 }
 
 PetscErrorCode FlowDestroy(Flow *f) {
   PetscFunctionBeginUser;
-  for (Vec *w : {&f->mid, &f->mid_read, &f->mu, &f->mu_read, &f->lam_attention}) PetscCall(VecDestroy(w));
+  for (Vec *w : {&f->mid, &f->mid_read, &f->mu, &f->mu_read, &f->lam_attention, &f->mlp_into, &f->mlp_rest, &f->mlp_step})
+    PetscCall(VecDestroy(w));
   if (f->mids) PetscCall(VecDestroyVecs(f->L, &f->mids));
+  if (f->mlp_velocities) PetscCall(VecDestroyVecs(f->scheme.adaptive ? 1 : f->L, &f->mlp_velocities));
   PetscCall(TSDestroy(&f->ts));
   PetscCall(MatDestroy(&f->J));
   PetscCall(MatDestroy(&f->Jp));

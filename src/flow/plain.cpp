@@ -97,6 +97,7 @@ void plain_forward(const ModelSettings &m, const std::vector<double> &theta, Pet
       for (PetscInt c = 0; c < d; ++c) x[o + c] += (v[o + c] - x[o + c] * xv) / (double)m.L;
     }
     unit_tokens(x, d, 1.0);
+    if (after_layer) after_layer(l, x);
   }
 }
 

@@ -304,8 +304,6 @@ static PetscErrorCode MlpCheck(MPI_Comm comm, const Settings &s) {
              "model.mlp_width = %" PetscInt_FMT ": MLP sublayers run in mft forward (outputs, gradients, samples of "
              "the law) and mft train of one model; mft %s%s does not take them", s.model.mlp_width, s.command.c_str(),
              s.command == "train" ? " with train.seeds > 1" : "");
-  PetscCheck(s.model.norm != TokenNorm::sphere, comm, PETSC_ERR_USER_INPUT,
-             "model.mlp_width = %" PetscInt_FMT " takes model.norm none or pre, not sphere", s.model.mlp_width);
   const ModelSettings &m = s.model;
   PetscCheck(s.command != "limit" || !m.mean_field() || (m.mlp_depth_exponent == 1 && m.mlp_width_exponent == 1), comm,
              PETSC_ERR_USER_INPUT,

@@ -35,8 +35,6 @@ expect 2 "model.mlp_depth_exponent 'nan' is not a finite number" -- "$MFT" forwa
   --model.mlp_depth_exponent nan --output.file run.h5
 expect 2 "model.mlp_width_exponent 'nan' is not a finite number" -- "$MFT" forward --model.mlp_width 4 \
   --model.mlp_width_exponent nan --output.file run.h5
-expect 2 "takes model.norm none or pre, not sphere" -- "$MFT" forward "${model[@]}" --model.norm sphere \
-  --output.file run.h5
 expect 2 "mft ntk does not take them" -- "$MFT" ntk --params.file run.h5 --output.file ntk.h5
 expect 2 "mft train with train.seeds > 1 does not take them" -- "$MFT" train "${model[@]}" --train.seeds 2 \
   --output.file run.h5

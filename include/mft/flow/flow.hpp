@@ -63,7 +63,12 @@ struct Flow {
   // The transposes: mu = (d f_m(y)/dy)^T lam, then attention's with
   // lam + h mu (`lam_attention`), made once per adjoint vector (`block_id`,
   // `block_state`); neuron_grad: where FlowAdjoint puts dR/dneurons.
+  // On the sphere the sublayer is a retracted step of its own from y,
+  // R(y + h P_y v_m(y)): `mlp_velocities` keep each step's v_m (the adaptive
+  // solve's one, its stage's), `mlp_into` and `mlp_rest` its transpose's parts.
   Mlp *mlp = nullptr;
+  Vec *mlp_velocities = nullptr;
+  Vec mlp_into = nullptr, mlp_rest = nullptr, mlp_step = nullptr;
   Vec *mids = nullptr;
   Vec mid = nullptr, mid_read = nullptr, mu = nullptr, mu_read = nullptr, lam_attention = nullptr;
   Vec neuron_grad = nullptr;
