@@ -460,9 +460,9 @@ def block(text, logs, bad):
         f = [c.strip() for c in line.strip("|").split("|")]
         if len(f) == 7 and f[0].startswith(("mean-field", "diffusive")):
             seen += 1
-            rate = f[3].replace("-", "-")
-            if rate not in read["block_studies"]:
-                bad.append("block: %s's rate %s is not in the log" % (f[0], rate))
+            misfit = (f[4], f[4].replace("(p-value ", "(p "))  # law_fits.csv's line says "p"
+            if f[3] not in read["block_studies"] or not any(m in read["block_studies"] for m in misfit):
+                bad.append("block: %s's rate %s or misfit %s is not in the log" % (f[0], f[3], f[4]))
             if f[6]:
                 t, mb = re.match(r"([0-9.]+) s, ([0-9]+) MB", f[6]).groups()
                 times = [60 * int(a) + float(b) for a, b in re.findall(r"time: (\d+):([0-9.]+) wall", read["block_studies"])]
@@ -471,6 +471,10 @@ def block(text, logs, bad):
                     bad.append("block: %s's time or memory %s against the log" % (f[0], f[6]))
     if seen != 6:
         bad.append("block: the rates table has %d rows, not 6" % seen)
+    for stated, logged in (("chi^2 1.62 on 2, p-value 0.44", "chi^2 1.62 on 2 (p-value 0.44)"),
+                           ("0.649 [0.554, 0.763] (chi^2 1.66 on 2, p-value\n0.436)", "chi^2 1.66 on 2 (p 0.436)")):
+        if stated not in part or logged not in read["block_studies"]:
+            bad.append("block: the depth fits' '%s' against the log" % stated)
     rows = table(logs + "synchronization", "sync.csv")
     rate = {(r["activation"], float(r["beta"]), float(r["noise"])): r["rate"] for r in rows}
     for line in part.splitlines():
