@@ -99,14 +99,11 @@ static PetscErrorCode TeacherTargets(Problem *p) {
   if (!own) {
     PetscCall(TeacherOutput(p, tm));
   } else if (s.data.teacher_perturbation > 0) { // near the student's start: a small initial risk
-    PetscCall(HeadsInitialize(&p->heads, s.init, s.init.seed, p->heads.theta));
+    PetscCall(ProblemDraw(p, s.init, s.init.seed));
     PetscCall(HeadsPerturb(p->heads, s.data.teacher_seed, s.data.teacher_perturbation, p->heads.theta));
   } else {
-    PetscCall(HeadsInitialize(&p->heads, TeacherInit(s), s.data.teacher_seed, p->heads.theta));
+    PetscCall(ProblemDraw(p, TeacherInit(s), s.data.teacher_seed));
   }
-  if (own && p->neurons.theta)
-    PetscCall(NeuronsInitialize(p->neurons, TeacherInit(s),
-                                s.data.teacher_perturbation > 0 ? s.init.seed : s.data.teacher_seed, p->neurons.theta));
   if (own) {
     PetscCall(ProblemSetHeads(p));
     PetscCall(VecCopy(p->x0, p->x1));
@@ -284,8 +281,7 @@ PetscErrorCode ProblemCreate(MPI_Comm comm, const Settings &settings, Problem *p
   } else if (s.data.file.empty()) {
     PetscCall(TeacherTargets(p));
   }
-  PetscCall(HeadsInitialize(&p->heads, s.init, s.init.seed, p->heads.theta));
-  if (p->neurons.theta) PetscCall(NeuronsInitialize(p->neurons, s.init, s.init.seed, p->neurons.theta));
+  PetscCall(ProblemDraw(p, s.init, s.init.seed));
   PetscCall(ProblemSetHeads(p));
   PetscFunctionReturn(0);
 }
@@ -345,6 +341,13 @@ PetscErrorCode SetFromAll(Vec v, const std::vector<double> &all) {
   PetscCall(VecGetArray(v, &a));
   for (PetscInt i = lo; i < hi; ++i) a[i - lo] = all[i];
   PetscCall(VecRestoreArray(v, &a));
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode ProblemDraw(Problem *p, const InitSettings &s, std::uint64_t seed) {
+  PetscFunctionBeginUser;
+  PetscCall(HeadsInitialize(&p->heads, s, seed, p->heads.theta));
+  if (p->neurons.theta) PetscCall(NeuronsInitialize(p->neurons, s, seed, p->neurons.theta));
   PetscFunctionReturn(0);
 }
 

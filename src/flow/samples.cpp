@@ -147,8 +147,7 @@ PetscErrorCode SamplesForward(MPI_Comm comm, const Settings &s, PetscInt S, Samp
   const size_t n = (size_t)(r->M * r->N * r->d);
   const double t0 = seconds();
   for (PetscInt k = r->block.begin; k < r->block.end; ++k) {
-    PetscCall(HeadsInitialize(&p.heads, one.init, one.init.seed + first + (std::uint64_t)k, p.heads.theta));
-    if (one.model.mlp()) PetscCall(NeuronsInitialize(p.neurons, one.init, one.init.seed + first + (std::uint64_t)k, p.neurons.theta));
+    PetscCall(ProblemDraw(&p, one.init, one.init.seed + first + (std::uint64_t)k));
     PetscCall(RunOne(&p, r->tokens.data() + (size_t)(k - r->block.begin) * n));
     if (r->depths) PetscCall(SliceEnergies(t, r->energy.data() + (size_t)((k - r->block.begin) * r->depths)));
   }

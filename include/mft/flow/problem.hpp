@@ -79,6 +79,12 @@ PetscErrorCode GatherAll(Vec v, std::vector<double> *all);
 // Not collective: each rank sets the entries it owns.
 PetscErrorCode SetFromAll(Vec v, const std::vector<double> &all);
 
+// Draws the model's parameters from `seed` under the law s: every head
+// (HeadsInitialize) and, with MLP sublayers, every neuron (NeuronsInitialize);
+// ProblemSetHeads then makes them the model's.
+// Not collective: each rank draws what it owns.
+PetscErrorCode ProblemDraw(Problem *p, const InitSettings &s, std::uint64_t seed);
+
 // After a change of p->heads.theta (or p->neurons.theta): refresh the replicas.
 // Collective on the problem's comm (HeadsGather).
 PetscErrorCode ProblemSetHeads(Problem *p);
