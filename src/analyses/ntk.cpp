@@ -39,24 +39,58 @@ static PetscErrorCode SeedOutput(const Problem &p, PetscInt o, PetscInt *sequenc
   PetscFunctionReturn(0);
 }
 
+// The entries of one unit (a head, or a neuron) that `part` counts: every
+// one, or those the outputs are linear in (the value map A of a head, w of a neuron).
+static std::vector<char> Counted(NtkPart part, PetscInt size, PetscInt from) {
+  std::vector<char> c((size_t)size, part == NtkPart::full);
+  for (PetscInt e = from; e < size; ++e) c[(size_t)e] = 1;
+  return c;
+}
+
+// The Gram part of one kind of unit: alpha J^T J of its rows (n x P,
+// row-major) added into `gram`.
+static PetscErrorCode AddGram(const std::vector<double> &rows, PetscInt n, PetscInt P, double alpha,
+                              std::vector<double> *gram) {
+  PetscBLASInt bn, bp;
+  const double beta = 1.0;
+  PetscFunctionBeginUser;
+  if (P == 0 || n == 0) PetscFunctionReturn(0);
+  PetscCall(PetscBLASIntCast(n, &bn));
+  PetscCall(PetscBLASIntCast(P, &bp));
+  BLASgemm_("T", "N", &bn, &bn, &bp, &alpha, rows.data(), &bp, rows.data(), &bp, &beta, gram->data(), &bn);
+  PetscFunctionReturn(0);
+}
+
+// Row o's entries of one gradient into rows[o * P ..], counted entries only.
+static PetscErrorCode KeepRow(Vec grad, const std::vector<char> &counted, PetscInt o, PetscInt P,
+                              std::vector<double> *rows) {
+  const PetscScalar *g;
+  PetscFunctionBeginUser;
+  if (!grad || P == 0) PetscFunctionReturn(0);
+  PetscCall(VecGetArrayRead(grad, &g));
+  for (PetscInt e = 0; e < P; ++e) (*rows)[(size_t)(o * P + e)] = counted[(size_t)(e % (PetscInt)counted.size())] ? g[e] : 0.0;
+  PetscCall(VecRestoreArrayRead(grad, &g));
+  PetscFunctionReturn(0);
+}
+
 PetscErrorCode NtkCompute(Problem *p, NtkPart part, Ntk *k) {
   MPI_Comm comm = p->grid.comm;
   const Heads &h = p->heads;
   const HeadShape &shape = h.shape;
+  const Neurons &nn = p->neurons;
   const PetscInt n = NtkOutputs(*p), P = h.owned.size() * shape.size;
+  PetscInt Pn = 0;
   PetscFunctionBeginUser;
-  // Memory: the Jacobian rows of this rank's heads and the matrix.
-  const double gib = ((double)n * (double)P + 2.0 * (double)n * n) * 8.0 / (1024.0 * 1024.0 * 1024.0);
+  if (p->neuron_grad) PetscCall(VecGetLocalSize(p->neuron_grad, &Pn));
+  // Memory: the Jacobian rows of this rank's heads and neurons, and the matrix.
+  const double gib = ((double)n * (double)(P + Pn) + 2.0 * (double)n * n) * 8.0 / (1024.0 * 1024.0 * 1024.0);
   PetscCheck(gib <= p->settings.ntk.max_gb, comm, PETSC_ERR_USER_INPUT,
              "the NTK of %" PetscInt_FMT " outputs needs %.3g GiB per rank, above ntk.max_gb = %g (use fewer "
              "sequences or tokens, the pooled loss, more ranks, or raise ntk.max_gb)",
              n, gib, p->settings.ntk.max_gb);
-  // Which entries of a head count: every block, or those of the value map A.
-  std::vector<char> counted((size_t)shape.size, part == NtkPart::full);
-  for (PetscInt b = 2; b < shape.blocks(); ++b)
-    for (PetscInt e = 0; e < shape.block_rows(b) * shape.block_cols(b); ++e) counted[shape.block_offset(b) + e] = 1;
-
-  std::vector<double> rows((size_t)n * (size_t)P);
+  const std::vector<char> counted = Counted(part, shape.size, shape.block_offset(2)),
+                          counted_neurons = Counted(part, nn.size(), nn.d + 1);
+  std::vector<double> rows((size_t)n * (size_t)P), neuron_rows((size_t)n * (size_t)Pn);
   const std::vector<char> all = p->active;
   for (PetscInt o = 0; o < n; ++o) {
     PetscInt m;
@@ -66,24 +100,21 @@ PetscErrorCode NtkCompute(Problem *p, NtkPart part, Ntk *k) {
     PetscCall(VecCopy(p->x0, p->x1));
     PetscCall(FlowForward(&p->flow, p->x1));
     PetscCall(FlowAdjoint(&p->flow, p->adjoint, p->grad));
-    const PetscScalar *g;
-    PetscCall(VecGetArrayRead(p->grad, &g));
-    for (PetscInt e = 0; e < P; ++e) rows[o * P + e] = counted[e % shape.size] ? g[e] : 0.0;
-    PetscCall(VecRestoreArrayRead(p->grad, &g));
+    PetscCall(KeepRow(p->grad, counted, o, P, &rows));
+    PetscCall(KeepRow(p->neuron_grad, counted_neurons, o, Pn, &neuron_rows));
   }
   p->active = all;
 
-  // NTK = (1/(L H)) sum (g J)(g J)^T with g = L^a H^c (L H J J^T at a = c = 1):
-  // the local part is one product, rows row-major = J^T column-major.
+  // NTK = (1/(L H)) sum (g J)(g J)^T with g = L^a H^c (L H J J^T at a = c = 1),
+  // plus the neurons' (1/(L m)) sum (g' J)(g' J)^T with g' = L^a' m^c': the
+  // local parts are products, rows row-major = J^T column-major.
   std::vector<double> local((size_t)(n * n), 0.0);
-  if (P > 0 && n > 0) {
-    PetscBLASInt bn, bp;
-    const double g = GradientScale(p->settings.model, h.L, h.H);
-    const double alpha = p->settings.model.mean_field() ? (double)(h.L * h.H) : g * g / ((double)h.L * (double)h.H),
-                 beta = 0.0;
-    PetscCall(PetscBLASIntCast(n, &bn));
-    PetscCall(PetscBLASIntCast(P, &bp));
-    BLASgemm_("T", "N", &bn, &bn, &bp, &alpha, rows.data(), &bp, rows.data(), &bp, &beta, local.data(), &bn);
+  const double g = GradientScale(p->settings.model, h.L, h.H);
+  PetscCall(AddGram(rows, n, P, p->settings.model.mean_field() ? (double)(h.L * h.H) : g * g / ((double)h.L * (double)h.H),
+                    &local));
+  if (p->neuron_grad) {
+    const double gn = NeuronGradientScale(p->settings.model, nn.L);
+    PetscCall(AddGram(neuron_rows, n, Pn, gn * gn / ((double)nn.L * (double)nn.m), &local));
   }
   k->n = n;
   k->matrix.assign(local.size(), 0.0);

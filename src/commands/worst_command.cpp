@@ -19,6 +19,13 @@ namespace mft {
 
 namespace {
 
+// "no MLP sublayers", or their activation and exponents a', c'.
+std::string MlpDescription(const ModelSettings &m) {
+  if (!m.mlp()) return "no MLP sublayers";
+  return std::string(to_string(m.mlp_activation)) + " MLP sublayers of a' = " + format_real(m.mlp_depth_exponent) +
+         ", c' = " + format_real(m.mlp_width_exponent);
+}
+
 // A reference's settings: the command's, with the model and loss recorded in
 // its file (as --params.file); another d, head kind or loss is refused.
 PetscErrorCode ReferenceSettings(MPI_Comm comm, const std::vector<std::string> &args, const Settings &model,
@@ -48,6 +55,13 @@ PetscErrorCode ReferenceSettings(MPI_Comm comm, const std::vector<std::string> &
              "a reference must be the same model in the limit",
              path.c_str(), format_real(b.depth_exponent).c_str(), format_real(b.head_exponent).c_str(),
              model.params_file.c_str(), format_real(a.depth_exponent).c_str(), format_real(a.head_exponent).c_str());
+  PetscCheck(a.mlp() == b.mlp() && (!a.mlp() || (a.mlp_activation == b.mlp_activation &&
+                                                  a.mlp_depth_exponent == b.mlp_depth_exponent &&
+                                                  a.mlp_width_exponent == b.mlp_width_exponent)),
+             comm, PETSC_ERR_USER_INPUT,
+             "worst.references: %s is a model with %s, params.file %s one with %s: a reference must be the same model "
+             "in the limit", path.c_str(), MlpDescription(b).c_str(), model.params_file.c_str(),
+             MlpDescription(a).c_str());
   PetscFunctionReturn(0);
 }
 

@@ -298,11 +298,12 @@ static PetscErrorCode MlpCheck(MPI_Comm comm, const Settings &s) {
   PetscCheck(!s.study.worst, comm, PETSC_ERR_USER_INPUT,
              "study.worst searches attention's inputs: give no model.mlp_width with it");
   const bool takes = s.command == "forward" || s.command == "info" || s.command == "limit" || s.command == "bench" ||
+                     s.command == "ntk" || s.command == "worst" ||
                      (s.command == "study" && s.study.state == StudyState::init) ||
                      (s.command == "train" && s.train.seeds == 1);
   PetscCheck(takes, comm, PETSC_ERR_USER_INPUT,
              "model.mlp_width = %" PetscInt_FMT ": MLP sublayers run in mft forward (outputs, gradients, samples of "
-             "the law) and mft train of one model; mft %s%s does not take them", s.model.mlp_width, s.command.c_str(),
+             "the law), ntk, worst and train of one model; mft %s%s does not take them", s.model.mlp_width, s.command.c_str(),
              s.command == "train" ? " with train.seeds > 1" : "");
   const ModelSettings &m = s.model;
   PetscCheck(s.command != "limit" || !m.mean_field() || (m.mlp_depth_exponent == 1 && m.mlp_width_exponent == 1), comm,
@@ -345,6 +346,10 @@ PetscErrorCode SettingsCheckTogether(MPI_Comm comm, const Settings &s) {
              PETSC_ERR_USER_INPUT,
              "train.ntk predicts the rate of log R at train.lr itself: give no train.lr_depth_exponent or "
              "train.lr_head_exponent with it");
+  PetscCheck(s.train.ntk == NtkPart::none || (s.train.mlp_lr_depth_exponent == 0 && s.train.mlp_lr_width_exponent == 0),
+             comm, PETSC_ERR_USER_INPUT,
+             "train.ntk predicts the rate of log R at train.lr itself: give no train.mlp_lr_depth_exponent or "
+             "train.mlp_lr_width_exponent with it");
   PetscCheck(s.parallel.threads <= kMaxThreads, comm, PETSC_ERR_USER_INPUT,
              "parallel.threads = %" PetscInt_FMT " is more than %d threads a rank", s.parallel.threads, (int)kMaxThreads);
   if (s.command == "study") {

@@ -35,7 +35,6 @@ expect 2 "model.mlp_depth_exponent 'nan' is not a finite number" -- "$MFT" forwa
   --model.mlp_depth_exponent nan --output.file run.h5
 expect 2 "model.mlp_width_exponent 'nan' is not a finite number" -- "$MFT" forward --model.mlp_width 4 \
   --model.mlp_width_exponent nan --output.file run.h5
-expect 2 "mft ntk does not take them" -- "$MFT" ntk --params.file run.h5 --output.file ntk.h5
 expect 2 "mft train with train.seeds > 1 does not take them" -- "$MFT" train "${model[@]}" --train.seeds 2 \
   --output.file run.h5
 # A file with MLP sublayers whose settings do not say so (another program's): refused, not half read.
@@ -49,7 +48,6 @@ PY
 expect 2 "foreign.h5 holds MLP sublayers \(/params/mlp\) and this model has none: give its model.mlp_width" -- \
   "$MFT" forward --params.file foreign.h5 --output.file run.h5
 cmp -s run.h5 kept.h5 && ok || bad "a refused run changed run.h5"
-[ ! -e ntk.h5 ] && ok || bad "a refused run wrote ntk.h5"
 
 # Against an independent float64 implementation (forward and a hand-written backward).
 for ranks in 1 3; do

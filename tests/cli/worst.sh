@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # mft worst, checked against truths it does not compute itself.
 # Usage: worst.sh MFT PART, PART one of
-#   closed_form   N = 1: every layer is linear, x(1) = prod_l (I + Abar_l / L) x0, so the supremum over
+#   closed_form   N = 1: every layer is linear, x(1) = prod_l (I + Abar_l / L) x0 (times I + W_l^T U_l / (L m)
+#                 after it with identity MLP sublayers), so the supremum over
 #                 |x0| <= r is r sigma_max(D), D = the model's product minus the references' mean
 #                 product (numpy, from the files' /params); mft worst must reach it to 1e-6 relative
 #                 (and a measure of one atom, --worst.atoms 1, the same; of three, at least it)
@@ -13,8 +14,8 @@
 #                 a measure search's budget check gains at most 1%
 #   sphere        model.norm = sphere: every token of the input found on the sphere, its figure above the
 #                 best of 1000 random inputs on the sphere and above the collapsed (one-token) start
-#   bad_input     radius <= 0, worst.starts 0, a missing or foreign reference (another d, loss, mask
-#                 or norm), no model, a start of the wrong kind or size: one line, exit 2
+#   bad_input     radius <= 0, worst.starts 0, a missing or foreign reference (another d, loss, mask,
+#                 norm or MLP), no model, a start of the wrong kind or size: one line, exit 2
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 source "$here/lib.sh" "$1"
 part="$2"
@@ -36,8 +37,12 @@ make_models() { # kind N extra...
 
 case "$part" in
 closed_form)
-  for kind in qkv qkvo; do
-    make_models "$kind" 1 || { bad "$kind: mft forward failed"; continue; }
+  # mlp: qkv heads and identity MLP sublayers of no bias, x <- (I + W^T U / (L m)) (I + Abar / L) x a layer.
+  mlp=(--model.mlp_width 3 --model.mlp_activation identity --init.mlp_w_mean 0.5 --init.mlp_w_gain 1.5
+       --init.mlp_u_gain 1.5)
+  for kind in qkv qkvo mlp; do
+    if [ "$kind" = mlp ]; then make_models qkv 1 "${mlp[@]}"; else make_models "$kind" 1; fi ||
+      { bad "$kind: mft forward failed"; continue; }
     if ! run 2 "$MFT" worst --params.file model.h5 --worst.references "ref1.h5 ref2.h5" --worst.crossfit false \
         --data.N 1 --worst.radius 2 --worst.starts 3 --worst.steps 300 --study.probes "" --output.file w.h5 >out.txt 2>err.txt; then
       bad "$kind: mft worst failed: $(cat err.txt)"; continue
@@ -50,10 +55,13 @@ def product(path):
     with h5py.File(path, "r") as f:
         V = f["/params/V"][...]
         A = np.einsum("lhdk,lhkc->lhdc", f["/params/O"][...], V) if "/params/O" in f else V
+        mlp = [f["/params/mlp/" + k][...] for k in ("U", "W")] if "/params/mlp" in f else None
     L, d = A.shape[0], A.shape[2]
     P = np.eye(d)
-    for l in range(L):  # x^{l+1} = (I + mean_h A_lh / L) x^l
+    for l in range(L):  # x^{l+1} = (I + W_l^T U_l / (L m)) (I + mean_h A_lh / L) x^l
         P = (np.eye(d) + A[l].mean(axis=0) / L) @ P
+        if mlp:
+            P = (np.eye(d) + mlp[1][l].T @ mlp[0][l] / (L * mlp[0].shape[1])) @ P
     return P
 D = product("model.h5") - (product("ref1.h5") + product("ref2.h5")) / 2
 s = np.linalg.svd(D, compute_uv=False)
@@ -196,6 +204,9 @@ bad_input)
   expect 2 'causal.h5 is a model with model.causal = true .*params.file model.h5 one with model.causal = false' -- \
     "$MFT" "${w[@]}" --worst.references "ref1.h5 causal.h5"
   expect 2 'pre.h5 is a model with .*model.norm = pre.*must be the same model' -- "$MFT" "${w[@]}" --worst.references "ref1.h5 pre.h5"
+  run 1 "$MFT" forward --model.d 4 --model.k 2 --data.N 4 --model.mlp_width 3 --output.file mlp.h5 >/dev/null
+  expect 2 "mlp.h5 is a model with relu MLP sublayers of a' = 1, c' = 1, params.file model.h5 one with no MLP sublayers" -- \
+    "$MFT" "${w[@]}" --worst.references "ref1.h5 mlp.h5"
   expect 2 'worst.atoms: a measure of weighted atoms has no order' -- \
     "$MFT" worst --params.file causal.h5 --worst.references causal.h5 --worst.atoms 3
   run 1 "$MFT" worst --params.file model.h5 --worst.references "ref1.h5 ref2.h5" --data.N 2 --worst.steps 1 --output.file n2.h5 >/dev/null

@@ -29,34 +29,51 @@ std::vector<double> outputs(Problem *p) {
 struct Case {
   const char *kind, *loss;
   NtkPart part;
+  const char *activation = nullptr; // MLP sublayers of this activation; null: none
 };
 class NtkCases : public ::testing::TestWithParam<Case> {};
 
-// NTK = L H J J^T with J from central differences of F in every parameter entry.
+// Adds scale J J^T into fd, J from central differences of F in the entries
+// of v (heads or neurons, units of `unit` entries) that `part` counts: every
+// one, or from `linear` on in a unit.
+void AddDifferences(Problem *p, Vec v, PetscInt unit, PetscInt linear, NtkPart part, double scale, PetscInt n,
+                    std::vector<double> *fd) {
+  const std::vector<double> theta = gather(v);
+  const double eps = 1e-6;
+  auto at = [&](size_t e, double value) {
+    set_entry(v, (PetscInt)e, value);
+    EXPECT_EQ(ProblemSetHeads(p), 0);
+    return outputs(p);
+  };
+  for (size_t e = 0; e < theta.size(); ++e) {
+    if (part == NtkPart::value && (PetscInt)(e % unit) < linear) continue;
+    const auto plus = at(e, theta[e] + eps), minus = at(e, theta[e] - eps);
+    at(e, theta[e]);
+    for (PetscInt o = 0; o < n; ++o)
+      for (PetscInt q = 0; q < n; ++q)
+        (*fd)[o * n + q] += scale * (plus[o] - minus[o]) * (plus[q] - minus[q]) / (4 * eps * eps);
+  }
+}
+
+// NTK = L H J J^T (+ L m J' J'^T of the neurons) with J, J' from central
+// differences of F in every parameter entry the part counts.
 TEST_P(NtkCases, MatchesFiniteDifferenceJacobian) {
   const Case c = GetParam();
-  auto p = make_problem(PETSC_COMM_WORLD, small({"--model.head_kind", c.kind, "--loss.kind", c.loss}));
+  std::vector<std::string> extra = {"--model.head_kind", c.kind, "--loss.kind", c.loss};
+  if (c.activation)
+    for (const char *e : {"--model.mlp_width", "3", "--model.mlp_activation", c.activation, "--init.mlp_b_gain", "0.5",
+                          "--init.mlp_w_mean", "0.4"})
+      extra.push_back(e);
+  auto p = make_problem(PETSC_COMM_WORLD, small(extra));
   Ntk k;
   ASSERT_EQ(NtkCompute(p.get(), c.part, &k), 0);
-  const std::vector<double> theta = gather(p->heads.theta);
   const HeadShape &s = p->heads.shape;
   const PetscInt n = k.n;
   std::vector<double> fd((size_t)(n * n), 0.0);
-  for (size_t e = 0; e < theta.size(); ++e) {
-    const PetscInt within = (PetscInt)(e % s.size);
-    if (c.part == NtkPart::value && within < s.offV) continue; // Q and K are not in the V part
-    const double eps = 1e-6;
-    set_entry(p->heads.theta, (PetscInt)e, theta[e] + eps);
-    EXPECT_EQ(ProblemSetHeads(p.get()), 0);
-    const auto plus = outputs(p.get());
-    set_entry(p->heads.theta, (PetscInt)e, theta[e] - eps);
-    EXPECT_EQ(ProblemSetHeads(p.get()), 0);
-    const auto minus = outputs(p.get());
-    set_entry(p->heads.theta, (PetscInt)e, theta[e]);
-    EXPECT_EQ(ProblemSetHeads(p.get()), 0);
-    for (PetscInt o = 0; o < n; ++o)
-      for (PetscInt q = 0; q < n; ++q)
-        fd[o * n + q] += (double)(p->heads.L * p->heads.H) * (plus[o] - minus[o]) * (plus[q] - minus[q]) / (4 * eps * eps);
+  AddDifferences(p.get(), p->heads.theta, s.size, s.offV, c.part, (double)(p->heads.L * p->heads.H), n, &fd);
+  if (c.activation) {
+    const Neurons &nn = p->neurons;
+    AddDifferences(p.get(), nn.theta, nn.size(), nn.d + 1, c.part, (double)(nn.L * nn.m), n, &fd);
   }
   EXPECT_LT(relative_error(k.matrix, fd), 1e-6);
   // Symmetric and positive semidefinite to round-off.
@@ -68,9 +85,12 @@ TEST_P(NtkCases, MatchesFiniteDifferenceJacobian) {
 INSTANTIATE_TEST_SUITE_P(All, NtkCases,
                          ::testing::Values(Case{"qkv", "pooled", NtkPart::full}, Case{"qkv", "pooled", NtkPart::value},
                                            Case{"qkv", "token", NtkPart::value}, Case{"qkvo", "pooled", NtkPart::full},
-                                           Case{"qkvo", "token", NtkPart::value}),
+                                           Case{"qkvo", "token", NtkPart::value},
+                                           Case{"qkv", "pooled", NtkPart::full, "tanh"},
+                                           Case{"qkv", "token", NtkPart::value, "gelu"}),
                          [](const auto &info) {
-                           return std::string(info.param.kind) + "_" + info.param.loss + "_" + to_string(info.param.part);
+                           return std::string(info.param.kind) + "_" + info.param.loss + "_" + to_string(info.param.part) +
+                                  (info.param.activation ? std::string("_mlp_") + info.param.activation : "");
                          });
 
 TEST(Ntk, SameOnEveryRankCount) {
