@@ -104,7 +104,7 @@ static PetscErrorCode TrainEnsemble(MPI_Comm comm, const Settings &s, int *statu
   PetscFunctionBeginUser;
   PetscCall(EnsembleCreate(comm, s, s.train.seeds, s.init.seed, &e));
   PetscCall(ReportEnsembleHeader(e));
-  PetscCall(OptimizerCreate(e.p.settings, e.p.heads, &opt));
+  PetscCall(OptimizerCreate(e.p.settings, e.p.heads, &opt, &e.p.neurons));
   PetscCall(EnsembleTrainResume(&e, &opt, &history, "", &start, &saved));
   const TrainSettings &t = e.p.settings.train;
   TrainingStop stop;

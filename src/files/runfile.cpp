@@ -71,14 +71,14 @@ PetscErrorCode TransferHeads(File &f, const std::string &group, const Heads &h, 
   PetscFunctionReturn(0);
 }
 
-// A model's MLP sublayers as group/U (L, m, d), group/b (L, m), group/W
-// (L, m, d): the rank's owned neurons of v (theta's layout of n), written or
-// read; `blocks`: v holds one entry per block (adamw-block's second moment),
-// the dataset `group` of shape (L, m, 3). A model without them refuses a
-// file that has them.
-PetscErrorCode TransferNeurons(File &f, const std::string &group, const Neurons *n, Vec v, bool read,
-                               bool blocks = false) {
-  PetscInt begin, end;
+// MLP sublayers as group/U (lead, d), group/b (lead), group/W (lead, d),
+// the lead dimensions a model's (L, m) or an ensemble's (S, L, m): the
+// neurons `at` names (units of v in theta's layout of n), written or read;
+// `blocks`: v holds one entry per block (adamw-block's second moment), the
+// dataset `group` of shape (lead, 3). A model without them refuses a file
+// that has them.
+PetscErrorCode TransferNeuronRows(File &f, const std::string &group, const Neurons *n, const HeadRows &at, Vec v,
+                                  bool read, bool blocks = false) {
   PetscScalar *a;
   PetscFunctionBeginUser;
   if (!n || !n->theta) {
@@ -88,31 +88,45 @@ PetscErrorCode TransferNeurons(File &f, const std::string &group, const Neurons 
     PetscFunctionReturn(0);
   }
   const PetscInt d = n->d, E = blocks ? 3 : n->size();
-  PetscCall(VecGetOwnershipRange(v, &begin, &end));
-  const Range rows{begin / E, end / E};
   PetscCall(VecGetArray(v, &a));
   struct Part { const char *name; PetscInt offset, width; };
   const std::vector<Part> parts = blocks ? std::vector<Part>{{"", 0, 3}}
                                          : std::vector<Part>{{"/U", 0, d}, {"/b", d, 1}, {"/W", d + 1, d}};
   for (const Part &part : parts) {
-    std::vector<hsize_t> dims = {(hsize_t)n->L, (hsize_t)n->m};
+    std::vector<hsize_t> dims = at.lead_dims;
     if (part.width > 1) dims.push_back((hsize_t)part.width);
     const std::string name = group + part.name;
-    std::vector<double> buf((size_t)(rows.size() * part.width));
+    std::vector<double> buf(at.heads.size() * (size_t)part.width);
     if (read) {
       PetscCheck(h5::Shape(f, name) == dims, f.comm, PETSC_ERR_FILE_UNEXPECTED, "%s: %s has shape %s, expected %s",
                  f.path.c_str(), name.c_str(), h5::ShapeText(h5::Shape(f, name)).c_str(), h5::ShapeText(dims).c_str());
-      PetscCall(h5::ReadRows(f, name, dims, 2, rows, buf.data()));
+      PetscCall(h5::ReadRows(f, name, dims, at.lead, at.rows, buf.data()));
     }
-    for (PetscInt r = 0; r < rows.size(); ++r)
+    for (size_t r = 0; r < at.heads.size(); ++r)
       for (PetscInt c = 0; c < part.width; ++c) {
-        double &entry = a[r * E + part.offset + c], &there = buf[(size_t)(r * part.width + c)];
+        double &entry = a[at.heads[r] * E + part.offset + c], &there = buf[r * (size_t)part.width + (size_t)c];
         if (read) entry = there;
         else there = entry;
       }
-    if (!read) PetscCall(h5::WriteRows(f, name, dims, 2, rows, buf.data()));
+    if (!read) PetscCall(h5::WriteRows(f, name, dims, at.lead, at.rows, buf.data()));
   }
   PetscCall(VecRestoreArray(v, &a));
+  PetscFunctionReturn(0);
+}
+
+// A model's MLP sublayers (L, m): the rank's owned neurons in theta's order.
+PetscErrorCode TransferNeurons(File &f, const std::string &group, const Neurons *n, Vec v, bool read,
+                               bool blocks = false) {
+  HeadRows at{{}, 2, {}, {}};
+  PetscFunctionBeginUser;
+  if (n && n->theta) {
+    PetscInt begin, end;
+    const PetscInt E = blocks ? 3 : n->size();
+    PetscCall(VecGetOwnershipRange(v, &begin, &end));
+    at.lead_dims = {(hsize_t)n->L, (hsize_t)n->m}, at.rows = {begin / E, end / E};
+    for (PetscInt r = 0; r < at.rows.size(); ++r) at.heads.push_back(r);
+  }
+  PetscCall(TransferNeuronRows(f, group, n, at, v, read, blocks));
   PetscFunctionReturn(0);
 }
 
@@ -293,6 +307,23 @@ PetscErrorCode TransferModels(File &f, const std::string &group, const Ensemble 
   PetscFunctionReturn(0);
 }
 
+// An ensemble's MLP sublayers (S, L, m), as TransferModels the heads; v of
+// the neurons' layout (null: the model has none, and a file with them is refused).
+PetscErrorCode TransferModelNeurons(File &f, const std::string &group, const Ensemble &e, Vec v, bool blocks,
+                                    bool read) {
+  const Neurons &n = e.p.neurons;
+  HeadRows at{{}, 1, e.block, {}};
+  PetscFunctionBeginUser;
+  if (n.theta) {
+    at.lead_dims = {(hsize_t)e.S, (hsize_t)n.L, (hsize_t)n.per_model()};
+    for (PetscInt s = 0; s < e.models(); ++s)
+      for (PetscInt l = 0; l < n.L; ++l)
+        for (PetscInt j = 0; j < n.per_model(); ++j) at.heads.push_back(EnsembleNeuron(e, s, l, j));
+  }
+  PetscCall(TransferNeuronRows(f, group, n.theta ? &n : nullptr, at, v, read, blocks));
+  PetscFunctionReturn(0);
+}
+
 // A rank's history (steps x models) as the file's rows (models x steps), and back.
 std::vector<double> ByModel(const std::vector<double> &rows, PetscInt models) {
   const size_t steps = models ? rows.size() / (size_t)models : 0;
@@ -344,10 +375,18 @@ PetscErrorCode WriteEnsemble(File &f, const Ensemble &e, const History &h, const
     PetscCall(WriteReplicated(f, "/data/readout", {(hsize_t)p.targets.c, d}, p.targets.W.data()));
   }
   PetscCall(TransferModels(f, "/params", e, p.heads.theta, false, false));
-  if (what == Content::run_with_gradient) PetscCall(TransferModels(f, "/grad", e, p.grad, false, false));
+  PetscCall(TransferModelNeurons(f, "/params/mlp", e, p.neurons.theta, false, false));
+  if (what == Content::run_with_gradient) {
+    PetscCall(TransferModels(f, "/grad", e, p.grad, false, false));
+    PetscCall(TransferModelNeurons(f, "/grad/mlp", e, p.neuron_grad, false, false));
+  }
   if (opt && opt->m) {
     PetscCall(TransferModels(f, "/optimizer/m", e, opt->m, false, false));
     PetscCall(TransferModels(f, "/optimizer/v", e, opt->v, opt->kind == OptimizerKind::adamw_block, false));
+  }
+  if (opt && opt->mlp && opt->mlp->m) {
+    PetscCall(TransferModelNeurons(f, "/optimizer/mlp/m", e, opt->mlp->m, false, false));
+    PetscCall(TransferModelNeurons(f, "/optimizer/mlp/v", e, opt->mlp->v, opt->kind == OptimizerKind::adamw_block, false));
   }
   if (what != Content::checkpoint) {
     PetscCall(ModelRows(e, p.x1, true, &rowsof));
@@ -394,9 +433,14 @@ PetscErrorCode EnsembleFileRead(const std::string &path, Ensemble *e, Optimizer 
              value.empty() ? "no ensemble of" : value.c_str(), e->S);
   f.finite = true;
   PetscCall(TransferModels(f, "/params", *e, p.heads.theta, false, true));
+  PetscCall(TransferModelNeurons(f, "/params/mlp", *e, p.neurons.theta, false, true));
   if (opt && opt->m) {
     PetscCall(TransferModels(f, "/optimizer/m", *e, opt->m, false, true));
     PetscCall(TransferModels(f, "/optimizer/v", *e, opt->v, opt->kind == OptimizerKind::adamw_block, true));
+  }
+  if (opt && opt->mlp && opt->mlp->m) {
+    PetscCall(TransferModelNeurons(f, "/optimizer/mlp/m", *e, opt->mlp->m, false, true));
+    PetscCall(TransferModelNeurons(f, "/optimizer/mlp/v", *e, opt->mlp->v, opt->kind == OptimizerKind::adamw_block, true));
   }
   f.finite = false; // a diverged model's history is NaN
   const auto n = h5::Shape(f, "/history/loss");

@@ -169,11 +169,16 @@ PetscErrorCode EnsembleStep(Ensemble *e, Optimizer *opt, History *history, Petsc
                           OptimizerRate(*opt, step), per, per * (double)(t.steps - step - 1), e->S - *live,
                           columns.c_str()));
   }
-  const Heads &hd = p.heads;
+  Heads &hd = p.heads;
   opt->frozen.assign((size_t)hd.owned.size(), 0);
   for (PetscInt flat = hd.owned.begin; flat < hd.owned.end; ++flat)
     opt->frozen[(size_t)(flat - hd.owned.begin)] = e->diverged[(size_t)(flat % hd.H / (hd.H / hd.seeds))] >= 0;
-  PetscCall(OptimizerStep(opt, hd.theta, p.grad));
+  if (opt->mlp) { // the folded problem is the rank's own: it owns every neuron
+    opt->mlp->frozen.assign((size_t)opt->mlp->heads, 0);
+    for (PetscInt flat = 0; flat < opt->mlp->heads; ++flat)
+      opt->mlp->frozen[(size_t)flat] = e->diverged[(size_t)EnsembleNeuronModel(*e, flat)] >= 0;
+  }
+  PetscCall(OptimizerStepAll(opt, &hd, p.grad, &p.neurons, p.neuron_grad));
   PetscCall(ProblemSetHeads(&p));
   PetscFunctionReturn(0);
 }

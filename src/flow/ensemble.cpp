@@ -13,12 +13,17 @@ double EnsembleBytes(const Settings &s, PetscInt models) {
   const ModelSettings &m = s.model;
   const double n = (double)s.data.M * (double)s.data.N * (double)m.d; // a model's state
   const HeadShape sh = head_shape(m.head_kind, m.d, m.infinite_head ? m.d : m.k);
-  const double P = (double)m.L * (double)m.H * (double)sh.size; // its heads
+  const double P = (double)m.L * ((double)m.H * (double)sh.size + (double)m.mlp_width * (2.0 * (double)m.d + 1.0)); // its heads and neurons
   // State: x0, x1, the adjoint, the targets, the layout's and the velocity's
   // copies, TS's work; the forward's states kept for the adjoint and the
   // trajectory's (L + 1). Heads: theta, the gradient, the replica and its
-  // gradient, the chunk, the moments, a study's initial heads.
-  return 8.0 * (double)models * ((2.0 * (double)m.L + 16.0) * n + 8.0 * P + 2.0 * (double)s.train.steps);
+  // gradient, the chunk, the moments, a study's initial heads (and the
+  // neurons' theta, replica, gradients and moments). MLP sublayers keep a
+  // state more a layer (attention's half step y; on the sphere also the
+  // MLP's velocity) and eight for the block's transpose.
+  const double sphere = m.norm == TokenNorm::sphere ? 1.0 : 0.0,
+               states = m.mlp() ? (3.0 + sphere) * (double)m.L + 24.0 : 2.0 * (double)m.L + 16.0;
+  return 8.0 * (double)models * (states * n + 8.0 * P + 2.0 * (double)s.train.steps);
 }
 
 PetscErrorCode EnsembleCreate(MPI_Comm comm, const Settings &s, PetscInt S, std::uint64_t first, Ensemble *e) {
@@ -68,6 +73,16 @@ PetscInt EnsembleHead(const Ensemble &e, PetscInt s, PetscInt l, PetscInt h) {
   return (l * hd.seeds + s) * (hd.H / hd.seeds) + h;
 }
 
+PetscInt EnsembleNeuron(const Ensemble &e, PetscInt s, PetscInt l, PetscInt j) {
+  const Neurons &n = e.p.neurons;
+  return l * n.m + s * n.per_model() + j;
+}
+
+PetscInt EnsembleNeuronModel(const Ensemble &e, PetscInt flat) {
+  const Neurons &n = e.p.neurons;
+  return flat % n.m / n.per_model();
+}
+
 PetscErrorCode EnsembleProbe(const Ensemble &e, const Settings &probe, std::vector<double> *x1,
                              std::vector<double> *inputs) {
   Problem q;
@@ -75,6 +90,7 @@ PetscErrorCode EnsembleProbe(const Ensemble &e, const Settings &probe, std::vect
   PetscFunctionBeginUser;
   PetscCall(ProblemCreateModels(probe, seeds, &q));
   PetscCall(VecCopy(e.p.heads.theta, q.heads.theta));
+  if (q.neurons.theta) PetscCall(VecCopy(e.p.neurons.theta, q.neurons.theta));
   PetscCall(ProblemSetHeads(&q));
   PetscCall(VecCopy(q.x0, q.x1));
   PetscCall(FlowForward(&q.flow, q.x1));
@@ -125,9 +141,11 @@ PetscErrorCode EnsembleEvaluate(Ensemble *e, PetscInt step, bool gradient, Petsc
   PetscFunctionBeginUser;
   PetscCall(ProblemEvaluate(&p, gradient ? PETSC_TRUE : PETSC_FALSE));
   const PetscScalar *theta;
-  PetscScalar *g = nullptr;
+  PetscScalar *g = nullptr, *gm = nullptr;
+  const PetscInt E = p.neurons.size(), per = p.neurons.per_model();
   PetscCall(VecGetArrayRead(hd.theta, &theta));
   if (gradient) PetscCall(VecGetArray(p.grad, &g));
+  if (gradient && p.neuron_grad) PetscCall(VecGetArray(p.neuron_grad, &gm));
   PetscInt mine = 0;
   for (PetscInt s = 0; s < e->models(); ++s) {
     double &risk = p.risks[(size_t)s], &gn = e->gnorm[(size_t)s], &hn = e->hnorm[(size_t)s];
@@ -144,12 +162,17 @@ PetscErrorCode EnsembleEvaluate(Ensemble *e, PetscInt step, bool gradient, Petsc
         for (PetscInt k = at; k < at + n; ++k) t2 += theta[k] * theta[k], g2 += g ? g[k] * g[k] : 0.0;
         hn = std::fmax(hn, std::sqrt(t2));
       }
+    for (PetscInt l = 0; gm && l < hd.L; ++l) // its neurons' gradient, a layer's consecutive
+      for (PetscInt k = EnsembleNeuron(*e, s, l, 0) * E; k < EnsembleNeuron(*e, s, l, per) * E; ++k) g2 += gm[k] * gm[k];
     gn = std::sqrt(g2);
     if (!std::isfinite(risk) || !std::isfinite(gn)) e->diverged[(size_t)s] = step;
-    for (PetscInt l = 0; g && e->diverged[(size_t)s] >= 0 && l < hd.L; ++l) // a diverged model does not move
+    for (PetscInt l = 0; g && e->diverged[(size_t)s] >= 0 && l < hd.L; ++l) { // a diverged model does not move
       for (PetscInt h = 0; h < H; ++h) std::fill(g + EnsembleHead(*e, s, l, h) * n, g + (EnsembleHead(*e, s, l, h) + 1) * n, 0.0);
+      if (gm) std::fill(gm + EnsembleNeuron(*e, s, l, 0) * E, gm + EnsembleNeuron(*e, s, l, per) * E, 0.0);
+    }
     mine += e->diverged[(size_t)s] < 0;
   }
+  if (gm) PetscCall(VecRestoreArray(p.neuron_grad, &gm));
   if (gradient) PetscCall(VecRestoreArray(p.grad, &g));
   PetscCall(VecRestoreArrayRead(hd.theta, &theta));
   PetscCallMPI(MPI_Allreduce(&mine, live, 1, MPIU_INT, MPI_SUM, e->comm));

@@ -13,7 +13,7 @@ void MlpCreate(Neurons *n, Mlp *mlp) {
   EventsRegister();
   mlp->neurons = n;
   mlp->d = n->d;
-  const size_t block = (size_t)(kMlpRows * n->m);
+  const size_t block = (size_t)(kMlpRows * n->per_model());
   mlp->z.assign(block, 0.0), mlp->s.assign(block, 0.0), mlp->g.assign(block, 0.0);
   mlp->layer_grad.assign((size_t)(n->m * n->size()), 0.0);
 }
@@ -58,16 +58,25 @@ PetscErrorCode Expected(const Mlp &mlp, Vec y, Vec f, Vec lam, Vec out) {
   PetscFunctionReturn(0);
 }
 
-// Z = Y U^T + b and S = sigma(Z) for the R tokens Y (R x d) of layer l (and
-// sigma'(Z) into dz when not null).
-void PreActivations(Mlp *mlp, PetscInt l, const double *Y, PetscInt R, double *dz) {
+// Z = Y U^T + b and S = sigma(Z) for the R tokens Y (R x d) of layer l
+// through the neurons j0 .. j0 + w - 1 (and sigma'(Z) into dz when not null).
+void PreActivations(Mlp *mlp, PetscInt l, PetscInt j0, PetscInt w, const double *Y, PetscInt R, double *dz) {
   const Neurons &n = *mlp->neurons;
-  const PetscInt m = n.m, d = n.d, E = n.size();
-  const double *U = n.neuron(l, 0);
-  gemm(false, true, R, m, d, 1.0, Y, d, U, E, 0.0, mlp->z.data(), m);
+  const PetscInt d = n.d, E = n.size();
+  const double *U = n.neuron(l, j0);
+  gemm(false, true, R, w, d, 1.0, Y, d, U, E, 0.0, mlp->z.data(), w);
   for (PetscInt i = 0; i < R; ++i)
-    for (PetscInt j = 0; j < m; ++j) mlp->z[(size_t)(i * m + j)] += U[j * E + d];
-  ActivateAll(n.activation, mlp->z.data(), R * m, mlp->s.data(), dz);
+    for (PetscInt j = 0; j < w; ++j) mlp->z[(size_t)(i * w + j)] += U[j * E + d];
+  ActivateAll(n.activation, mlp->z.data(), R * w, mlp->s.data(), dz);
+}
+
+// The blocks of the owned tokens: (model, first token, tokens) in order, each
+// within one model's tokens (an ensemble's model s holds the s-th part of
+// them and its own neurons).
+template <class Visit> void ForBlocks(const Neurons &n, PetscInt tokens, Visit visit) {
+  const PetscInt each = tokens / n.models;
+  for (PetscInt s = 0; s < n.models; ++s)
+    for (PetscInt i0 = 0; i0 < each; i0 += kMlpRows) visit(s, s * each + i0, std::min(kMlpRows, each - i0));
 }
 
 } // namespace
@@ -75,7 +84,7 @@ void PreActivations(Mlp *mlp, PetscInt l, const double *Y, PetscInt R, double *d
 PetscErrorCode MlpEvaluate(Mlp *mlp, PetscInt l, Vec y, Vec f) {
   if (!mlp->neurons) return Expected(*mlp, y, f, nullptr, nullptr);
   const Neurons &n = *mlp->neurons;
-  const PetscInt m = n.m, d = n.d, E = n.size();
+  const PetscInt w = n.per_model(), d = n.d, E = n.size();
   const PetscScalar *ys;
   PetscScalar *fs;
   PetscInt size;
@@ -84,11 +93,10 @@ PetscErrorCode MlpEvaluate(Mlp *mlp, PetscInt l, Vec y, Vec f) {
   PetscCall(VecGetLocalSize(y, &size));
   PetscCall(VecGetArrayRead(y, &ys));
   PetscCall(VecGetArray(f, &fs));
-  for (PetscInt i0 = 0; i0 < size / d; i0 += kMlpRows) {
-    const PetscInt R = std::min(kMlpRows, size / d - i0);
-    PreActivations(mlp, l, ys + i0 * d, R, nullptr);
-    gemm(false, false, R, d, m, n.scale, mlp->s.data(), m, n.neuron(l, 0) + d + 1, E, 1.0, fs + i0 * d, d);
-  }
+  ForBlocks(n, size / d, [&](PetscInt s, PetscInt i0, PetscInt R) {
+    PreActivations(mlp, l, s * w, w, ys + i0 * d, R, nullptr);
+    gemm(false, false, R, d, w, n.scale, mlp->s.data(), w, n.neuron(l, s * w) + d + 1, E, 1.0, fs + i0 * d, d);
+  });
   PetscCall(VecRestoreArray(f, &fs));
   PetscCall(VecRestoreArrayRead(y, &ys));
   PetscCall(PetscLogEventEnd(MFT_MLP, 0, 0, 0, 0));
@@ -98,9 +106,7 @@ PetscErrorCode MlpEvaluate(Mlp *mlp, PetscInt l, Vec y, Vec f) {
 PetscErrorCode MlpReverse(Mlp *mlp, PetscInt l, Vec y, Vec lam, Vec dy) {
   if (!mlp->neurons) return Expected(*mlp, y, nullptr, lam, dy);
   const Neurons &n = *mlp->neurons;
-  const PetscInt m = n.m, d = n.d, E = n.size();
-  const double *U = n.neuron(l, 0), *W = U + d + 1;
-  double *gU = mlp->layer_grad.data(), *gW = gU + d + 1;
+  const PetscInt w = n.per_model(), d = n.d, E = n.size();
   const PetscScalar *ys, *ls;
   PetscScalar *out;
   PetscInt size;
@@ -111,22 +117,21 @@ PetscErrorCode MlpReverse(Mlp *mlp, PetscInt l, Vec y, Vec lam, Vec dy) {
   PetscCall(VecGetArrayRead(y, &ys));
   PetscCall(VecGetArrayRead(lam, &ls));
   PetscCall(VecGetArray(dy, &out));
-  for (PetscInt i0 = 0; i0 < size / d; i0 += kMlpRows) {
-    const PetscInt R = std::min(kMlpRows, size / d - i0);
-    const double *Y = ys + i0 * d, *Lam = ls + i0 * d;
-    double *G = mlp->g.data();
+  ForBlocks(n, size / d, [&](PetscInt s, PetscInt i0, PetscInt R) {
+    const double *Y = ys + i0 * d, *Lam = ls + i0 * d, *U = n.neuron(l, s * w), *W = U + d + 1;
+    double *gU = mlp->layer_grad.data() + s * w * E, *gW = gU + d + 1, *G = mlp->g.data();
     std::vector<double> &slope = mlp->z; // sigma'(Z) takes Z's place once S is made
-    PreActivations(mlp, l, Y, R, mlp->g.data());
-    std::copy(mlp->g.begin(), mlp->g.begin() + R * m, slope.begin());
+    PreActivations(mlp, l, s * w, w, Y, R, mlp->g.data());
+    std::copy(mlp->g.begin(), mlp->g.begin() + R * w, slope.begin());
     // dW += scale S^T Lam; G = scale (Lam W^T) . sigma'(Z); dY = G U; dU += G^T Y; db += G^T 1.
-    gemm(true, false, m, d, R, n.scale, mlp->s.data(), m, Lam, d, 1.0, gW, E);
-    gemm(false, true, R, m, d, n.scale, Lam, d, W, E, 0.0, G, m);
-    for (PetscInt e = 0; e < R * m; ++e) G[e] *= slope[(size_t)e];
-    gemm(false, false, R, d, m, 1.0, G, m, U, E, 0.0, out + i0 * d, d);
-    gemm(true, false, m, d, R, 1.0, G, m, Y, d, 1.0, gU, E);
+    gemm(true, false, w, d, R, n.scale, mlp->s.data(), w, Lam, d, 1.0, gW, E);
+    gemm(false, true, R, w, d, n.scale, Lam, d, W, E, 0.0, G, w);
+    for (PetscInt e = 0; e < R * w; ++e) G[e] *= slope[(size_t)e];
+    gemm(false, false, R, d, w, 1.0, G, w, U, E, 0.0, out + i0 * d, d);
+    gemm(true, false, w, d, R, 1.0, G, w, Y, d, 1.0, gU, E);
     for (PetscInt i = 0; i < R; ++i)
-      for (PetscInt j = 0; j < m; ++j) gU[j * E + d] += G[i * m + j];
-  }
+      for (PetscInt j = 0; j < w; ++j) gU[j * E + d] += G[i * w + j];
+  });
   PetscCall(VecRestoreArray(dy, &out));
   PetscCall(VecRestoreArrayRead(lam, &ls));
   PetscCall(VecRestoreArrayRead(y, &ys));

@@ -29,7 +29,8 @@ PetscErrorCode NeuronOptimizer(const Settings &all, const Neurons &n, Optimizer 
   PetscFunctionBeginUser;
   o->settings = s;
   o->kind = s.optimizer;
-  o->rate_scale = std::pow((double)n.L, -s.mlp_lr_depth_exponent) * std::pow((double)n.m, -s.mlp_lr_width_exponent);
+  o->rate_scale = std::pow((double)n.L, -s.mlp_lr_depth_exponent) *
+                  std::pow((double)n.per_model(), -s.mlp_lr_width_exponent);
   o->blocks = {{0, n.d, 1.0}, {n.d, 1, 1.0}, {n.d + 1, n.d, 1.0}};
   o->unit = n.size();
   PetscCall(VecGetLocalSize(n.theta, &owned));

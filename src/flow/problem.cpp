@@ -164,7 +164,7 @@ static PetscErrorCode ProblemSolver(Problem *p, PetscInt threads, PetscInt model
     MlpCreateExpected(s.model, s.init, &p->mlp);
     PetscCall(FlowAddMlp(&p->flow, &p->mlp, nullptr));
   } else if (s.model.mlp()) {
-    PetscCall(NeuronsCreate(p->grid.comm, layers, &p->neurons));
+    PetscCall(NeuronsCreate(p->grid.comm, layers, &p->neurons, models));
     MlpCreate(&p->neurons, &p->mlp);
     PetscCall(VecDuplicate(p->neurons.theta, &p->neuron_grad));
     PetscCall(FlowAddMlp(&p->flow, &p->mlp, p->neuron_grad));
@@ -218,6 +218,7 @@ PetscErrorCode ProblemCreateModels(const Settings &settings, const std::vector<s
     p->targets.z.insert(p->targets.z.end(), one.targets.z.begin(), one.targets.z.end());
   PetscCall(ProblemDestroy(&one));
   PetscCall(HeadsInitializeModels(&p->heads, p->settings.init, seeds, p->heads.theta));
+  if (p->neurons.theta) PetscCall(NeuronsInitializeModels(p->neurons, p->settings.init, seeds, p->neurons.theta));
   PetscCall(ProblemSetHeads(p));
   PetscFunctionReturn(0);
 }

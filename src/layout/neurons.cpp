@@ -10,12 +10,12 @@
 
 namespace mft {
 
-PetscErrorCode NeuronsCreate(MPI_Comm comm, const ModelSettings &m, Neurons *n) {
+PetscErrorCode NeuronsCreate(MPI_Comm comm, const ModelSettings &m, Neurons *n, PetscInt models) {
   PetscMPIInt size, rank;
   PetscFunctionBeginUser;
   PetscCallMPI(MPI_Comm_size(comm, &size));
   PetscCallMPI(MPI_Comm_rank(comm, &rank));
-  n->L = m.L, n->m = m.mlp_width, n->d = m.d;
+  n->L = m.L, n->m = m.mlp_width * models, n->d = m.d, n->models = models;
   n->activation = m.mlp_activation;
   n->scale = NeuronSumScale(m, m.L);
   const PetscInt total = n->L * n->m;
@@ -39,16 +39,20 @@ PetscErrorCode NeuronsDestroy(Neurons *n) {
   PetscFunctionReturn(0);
 }
 
-PetscErrorCode NeuronsInitialize(const Neurons &n, const InitSettings &s, std::uint64_t seed, Vec theta) {
+PetscErrorCode NeuronsInitializeModels(const Neurons &n, const InitSettings &s, const std::vector<std::uint64_t> &seeds,
+                                       Vec theta) {
   PetscInt begin, end;
   PetscScalar *t;
   PetscFunctionBeginUser;
+  PetscCheck((PetscInt)seeds.size() == n.models, PETSC_COMM_SELF, PETSC_ERR_ARG_SIZ, "%zu seeds for %" PetscInt_FMT
+             " models", seeds.size(), n.models);
   PetscCall(VecGetOwnershipRange(theta, &begin, &end));
   PetscCall(VecGetArray(theta, &t));
-  const PetscInt E = n.size();
+  const PetscInt E = n.size(), per = n.per_model();
   std::vector<double> xi((size_t)E);
   for (PetscInt flat = begin / E; flat < end / E; ++flat) {
-    Stream r(seed, kNeurons, (std::uint64_t)(flat / n.m), (std::uint64_t)(flat % n.m));
+    const PetscInt l = flat / n.m, j = flat % n.m;
+    Stream r(seeds[(size_t)(j / per)], kNeurons, (std::uint64_t)l, (std::uint64_t)(j % per));
     if (s.law == InitLaw::gaussian) r.normals(xi.data(), E);
     else
       for (double &u : xi) u = std::sqrt(3.0) * (2.0 * r.uniform() - 1.0);
@@ -58,6 +62,12 @@ PetscErrorCode NeuronsInitialize(const Neurons &n, const InitSettings &s, std::u
     for (PetscInt c = n.d + 1; c < E; ++c) neuron[c] = s.mlp_w_mean + s.mlp_w_gain * xi[(size_t)c];
   }
   PetscCall(VecRestoreArray(theta, &t));
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode NeuronsInitialize(const Neurons &n, const InitSettings &s, std::uint64_t seed, Vec theta) {
+  PetscFunctionBeginUser;
+  PetscCall(NeuronsInitializeModels(n, s, std::vector<std::uint64_t>((size_t)n.models, seed), theta));
   PetscFunctionReturn(0);
 }
 

@@ -297,14 +297,10 @@ static PetscErrorCode MlpCheck(MPI_Comm comm, const Settings &s) {
   if (!s.model.mlp()) PetscFunctionReturn(0);
   PetscCheck(!s.study.worst, comm, PETSC_ERR_USER_INPUT,
              "study.worst searches attention's inputs: give no model.mlp_width with it");
-  const bool takes = s.command == "forward" || s.command == "info" || s.command == "limit" || s.command == "bench" ||
-                     s.command == "ntk" || s.command == "worst" ||
-                     (s.command == "study" && s.study.state == StudyState::init) ||
-                     (s.command == "train" && s.train.seeds == 1);
-  PetscCheck(takes, comm, PETSC_ERR_USER_INPUT,
-             "model.mlp_width = %" PetscInt_FMT ": MLP sublayers run in mft forward (outputs, gradients, samples of "
-             "the law), ntk, worst and train of one model; mft %s%s does not take them", s.model.mlp_width, s.command.c_str(),
-             s.command == "train" ? " with train.seeds > 1" : "");
+  PetscCheck(s.command != "study" || s.study.state == StudyState::init, comm, PETSC_ERR_USER_INPUT,
+             "model.mlp_width = %" PetscInt_FMT ": a trained study (study.state = trained) does not take MLP sublayers "
+             "(study them at initialisation, or train ensembles of them with mft train --train.seeds)",
+             s.model.mlp_width);
   const ModelSettings &m = s.model;
   PetscCheck(s.command != "limit" || !m.mean_field() || (m.mlp_depth_exponent == 1 && m.mlp_width_exponent == 1), comm,
              PETSC_ERR_USER_INPUT,

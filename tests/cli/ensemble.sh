@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # mft train --train.seeds S: the ensemble's run file and its seeds axis, a
 # model against the seed trained alone, restart from its checkpoints
-# (bitwise, and on another number of ranks), and its bad inputs: each one
-# line, exit 2, nothing lost.
+# (bitwise, and on another number of ranks), the same with MLP sublayers,
+# and its bad inputs: each one line, exit 2, nothing lost.
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 source "$here/lib.sh" "$1"
 
@@ -27,6 +27,34 @@ errs = [rel(e[k][7], a[k][()]) for k in ('/params/Q', '/params/K', '/params/V', 
                                        '/optimizer/m/V', '/optimizer/v/K')]
 print('model 7 against its seed alone:', max(errs))
 sys.exit(1 if shapes != want or max(errs) > 1e-12 or (e['/ensemble/diverged'][()] != -1).any() else 0)
+EOF
+
+# MLP sublayers: model 7's neurons, their gradient and moments against its
+# seed alone; a restart (adamw-block) bitwise the straight run.
+mlp=(--model.mlp_width 5 --model.mlp_activation gelu --model.mlp_depth_exponent 0.5 --model.mlp_width_exponent 0.5
+     --init.mlp_b_gain 0.5)
+mpiexec --oversubscribe -n 3 "$MFT" train "${m[@]}" "${mlp[@]}" --train.seeds 11 --checkpoint.every 0 \
+  --output.file m3.h5 >m3.txt 2>&1 && ok || bad "an ensemble with MLP sublayers failed: $(tail -2 m3.txt)"
+"$MFT" train "${m[@]}" "${mlp[@]}" --init.seed 47 --checkpoint.every 0 --output.file malone.h5 >malone.txt 2>&1 \
+  || bad "model 7 with MLP sublayers alone failed: $(tail -2 malone.txt)"
+"$MFT" train "${m[@]}" "${mlp[@]}" --train.optimizer adamw-block --train.seeds 4 --checkpoint.dir mck \
+  --checkpoint.every 10 --output.file mfull.h5 >mf.txt 2>&1 || bad "MLP ensemble with checkpoints failed: $(tail -2 mf.txt)"
+rm -f mck/checkpoint-00000020.h5
+"$MFT" train "${m[@]}" "${mlp[@]}" --train.optimizer adamw-block --train.seeds 4 --checkpoint.dir mck --restart auto \
+  --output.file mresumed.h5 >mr.txt 2>&1 || bad "the MLP ensemble's restart failed: $(tail -2 mr.txt)"
+/usr/bin/python3 - <<'EOF' && ok || bad "an MLP ensemble against model 7 alone, or its restart"
+import sys
+import h5py
+import numpy as np
+e, a = h5py.File('m3.h5', 'r'), h5py.File('malone.h5', 'r')
+keys = ['/params/mlp/U', '/params/mlp/b', '/params/mlp/W', '/grad/mlp/W', '/optimizer/mlp/m/U', '/optimizer/mlp/v/b',
+        '/params/V', '/output/tokens', '/history/loss']
+rel = lambda x, y: np.abs(x - y).max() / np.abs(y).max()
+err = max(rel(e[k][7], a[k][()]) for k in keys)
+f, r = h5py.File('mfull.h5', 'r'), h5py.File('mresumed.h5', 'r')
+same = all(np.array_equal(f[k][()], r[k][()]) for k in ('/params/mlp/U', '/params/mlp/W', '/optimizer/mlp/v', '/history/loss'))
+print('shape', e['/params/mlp/U'].shape, '; model 7 against its seed alone:', err, '; restart bitwise:', same)
+sys.exit(0 if e['/params/mlp/U'].shape == (11, 3, 5, 4) and err < 1e-12 and same else 1)
 EOF
 
 # Checkpoints: 20 steps straight, against 10 then a restart (on 2 ranks,

@@ -2,7 +2,7 @@
 # MLP sublayers on the command line: x(1) and every gradient of forward
 # --gradient against tests/cli/mlp_reference.py (NumPy's forward, a backward
 # written out by hand) within 1e-12, causal or not, pre-LN or not, four
-# activations, on 1 and 3 ranks; bad inputs refused in one line with exit
+# activations, on 1 and 3 ranks; bad inputs (and a trained study) refused in one line with exit
 # 2 and nothing lost; the run file's /params/mlp read back (params.file) to the
 # same output; training moves the neurons and a restart from a checkpoint
 # ends where the uninterrupted run does (adamw and adamw-block) and the
@@ -35,8 +35,8 @@ expect 2 "model.mlp_depth_exponent 'nan' is not a finite number" -- "$MFT" forwa
   --model.mlp_depth_exponent nan --output.file run.h5
 expect 2 "model.mlp_width_exponent 'nan' is not a finite number" -- "$MFT" forward --model.mlp_width 4 \
   --model.mlp_width_exponent nan --output.file run.h5
-expect 2 "mft train with train.seeds > 1 does not take them" -- "$MFT" train "${model[@]}" --train.seeds 2 \
-  --output.file run.h5
+expect 2 "a trained study \(study.state = trained\) does not take MLP sublayers" -- "$MFT" study "${model[@]}" \
+  --study.state trained
 # A file with MLP sublayers whose settings do not say so (another program's): refused, not half read.
 /usr/bin/python3 - <<'PY'
 import h5py

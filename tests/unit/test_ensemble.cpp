@@ -3,7 +3,8 @@
 // final heads, x(1) on probe sequences the models never saw) to 1e-12, on
 // the ranks the test runs on (ctest: 1, 2 and 3), for gd, AdamW and
 // blockwise AdamW, the exponents 1 and 1/2, learning rates scaled in L and
-// H, qkvo heads and the causal mask, and the infinite head under gd; a model
+// H, qkvo heads and the causal mask, the infinite head under gd, and MLP
+// sublayers (each model its own neurons; gd, and blockwise AdamW); a model
 // whose training diverges is flagged, frozen and counted while the others
 // go on, each bitwise what it is beside other models; a mini-batch is each
 // model's same batch.
@@ -46,7 +47,7 @@ Trained TrainTogether(const Settings &s) {
   TrainingStop stop;
   Trained out;
   EXPECT_EQ(EnsembleCreate(PETSC_COMM_WORLD, s, kModels, kFirst, &e), 0);
-  EXPECT_EQ(OptimizerCreate(e.p.settings, e.p.heads, &opt), 0);
+  EXPECT_EQ(OptimizerCreate(e.p.settings, e.p.heads, &opt, &e.p.neurons), 0);
   EXPECT_EQ(EnsembleTrainLoop(&e, &opt, &h, 0, -1, nullptr, &stop), 0);
   std::vector<double> probes, all((size_t)(kModels * kSteps)), rows(all.size(), 0.0);
   EXPECT_EQ(EnsembleProbe(e, ProbeOf(e.p.settings), &probes), 0);
@@ -81,12 +82,13 @@ void TrainAlone(Settings s, PetscInt i, std::vector<double> *loss, std::vector<d
   History h;
   TrainingStop stop;
   ASSERT_EQ(ProblemCreate(PETSC_COMM_WORLD, s, &p), 0);
-  ASSERT_EQ(OptimizerCreate(s, p.heads, &opt), 0);
+  ASSERT_EQ(OptimizerCreate(s, p.heads, &opt, &p.neurons), 0);
   ASSERT_EQ(TrainLoop(&p, &opt, &h, 0, -1, nullptr, &stop), 0);
   *loss = h.loss;
   *heads = gather(p.heads.theta);
   ASSERT_EQ(ProblemCreate(PETSC_COMM_WORLD, ProbeOf(s), &q), 0);
   ASSERT_EQ(VecCopy(p.heads.theta, q.heads.theta), 0);
+  if (q.neurons.theta) ASSERT_EQ(VecCopy(p.neurons.theta, q.neurons.theta), 0);
   ASSERT_EQ(ProblemSetHeads(&q), 0);
   ASSERT_EQ(VecCopy(q.x0, q.x1), 0);
   ASSERT_EQ(FlowForward(&q.flow, q.x1), 0);
@@ -115,6 +117,10 @@ TEST_P(EnsembleModels, EqualSingleRuns) {
 const std::vector<std::string> kDiffusive = {"--model.depth_exponent", "0.5", "--model.head_exponent", "0.5",
                                              "--init.v_mean", "0", "--data.teacher_init", "v_mean=-0.5 v_gain=1.5"};
 
+// MLP sublayers: every model's own neurons (of its own seed) beside its heads.
+const std::vector<std::string> kMlp = {"--model.mlp_width", "3", "--model.mlp_activation", "gelu", "--init.mlp_b_gain",
+                                       "0.5", "--init.mlp_w_mean", "0.4"};
+
 std::vector<std::string> With(std::vector<std::string> a, const std::vector<std::string> &b) {
   a.insert(a.end(), b.begin(), b.end());
   return a;
@@ -134,7 +140,12 @@ INSTANTIATE_TEST_SUITE_P(
                       With(kDiffusive, {"--train.optimizer", "adamw-block", "--train.lr", "0.02",
                                         "--train.block_lr_exponents", "0.5 0.5 0 1", "--model.head_kind", "qkvo"}),
                       With(kDiffusive, {"--train.optimizer", "gd", "--train.lr", "0.1", "--model.k", "inf",
-                                        "--model.logit_exponent", "0.5", "--model.norm", "pre"})));
+                                        "--model.logit_exponent", "0.5", "--model.norm", "pre"}),
+                      With(kMlp, {"--train.optimizer", "gd", "--train.lr", "0.3", "--init.v_mean", "0.5"}),
+                      With(With(kDiffusive, kMlp), {"--train.optimizer", "adamw-block", "--train.lr", "0.02",
+                                                    "--model.mlp_depth_exponent", "0.5", "--model.mlp_width_exponent",
+                                                    "0.5", "--init.mlp_w_mean", "0", "--model.mlp_activation", "tanh",
+                                                    "--model.norm", "pre", "--train.batch", "2"})));
 
 // Every model's risk at every step, on every rank (NaN where it diverged),
 // and the loop's verdict, for the ensemble of `models` seeds from `first`.
@@ -150,7 +161,7 @@ Histories TrainHistories(const Settings &s, PetscInt models, std::uint64_t first
   TrainingStop stop;
   Histories out;
   EXPECT_EQ(EnsembleCreate(PETSC_COMM_WORLD, s, models, first, &e), 0);
-  EXPECT_EQ(OptimizerCreate(e.p.settings, e.p.heads, &opt), 0);
+  EXPECT_EQ(OptimizerCreate(e.p.settings, e.p.heads, &opt, &e.p.neurons), 0);
   out.err = EnsembleTrainLoop(&e, &opt, &h, 0, -1, nullptr, &stop);
   std::vector<double> rows((size_t)(models * kSteps), 0.0), all(rows.size());
   std::vector<PetscInt> flags((size_t)models, 0);
@@ -169,13 +180,16 @@ Histories TrainHistories(const Settings &s, PetscInt models, std::uint64_t first
   return out;
 }
 
-// A model whose training diverges (lr 1 here: 3 of the 5 by step 5) is
+// A model whose training diverges (lr 1 here: 3 of the 5 by step 5; with
+// MLP sublayers lr 0.2: 3 of the 5) is
 // flagged at its step, its risk NaN after it, and the others train on. No
 // model depends on another: the last four models again, without the first
 // and each in another lane, have bitwise the same risks at every step and
 // the same divergence.
-TEST(Ensemble, DivergedModelIsFrozenAndCounted) {
-  const Settings s = settings(Options(With(kDiffusive, {"--train.optimizer", "gd", "--train.lr", "1"})));
+class EnsembleDivergence : public ::testing::TestWithParam<std::vector<std::string>> {};
+
+TEST_P(EnsembleDivergence, DivergedModelIsFrozenAndCounted) {
+  const Settings s = settings(Options(With(With(kDiffusive, {"--train.optimizer", "gd", "--train.lr", "1"}), GetParam())));
   const Histories five = TrainHistories(s, kModels, kFirst), four = TrainHistories(s, kModels - 1, kFirst + 1);
   PetscInt diverged = 0;
   for (PetscInt d : five.diverged) diverged += d >= 0;
@@ -194,5 +208,10 @@ TEST(Ensemble, DivergedModelIsFrozenAndCounted) {
     if (i > 0) EXPECT_EQ(at, four.diverged[(size_t)(i - 1)]) << "model " << i;
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(Models, EnsembleDivergence,
+                         ::testing::Values(std::vector<std::string>{},
+                                           With(kMlp, {"--model.mlp_depth_exponent", "0.5", "--model.mlp_width_exponent",
+                                                       "0.5", "--init.mlp_w_mean", "0", "--train.lr", "0.2"})));
 
 } // namespace

@@ -15,6 +15,8 @@
 // --init.seed <first + i>` alone to round-off (its kernels are the plain
 // kernel's arithmetic, not the blocked kernels').
 //
+// With MLP sublayers each model has its own neurons (neurons.hpp, folded
+// beside the others' in every layer), drawn from its seed.
 // Each model has its own risk, gradient, optimizer moments and divergence:
 // a model whose risk or gradient is not finite is flagged at that step,
 // leaves the batch and keeps its heads from then on (kept and counted, not
@@ -79,5 +81,11 @@ PetscErrorCode EnsembleModelHeads(const Ensemble &e, PetscInt i, std::vector<dou
 // The folded flat head (theta's head index) of head h of layer l of model s
 // of the block. Not collective.
 PetscInt EnsembleHead(const Ensemble &e, PetscInt s, PetscInt l, PetscInt h);
+
+// The folded flat neuron (MLP sublayers: the neurons' unit index) of neuron j
+// of layer l of model s of the block, and the model of a folded neuron. Not
+// collective.
+PetscInt EnsembleNeuron(const Ensemble &e, PetscInt s, PetscInt l, PetscInt j);
+PetscInt EnsembleNeuronModel(const Ensemble &e, PetscInt flat);
 
 } // namespace mft

@@ -8,6 +8,8 @@
 // blocks of kMlpRows tokens, as BLAS products (Z = Y U^T + b, f += scale
 // sigma(Z) W). The reverse makes, with the same lam, both (df_m/dy)^T lam
 // and the layer's parameter part, kept until it is added with its weight.
+// An ensemble's folded models (Neurons::models) take their own tokens, the
+// s-th part of the rank's, through their own neurons.
 //
 // The mean-field ODE's sublayer at initialisation (`expected`, no neurons):
 // the law's drift itself, w independent of (u, b),

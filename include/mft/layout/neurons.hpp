@@ -22,7 +22,8 @@
 namespace mft {
 
 struct Neurons {
-  PetscInt L = 0, m = 0, d = 0; // layers, neurons a layer, token dimension
+  PetscInt L = 0, m = 0, d = 0; // layers, neurons a layer (of every model), token dimension
+  PetscInt models = 1;          // an ensemble's models folded (ensemble.hpp): model s holds neurons s m/models .. of a layer
   Activation activation = Activation::relu;
   double scale = 0;             // of the neuron sum in the velocity (NeuronSumScale)
   Vec theta = nullptr;          // all neurons, distributed
@@ -31,12 +32,14 @@ struct Neurons {
   std::vector<double> local;    // replica [l][j][entries]
   std::vector<double> grad;     // replica layout: this rank's partial gradient of a solve
   PetscInt size() const { return 2 * d + 1; }
+  PetscInt per_model() const { return m / models; }
   const double *neuron(PetscInt l, PetscInt j) const { return local.data() + (l * m + j) * size(); }
 };
 
-// The neurons of model m on comm (m.mlp_width of them a layer). Create and
-// Destroy are collective on comm.
-PetscErrorCode NeuronsCreate(MPI_Comm comm, const ModelSettings &m, Neurons *n);
+// The neurons of model m on comm (m.mlp_width of them a layer; of each of
+// `models` models folded side by side, an ensemble's). Create and Destroy are
+// collective on comm.
+PetscErrorCode NeuronsCreate(MPI_Comm comm, const ModelSettings &m, Neurons *n, PetscInt models = 1);
 PetscErrorCode NeuronsDestroy(Neurons *n);
 
 // Draws every neuron i.i.d. (docs/model.md, 'The MLP sublayer') into theta:
@@ -44,6 +47,10 @@ PetscErrorCode NeuronsDestroy(Neurons *n);
 // mlp_w_gain xi, xi of init.law with unit variance; one stream per (l, j).
 // Not collective: each rank draws the neurons it owns.
 PetscErrorCode NeuronsInitialize(const Neurons &n, const InitSettings &s, std::uint64_t seed, Vec theta);
+// The same for folded models, model s from seeds[s]: its neurons are those
+// NeuronsInitialize draws from that seed alone.
+PetscErrorCode NeuronsInitializeModels(const Neurons &n, const InitSettings &s, const std::vector<std::uint64_t> &seeds,
+                                       Vec theta);
 
 // local <- theta (after every change of theta).
 // Collective on theta's comm.
