@@ -38,13 +38,14 @@ static PetscErrorCode PerMass(const TokenLayout &t, Vec adjoint) {
   PetscFunctionReturn(0);
 }
 
-PetscErrorCode LimitSolve(MPI_Comm comm, const Settings &s, LimitResult *r, const std::vector<double> *heads,
+PetscErrorCode LimitSolve(MPI_Comm comm, const Settings &s, LimitResult *r, const ModelParams *params,
                           Trajectory *trajectory) {
   Problem p;
   PetscFunctionBeginUser;
   PetscCall(ProblemCreate(comm, s, &p));
-  if (heads) {
-    PetscCall(SetFromAll(p.heads.theta, *heads));
+  if (params) {
+    PetscCall(SetFromAll(p.heads.theta, params->heads));
+    if (p.neurons.theta) PetscCall(SetFromAll(p.neurons.theta, params->neurons));
     PetscCall(ProblemSetHeads(&p));
   }
   if (trajectory) PetscCall(ProblemRecordTrajectory(&p, trajectory));

@@ -37,6 +37,7 @@ static ModelSettings TeacherModel(const Settings &s) {
   if (s.data.teacher_L) m.L = s.data.teacher_L;
   if (s.data.teacher_H) m.H = s.data.teacher_H;
   if (s.data.teacher_k) m.k = s.data.teacher_k, m.infinite_head = false;
+  if (s.data.teacher_mlp_width) m.mlp_width = s.data.teacher_mlp_width;
   if (s.data.teacher_depth_exponent > 0) m.depth_exponent = s.data.teacher_depth_exponent;
   if (s.data.teacher_head_exponent > 0) m.head_exponent = s.data.teacher_head_exponent;
   if (s.data.embed > 0) m.d = s.data.embed; // the task's own space
@@ -57,7 +58,7 @@ static PetscErrorCode TeacherOutput(Problem *p, const ModelSettings &m) {
              ", data.teacher_H = %" PetscInt_FMT " against model.L = %" PetscInt_FMT ", model.H = %" PetscInt_FMT ")",
              m.L, m.H, s.model.L, s.model.H);
   ts.model = m;
-  ts.data.teacher_L = ts.data.teacher_H = 0;
+  ts.data.teacher_L = ts.data.teacher_H = ts.data.teacher_mlp_width = 0;
   ts.init = TeacherInit(s);
   ts.init.seed = s.data.teacher_seed;
   ts.data.teacher_init.clear();
@@ -95,7 +96,7 @@ static PetscErrorCode TeacherTargets(Problem *p) {
   const bool own = tm.L == s.model.L && tm.H == s.model.H && tm.d == s.model.d &&
                    tm.depth_exponent == s.model.depth_exponent &&
                    tm.head_exponent == s.model.head_exponent && tm.k == s.model.k &&
-                   tm.infinite_head == s.model.infinite_head;
+                   tm.infinite_head == s.model.infinite_head && tm.mlp_width == s.model.mlp_width;
   if (!own) {
     PetscCall(TeacherOutput(p, tm));
   } else if (s.data.teacher_perturbation > 0) { // near the student's start: a small initial risk

@@ -346,6 +346,8 @@ std::vector<Option> declare(Settings &s) {
               "heads per layer of the teacher (0: the student's; in a trained study, the reference's)"),
       integer("data.teacher_k", &d.teacher_k, 0,
               "head dimension of the teacher (0: the student's): one teacher for students of every k"),
+      integer("data.teacher_mlp_width", &d.teacher_mlp_width, 0,
+              "neurons per MLP sublayer of the teacher (0: the student's): one teacher for students of every width"),
       integer("data.embed", &d.embed, 0,
               "> 0: the tokens of every family drawn in R^embed and padded with zeros into R^model.d (an isometric "
               "embedding: one task at every d), the teacher working in R^embed; a study then compares the N x N Gram "

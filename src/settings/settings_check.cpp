@@ -297,10 +297,6 @@ static PetscErrorCode MlpCheck(MPI_Comm comm, const Settings &s) {
   if (!s.model.mlp()) PetscFunctionReturn(0);
   PetscCheck(!s.study.worst, comm, PETSC_ERR_USER_INPUT,
              "study.worst searches attention's inputs: give no model.mlp_width with it");
-  PetscCheck(s.command != "study" || s.study.state == StudyState::init, comm, PETSC_ERR_USER_INPUT,
-             "model.mlp_width = %" PetscInt_FMT ": a trained study (study.state = trained) does not take MLP sublayers "
-             "(study them at initialisation, or train ensembles of them with mft train --train.seeds)",
-             s.model.mlp_width);
   const ModelSettings &m = s.model;
   PetscCheck(s.command != "limit" || !m.mean_field() || (m.mlp_depth_exponent == 1 && m.mlp_width_exponent == 1), comm,
              PETSC_ERR_USER_INPUT,

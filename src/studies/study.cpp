@@ -180,6 +180,15 @@ std::pair<PetscInt, PetscInt> StudyTeacher(const Settings &s) {
           s.data.teacher_H ? s.data.teacher_H : s.study.reference_H};
 }
 
+std::vector<std::string> StudyTeacherOptions(const Settings &s) {
+  const auto teacher = StudyTeacher(s);
+  std::vector<std::string> o = {"--data.teacher_L", std::to_string(teacher.first), "--data.teacher_H",
+                                std::to_string(teacher.second)};
+  if (s.study.mlp_per_head > 0 && s.data.teacher_mlp_width == 0)
+    o.insert(o.end(), {"--data.teacher_mlp_width", std::to_string(s.study.mlp_per_head * teacher.second)});
+  return o;
+}
+
 PetscErrorCode StudyDirCreate(MPI_Comm comm, const std::string &dir) {
   PetscMPIInt rank;
   PetscFunctionBeginUser;

@@ -52,10 +52,11 @@ ModelSet SetOf(const Settings &s, size_t v, PetscInt L, PetscInt H, const std::s
   for (size_t i = 0; i + 1 < variant.size(); i += 2) // the set's k in place of the variant's
     if (k.empty() || variant[i] != "--model.k") m.options.insert(m.options.end(), {variant[i], variant[i + 1]});
   if (!k.empty()) m.options.insert(m.options.end(), {"--model.k", k});
-  const auto teacher = StudyTeacher(s);
-  m.options.insert(m.options.end(), {"--model.L", std::to_string(L), "--model.H", std::to_string(H),
-                                     "--data.teacher_L", std::to_string(teacher.first), "--data.teacher_H",
-                                     std::to_string(teacher.second)});
+  m.options.insert(m.options.end(), {"--model.L", std::to_string(L), "--model.H", std::to_string(H)});
+  if (s.study.mlp_per_head > 0) // the MLP's width grows with the heads
+    m.options.insert(m.options.end(), {"--model.mlp_width", std::to_string(s.study.mlp_per_head * H)});
+  const auto teacher = StudyTeacherOptions(s);
+  m.options.insert(m.options.end(), teacher.begin(), teacher.end());
   const PetscInt kk = k.empty() ? 0 : k == "inf" ? -1 : std::stoll(k);
   m.first = s.init.seed + CellSeeds(v, L, H, kk) / 2 + (reference ? kReferenceSeeds : 0);
   m.name = (reference ? "reference-v" : "trained-v") + std::to_string(v) + "-L" + std::to_string(L) + "-H" +
@@ -209,7 +210,7 @@ PetscErrorCode TrainSet(MPI_Comm comm, const std::vector<std::string> &args, con
   if (done) PetscFunctionReturn(0);
   const double t0 = seconds();
   PetscCall(EnsembleCreate(comm, ts, m.models, m.first, &e));
-  PetscCall(OptimizerCreate(e.p.settings, e.p.heads, &opt));
+  PetscCall(OptimizerCreate(e.p.settings, e.p.heads, &opt, &e.p.neurons));
   PetscCall(EnsembleTrainResume(&e, &opt, &h, m.name + ": ", &start, &saved));
   std::vector<std::uint64_t> seeds;
   for (PetscInt i = e.block.begin; i < e.block.end; ++i) seeds.push_back(m.first + (std::uint64_t)i);
@@ -409,13 +410,13 @@ PetscErrorCode PilotSet(MPI_Comm comm, const std::vector<std::string> &args, con
   PetscCall(SetSettings(comm, args, s, m, &ts, &identity));
   const PetscInt models = kLanes * size;
   PetscCall(EnsembleCreate(comm, ts, models, m.first, &e));
-  PetscCall(OptimizerCreate(e.p.settings, e.p.heads, &opt));
+  PetscCall(OptimizerCreate(e.p.settings, e.p.heads, &opt, &e.p.neurons));
   double t0 = 0;
   for (PetscInt step = 0; step < 3; ++step) {
     if (step == 1) t0 = seconds();
     EnsembleSetBatch(&e, step);
     PetscCall(EnsembleEvaluate(&e, step, true, &live));
-    PetscCall(OptimizerStep(&opt, e.p.heads.theta, e.p.grad));
+    PetscCall(OptimizerStepAll(&opt, &e.p.heads, e.p.grad, &e.p.neurons, e.p.neuron_grad));
     PetscCall(ProblemSetHeads(&e.p));
   }
   double elapsed = seconds() - t0;

@@ -24,13 +24,13 @@ using namespace study;
 namespace {
 
 // The probe outputs x(1), p(0) of every family for the model of `model`: at
-// `heads` (all of its heads, on every rank), or with heads == nullptr at the
+// `params` (all of its heads and neurons, on every rank), or with params == nullptr at the
 // settings' own draw (at initialisation; the mean-field reference when
 // `limit`: the shared ensemble, adaptive depth). *cs: the last probe's settings.
 // With `diversity` (a finite model at `heads`), the heads' diversity
 // (diversity.hpp) at the tokens entering each layer, its mean over the sets.
 PetscErrorCode Probe(MPI_Comm comm, const std::vector<std::string> &args, const Settings &s,
-                     const std::vector<std::string> &model, bool limit, const std::vector<double> *heads,
+                     const std::vector<std::string> &model, bool limit, const ModelParams *params,
                      std::vector<LimitResult> *results, Settings *cs, double *diversity = nullptr) {
   const auto sets = probe_sets(s);
   PetscFunctionBeginUser;
@@ -44,10 +44,10 @@ PetscErrorCode Probe(MPI_Comm comm, const std::vector<std::string> &args, const 
     if (limit) *cs = LimitSettingsFor(*cs);
     Trajectory layers;
     if (diversity) cs->output.trajectory = cs->model.L;
-    PetscCall(LimitSolve(comm, *cs, &(*results)[f], heads, diversity ? &layers : nullptr));
+    PetscCall(LimitSolve(comm, *cs, &(*results)[f], params, diversity ? &layers : nullptr));
     if (!diversity) continue;
     double D;
-    PetscCall(HeadDiversity(comm, cs->model, *heads, layers, (*results)[f].weights, &D));
+    PetscCall(HeadDiversity(comm, cs->model, params->heads, layers, (*results)[f].weights, &D));
     PetscCall(TrajectoryDestroy(&layers));
     *diversity += D / (double)sets.size();
   }
@@ -111,10 +111,11 @@ PetscErrorCode TrainCase(CaseRun &r, int *signal) {
   PetscCall(CaseSettings(comm, r.args, train, &ts));
   ts.restart = "auto";
   PetscCall(ProblemCreate(comm, ts, &p));
-  PetscCall(OptimizerCreate(ts, p.heads, &opt));
+  PetscCall(OptimizerCreate(ts, p.heads, &opt, &p.neurons));
   PetscCall(TrainResume(&p, &opt, &history, r.c.describe() + ": ", &start, &saved));
   const std::vector<PetscInt> times = StudyTimes(s);
-  std::vector<double> heads, heads0;
+  ModelParams at_step; // its heads and neurons at a recorded step
+  std::vector<double> &heads = at_step.heads, heads0;
   Vec theta0; // the initial heads, for |theta_t - theta_0| / |theta_0|
   PetscCall(VecDuplicate(p.heads.theta, &theta0));
   PetscCall(HeadsInitialize(&p.heads, ts.init, ts.init.seed, theta0));
@@ -127,8 +128,9 @@ PetscErrorCode TrainCase(CaseRun &r, int *signal) {
     PetscFunctionBeginUser;
     if (!std::binary_search(times.begin(), times.end(), step)) PetscFunctionReturn(0);
     PetscCall(GatherAll(p.heads.theta, &heads));
+    if (p.neurons.theta) PetscCall(GatherAll(p.neurons.theta, &at_step.neurons));
     double diversity;
-    PetscCall(Probe(comm, r.args, r.vs, r.model, false, &heads, &results, &cs, &diversity));
+    PetscCall(Probe(comm, r.args, r.vs, r.model, false, &at_step, &results, &cs, &diversity));
     const CaseData probes = ProbeData(results);
     std::vector<ResultArray> at;
     ProbeArrays("", r.families, probes, s.study.probe_M, cs.model.d, &at);
@@ -254,9 +256,8 @@ std::vector<std::string> study::CaseModel(const Settings &s, const StudyCase &c)
     model.insert(model.end(), {"--model.d", std::to_string(std::max(s.data.embed, k * c.H))});
   }
   if (trained) { // one learning problem for every model: the targets of one teacher
-    const auto teacher = StudyTeacher(s);
-    model.insert(model.end(), {"--data.teacher_L", std::to_string(teacher.first), "--data.teacher_H",
-                               std::to_string(teacher.second)});
+    const auto teacher = StudyTeacherOptions(s);
+    model.insert(model.end(), teacher.begin(), teacher.end());
   }
   return model;
 }

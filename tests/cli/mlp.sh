@@ -2,7 +2,7 @@
 # MLP sublayers on the command line: x(1) and every gradient of forward
 # --gradient against tests/cli/mlp_reference.py (NumPy's forward, a backward
 # written out by hand) within 1e-12, causal or not, pre-LN or not, four
-# activations, on 1 and 3 ranks; bad inputs (and a trained study) refused in one line with exit
+# activations, on 1 and 3 ranks; bad inputs refused in one line with exit
 # 2 and nothing lost; the run file's /params/mlp read back (params.file) to the
 # same output; training moves the neurons and a restart from a checkpoint
 # ends where the uninterrupted run does (adamw and adamw-block) and the
@@ -19,7 +19,9 @@
 # attention silenced and the identity (the 11^T term cancels in differences),
 # within 4.5 standard errors at every depth, and its fitted rate's interval
 # holding -L log(1 + s/L); jobs/synchronization.py's rows are mft's own
-# figures (a point run again gives its rate and interval) and its map is drawn.
+# figures (a point run again gives its rate and interval) and its map is drawn;
+# a trained study's model and a trained study in law's, trained alone, give
+# the study's risk and probes (1e-10).
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 jobs="$here/../../jobs"
 source "$(dirname "$0")/lib.sh" "$1"
@@ -35,8 +37,6 @@ expect 2 "model.mlp_depth_exponent 'nan' is not a finite number" -- "$MFT" forwa
   --model.mlp_depth_exponent nan --output.file run.h5
 expect 2 "model.mlp_width_exponent 'nan' is not a finite number" -- "$MFT" forward --model.mlp_width 4 \
   --model.mlp_width_exponent nan --output.file run.h5
-expect 2 "a trained study \(study.state = trained\) does not take MLP sublayers" -- "$MFT" study "${model[@]}" \
-  --study.state trained
 # A file with MLP sublayers whose settings do not say so (another program's): refused, not half read.
 /usr/bin/python3 - <<'PY'
 import h5py
@@ -223,5 +223,62 @@ for _ in range(1000):
 e = np.abs(x1 - x).max() / np.abs(x - x0).max()
 print("ODE: relative difference", e)
 raise SystemExit(0 if e < 1e-9 else 1)
+PY
+
+# Trained studies: a model of a trained study (mean-field, its reference) and
+# one of a trained study in law (a = c = a' = c' = 1/2, 2 ranks), trained
+# alone by mft train, give the study's risk and, through mft forward on the
+# probe sequences, its probes' x(1): the studies train and probe the neurons.
+cat > trained.cfg <<CFG
+[model]
+d = 2
+k = 1
+mlp_width = 4
+mlp_activation = tanh
+[data]
+M = 4
+N = 4
+[init]
+v_mean = 0.5
+mlp_w_mean = 0.3
+mlp_b_gain = 0.5
+[train]
+optimizer = adamw
+lr = 0.02
+log_every = 1000
+CFG
+law=(--model.depth_exponent 0.5 --model.head_exponent 0.5 --init.v_mean 0 --model.d 4 --model.k 2 --data.M 4 --data.N 4
+     --data.teacher_init "v_mean=-0.5 v_gain=1.5" --data.teacher_L 4 --data.teacher_H 4 --model.mlp_activation tanh
+     --model.mlp_depth_exponent 0.5 --model.mlp_width_exponent 0.5 --init.mlp_b_gain 0.5 --train.lr 0.1)
+expect 0 "" -- "$MFT" study --config trained.cfg --study.L 2 --study.H 2 --study.seeds 1 --study.state trained \
+  --study.steps 10 --study.references 1 --study.reference_L 4 --study.reference_H 4 --study.probe_M 2 \
+  --study.probes discrete --study.mlp_per_head 2 --study.dir st
+expect 0 "" -- mpiexec --oversubscribe -n 2 "$MFT" study "${law[@]}" --model.mlp_width 2 --study.state trained \
+  --study.steps 6 --study.times "0 6" --study.L "1 2" --study.H 2 --study.seeds 16 --study.references 16 \
+  --study.reference_L 2 --study.reference_H 2 --study.reference_margin 0.1 --study.probe_M 2 --study.mlp_per_head 1 \
+  --study.probes discrete --study.dir lt
+first=$(/usr/bin/python3 -c "
+import h5py
+a = h5py.File('lt/trained-v0-L2-H2-t6.h5', 'r').attrs['ensemble.first_seed']
+print(int(a.decode() if isinstance(a, bytes) else a))")
+expect 0 "" -- "$MFT" train --config trained.cfg --model.L 4 --model.H 4 --model.mlp_width 8 --init.seed 3 \
+  --data.teacher_L 4 --data.teacher_H 4 --data.teacher_mlp_width 8 --train.steps 10 --output.file st_alone.h5
+expect 0 "" -- "$MFT" train "${law[@]}" --model.L 2 --model.H 2 --model.mlp_width 2 --data.teacher_mlp_width 4 \
+  --init.seed $((first + 5)) --train.steps 6 --checkpoint.every 0 --output.file lt_alone.h5
+for run in st lt; do
+  expect 0 "" -- "$MFT" forward --params.file ${run}_alone.h5 --data.family discrete --data.M 2 --data.N 4 \
+    --data.seed 7920 --output.file ${run}_probes.h5
+done
+/usr/bin/python3 - <<'PY' && ok || bad "a trained study's model with MLP sublayers against it trained alone"
+import h5py, numpy as np
+c, lt = h5py.File("st/case-0.h5"), h5py.File("lt/trained-v0-L2-H2-t6.h5")
+st_alone, lt_alone = h5py.File("st_alone.h5"), h5py.File("lt_alone.h5")
+st_x, lt_x = h5py.File("st_probes.h5")["/output/tokens"][()], h5py.File("lt_probes.h5")["/output/tokens"][()]
+rel = lambda a, b: abs(a - b) / abs(b)
+e = [rel(c["/times/10/training/risk"][0], st_alone.attrs["risk"]), rel(lt["/models/risk"][5], lt_alone.attrs["risk"]),
+     np.abs(c["/times/10/probes/discrete/tokens"][()] - st_x).max() / np.abs(st_x).max(),
+     np.abs(lt["/probes/discrete/samples"][5] - lt_x).max() / np.abs(lt_x).max()]
+print("risk (study, in law), probes' x(1) (study, in law) against the models alone:", e)
+raise SystemExit(0 if max(e) < 1e-10 and c.attrs["model.mlp_width"] == 8 else 1)
 PY
 finish

@@ -19,6 +19,12 @@ namespace mft {
 constexpr double kLimitEvaluations = 90;
 
 
+// A model's parameters on every rank: every head (theta's natural order) and
+// every neuron of its MLP sublayers (empty: none).
+struct ModelParams {
+  std::vector<double> heads, neurons;
+};
+
 struct LimitResult {
   std::vector<double> tokens;  // x(1), (M, N, d)
   std::vector<double> adjoint; // p(0), (M, N, d); with weighted tokens per unit of mass (M dR/dx_i / w_i)
@@ -34,11 +40,11 @@ Settings LimitSettingsFor(const Settings &s);
 
 // x(1) and p(0) of the probes (the data of s) under the scheme of s, which
 // LimitSettingsFor or a discrete model's settings (with zero_targets) made;
-// with `heads` (all of theta, natural order), at those heads instead of the initial ones.
+// with `params`, at those heads (and neurons) instead of the initial ones.
 // With a trajectory and output.trajectory = S > 0, also x(s) and the per-token
 // adjoint p(s) at the S + 1 depths k / S (the caller destroys it).
 // Collective on comm.
-PetscErrorCode LimitSolve(MPI_Comm comm, const Settings &s, LimitResult *r, const std::vector<double> *heads = nullptr,
+PetscErrorCode LimitSolve(MPI_Comm comm, const Settings &s, LimitResult *r, const ModelParams *params = nullptr,
                           Trajectory *trajectory = nullptr);
 
 // The diffusive limit (docs/model.md, 'The diffusive limit'): with a = c =

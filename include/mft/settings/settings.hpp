@@ -102,6 +102,7 @@ struct DataSettings {
   double teacher_perturbation = 0; // > 0: the teacher is the initial heads plus this times N(0,1) entries
   PetscInt teacher_L = 0, teacher_H = 0; // the teacher's shape (0: the student's; a trained study: the reference's)
   PetscInt teacher_k = 0;                // the teacher's head dimension (0: the student's)
+  PetscInt teacher_mlp_width = 0;        // the teacher's MLP width (0: the student's)
   PetscInt embed = 0;         // > 0: tokens drawn in R^embed, padded with zeros into R^model.d; the teacher in R^embed
   double teacher_depth_exponent = 0, teacher_head_exponent = 0; // the teacher's a and c (0: the student's)
   std::string teacher_init;   // the teacher's own law: init.* overrides "v_mean=-1 q_gain=3" (empty: the students')

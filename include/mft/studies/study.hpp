@@ -47,6 +47,10 @@ PetscErrorCode StudyDirCreate(MPI_Comm comm, const std::string &dir);
 // default the reference's shape; every model and reference learns its targets.
 // Not collective, as is StudyCases.
 std::pair<PetscInt, PetscInt> StudyTeacher(const Settings &s);
+// Its options for a trained model: --data.teacher_L and _H, and with
+// study.mlp_per_head r the teacher's MLP width r H_teacher (unless
+// data.teacher_mlp_width is given). Not collective.
+std::vector<std::string> StudyTeacherOptions(const Settings &s);
 std::vector<StudyCase> StudyCases(const Settings &s);
 
 // The variant whose references variant v is measured against: the first whose
