@@ -31,7 +31,10 @@ PetscErrorCode NeuronOptimizer(const Settings &all, const Neurons &n, Optimizer 
   o->kind = s.optimizer;
   o->rate_scale = std::pow((double)n.L, -s.mlp_lr_depth_exponent) *
                   std::pow((double)n.per_model(), -s.mlp_lr_width_exponent);
-  o->blocks = {{0, n.d, 1.0}, {n.d, 1, 1.0}, {n.d + 1, n.d, 1.0}};
+  const double m = (double)n.per_model();
+  const std::array<double, 3> &e = s.mlp_block_lr_exponents;
+  auto factor = [&](size_t b) { return e[b] == 0 ? 1.0 : std::pow(m, -e[b]); };
+  o->blocks = {{0, n.d, factor(0)}, {n.d, 1, factor(1)}, {n.d + 1, n.d, factor(2)}};
   o->unit = n.size();
   PetscCall(VecGetLocalSize(n.theta, &owned));
   o->heads = owned / o->unit;

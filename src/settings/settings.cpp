@@ -200,18 +200,23 @@ Option positive_reals(const std::string &key, std::string *dst, const std::strin
 }
 
 // Four real numbers, one a block (Q, K, V, O).
-Option exponents(const std::string &key, std::array<double, 4> *dst, const std::string &help) {
-  return {key, "0 0 0 0", help + " [four numbers, between them spaces or commas]", [=](const std::string &v) {
+// N exponents, one per block of `blocks` ("Q K V O", "u b w").
+template <size_t N>
+Option exponents(const std::string &key, std::array<double, N> *dst, const std::string &blocks, const std::string &help) {
+  std::string zeros = "0";
+  for (size_t n = 1; n < N; ++n) zeros += " 0";
+  const std::string count = N == 4 ? "four" : N == 3 ? "three" : std::to_string(N);
+  return {key, zeros, help + " [" + count + " numbers, between them spaces or commas]", [=](const std::string &v) {
             std::string spaced = v; // commas too: a study variant's value holds no space
             std::replace(spaced.begin(), spaced.end(), ',', ' ');
             std::istringstream in(spaced);
-            std::array<double, 4> e{};
+            std::array<double, N> e{};
             size_t n = 0;
             for (std::string w; in >> w; ++n) {
-              if (n == 4) throw BadValue("has more than four numbers: " + v);
+              if (n == N) throw BadValue("has more than " + count + " numbers: " + v);
               e[n] = parse_real(w);
             }
-            if (n != 4) throw BadValue("needs four numbers (Q K V O), got '" + v + "'");
+            if (n != N) throw BadValue("needs " + count + " numbers (" + blocks + "), got '" + v + "'");
             *dst = e;
           }};
 }
@@ -406,7 +411,7 @@ std::vector<Option> declare(Settings &s) {
       real("train.lr_min", &t.lr_min, 0.0, false, "cosine: learning rate at the last step").defining(),
       integer("train.batch", &t.batch, 0, "sequences per step, drawn from train.seed and the step (0: all)").defining(),
       seed("train.seed", &t.seed, "seed of the mini-batch draws").defining(),
-      exponents("train.block_lr_exponents", &t.block_lr_exponents,
+      exponents("train.block_lr_exponents", &t.block_lr_exponents, "Q K V O",
                 "per block Q K V O, the exponent e of the block's rate lr k^-e (muP: '0.5 0.5 0 1' at "
                 "model.logit_exponent 0.5, '0 0 0 1' at 1 under AdamW; docs/model.md)")
           .defining(),
@@ -422,6 +427,9 @@ std::vector<Option> declare(Settings &s) {
           .defining(),
       real("train.mlp_lr_width_exponent", &t.mlp_lr_width_exponent, -1e300, false,
            "y': the MLP sublayers' neurons step at lr L^-x' m^-y'")
+          .defining(),
+      exponents("train.mlp_block_lr_exponents", &t.mlp_block_lr_exponents, "u b w",
+                "per block u, b, w of a neuron, the exponent e of the block's rate lr L^-x' m^-y' m^-e")
           .defining(),
       integer("train.seeds", &t.seeds, 1,
               "train: this many independent models on the same data, seeds init.seed .. init.seed + seeds - 1, "

@@ -338,10 +338,11 @@ PetscErrorCode SettingsCheckTogether(MPI_Comm comm, const Settings &s) {
              PETSC_ERR_USER_INPUT,
              "train.ntk predicts the rate of log R at train.lr itself: give no train.lr_depth_exponent or "
              "train.lr_head_exponent with it");
-  PetscCheck(s.train.ntk == NtkPart::none || (s.train.mlp_lr_depth_exponent == 0 && s.train.mlp_lr_width_exponent == 0),
+  PetscCheck(s.train.ntk == NtkPart::none || (s.train.mlp_lr_depth_exponent == 0 && s.train.mlp_lr_width_exponent == 0 &&
+                                                s.train.mlp_block_lr_exponents == std::array<double, 3>{}),
              comm, PETSC_ERR_USER_INPUT,
-             "train.ntk predicts the rate of log R at train.lr itself: give no train.mlp_lr_depth_exponent or "
-             "train.mlp_lr_width_exponent with it");
+             "train.ntk predicts the rate of log R at train.lr itself: give no train.mlp_lr_depth_exponent, "
+             "train.mlp_lr_width_exponent or train.mlp_block_lr_exponents with it");
   PetscCheck(s.parallel.threads <= kMaxThreads, comm, PETSC_ERR_USER_INPUT,
              "parallel.threads = %" PetscInt_FMT " is more than %d threads a rank", s.parallel.threads, (int)kMaxThreads);
   if (s.command == "study") {

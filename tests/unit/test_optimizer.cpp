@@ -95,6 +95,39 @@ TEST(Optimizer, PerBlockRates) {
   }
 }
 
+// The neurons' optimizer (MLP sublayers): each entry of block u, b, w steps at
+// lr L^-x' m^-y' m^-e_b, gd and AdamW (one step, by hand), L = 2, m = 4.
+TEST(Optimizer, NeuronBlockRates) {
+  const double lr = 0.1, L = 2, m = 4, x = 0.5, y = 1, e[3] = {0, 1, 0.5};
+  for (const char *kind : {"gd", "adamw"}) {
+    auto p = make_problem(PETSC_COMM_WORLD,
+                          tiny({"--model.L", "2", "--model.mlp_width", "4", "--train.optimizer", kind, "--train.lr", "0.1",
+                                "--train.mlp_lr_depth_exponent", "0.5", "--train.mlp_lr_width_exponent", "1",
+                                "--train.mlp_block_lr_exponents", "0 1 0.5"}));
+    Optimizer opt;
+    ASSERT_EQ(OptimizerCreate(p->settings, p->heads, &opt, &p->neurons), 0);
+    const std::vector<double> before = gather(p->neurons.theta);
+    ASSERT_EQ(VecSet(p->grad, 0.0), 0);
+    PetscInt lo, hi;
+    PetscScalar *g;
+    ASSERT_EQ(VecGetOwnershipRange(p->neuron_grad, &lo, &hi), 0);
+    ASSERT_EQ(VecGetArray(p->neuron_grad, &g), 0);
+    for (PetscInt i = lo; i < hi; ++i) g[i - lo] = value(i, 2.0, -1.0);
+    ASSERT_EQ(VecRestoreArray(p->neuron_grad, &g), 0);
+    ASSERT_EQ(OptimizerStepAll(&opt, &p->heads, p->grad, &p->neurons, p->neuron_grad), 0);
+    const std::vector<double> after = gather(p->neurons.theta);
+    const PetscInt d = p->neurons.d, E = p->neurons.size();
+    for (size_t i = 0; i < after.size(); ++i) {
+      const PetscInt at = (PetscInt)i % E, b = at < d ? 0 : at == d ? 1 : 2;
+      const double gi = value((PetscInt)i, 2.0, -1.0), eps = 1e-8;
+      const double rate = lr * std::pow(L, -x) * std::pow(m, -y) * std::pow(m, -e[b]);
+      const double step = std::string(kind) == "gd" ? gi : gi / (std::fabs(gi) + eps);
+      EXPECT_NEAR(after[i], before[i] - rate * step, 1e-14) << kind << " entry " << i << " block " << b;
+    }
+    EXPECT_EQ(OptimizerDestroy(&opt), 0);
+  }
+}
+
 // Blockwise: one second moment per block, the mean square of the block's gradient.
 TEST(Optimizer, AdamWBlockTwoStepsByHand) {
   const double lr = 0.1, b1 = 0.8, b2 = 0.95, eps = 1e-3, wd = 0.2;

@@ -17,7 +17,8 @@
 // rank), so that blocks are never split and the state is checkpointed whole.
 // MLP sublayers' neurons (neurons.hpp) have an optimizer of their own, `mlp`,
 // stepped with the heads': the same kind and schedule, blocks u, b and w, at
-// lr L^-x' m^-y' (train.mlp_lr_depth_exponent and mlp_lr_width_exponent).
+// lr L^-x' m^-y' (train.mlp_lr_depth_exponent and mlp_lr_width_exponent),
+// block b times m^-e'_b (train.mlp_block_lr_exponents).
 #pragma once
 
 #include "mft/layout/heads.hpp"

@@ -152,6 +152,7 @@ struct TrainSettings {
   double lr_depth_exponent = 0, lr_head_exponent = 0;
   // The MLP sublayers' neurons step at lr L^-x' m^-y' (optimizer.hpp).
   double mlp_lr_depth_exponent = 0, mlp_lr_width_exponent = 0;
+  std::array<double, 3> mlp_block_lr_exponents{}; // per block u, b, w: times m^-e
   // mft train: independent models trained together, seeds init.seed ..
   // init.seed + seeds - 1, partitioned over the ranks (ensemble.hpp).
   PetscInt seeds = 1;
