@@ -295,8 +295,6 @@ static PetscErrorCode MlpCheck(MPI_Comm comm, const Settings &s) {
              "study.mlp_per_head = %" PetscInt_FMT " sets the width of MLP sublayers: give model.mlp_width > 0 (and "
              "its activation) too", s.study.mlp_per_head);
   if (!s.model.mlp()) PetscFunctionReturn(0);
-  PetscCheck(!s.study.worst, comm, PETSC_ERR_USER_INPUT,
-             "study.worst searches attention's inputs: give no model.mlp_width with it");
   const ModelSettings &m = s.model;
   PetscCheck(s.command != "limit" || !m.mean_field() || (m.mlp_depth_exponent == 1 && m.mlp_width_exponent == 1), comm,
              PETSC_ERR_USER_INPUT,

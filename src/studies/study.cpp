@@ -127,6 +127,7 @@ PetscErrorCode ReadCase(const std::string &path, const std::vector<std::string> 
       if (one.size() == 1) *value = one[0];
     }
     PetscCall(ReadColumn(f, prefix + "/params/theta", 0, &out->heads));
+    PetscCall(ReadColumn(f, prefix + "/params/neurons", 0, &out->neurons));
     const std::string blocks = prefix + "/training/block_change";
     const auto bdims = h5::Shape(f, blocks);
     if (bdims.size() == 2) {

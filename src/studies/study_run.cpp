@@ -145,6 +145,8 @@ PetscErrorCode TrainCase(CaseRun &r, int *signal) {
     const double change = dn / n0, risk = p.risk;
     const std::vector<double> blocks = HeadsBlockChange(p.heads.shape, ts.model.L, ts.model.H, heads, heads0);
     if (s.study.worst) at.push_back({"/params/theta", {heads.size()}, heads.data()}); // for the worst input's search
+    if (s.study.worst && !at_step.neurons.empty())
+      at.push_back({"/params/neurons", {at_step.neurons.size()}, at_step.neurons.data()});
     at.push_back({"/training/head_change", {1}, &change});
     at.push_back({"/training/block_change",
                   {(unsigned long long)ts.model.L, (unsigned long long)p.heads.shape.blocks()}, blocks.data()});
@@ -206,6 +208,8 @@ PetscErrorCode WriteTrainedCase(CaseRun &r) {
                         d.block_change.data()});
     if (!d.heads.empty())
       arrays.push_back({"/times/" + std::to_string(t) + "/params/theta", {d.heads.size()}, d.heads.data()});
+    if (!d.neurons.empty())
+      arrays.push_back({"/times/" + std::to_string(t) + "/params/neurons", {d.neurons.size()}, d.neurons.data()});
     if (t == times.back()) ProbeArrays("", r.families, d, s.study.probe_M, d.d, &arrays);
   }
   if (!r.loss.empty()) arrays.push_back({"/training/loss", {(unsigned long long)r.loss.size()}, r.loss.data()});

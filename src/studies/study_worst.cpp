@@ -80,12 +80,12 @@ PetscErrorCode study::ReadWorst(const std::string &path, WorstCases *out, std::s
 namespace {
 
 // The sides of variant v's search at `time`: its models and references with
-// their settings, and a trained case's heads at that time (read from its
+// their settings, and a trained case's heads and neurons at that time (read from its
 // case file); a case without a file is left out (the aggregation names it).
 struct VariantSides {
   std::vector<WorstSide> models, references;
   std::vector<PetscInt> index; // the models' case indices
-  std::list<std::vector<double>> heads;
+  std::list<ModelParams> params;
 };
 
 PetscErrorCode SidesOf(MPI_Comm comm, const std::vector<std::string> &args, const Settings &s, const std::string &dir,
@@ -101,9 +101,9 @@ PetscErrorCode SidesOf(MPI_Comm comm, const std::vector<std::string> &args, cons
     Settings cs;
     PetscCall(CaseSettings(comm, args, CaseModel(s, c), &cs, true));
     if (c.reference && !trained) cs = LimitSettingsFor(cs); // the mean-field reference: shared ensemble, adaptive
-    const std::vector<double> *heads = nullptr;
-    if (trained) out->heads.push_back(std::move(data.heads)), heads = &out->heads.back();
-    (c.reference ? out->references : out->models).push_back(WorstSide{cs, "", heads});
+    const ModelParams *params = nullptr;
+    if (trained) out->params.push_back({std::move(data.heads), std::move(data.neurons)}), params = &out->params.back();
+    (c.reference ? out->references : out->models).push_back(WorstSide{cs, "", params});
     if (!c.reference) out->index.push_back(c.index);
   }
   PetscFunctionReturn(0);

@@ -54,8 +54,9 @@ PetscErrorCode SideCreate(MPI_Comm comm, const Settings &s, const WorstSide &sid
   ps.train.batch = 0;
   ps.parallel = s.parallel;
   PetscCall(ProblemCreate(comm, ps, p));
-  if (side.heads) {
-    PetscCall(SetFromAll(p->heads.theta, *side.heads));
+  if (side.params) {
+    PetscCall(SetFromAll(p->heads.theta, side.params->heads));
+    if (p->neurons.theta) PetscCall(SetFromAll(p->neurons.theta, side.params->neurons));
     PetscCall(ProblemSetHeads(p));
   } else if (!side.file.empty()) {
     PetscCall(RunFileReadParams(side.file, p));

@@ -21,7 +21,9 @@
 # holding -L log(1 + s/L); jobs/synchronization.py's rows are mft's own
 # figures (a point run again gives its rate and interval) and its map is drawn;
 # a trained study's model and a trained study in law's, trained alone, give
-# the study's risk and probes (1e-10).
+# the study's risk and probes (1e-10); study.worst of a trained model with
+# identity MLP sublayers on one token reaches the supremum of its affine map's
+# difference (1e-6).
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 jobs="$here/../../jobs"
 source "$(dirname "$0")/lib.sh" "$1"
@@ -280,5 +282,45 @@ e = [rel(c["/times/10/training/risk"][0], st_alone.attrs["risk"]), rel(lt["/mode
      np.abs(lt["/probes/discrete/samples"][5] - lt_x).max() / np.abs(lt_x).max()]
 print("risk (study, in law), probes' x(1) (study, in law) against the models alone:", e)
 raise SystemExit(0 if max(e) < 1e-10 and c.attrs["model.mlp_width"] == 8 else 1)
+PY
+
+# study.worst at a trained model's neurons: on one token (d = 2) every layer is
+# affine, attention x + V x / L, the identity MLP's x + (W^T U x + W^T b) / (L m),
+# so a model's x(1) is P x + q and the supremum of |D x + e| over the unit
+# circle (NumPy on 2e6 angles, from the case files' heads and neurons) is what
+# the search must reach, at initialisation and trained (b moved off 0).
+expect 0 "" -- "$MFT" study --config trained.cfg --model.mlp_activation identity --init.mlp_b_gain 0 \
+  --init.mlp_w_gain 1.5 --init.mlp_u_gain 1.5 --data.N 1 --study.L 2 --study.H 2 --study.seeds 1 \
+  --study.state trained --study.steps 5 --study.references 2 --study.reference_L 8 --study.reference_H 8 \
+  --study.probe_M 2 --study.probes discrete --study.mlp_per_head 1 --study.worst true --worst.radius 1 \
+  --worst.starts 2 --worst.keep 2 --worst.steps 100 --worst.crossfit false --study.dir sw
+/usr/bin/python3 - <<'PY' && ok || bad "study.worst with MLP sublayers against the supremum of the affine maps"
+import h5py, numpy as np
+d = 2
+def affine(path, t):
+    f = h5py.File(path)
+    L, H, m = (int(f.attrs[k]) for k in ("model.L", "model.H", "model.mlp_width"))
+    V = f[f"/times/{t}/params/theta"][()].reshape(L, H, -1)[:, :, 2 * d:].reshape(L, H, d, d)
+    n = f[f"/times/{t}/params/neurons"][()].reshape(L, m, 2 * d + 1)
+    U, b, W = n[:, :, :d], n[:, :, d], n[:, :, d + 1:]
+    P, q = np.eye(d), np.zeros(d)
+    for l in range(L):
+        A = np.eye(d) + V[l].mean(0) / L
+        B = np.eye(d) + W[l].T @ U[l] / (L * m)
+        P, q = B @ A @ P, B @ A @ q + W[l].T @ b[l] / (L * m)
+    return P, q, L
+worst = 0
+for t in (0, 5):
+    sides = [affine(f"sw/case-{i}.h5", t) for i in range(3)]
+    model = [s for s in sides if s[2] == 2][0]
+    refs = [s for s in sides if s[2] != 2]
+    D = model[0] - sum(r[0] for r in refs) / 2
+    e = model[1] - sum(r[1] for r in refs) / 2
+    angle = np.linspace(0, 2 * np.pi, 2000001)
+    sup = np.linalg.norm(D @ np.stack([np.cos(angle), np.sin(angle)]) + e[:, None], axis=0).max()
+    raw = h5py.File(f"sw/worst-v0-t{t}-N1.h5")["/raw"][0]
+    print(f"t = {t}: supremum {sup:.12f}, study.worst {raw:.12f}, |e| = {np.linalg.norm(e):.3g}")
+    worst = max(worst, abs(raw - sup) / sup)
+raise SystemExit(0 if worst < 1e-6 else 1)
 PY
 finish

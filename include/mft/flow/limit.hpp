@@ -19,12 +19,6 @@ namespace mft {
 constexpr double kLimitEvaluations = 90;
 
 
-// A model's parameters on every rank: every head (theta's natural order) and
-// every neuron of its MLP sublayers (empty: none).
-struct ModelParams {
-  std::vector<double> heads, neurons;
-};
-
 struct LimitResult {
   std::vector<double> tokens;  // x(1), (M, N, d)
   std::vector<double> adjoint; // p(0), (M, N, d); with weighted tokens per unit of mass (M dR/dx_i / w_i)

@@ -79,6 +79,12 @@ PetscErrorCode GatherAll(Vec v, std::vector<double> *all);
 // Not collective: each rank sets the entries it owns.
 PetscErrorCode SetFromAll(Vec v, const std::vector<double> &all);
 
+// A model's parameters on every rank: every head (theta's natural order) and
+// every neuron of its MLP sublayers (empty: none), as SetFromAll takes them.
+struct ModelParams {
+  std::vector<double> heads, neurons;
+};
+
 // Draws the model's parameters from `seed` under the law s: every head
 // (HeadsInitialize) and, with MLP sublayers, every neuron (NeuronsInitialize);
 // ProblemSetHeads then makes them the model's.

@@ -50,6 +50,7 @@ struct CaseData {
   PetscInt blocks = 0;               // columns of block_change (3: Q, K, V; 4 with O)
   std::vector<double> loss; // a trained case: its risk before every training step (the whole run)
   std::vector<double> heads; // with study.worst, a trained case's heads at this time (all of theta, natural order)
+  std::vector<double> neurons; // and its MLP sublayers' neurons (empty: none)
 };
 
 // Reads a study's own file on this rank (a worst search's, a law's): its

@@ -43,12 +43,12 @@
 namespace mft {
 
 // One side of the comparison: a discrete model's settings (model.*) and its
-// heads, from a run file or checkpoint (file) or all of theta in natural order
-// on every rank (heads).
+// heads (and neurons), from a run file or checkpoint (file) or all of them in
+// natural order on every rank (params).
 struct WorstSide {
   Settings settings;
   std::string file;
-  const std::vector<double> *heads = nullptr;
+  const ModelParams *params = nullptr; // a study's trained case: its heads and neurons
 };
 
 // An input: a sequence of n tokens (weights empty: 1/n each) or a measure of
