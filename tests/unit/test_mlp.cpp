@@ -65,10 +65,11 @@ TEST(MlpKernel, SlopesMatchDifferences) {
 
 // The mean-field ODE's expected drift (mft limit, scheme rk): the adjoint
 // p(0) of the adaptive solve against central differences of the risk in x(0),
-// bare and pre-LN. (On the sphere the limit's risk |x(1)|^2 / 2 is constant:
-// its adjoint is zero, and no difference tells it from another.)
+// bare, pre-LN and on the sphere, for targets of 0.4 (on the sphere the
+// zero-target risk |x(1)|^2 / 2 is constant; there the difference moves x(0)
+// along the sphere, and p(0) is the tangent part).
 TEST(MlpLimit, ExpectedDriftAdjointMatchesFiniteDifferences) {
-  for (const char *norm : {"none", "pre"}) {
+  for (const char *norm : {"none", "pre", "sphere"}) {
     const Settings ls = LimitSettingsFor(settings(
         tiny({"--model.mlp_width", "4", "--model.mlp_activation", "gelu", "--init.mlp_w_mean", "0.7",
               "--init.mlp_b_gain", "0.5", "--init.v_mean", "0.3", "--limit.heads", "16", "--model.norm", norm}),
@@ -76,6 +77,7 @@ TEST(MlpLimit, ExpectedDriftAdjointMatchesFiniteDifferences) {
     const bool sphere = std::string(norm) == "sphere";
     auto p = std::make_unique<Problem>();
     ASSERT_EQ(ProblemCreate(PETSC_COMM_WORLD, ls, p.get()), 0);
+    ASSERT_EQ(VecSet(p->targets.y, 0.4), 0); // on the sphere 1/2 |x(1)|^2 is constant: a target other than 0
     ASSERT_EQ(ProblemEvaluate(p.get(), PETSC_TRUE), 0);
     const std::vector<double> p0 = gather(p->adjoint), x0 = gather(p->x0);
     const size_t d = (size_t)p->tokens.d;

@@ -48,7 +48,7 @@ PetscErrorCode NeuronsDestroy(Neurons *n);
 // Not collective: each rank draws the neurons it owns.
 PetscErrorCode NeuronsInitialize(const Neurons &n, const InitSettings &s, std::uint64_t seed, Vec theta);
 // The same for folded models, model s from seeds[s]: its neurons are those
-// NeuronsInitialize draws from that seed alone.
+// NeuronsInitialize draws from that seed alone. Not collective.
 PetscErrorCode NeuronsInitializeModels(const Neurons &n, const InitSettings &s, const std::vector<std::uint64_t> &seeds,
                                        Vec theta);
 
