@@ -267,16 +267,18 @@ PetscErrorCode BenchSize(MPI_Comm comm, const std::string &name, const Settings 
                         f.forward, f.ops / 1e9, f.ops / f.step / 1e9, 100 * f.ops / f.step / 1e9 / peak, f.bound,
                         100 * f.bound / f.step, 100 * f.kernels, 100 * f.comm, 100 * (1 - f.kernels - f.comm), f.memory));
   // The cost model against the step (cost.hpp): its rate taken from the
-  // forward alone (a third of a step's operations), the reverse's from the
+  // forward alone (a third of a step's operations, and the MLP sublayers'
+  // forward products, CountMlp), the reverse's from the
   // kernels' ratio, the step on this grid predicted (the forward's and the
   // reverse's compute and every message) and compared: each repeat's
   // prediction from its own forward against its own step, timed right
   // after it (a machine's speed drifts), the median of those errors.
+  const double forward_ops = f.ops / 3 + (double)bs.model.L * CountMlp(bs.model, bs.data.M * bs.data.N).forward;
   auto predict = [&](double forward_seconds) {
-    const Rates r(f.ops / 3 / forward_seconds / (double)size, rate->reverse);
+    const Rates r(forward_ops / forward_seconds / (double)size, rate->reverse);
     return PredictStep(bs.model, bs.data.M, bs.data.N, size, p.grid.Ph, p.velocity.form, r, net);
   };
-  rate->forward = f.ops / 3 / f.forward / (double)size;
+  rate->forward = forward_ops / f.forward / (double)size;
   const StepCost model = predict(f.forward);
   std::vector<double> errors;
   for (size_t r = 0; r < x.step.size(); ++r) errors.push_back(predict(x.forward[r]).seconds() / x.step[r] - 1);

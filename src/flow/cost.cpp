@@ -278,6 +278,11 @@ void NetworkTime(const ModelSettings &m, const std::vector<Count> &steps, const 
 
 } // namespace
 
+MlpOperations CountMlp(const ModelSettings &m, PetscInt tokens) {
+  const double products = 2.0 * (double)tokens * (double)m.mlp_width * (double)m.d; // one m x d product's
+  return {2.0 * products, 5.0 * products};
+}
+
 StepCost PredictStep(const ModelSettings &m, PetscInt M, PetscInt N, PetscInt P, PetscInt Ph, CutForm form,
                      const Rates &rate, const Network &net, PetscInt threads, double memory) {
   const PetscInt d = m.d, k = m.k, dv = m.head_kind == HeadKind::qkv ? d : k, Pt = P / Ph;
@@ -326,11 +331,14 @@ StepCost PredictStep(const ModelSettings &m, PetscInt M, PetscInt N, PetscInt P,
     c.scatter_bytes += 2.0 * scatter[r].bytes / (double)P;
     c.max_messages = std::max(c.max_messages, step.messages);
     c.max_bytes = std::max(c.max_bytes, step.bytes);
-    c.operations = std::max(c.operations, (double)m.L * (double)Hl * (pass.forward + pass.reverse));
+    // MLP sublayers: the rank's own tokens through every neuron, on one thread.
+    const MlpOperations mlp = CountMlp(m, split(g.size(), Ph, r % Ph).size());
+    c.operations = std::max(c.operations, (double)m.L * ((double)Hl * (pass.forward + pass.reverse) + mlp.forward + mlp.reverse));
     // Threads share (sequence, chunk of heads, chunk of queries) units of about equal work.
     const double units = (double)std::max<PetscInt>(1, s.size() * mem.J * mem.Qc);
     const double busy = units / std::ceil(units / (double)std::max<PetscInt>(1, threads));
-    busiest = std::max(busiest, (double)m.L * (double)Hl * (pass.forward + pass.reverse / rate.reverse) / busy);
+    busiest = std::max(busiest, (double)m.L * ((double)Hl * (pass.forward + pass.reverse / rate.reverse) / busy +
+                                                mlp.forward + mlp.reverse / rate.reverse));
   }
   c.compute = busiest / rate.forward;
   c.threads = threads;

@@ -113,6 +113,24 @@ TEST(Cost, ReverseAtItsOwnRate) {
   }
 }
 
+// MLP sublayers add their products on each rank's own tokens: forward 4 m d,
+// reverse 10 m d a token and layer, the reverse at its rate; on 2 ranks of
+// 2 head groups each rank owns a quarter of the 20 tokens, on threads alone.
+TEST(Cost, MlpProductsOnOwnTokens) {
+  ModelSettings m;
+  m.L = 3, m.H = 2, m.d = 2, m.k = 1;
+  const StepCost bare = PredictStep(m, 5, 4, 1, 1, CutForm::tokens, Rates(1e9, 2.0), Network());
+  m.mlp_width = 6;
+  const StepCost mlp = PredictStep(m, 5, 4, 1, 1, CutForm::tokens, Rates(1e9, 2.0), Network());
+  const double tokens = 20, per = 2.0 * 6 * 2; // a token's m x d product
+  EXPECT_EQ(mlp.operations - bare.operations, 3 * tokens * 7 * per);
+  EXPECT_NEAR(mlp.compute - bare.compute, 3 * tokens * (2 * per + 5 * per / 2.0) / 1e9, 1e-15);
+  const StepCost two = PredictStep(m, 5, 4, 4, 2, CutForm::tokens, Rates(1e9), Network(), 2);
+  m.mlp_width = 0;
+  const StepCost two_bare = PredictStep(m, 5, 4, 4, 2, CutForm::tokens, Rates(1e9), Network(), 2);
+  EXPECT_NEAR(two.compute - two_bare.compute, 3 * 5 * 7 * per / 1e9, 1e-15); // 5 tokens, not divided by threads
+}
+
 // Threads over (sequence, chunk of heads) units divide a rank's compute: by
 // the threads when the units share out evenly.
 TEST(Cost, ThreadsDivideTheCompute) {

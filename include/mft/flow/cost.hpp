@@ -17,7 +17,8 @@
 //              chunks and theta (local when Ph = 1); all buckets but the
 //              first layers' run behind kernels, and are hidden up to
 //              (B - 1) / B of the step's compute.
-// Compute: the attention operations each rank does (CountUnit: bench.hpp's
+// Compute: the attention operations each rank does (and the MLP sublayers'
+// products on its own tokens, CountMlp) (CountUnit: bench.hpp's
 // count, with the keys' and values' projections of every sequence it
 // touches, or, for a cut sequence shared as projections, of the group's own
 // tokens), the forward's at rate.forward and the reverse's at
@@ -76,6 +77,14 @@ struct UnitOperations {
   double forward = 0, reverse = 0, again = 0;
 };
 UnitOperations CountUnit(const ModelSettings &m, PetscInt N, PetscInt q0, PetscInt q1, double projected);
+
+// The operations of one layer's MLP sublayer on `tokens` tokens: its
+// products (the activations are not counted), forward Z = Y U^T and
+// sigma(Z) W (4 m d a token), reverse Z again, dW, G, dY and dU (10 m d).
+struct MlpOperations {
+  double forward = 0, reverse = 0;
+};
+MlpOperations CountMlp(const ModelSettings &m, PetscInt tokens);
 
 struct StepCost {
   PetscInt P = 1, Ph = 1, Pt = 1;
