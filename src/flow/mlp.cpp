@@ -15,6 +15,8 @@ void MlpCreate(Neurons *n, Mlp *mlp) {
   mlp->d = n->d;
   const size_t block = (size_t)(kMlpRows * n->per_model());
   mlp->z.assign(block, 0.0), mlp->s.assign(block, 0.0), mlp->g.assign(block, 0.0);
+  mlp->ut.assign((size_t)(n->d * n->per_model()), 0.0), mlp->wt.assign(mlp->ut.size(), 0.0);
+  mlp->bias.assign((size_t)n->per_model(), 0.0);
   mlp->layer_grad.assign((size_t)(n->m * n->size()), 0.0);
 }
 
@@ -58,25 +60,39 @@ PetscErrorCode Expected(const Mlp &mlp, Vec y, Vec f, Vec lam, Vec out) {
   PetscFunctionReturn(0);
 }
 
-// Z = Y U^T + b and S = sigma(Z) for the R tokens Y (R x d) of layer l
-// through the neurons j0 .. j0 + w - 1 (and sigma'(Z) into dz when not null).
-void PreActivations(Mlp *mlp, PetscInt l, PetscInt j0, PetscInt w, const double *Y, PetscInt R, double *dz) {
+// The layer's neurons j0 .. j0 + w - 1 of layer l as the products want
+// them: U^T and W^T (d x w, contiguous) and the biases, so that every
+// product is a plain one (the small-product path takes no transposed right
+// factor).
+void Transposes(Mlp *mlp, PetscInt l, PetscInt j0, PetscInt w) {
   const Neurons &n = *mlp->neurons;
-  const PetscInt d = n.d, E = n.size();
-  const double *U = n.neuron(l, j0);
-  gemm(false, true, R, w, d, 1.0, Y, d, U, E, 0.0, mlp->z.data(), w);
-  for (PetscInt i = 0; i < R; ++i)
-    for (PetscInt j = 0; j < w; ++j) mlp->z[(size_t)(i * w + j)] += U[j * E + d];
-  ActivateAll(n.activation, mlp->z.data(), R * w, mlp->s.data(), dz);
+  const PetscInt d = n.d;
+  for (PetscInt j = 0; j < w; ++j) {
+    const double *u = n.neuron(l, j0 + j);
+    for (PetscInt c = 0; c < d; ++c) mlp->ut[(size_t)(c * w + j)] = u[c], mlp->wt[(size_t)(c * w + j)] = u[d + 1 + c];
+    mlp->bias[(size_t)j] = u[d];
+  }
 }
 
-// The blocks of the owned tokens: (model, first token, tokens) in order, each
-// within one model's tokens (an ensemble's model s holds the s-th part of
-// them and its own neurons).
-template <class Visit> void ForBlocks(const Neurons &n, PetscInt tokens, Visit visit) {
+// Z = Y U^T + b and S = sigma(Z) for the R tokens Y (R x d) through the w
+// neurons Transposes made (and sigma'(Z) into dz when not null).
+void PreActivations(Mlp *mlp, PetscInt w, const double *Y, PetscInt R, double *dz) {
+  const PetscInt d = mlp->d;
+  gemm(false, false, R, w, d, 1.0, Y, d, mlp->ut.data(), w, 0.0, mlp->z.data(), w);
+  for (PetscInt i = 0; i < R; ++i)
+    for (PetscInt j = 0; j < w; ++j) mlp->z[(size_t)(i * w + j)] += mlp->bias[(size_t)j];
+  ActivateAll(mlp->neurons->activation, mlp->z.data(), R * w, mlp->s.data(), dz);
+}
+
+// The blocks of the owned tokens: for each model, `model(s)` then its blocks
+// (model, first token, tokens) in order, each within that model's tokens (an
+// ensemble's model s holds the s-th part of them and its own neurons).
+template <class Model, class Visit> void ForBlocks(const Neurons &n, PetscInt tokens, Model model, Visit visit) {
   const PetscInt each = tokens / n.models;
-  for (PetscInt s = 0; s < n.models; ++s)
+  for (PetscInt s = 0; s < n.models; ++s) {
+    model(s);
     for (PetscInt i0 = 0; i0 < each; i0 += kMlpRows) visit(s, s * each + i0, std::min(kMlpRows, each - i0));
+  }
 }
 
 } // namespace
@@ -93,10 +109,13 @@ PetscErrorCode MlpEvaluate(Mlp *mlp, PetscInt l, Vec y, Vec f) {
   PetscCall(VecGetLocalSize(y, &size));
   PetscCall(VecGetArrayRead(y, &ys));
   PetscCall(VecGetArray(f, &fs));
-  ForBlocks(n, size / d, [&](PetscInt s, PetscInt i0, PetscInt R) {
-    PreActivations(mlp, l, s * w, w, ys + i0 * d, R, nullptr);
-    gemm(false, false, R, d, w, n.scale, mlp->s.data(), w, n.neuron(l, s * w) + d + 1, E, 1.0, fs + i0 * d, d);
-  });
+  ForBlocks(
+      n, size / d, [&](PetscInt s) { Transposes(mlp, l, s * w, w); },
+      [&](PetscInt s, PetscInt i0, PetscInt R) {
+        PreActivations(mlp, w, ys + i0 * d, R, nullptr);
+        for (PetscInt e = 0; e < R * w; ++e) mlp->s[(size_t)e] *= n.scale;
+        gemm(false, false, R, d, w, 1.0, mlp->s.data(), w, n.neuron(l, s * w) + d + 1, E, 1.0, fs + i0 * d, d);
+      });
   PetscCall(VecRestoreArray(f, &fs));
   PetscCall(VecRestoreArrayRead(y, &ys));
   PetscCall(PetscLogEventEnd(MFT_MLP, 0, 0, 0, 0));
@@ -117,21 +136,24 @@ PetscErrorCode MlpReverse(Mlp *mlp, PetscInt l, Vec y, Vec lam, Vec dy) {
   PetscCall(VecGetArrayRead(y, &ys));
   PetscCall(VecGetArrayRead(lam, &ls));
   PetscCall(VecGetArray(dy, &out));
-  ForBlocks(n, size / d, [&](PetscInt s, PetscInt i0, PetscInt R) {
-    const double *Y = ys + i0 * d, *Lam = ls + i0 * d, *U = n.neuron(l, s * w), *W = U + d + 1;
-    double *gU = mlp->layer_grad.data() + s * w * E, *gW = gU + d + 1, *G = mlp->g.data();
-    std::vector<double> &slope = mlp->z; // sigma'(Z) takes Z's place once S is made
-    PreActivations(mlp, l, s * w, w, Y, R, mlp->g.data());
-    std::copy(mlp->g.begin(), mlp->g.begin() + R * w, slope.begin());
-    // dW += scale S^T Lam; G = scale (Lam W^T) . sigma'(Z); dY = G U; dU += G^T Y; db += G^T 1.
-    gemm(true, false, w, d, R, n.scale, mlp->s.data(), w, Lam, d, 1.0, gW, E);
-    gemm(false, true, R, w, d, n.scale, Lam, d, W, E, 0.0, G, w);
-    for (PetscInt e = 0; e < R * w; ++e) G[e] *= slope[(size_t)e];
-    gemm(false, false, R, d, w, 1.0, G, w, U, E, 0.0, out + i0 * d, d);
-    gemm(true, false, w, d, R, 1.0, G, w, Y, d, 1.0, gU, E);
-    for (PetscInt i = 0; i < R; ++i)
-      for (PetscInt j = 0; j < w; ++j) gU[j * E + d] += G[i * w + j];
-  });
+  ForBlocks(
+      n, size / d, [&](PetscInt s) { Transposes(mlp, l, s * w, w); },
+      [&](PetscInt s, PetscInt i0, PetscInt R) {
+        const double *Y = ys + i0 * d, *Lam = ls + i0 * d, *U = n.neuron(l, s * w);
+        double *gU = mlp->layer_grad.data() + s * w * E, *gW = gU + d + 1, *G = mlp->g.data();
+        std::vector<double> &slope = mlp->z; // sigma'(Z) takes Z's place once S is made
+        PreActivations(mlp, w, Y, R, mlp->g.data());
+        std::copy(mlp->g.begin(), mlp->g.begin() + R * w, slope.begin());
+        // With S' = scale S: dW += S'^T Lam; G = (Lam W^T) . scale sigma'(Z); dY = G U; dU += G^T Y; db += G^T 1.
+        for (PetscInt e = 0; e < R * w; ++e) mlp->s[(size_t)e] *= n.scale;
+        gemm(true, false, w, d, R, 1.0, mlp->s.data(), w, Lam, d, 1.0, gW, E);
+        gemm(false, false, R, w, d, 1.0, Lam, d, mlp->wt.data(), w, 0.0, G, w);
+        for (PetscInt e = 0; e < R * w; ++e) G[e] *= n.scale * slope[(size_t)e];
+        gemm(false, false, R, d, w, 1.0, G, w, U, E, 0.0, out + i0 * d, d);
+        gemm(true, false, w, d, R, 1.0, G, w, Y, d, 1.0, gU, E);
+        for (PetscInt i = 0; i < R; ++i)
+          for (PetscInt j = 0; j < w; ++j) gU[j * E + d] += G[i * w + j];
+      });
   PetscCall(VecRestoreArray(dy, &out));
   PetscCall(VecRestoreArrayRead(lam, &ls));
   PetscCall(VecRestoreArrayRead(y, &ys));

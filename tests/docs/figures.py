@@ -433,6 +433,26 @@ def regime_map(text, log, bad):
         bad.append("regime map: the time against the log's %.1f s" % wall(log))
 
 
+def products(part, log, bad):
+    """The before-and-after table of the MLP's products against its log."""
+    runs = {}
+    for when, a, body in re.findall(r"## (before|after), (\w+)\n(.*?)(?=\n##|\n# farm|\Z)", log, re.S):
+        m = re.search(r"\): \d+% of the step, ([0-9.e-]+) s, .*? = (\d+)% of their time.*attention's bound = (\d+)%", body)
+        runs[(when, a)] = m.groups() if m else None
+    rows = 0
+    for line in part.splitlines():
+        f = [c.strip() for c in line.strip("|").split("|")]
+        if len(f) != 5 or f[0] not in ("relu", "gelu", "tanh", "erf") or not f[1].endswith(" s"):
+            continue
+        rows += 1
+        b, a = runs.get(("before", f[0])), runs.get(("after", f[0]))
+        want = b and a and [b[0] + " s", a[0] + " s", "%.2f" % (int(a[1]) / 100), "%.2f" % (int(a[2]) / 100)]
+        if f[1:] != want:
+            bad.append("products: %s's row %s against the log's %s" % (f[0], f[1:], want))
+    if rows != 4:
+        bad.append("products: the table has %d rows, not 4" % rows)
+
+
 def block(text, logs, bad):
     """'The transformer block': its checks (cli_mlp), the block's rates, times
     and memory (block_studies), the synchronization table (its CSV), the
@@ -492,12 +512,13 @@ def block(text, logs, bad):
         bad.append("synchronization: the points and time against the log")
     for line in part.splitlines():
         f = [c.strip() for c in line.strip("|").split("|")]
-        if len(f) == 5 and f[0] in ("relu", "gelu", "tanh", "erf"):
+        if len(f) == 5 and f[0] in ("relu", "gelu", "tanh", "erf") and f[1].endswith("%"):
             m = re.search(r"m = 64, %s\): (\d+)%% of the step, [0-9.e-]+ s, ([0-9.]+) GFLOP/s; their bound [0-9.e-]+ s = "
                           r"(\d+)%% of their time.*attention's bound = (\d+)%%" % f[0], read["bench_mlp"])
             want = [m.group(1) + "%", m.group(2), "%.2f" % (int(m.group(3)) / 100), "%.2f" % (int(m.group(4)) / 100)]
             if m is None or f[1:] != want:
                 bad.append("bench: %s's row %s against the log's %s" % (f[0], f[1:], want))
+    products(part, open(logs.replace("amd-epyc-f26m2", "intel-xeon-f6m207") + "mlp_products").read(), bad)
     c = re.search(r"\| S2 \| ([0-9.]+) \| [0-9.]+ \| [0-9]+ \| ([0-9.]+) \| ([0-9.]+) \| true", read["compare_mlp"])
     m = re.search(r"MFT ([0-9.]+) s a step,\s+PyTorch ([0-9.]+) s .*?\*\*([0-9.]+)x\*\*", part, re.S)
     if not c or not m or not all(shown(a, b) for a, b in zip(c.groups(), m.groups())):

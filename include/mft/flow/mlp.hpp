@@ -6,7 +6,8 @@
 // a token at a time, so that no token crosses the network: each rank takes
 // its owned tokens through every neuron of the layer (neurons.hpp), in
 // blocks of kMlpRows tokens, as BLAS products (Z = Y U^T + b, f += scale
-// sigma(Z) W). The reverse makes, with the same lam, both (df_m/dy)^T lam
+// sigma(Z) W), every one a plain product (U^T and W^T copied once a layer)
+// with the small-product path's unit factor (the scale taken by sigma(Z)). The reverse makes, with the same lam, both (df_m/dy)^T lam
 // and the layer's parameter part, kept until it is added with its weight.
 // An ensemble's folded models (Neurons::models) take their own tokens, the
 // s-th part of the rank's, through their own neurons.
@@ -33,6 +34,7 @@ struct Mlp {
   PetscInt d = 0;                // token dimension
   double u2 = 0, b2 = 0, w_mean = 0; // the expected drift's u_gain^2, b_gain^2 and w_mean
   std::vector<double> z, s, g;   // a block's pre-activations, activations, their adjoints (rows x m)
+  std::vector<double> ut, wt, bias; // a layer's U^T and W^T (d x m) and biases, as the products take them
   std::vector<double> layer_grad; // the last reverse's parameter part (one layer's neurons, unweighted)
   PetscInt layer = -1;           // its layer
 };
