@@ -55,12 +55,18 @@ PetscErrorCode CommandInfo(MPI_Comm comm, const std::vector<std::string> &args, 
        << (attr("model.causal") == "true" ? ", causal" : "")
        << (attr("model.norm").empty() || attr("model.norm") == "none" ? "" : ", norm " + attr("model.norm")) << "; loss "
        << attr("loss.kind") << "\n";
+  if (!attr("model.mlp_width").empty() && attr("model.mlp_width") != "0")
+    os << "  MLP sublayers: m = " << attr("model.mlp_width") << ", " << attr("model.mlp_activation") << ", a' = "
+       << attr("model.mlp_depth_exponent") << ", c' = " << attr("model.mlp_width_exponent") << "\n";
+  if (!attr("ensemble.models").empty())
+    os << "  ensemble: " << attr("ensemble.models") << " models, seeds from " << attr("ensemble.first_seed") << "\n";
   if (!attr("train.optimizer").empty() && command == "train")
     os << "  training: " << attr("train.optimizer") << ", lr " << attr("train.lr") << ", step " << attr("step") << " of "
        << attr("train.steps") << (attr("risk").empty() ? "" : ", risk " + attr("risk")) << "\n";
   else if (!attr("risk").empty())
     os << "  risk " << attr("risk") << "\n";
-  if (!attr("ranks").empty()) os << "  written on " << attr("ranks") << " ranks (grid " << attr("grid") << ")\n";
+  if (!attr("ranks").empty())
+    os << "  written on " << attr("ranks") << " ranks" << (attr("grid").empty() ? "" : " (grid " + attr("grid") + ")") << "\n";
   os << "  datasets:\n";
   for (const auto &n : names) {
     const auto dims = h5::Shape(f, n);

@@ -37,6 +37,7 @@ mpiexec --oversubscribe -n 3 "$MFT" train "${m[@]}" "${mlp[@]}" --train.seeds 11
   --output.file m3.h5 >m3.txt 2>&1 && ok || bad "an ensemble with MLP sublayers failed: $(tail -2 m3.txt)"
 "$MFT" train "${m[@]}" "${mlp[@]}" --init.seed 47 --checkpoint.every 0 --output.file malone.h5 >malone.txt 2>&1 \
   || bad "model 7 with MLP sublayers alone failed: $(tail -2 malone.txt)"
+"$MFT" info m3.h5 | grep -qF "ensemble: 11 models, seeds from 40" && ok || bad "mft info does not name the ensemble"
 "$MFT" train "${m[@]}" "${mlp[@]}" --train.optimizer adamw-block --train.seeds 4 --checkpoint.dir mck \
   --checkpoint.every 10 --output.file mfull.h5 >mf.txt 2>&1 || bad "MLP ensemble with checkpoints failed: $(tail -2 mf.txt)"
 rm -f mck/checkpoint-00000020.h5

@@ -32,6 +32,7 @@ model=(--model.L 4 --model.H 3 --model.d 4 --data.M 3 --data.N 5 --model.mlp_wid
 
 expect 0 "" -- "$MFT" forward "${model[@]}" --gradient --output.file run.h5
 cp run.h5 kept.h5
+"$MFT" info run.h5 | grep -qF "MLP sublayers: m = 6, relu, a' = 1, c' = 1" && ok || bad "mft info does not name the MLP sublayers"
 expect 2 "model.mlp_width must be at least 0, got -2" -- "$MFT" forward --model.mlp_width -2 --output.file run.h5
 expect 2 "model.mlp_activation 'swish' is not one of identity\|relu\|gelu\|tanh\|erf" -- "$MFT" forward \
   --model.mlp_width 4 --model.mlp_activation swish --output.file run.h5
