@@ -181,6 +181,13 @@ std::pair<PetscInt, PetscInt> StudyTeacher(const Settings &s) {
           s.data.teacher_H ? s.data.teacher_H : s.study.reference_H};
 }
 
+std::vector<std::string> StudyShapeOptions(const Settings &s, PetscInt L, PetscInt H) {
+  std::vector<std::string> o = {"--model.L", std::to_string(L), "--model.H", std::to_string(H)};
+  if (s.study.mlp_per_head > 0) // the MLP's width grows with the heads
+    o.insert(o.end(), {"--model.mlp_width", std::to_string(s.study.mlp_per_head * H)});
+  return o;
+}
+
 std::vector<std::string> StudyTeacherOptions(const Settings &s) {
   const auto teacher = StudyTeacher(s);
   std::vector<std::string> o = {"--data.teacher_L", std::to_string(teacher.first), "--data.teacher_H",

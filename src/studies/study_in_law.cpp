@@ -154,7 +154,8 @@ PetscErrorCode LawCell(MPI_Comm comm, const std::vector<std::string> &args, cons
                        PetscInt H, const std::string &k, PetscInt S, LawSamples *out) {
   const std::vector<std::string> names = probe_names(s);
   std::vector<std::string> model = overrides(StudyVariants(s)[v]);
-  model.insert(model.end(), {"--model.L", std::to_string(L), "--model.H", std::to_string(H)});
+  const auto shape = StudyShapeOptions(s, L, H);
+  model.insert(model.end(), shape.begin(), shape.end());
   if (!k.empty()) model.insert(model.end(), {"--model.k", k});
   const std::string path = s.study.dir + "/samples-v" + std::to_string(v) + "-L" + std::to_string(L) + "-H" +
                            std::to_string(H) + (k.empty() ? "" : "-k" + k) + ".h5";

@@ -45,7 +45,8 @@ PetscErrorCode LawPilotRun(MPI_Comm comm, const std::vector<std::string> &args, 
     for (PetscInt h : integers(s.study.H))
       if (l * h > L * H) L = l, H = h;
   std::vector<std::string> model = overrides(StudyVariants(s)[0]);
-  model.insert(model.end(), {"--model.L", std::to_string(L), "--model.H", std::to_string(H)});
+  const auto shape = StudyShapeOptions(s, L, H);
+  model.insert(model.end(), shape.begin(), shape.end());
   if (!s.study.k.empty()) model.insert(model.end(), {"--model.k", std::to_string(integers(s.study.k).back())});
   PetscCall(ProbeSettings(comm, args, s, model, 0, &cs));
   const double t0 = seconds();

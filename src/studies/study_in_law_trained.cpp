@@ -52,9 +52,8 @@ ModelSet SetOf(const Settings &s, size_t v, PetscInt L, PetscInt H, const std::s
   for (size_t i = 0; i + 1 < variant.size(); i += 2) // the set's k in place of the variant's
     if (k.empty() || variant[i] != "--model.k") m.options.insert(m.options.end(), {variant[i], variant[i + 1]});
   if (!k.empty()) m.options.insert(m.options.end(), {"--model.k", k});
-  m.options.insert(m.options.end(), {"--model.L", std::to_string(L), "--model.H", std::to_string(H)});
-  if (s.study.mlp_per_head > 0) // the MLP's width grows with the heads
-    m.options.insert(m.options.end(), {"--model.mlp_width", std::to_string(s.study.mlp_per_head * H)});
+  const auto shape = StudyShapeOptions(s, L, H);
+  m.options.insert(m.options.end(), shape.begin(), shape.end());
   const auto teacher = StudyTeacherOptions(s);
   m.options.insert(m.options.end(), teacher.begin(), teacher.end());
   const PetscInt kk = k.empty() ? 0 : k == "inf" ? -1 : std::stoll(k);

@@ -151,7 +151,8 @@ std::string LevelsProblem(const Settings &s, std::vector<PetscInt> *L, std::vect
 PetscErrorCode LevelsSettings(MPI_Comm comm, const std::vector<std::string> &args, const Settings &s, size_t v,
                               PetscInt L, PetscInt H, std::vector<Settings> *out) {
   std::vector<std::string> model = overrides(StudyVariants(s)[v]);
-  model.insert(model.end(), {"--model.L", std::to_string(L), "--model.H", std::to_string(H)});
+  const auto shape = StudyShapeOptions(s, L, H);
+  model.insert(model.end(), shape.begin(), shape.end());
   PetscFunctionBeginUser;
   out->assign(probe_sets(s).size(), Settings());
   for (size_t k = 0; k < out->size(); ++k) PetscCall(ProbeSettings(comm, args, s, model, k, &(*out)[k]));

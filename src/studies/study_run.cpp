@@ -247,12 +247,11 @@ std::vector<std::string> study::CaseModel(const Settings &s, const StudyCase &c)
     model = kept;
     model.insert(model.end(), {"--model.k", s.study.reference_k});
   }
-  if (!c.reference || trained)
-    model.insert(model.end(), {"--model.L", std::to_string(c.L), "--model.H", std::to_string(c.H), "--init.seed", seed});
-  else
-    model.insert(model.end(), {"--init.seed", seed}); // the reference ensemble's own draw
-  if (s.study.mlp_per_head > 0 && (!c.reference || trained)) // the MLP's width grows with the heads
-    model.insert(model.end(), {"--model.mlp_width", std::to_string(s.study.mlp_per_head * c.H)});
+  if (!c.reference || trained) {
+    const auto shape = StudyShapeOptions(s, c.L, c.H);
+    model.insert(model.end(), shape.begin(), shape.end());
+  }
+  model.insert(model.end(), {"--init.seed", seed}); // a reference at initialisation: the ensemble's own draw
   if (s.study.grow_d) { // d = k H: the last model.k given, else the study's
     PetscInt k = s.model.k;
     for (size_t i = 0; i + 1 < model.size(); i += 2)

@@ -285,6 +285,18 @@ print("risk (study, in law), probes' x(1) (study, in law) against the models alo
 raise SystemExit(0 if max(e) < 1e-10 and c.attrs["model.mlp_width"] == 8 else 1)
 PY
 
+# A study in law at initialisation takes study.mlp_per_head: every cell's
+# samples are of m = r H.
+expect 0 "" -- "$MFT" study --model.d 2 --model.k 1 --model.depth_exponent 0.5 --model.head_exponent 0.5 \
+  --init.v_mean 0 --model.mlp_width 1 --model.mlp_activation gelu --model.mlp_depth_exponent 0.5 \
+  --model.mlp_width_exponent 0.5 --data.N 4 --limit.paths 200 --limit.steps 4 --limit.step_heads 2 --study.L 2 \
+  --study.H "1 2" --study.mlp_per_head 3 --study.samples 200 --study.probes discrete --study.probe_M 1 --study.dir il
+/usr/bin/python3 -c "
+import h5py, sys
+m = [int(h5py.File('il/samples-v0-L2-H%d.h5' % H).attrs['model.mlp_width']) for H in (1, 2)]
+print('in law: the cells\' widths', m)
+sys.exit(0 if m == [3, 6] else 1)" && ok || bad "a study in law does not take study.mlp_per_head"
+
 # study.worst at a trained model's neurons: on one token (d = 2) every layer is
 # affine, attention x + V x / L, the identity MLP's x + (W^T U x + W^T b) / (L m),
 # so a model's x(1) is P x + q and the supremum of |D x + e| over the unit

@@ -460,6 +460,7 @@ def block(text, logs, bad):
     part = section(text, "## The transformer block: MLP sublayers", "## Seed 1: the NTK")
     read = {k: open(logs + k).read() for k in ("cli_mlp", "block_studies", "synchronization", "bench_mlp",
                                                  "compare_mlp")}
+    law = open(logs.replace("amd-epyc-f26m2", "intel-xeon-f6m207") + "block_law_studies").read()
     def after(prefix):  # the first number after a line's start
         return re.search("^" + re.escape(prefix) + r"[^0-9]*([0-9.]+)", read["cli_mlp"], re.M).group(1)
     stated = {"2.80": after("largest |mean"), "2.62": after("limit:"), "1.71": after("relu kernel:"),
@@ -481,19 +482,21 @@ def block(text, logs, bad):
         if len(f) == 7 and f[0].startswith(("mean-field", "diffusive")):
             seen += 1
             misfit = (f[4], f[4].replace("(p-value ", "(p "))  # law_fits.csv's line says "p"
-            if f[3] not in read["block_studies"] or not any(m in read["block_studies"] for m in misfit):
+            log = law if f[0].startswith("diffusive") else read["block_studies"]
+            if f[3] not in log or not any(m in log for m in misfit):
                 bad.append("block: %s's rate %s or misfit %s is not in the log" % (f[0], f[3], f[4]))
             if f[6]:
                 t, mb = re.match(r"([0-9.]+) s, ([0-9]+) MB", f[6]).groups()
-                times = [60 * int(a) + float(b) for a, b in re.findall(r"time: (\d+):([0-9.]+) wall", read["block_studies"])]
-                mem = [int(k) / 1000 for k in re.findall(r"wall, (\d+) KB", read["block_studies"])]
+                times = [60 * int(a) + float(b) for a, b in re.findall(r"time: (\d+):([0-9.]+) wall", log)]
+                mem = [int(k) / 1000 for k in re.findall(r"wall, (\d+) KB", log)]
                 if not any(shown(x, t) for x in times) or not any(abs(m - int(mb)) < 0.5 for m in mem):
                     bad.append("block: %s's time or memory %s against the log" % (f[0], f[6]))
     if seen != 6:
         bad.append("block: the rates table has %d rows, not 6" % seen)
-    for stated, logged in (("chi^2 1.62 on 2, p-value 0.44", "chi^2 1.62 on 2 (p-value 0.44)"),
-                           ("0.649 [0.554, 0.763] (chi^2 1.66 on 2, p-value\n0.436)", "chi^2 1.66 on 2 (p 0.436)")):
-        if stated not in part or logged not in read["block_studies"]:
+    for stated, logged in (("chi^2 3.09 on 3,\np-value 0.38", "p = 0.613 [0.532, 0.702], a = 0.4638 +- 0.013, chi^2 3.09 on 3 (p-value 0.38)"),
+                           ("0.606 [0.521,\n0.709] (chi^2 3.02 on 3, p-value 0.389)",
+                            "p = 0.606 [0.521, 0.709], H fixed; chi^2 3.02 on 3 (p 0.389): p decided")):
+        if stated not in part or logged not in law:
             bad.append("block: the depth fits' '%s' against the log" % stated)
     rows = table(logs + "synchronization", "sync.csv")
     rate = {(r["activation"], float(r["beta"]), float(r["noise"])): r["rate"] for r in rows}

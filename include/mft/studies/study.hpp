@@ -47,6 +47,11 @@ PetscErrorCode StudyDirCreate(MPI_Comm comm, const std::string &dir);
 // default the reference's shape; every model and reference learns its targets.
 // Not collective, as is StudyCases.
 std::pair<PetscInt, PetscInt> StudyTeacher(const Settings &s);
+// The options of a study's model of L layers and H heads a layer: model.L,
+// model.H, and with study.mlp_per_head r the MLP width r H. Every kind of
+// study (at initialisation, in law, trained) makes its models by them.
+// Not collective.
+std::vector<std::string> StudyShapeOptions(const Settings &s, PetscInt L, PetscInt H);
 // Its options for a trained model: --data.teacher_L and _H, and with
 // study.mlp_per_head r the teacher's MLP width r H_teacher (unless
 // data.teacher_mlp_width is given). Not collective.
