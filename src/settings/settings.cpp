@@ -530,6 +530,9 @@ std::vector<Option> declare(Settings &s) {
       integer("study.mlp_per_head", &s.study.mlp_per_head, 0,
               "> 0: every model's MLP sublayers have m = this times H neurons (with model.mlp_width > 0): the grid's "
               "width is the block's (0: model.mlp_width throughout)"),
+      flag("study.mlp_axis", &s.study.mlp_axis,
+           "at initialisation: the grid's width is the MLP sublayers': study.H and study.reference_H are their m, "
+           "every model at the variant's model.H"),
       text("study.probes", &s.study.probes, "probe families (space-separated), study.probe_M sequences each")
           .read_by({"study", "worst"}),
       integer("study.probe_M", &s.study.probe_M, 1, "probe sequences per family").read_by({"study", "worst"}),

@@ -291,6 +291,11 @@ static PetscErrorCode EnsembleCheck(MPI_Comm comm, const Settings &s) {
 // MLP sublayers: the commands and forms that take them.
 static PetscErrorCode MlpCheck(MPI_Comm comm, const Settings &s) {
   PetscFunctionBeginUser;
+  PetscCheck(!s.study.mlp_axis || (s.model.mlp() && s.study.mlp_per_head == 0 && !s.study.grow_d &&
+                                   s.study.k.empty() && s.study.state == StudyState::init),
+             comm, PETSC_ERR_USER_INPUT,
+             "study.mlp_axis makes study.H the MLP width m of studies at initialisation: give model.mlp_width > 0 "
+             "(and its activation), study.state init, and no study.mlp_per_head, study.grow_d or study.k");
   PetscCheck(s.study.mlp_per_head == 0 || s.model.mlp(), comm, PETSC_ERR_USER_INPUT,
              "study.mlp_per_head = %" PetscInt_FMT " sets the width of MLP sublayers: give model.mlp_width > 0 (and "
              "its activation) too", s.study.mlp_per_head);

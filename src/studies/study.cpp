@@ -182,6 +182,7 @@ std::pair<PetscInt, PetscInt> StudyTeacher(const Settings &s) {
 }
 
 std::vector<std::string> StudyShapeOptions(const Settings &s, PetscInt L, PetscInt H) {
+  if (s.study.mlp_axis) return {"--model.L", std::to_string(L), "--model.mlp_width", std::to_string(H)};
   std::vector<std::string> o = {"--model.L", std::to_string(L), "--model.H", std::to_string(H)};
   if (s.study.mlp_per_head > 0) // the MLP's width grows with the heads
     o.insert(o.end(), {"--model.mlp_width", std::to_string(s.study.mlp_per_head * H)});

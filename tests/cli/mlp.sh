@@ -297,6 +297,20 @@ m = [int(h5py.File('il/samples-v0-L2-H%d.h5' % H).attrs['model.mlp_width']) for 
 print('in law: the cells\' widths', m)
 sys.exit(0 if m == [3, 6] else 1)" && ok || bad "a study in law does not take study.mlp_per_head"
 
+# study.mlp_axis: the grid's H is the MLP width m, model.H the config's;
+# refused for a trained study.
+expect 0 "" -- "$MFT" study --model.d 2 --model.k 1 --model.H 2 --init.v_gain 0 --model.mlp_width 1 \
+  --init.mlp_w_mean 0.5 --study.L 2 --study.H "3 5" --study.mlp_axis true --study.seeds 1 --study.references 1 \
+  --study.probes discrete --study.probe_M 1 --limit.heads 32 --study.dir ma
+/usr/bin/python3 -c "
+import glob, h5py, sys
+cells = sorted({(int(f.attrs['model.mlp_width']), int(f.attrs['model.H'])) for f in map(h5py.File, glob.glob('ma/case-*.h5'))
+                if int(f.attrs['model.L']) == 2})
+print('mlp_axis cells (m, H):', cells)
+sys.exit(0 if cells == [(3, 2), (5, 2)] else 1)" && ok || bad "study.mlp_axis does not make the grid's width m"
+expect 2 "study.mlp_axis makes study.H the MLP width m of studies at initialisation" -- "$MFT" study \
+  --model.mlp_width 2 --study.mlp_axis true --study.state trained
+
 # study.worst at a trained model's neurons: on one token (d = 2) every layer is
 # affine, attention x + V x / L, the identity MLP's x + (W^T U x + W^T b) / (L m),
 # so a model's x(1) is P x + q and the supremum of |D x + e| over the unit

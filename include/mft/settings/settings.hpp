@@ -202,6 +202,7 @@ struct StudySettings {
   bool keep_unresolved = false;       // fit the unresolved cells too
   bool grow_d = false;                // trained, with data.embed: every model of d = k H (at least data.embed)
   PetscInt mlp_per_head = 0;          // > 0: every model's MLP sublayers of m = mlp_per_head H neurons
+  bool mlp_axis = false;              // the grid's width (study.H) is the MLP's m, at the variant's model.H
   std::string probes = "discrete uniform_cube"; // probe families (the training family need not be among them)
   PetscInt probe_M = 4;               // probe sequences per family
   std::string probe_N;                // tokens of the probe sequences (several: one probe set each); empty: data.N

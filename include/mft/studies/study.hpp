@@ -48,7 +48,8 @@ PetscErrorCode StudyDirCreate(MPI_Comm comm, const std::string &dir);
 // Not collective, as is StudyCases.
 std::pair<PetscInt, PetscInt> StudyTeacher(const Settings &s);
 // The options of a study's model of L layers and H heads a layer: model.L,
-// model.H, and with study.mlp_per_head r the MLP width r H. Every kind of
+// model.H, and with study.mlp_per_head r the MLP width r H; with
+// study.mlp_axis, model.L and the MLP width H (model.H the variant's). Every kind of
 // study (at initialisation, in law, trained) makes its models by them.
 // Not collective.
 std::vector<std::string> StudyShapeOptions(const Settings &s, PetscInt L, PetscInt H);
