@@ -15,38 +15,41 @@
 namespace mft {
 
 // With output.trajectory, the samples' interaction energy at its depths
-// (mean, standard error) and its exponential rate (DepthRateFit): into the
-// file's arrays and attributes, one line and the summary's keys. The
-// vectors hold what the arrays point to.
+// (mean, standard error) and its exponential rate (DepthRateFit), or (`log`)
+// their mean log-distance and the slope of its line: into the file's arrays
+// and attributes under `name`, one line and the summary's keys. The vectors
+// hold what the arrays point to.
 struct EnergyFigures {
+  std::string name; // "energy" or "log_distance"
   std::vector<double> depth, mean, se;
   DepthRate rate;
 };
 
-static PetscErrorCode EnergyFiguresOf(MPI_Comm comm, const Samples &r, EnergyFigures *f,
+static PetscErrorCode EnergyFiguresOf(MPI_Comm comm, const Samples &r, bool log, EnergyFigures *f,
                                       std::vector<ResultArray> *arrays,
                                       std::vector<std::pair<std::string, std::string>> *attributes) {
   PetscFunctionBeginUser;
-  PetscCall(SamplesEnergy(comm, r, &f->mean, &f->se));
-  if (f->mean.empty()) PetscFunctionReturn(0);
+  f->name = log ? "log_distance" : "energy";
+  PetscCall(SamplesEnergy(comm, r, &f->mean, &f->se, log));
+  if (f->mean.empty() || (log && !std::isfinite(f->mean.front()))) PetscFunctionReturn(0); // N = 1: no pairs
   const unsigned long long K = f->mean.size();
   for (unsigned long long k = 0; k < K; ++k) f->depth.push_back((double)k / (double)(K - 1));
-  f->rate = DepthRateFit(f->depth, f->mean, f->se);
-  arrays->push_back({"/output/energy_depth", {K}, f->depth.data()});
-  arrays->push_back({"/output/energy_mean", {K}, f->mean.data()});
-  arrays->push_back({"/output/energy_stderr", {K}, f->se.data()});
+  f->rate = DepthRateFit(f->depth, f->mean, f->se, !log);
+  arrays->push_back({"/output/" + f->name + "_depth", {K}, f->depth.data()});
+  arrays->push_back({"/output/" + f->name + "_mean", {K}, f->mean.data()});
+  arrays->push_back({"/output/" + f->name + "_stderr", {K}, f->se.data()});
   const DepthRate &e = f->rate;
-  for (auto kv : std::vector<std::pair<const char *, double>>{{"energy_rate", e.rate}, {"energy_rate_lo", e.lo},
-                                                             {"energy_rate_hi", e.hi}, {"energy_chi2", e.chi2},
-                                                             {"energy_p_value", e.p_value}})
-    attributes->emplace_back(kv.first, format_real(kv.second));
-  attributes->emplace_back("energy_dof", std::to_string(e.dof));
-  attributes->emplace_back("energy_decided", e.decided ? "true" : "false");
+  for (auto kv : std::vector<std::pair<std::string, double>>{{"_rate", e.rate}, {"_rate_lo", e.lo}, {"_rate_hi", e.hi},
+                                                            {"_chi2", e.chi2}, {"_p_value", e.p_value}})
+    attributes->emplace_back(f->name + kv.first, format_real(kv.second));
+  attributes->emplace_back(f->name + "_dof", std::to_string(e.dof));
+  attributes->emplace_back(f->name + "_decided", e.decided ? "true" : "false");
   PetscCall(PetscPrintf(comm,
-                        "interaction energy E(0) %.6e, E(1) %.6e +- %.2e; rate of E = E0 e^(-lambda s): lambda = %.4g "
-                        "[%.4g, %.4g], chi^2 %.3g on %d (p-value %.3g)%s\n",
-                        f->mean.front(), f->mean.back(), f->se.back(), e.rate, e.lo, e.hi, e.chi2, e.dof, e.p_value,
-                        e.decided ? ", decided" : ", not decided"));
+                        "%s(0) %.6e, (1) %.6e +- %.2e; %s: lambda = %.4g [%.4g, %.4g], chi^2 %.3g on %d (p-value "
+                        "%.3g)%s\n",
+                        log ? "mean log-distance D" : "interaction energy E", f->mean.front(), f->mean.back(),
+                        f->se.back(), log ? "its line D = D0 - lambda s" : "rate of E = E0 e^(-lambda s)", e.rate, e.lo,
+                        e.hi, e.chi2, e.dof, e.p_value, e.decided ? ", decided" : ", not decided"));
   PetscFunctionReturn(0);
 }
 
@@ -55,7 +58,7 @@ static PetscErrorCode EnergyFiguresOf(MPI_Comm comm, const Samples &r, EnergyFig
 // energy along depth); one summary line.
 static PetscErrorCode ForwardSamples(MPI_Comm comm, const Settings &s) {
   Samples r;
-  EnergyFigures energy;
+  EnergyFigures energy[2]; // the energy, the mean log-distance
   PetscFunctionBeginUser;
   PetscCheck(s.params_file.empty() && !s.gradient, comm, PETSC_ERR_USER_INPUT,
              "init.samples = %" PetscInt_FMT " draws the heads anew for every sample: it takes no params.file or "
@@ -82,7 +85,7 @@ static PetscErrorCode ForwardSamples(MPI_Comm comm, const Settings &s) {
   std::vector<std::pair<std::string, std::string>> attributes = {
       {"samples", std::to_string(S)}, {"moved", format_real(moved)}, {"moved_stderr", format_real(moved_se)}};
   if (std::isfinite(uniform)) attributes.emplace_back("moved_closed_form", format_real(uniform));
-  PetscCall(EnergyFiguresOf(comm, r, &energy, &arrays, &attributes));
+  for (int log = 0; log < 2; ++log) PetscCall(EnergyFiguresOf(comm, r, log, &energy[log], &arrays, &attributes));
   PetscCall(ResultFileWrite(comm, s, arrays, attributes, s.output.file));
   double trace = 0; // E (1/N) sum_i |x_i(1)|^2, over the probe sequences
   for (unsigned long long m = 0; m < M; ++m)
@@ -96,9 +99,10 @@ static PetscErrorCode ForwardSamples(MPI_Comm comm, const Settings &s) {
   sum.add("command", std::string("forward")).add("samples", (long long)S).add("mean_square", trace);
   sum.add("moved", moved).add("moved_stderr", moved_se);
   if (std::isfinite(uniform)) sum.add("moved_closed_form", uniform);
-  if (!energy.mean.empty())
-    sum.add("energy_rate", energy.rate.rate).add("energy_rate_lo", energy.rate.lo).add("energy_rate_hi", energy.rate.hi)
-        .add("energy_p_value", energy.rate.p_value);
+  for (const EnergyFigures &e : energy)
+    if (!e.depth.empty())
+      sum.add(e.name + "_rate", e.rate.rate).add(e.name + "_rate_lo", e.rate.lo).add(e.name + "_rate_hi", e.rate.hi)
+          .add(e.name + "_p_value", e.rate.p_value);
   sum.add("seconds", r.seconds).add("samples_per_second", rate).add("ranks", (long long)size);
   sum.add("file", s.output.file);
   PetscCall(sum.print(comm));

@@ -86,25 +86,34 @@ PetscErrorCode SamplesTimed(MPI_Comm comm, double t0, std::initializer_list<Samp
 
 namespace {
 
-// The interaction energy of the tokens at each slice of t (a one-rank
-// problem's), the mean over the sequences, into out (t.S + 1).
-PetscErrorCode SliceEnergies(const Trajectory &t, double *out) {
+// The interaction energy and the mean log-distance of the tokens at each
+// slice of t (a one-rank problem's), each the mean over the sequences, into
+// energy and log_distance (t.S + 1 each; the latter NaN for N = 1).
+PetscErrorCode SliceEnergies(const Trajectory &t, double *energy, double *log_distance) {
   const PetscInt N = t.N, d = t.d;
   PetscFunctionBeginUser;
   for (PetscInt k = 0; k <= t.S; ++k) {
     const PetscScalar *x;
-    double sum = 0;
+    double sum = 0, logs = 0;
     PetscCall(VecGetArrayRead(t.tokens[k], &x));
-    for (PetscInt m = 0; m < t.M; ++m)
+    for (PetscInt m = 0; m < t.M; ++m) {
+      const double *seq = x + m * N * d;
       for (PetscInt c = 0; c < d; ++c) {
-        const double *col = x + m * N * d + c;
         double mean = 0, spread = 0;
-        for (PetscInt i = 0; i < N; ++i) mean += col[i * d] / (double)N;
-        for (PetscInt i = 0; i < N; ++i) spread += (col[i * d] - mean) * (col[i * d] - mean);
+        for (PetscInt i = 0; i < N; ++i) mean += seq[i * d + c] / (double)N;
+        for (PetscInt i = 0; i < N; ++i) spread += (seq[i * d + c] - mean) * (seq[i * d + c] - mean);
         sum += 2 * spread / (double)N;
       }
+      for (PetscInt i = 0; i < N; ++i)
+        for (PetscInt j = i + 1; j < N; ++j) {
+          double r2 = 0;
+          for (PetscInt c = 0; c < d; ++c) r2 += (seq[i * d + c] - seq[j * d + c]) * (seq[i * d + c] - seq[j * d + c]);
+          logs += 0.5 * std::log(r2) / (double)(N * (N - 1) / 2);
+        }
+    }
     PetscCall(VecRestoreArrayRead(t.tokens[k], &x));
-    out[k] = sum / (double)t.M;
+    energy[k] = sum / (double)t.M;
+    log_distance[k] = N > 1 ? logs / (double)t.M : NAN;
   }
   PetscFunctionReturn(0);
 }
@@ -143,13 +152,15 @@ PetscErrorCode SamplesForward(MPI_Comm comm, const Settings &s, PetscInt S, Samp
     PetscCall(TrajectoryCreate(p.tokens.state, r->M, r->N, r->d, s.output.trajectory, &t));
     PetscCall(FlowRecord(&p.flow, &t));
     r->energy.assign((size_t)(r->block.size() * r->depths), 0.0);
+    r->log_distance.assign(r->energy.size(), 0.0);
   }
   const size_t n = (size_t)(r->M * r->N * r->d);
   const double t0 = seconds();
   for (PetscInt k = r->block.begin; k < r->block.end; ++k) {
     PetscCall(ProblemDraw(&p, one.init, one.init.seed + first + (std::uint64_t)k));
     PetscCall(RunOne(&p, r->tokens.data() + (size_t)(k - r->block.begin) * n));
-    if (r->depths) PetscCall(SliceEnergies(t, r->energy.data() + (size_t)((k - r->block.begin) * r->depths)));
+    const size_t at = (size_t)((k - r->block.begin) * r->depths);
+    if (r->depths) PetscCall(SliceEnergies(t, r->energy.data() + at, r->log_distance.data() + at));
   }
   PetscCall(ProblemDestroy(&p));
   if (r->depths) PetscCall(TrajectoryDestroy(&t));
@@ -289,10 +300,11 @@ PetscErrorCode SamplesMoved(MPI_Comm comm, const Samples &r, double *mean, doubl
   PetscFunctionReturn(0);
 }
 
-PetscErrorCode SamplesEnergy(MPI_Comm comm, const Samples &r, std::vector<double> *mean, std::vector<double> *se) {
+PetscErrorCode SamplesEnergy(MPI_Comm comm, const Samples &r, std::vector<double> *mean, std::vector<double> *se,
+                             bool log_distance) {
   PetscFunctionBeginUser;
   mean->clear(), se->clear();
-  if (r.depths) PetscCall(MeanAndError(comm, r.energy, (size_t)r.depths, r.S, mean, se));
+  if (r.depths) PetscCall(MeanAndError(comm, log_distance ? r.log_distance : r.energy, (size_t)r.depths, r.S, mean, se));
   PetscFunctionReturn(0);
 }
 

@@ -194,10 +194,15 @@ std::string ExpansionLine(const Expansion &e, const std::string &x) {
   return line + buf;
 }
 
-DepthRate DepthRateFit(const std::vector<double> &s, const std::vector<double> &y, const std::vector<double> &se) {
+DepthRate DepthRateFit(const std::vector<double> &s, const std::vector<double> &y, const std::vector<double> &se,
+                       bool logarithmic) {
   std::vector<double> x, ly, lse;
-  for (size_t k = 0; k < s.size(); ++k)
-    if (s[k] > 0 && se[k] > 1e-12 * std::fabs(y[k]) && y[k] > 0) x.push_back(s[k]), ly.push_back(std::log(y[k])), lse.push_back(se[k] / y[k]);
+  for (size_t k = 0; k < s.size(); ++k) {
+    if (!(s[k] > 0 && se[k] > 1e-12 * std::fabs(y[k]) && std::isfinite(y[k]) && (y[k] > 0 || !logarithmic))) continue;
+    x.push_back(s[k]);
+    ly.push_back(logarithmic ? std::log(y[k]) : y[k]);
+    lse.push_back(logarithmic ? se[k] / y[k] : se[k]);
+  }
   DepthRate r;
   const Expansion e = ExpansionFit(x, ly, lse, 2, false, -1.0); // c_0 s + c_1
   if (e.terms == 0) return r;

@@ -228,6 +228,39 @@ print("ODE: relative difference", e)
 raise SystemExit(0 if e < 1e-9 else 1)
 PY
 
+# The mean log-distance D = E log|x_i - x_j| along depth: with attention
+# silenced and the identity at a' = c' = 1/2 every pair's difference takes
+# one layer's linear map I + G / sqrt(L), G = sum_j w_j u_j^T / sqrt(m),
+# whose law is isotropic, so D is a line of slope L E log|(I + G/sqrt(L)) e_1|,
+# which NumPy draws (2e6 layers); at d = 1 D falls (synchronization by
+# noise) while the energy grows, at d = 4 both grow.
+for d in 1 4; do
+  expect 0 "" -- "$MFT" forward --model.L 64 --model.H 1 --model.d $d --model.k 1 --data.M 2 --data.N 4 \
+    --init.v_gain 0 --init.v_mean 0 --model.mlp_width 3 --model.mlp_activation identity --model.mlp_depth_exponent 0.5 \
+    --model.mlp_width_exponent 0.5 --init.mlp_w_gain 1.5 --init.mlp_u_gain 1.5 --init.samples 4000 \
+    --output.trajectory 8 --output.file ld$d.h5
+done
+/usr/bin/python3 - <<'PY' && ok || bad "the mean log-distance's slope against NumPy's draws"
+import h5py, numpy as np
+rng = np.random.default_rng(7)
+L, m, g, ok = 64, 3, 1.5, True
+for d in (1, 4):
+    w = g * rng.standard_normal((2000000, m, d))
+    u = g / np.sqrt(d) * rng.standard_normal((2000000, m))  # the first entries of the u_j
+    v = np.einsum("bjc,bj->bc", w, u) / np.sqrt(m * L)
+    v[:, 0] += 1
+    x = np.log(np.linalg.norm(v, axis=1))
+    want, want_se = -L * x.mean(), L * x.std() / np.sqrt(len(x))
+    f = h5py.File("ld%d.h5" % d)
+    got, lo, hi, energy = (float(f.attrs[k]) for k in ("log_distance_rate", "log_distance_rate_lo",
+                                                       "log_distance_rate_hi", "energy_rate"))
+    z = abs(got - want) / np.hypot((hi - lo) / 3.92, want_se)
+    print("log-distance, d = %d: mft lambda %.4f [%.4f, %.4f], NumPy %.4f +- %.4f (%.2f se); energy's %.3f"
+          % (d, got, lo, hi, want, want_se, z, energy))
+    ok = ok and z < 4.5 and energy < 0 and (got > 0) == (d == 1)
+raise SystemExit(0 if ok else 1)
+PY
+
 # Trained studies: a model of a trained study (mean-field, its reference) and
 # one of a trained study in law (a = c = a' = c' = 1/2, 2 ranks), trained
 # alone by mft train, give the study's risk and, through mft forward on the

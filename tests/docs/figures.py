@@ -433,6 +433,21 @@ def regime_map(text, log, bad):
         bad.append("regime map: the time against the log's %.1f s" % wall(log))
 
 
+def log_distance(part, log, bad):
+    """The mean log-distance's slopes against NumPy's, as its log has them."""
+    rows = re.findall(r"log-distance, d = (\d): mft lambda (\S+) \[(\S+), (\S+)\], NumPy (\S+) \+- \S+ \((\S+) se\); "
+                      r"energy's (\S+)", log)
+    text = " ".join(part.split())
+    triples = re.findall(r"(-?[0-9.]+) \[(-?[0-9.]+), (-?[0-9.]+)\] against NumPy's (-?[0-9.]+) \(([0-9.]+)|"
+                         r"(-?[0-9.]+) \[(-?[0-9.]+), (-?[0-9.]+)\] against (-?[0-9.]+) \(([0-9.]+)\)", text)
+    stated = [tuple(x for x in t if x) for t in triples]
+    for d, got, lo, hi, want, z, energy in rows:
+        if not any(all(shown(a, b) for a, b in zip((got, lo, hi, want, z), t)) for t in stated):
+            bad.append("log-distance: d = %s's %s [%s, %s], NumPy's %s (%s se) against results.md" % (d, got, lo, hi, want, z))
+    if len(rows) != 2 or len(stated) != 2 or "(its rate -4.614)" not in text:
+        bad.append("log-distance: the log's two rows, results.md's two and the energy's rate")
+
+
 def products(part, log, bad):
     """The before-and-after table of the MLP's products against its log."""
     runs = {}
@@ -523,6 +538,7 @@ def block(text, logs, bad):
             if m is None or f[1:] != want:
                 bad.append("bench: %s's row %s against the log's %s" % (f[0], f[1:], want))
     products(part, open(logs.replace("amd-epyc-f26m2", "intel-xeon-f6m207") + "mlp_products").read(), bad)
+    log_distance(part, open(logs.replace("amd-epyc-f26m2", "intel-xeon-f6m207") + "log_distance").read(), bad)
     c = re.search(r"\| S2 \| ([0-9.]+) \| [0-9.]+ \| [0-9]+ \| ([0-9.]+) \| ([0-9.]+) \| true", read["compare_mlp"])
     m = re.search(r"MFT ([0-9.]+) s a step,\s+PyTorch ([0-9.]+) s .*?\*\*([0-9.]+)x\*\*", part, re.S)
     if not c or not m or not all(shown(a, b) for a, b in zip(c.groups(), m.groups())):

@@ -69,9 +69,11 @@ struct Samples {
   // With output.trajectory = K > 0 (SamplesForward): the interaction energy
   // of every sample of the block at the K + 1 depths k / K, (block.size(),
   // K + 1), each the mean over the probe sequences of
-  //   E = (1/N^2) sum_ij |x_i - x_j|^2 = (2/N) sum_i |x_i - xbar|^2.
+  //   E = (1/N^2) sum_ij |x_i - x_j|^2 = (2/N) sum_i |x_i - xbar|^2,
+  // and likewise the mean log-distance over the pairs (N > 1),
+  //   D = (2/(N (N - 1))) sum_{i<j} log |x_i - x_j|.
   PetscInt depths = 0;
-  std::vector<double> energy;
+  std::vector<double> energy, log_distance;
 };
 
 // Collective on comm. S samples of the model of s (its exponents, head kind,
@@ -112,9 +114,10 @@ SampleSet SamplesSet(const Samples &r, double weight = 1);
 PetscErrorCode SamplesMoved(MPI_Comm comm, const Samples &r, double *mean, double *se, PetscInt *overflowed);
 
 // The interaction energy's mean over the samples at each recorded depth, and
-// its standard error (r.depths of each; empty without a trajectory).
-// Collective on comm.
-PetscErrorCode SamplesEnergy(MPI_Comm comm, const Samples &r, std::vector<double> *mean, std::vector<double> *se);
+// its standard error (r.depths of each; empty without a trajectory); with
+// `log_distance`, the mean log-distance's. Collective on comm.
+PetscErrorCode SamplesEnergy(MPI_Comm comm, const Samples &r, std::vector<double> *mean, std::vector<double> *se,
+                             bool log_distance = false);
 
 // The same moment in closed form where attention is uniform (beta = 0) and
 // every token moves by its sequence mean's move: a qkv model without norm,

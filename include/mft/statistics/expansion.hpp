@@ -82,7 +82,9 @@ std::string ExpansionLine(const Expansion &e, const std::string &x);
 // log y0 - lambda s, by ExpansionFit at order -1 with two terms, log y's
 // errors se / y. lambda > 0: the mean decays. Its 95% interval is lambda
 // +- 1.96 of its standard error; `decided` is Decided's (the line not
-// rejected, the interval no wider than 0.2). Not collective.
+// rejected, the interval no wider than 0.2). With logarithmic = false, the
+// line y = y0 - lambda s itself (y a logarithm already: a mean
+// log-distance), errors se. Not collective.
 struct DepthRate {
   double rate = NAN, lo = NAN, hi = NAN;
   double chi2 = NAN, p_value = NAN;
@@ -90,6 +92,7 @@ struct DepthRate {
   size_t points = 0;
   bool decided = false;
 };
-DepthRate DepthRateFit(const std::vector<double> &s, const std::vector<double> &y, const std::vector<double> &se);
+DepthRate DepthRateFit(const std::vector<double> &s, const std::vector<double> &y, const std::vector<double> &se,
+                       bool logarithmic = true);
 
 } // namespace mft
