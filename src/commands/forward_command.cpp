@@ -17,8 +17,10 @@ namespace mft {
 // With output.trajectory, the samples' interaction energy at its depths
 // (mean, standard error) and its exponential rate (DepthRateFit), or (`log`)
 // their mean log-distance and the slope of its line: into the file's arrays
-// and attributes under `name`, one line and the summary's keys. The vectors
-// hold what the arrays point to.
+// and attributes under `name` (energy_rate, energy_rate_lo, energy_rate_hi,
+// energy_chi2, energy_p_value, energy_dof, energy_decided; log_distance_rate
+// ... alike), one line and the summary's keys. The vectors hold what the
+// arrays point to.
 struct EnergyFigures {
   std::string name; // "energy" or "log_distance"
   std::vector<double> depth, mean, se;

@@ -74,14 +74,32 @@ void Transposes(Mlp *mlp, PetscInt l, PetscInt j0, PetscInt w) {
   }
 }
 
-// Z = Y U^T + b and S = sigma(Z) for the R tokens Y (R x d) through the w
-// neurons Transposes made (and sigma'(Z) into dz when not null).
-void PreActivations(Mlp *mlp, PetscInt w, const double *Y, PetscInt R, double *dz) {
-  const PetscInt d = mlp->d;
-  gemm(false, false, R, w, d, 1.0, Y, d, mlp->ut.data(), w, 0.0, mlp->z.data(), w);
+// Z = Y U^T + b for the R tokens Y (R x d) through the w neurons Transposes
+// made, then S' = scale sigma(Z) and, with `slopes`, scale sigma'(Z) in Z's
+// place. relu and the identity in one pass over Z; the others through
+// ActivateAll (whose slope formulas read Z: the slopes go to g first).
+void PreActivations(Mlp *mlp, PetscInt w, const double *Y, PetscInt R, bool slopes) {
+  const PetscInt d = mlp->d, n = R * w;
+  const double scale = mlp->neurons->scale;
+  const Activation a = mlp->neurons->activation;
+  double *z = mlp->z.data(), *s = mlp->s.data();
+  gemm(false, false, R, w, d, 1.0, Y, d, mlp->ut.data(), w, 0.0, z, w);
+  if (a == Activation::relu || a == Activation::identity) {
+    const bool relu = a == Activation::relu;
+    for (PetscInt i = 0; i < R; ++i)
+      for (PetscInt j = 0; j < w; ++j) {
+        const double v = z[i * w + j] + mlp->bias[(size_t)j], open = !relu || v > 0 ? 1.0 : 0.0;
+        s[i * w + j] = scale * (open * v);
+        if (slopes) z[i * w + j] = scale * open;
+      }
+    return;
+  }
   for (PetscInt i = 0; i < R; ++i)
-    for (PetscInt j = 0; j < w; ++j) mlp->z[(size_t)(i * w + j)] += mlp->bias[(size_t)j];
-  ActivateAll(mlp->neurons->activation, mlp->z.data(), R * w, mlp->s.data(), dz);
+    for (PetscInt j = 0; j < w; ++j) z[i * w + j] += mlp->bias[(size_t)j];
+  ActivateAll(a, z, n, s, slopes ? mlp->g.data() : nullptr);
+  for (PetscInt e = 0; e < n; ++e) s[e] *= scale;
+  if (slopes)
+    for (PetscInt e = 0; e < n; ++e) z[e] = scale * mlp->g[(size_t)e];
 }
 
 // The blocks of the owned tokens: for each model, `model(s)` then its blocks
@@ -112,8 +130,7 @@ PetscErrorCode MlpEvaluate(Mlp *mlp, PetscInt l, Vec y, Vec f) {
   ForBlocks(
       n, size / d, [&](PetscInt s) { Transposes(mlp, l, s * w, w); },
       [&](PetscInt s, PetscInt i0, PetscInt R) {
-        PreActivations(mlp, w, ys + i0 * d, R, nullptr);
-        for (PetscInt e = 0; e < R * w; ++e) mlp->s[(size_t)e] *= n.scale;
+        PreActivations(mlp, w, ys + i0 * d, R, false);
         gemm(false, false, R, d, w, 1.0, mlp->s.data(), w, n.neuron(l, s * w) + d + 1, E, 1.0, fs + i0 * d, d);
       });
   PetscCall(VecRestoreArray(f, &fs));
@@ -141,18 +158,15 @@ PetscErrorCode MlpReverse(Mlp *mlp, PetscInt l, Vec y, Vec lam, Vec dy) {
       [&](PetscInt s, PetscInt i0, PetscInt R) {
         const double *Y = ys + i0 * d, *Lam = ls + i0 * d, *U = n.neuron(l, s * w);
         double *gU = mlp->layer_grad.data() + s * w * E, *gW = gU + d + 1, *G = mlp->g.data();
-        std::vector<double> &slope = mlp->z; // sigma'(Z) takes Z's place once S is made
-        PreActivations(mlp, w, Y, R, mlp->g.data());
-        std::copy(mlp->g.begin(), mlp->g.begin() + R * w, slope.begin());
-        // With S' = scale S: dW += S'^T Lam; G = (Lam W^T) . scale sigma'(Z); dY = G U; dU += G^T Y; db += G^T 1.
-        for (PetscInt e = 0; e < R * w; ++e) mlp->s[(size_t)e] *= n.scale;
+        const double *slope = mlp->z.data(); // scale sigma'(Z), in Z's place
+        PreActivations(mlp, w, Y, R, true);
+        // With S' = scale S: dW += S'^T Lam; G = (Lam W^T) . scale sigma'(Z); db += G^T 1; dY = G U; dU += G^T Y.
         gemm(true, false, w, d, R, 1.0, mlp->s.data(), w, Lam, d, 1.0, gW, E);
         gemm(false, false, R, w, d, 1.0, Lam, d, mlp->wt.data(), w, 0.0, G, w);
-        for (PetscInt e = 0; e < R * w; ++e) G[e] *= n.scale * slope[(size_t)e];
+        for (PetscInt i = 0; i < R; ++i)
+          for (PetscInt j = 0; j < w; ++j) gU[j * E + d] += (G[i * w + j] *= slope[i * w + j]);
         gemm(false, false, R, d, w, 1.0, G, w, U, E, 0.0, out + i0 * d, d);
         gemm(true, false, w, d, R, 1.0, G, w, Y, d, 1.0, gU, E);
-        for (PetscInt i = 0; i < R; ++i)
-          for (PetscInt j = 0; j < w; ++j) gU[j * E + d] += G[i * w + j];
       });
   PetscCall(VecRestoreArray(dy, &out));
   PetscCall(VecRestoreArrayRead(lam, &ls));

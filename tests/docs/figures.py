@@ -448,6 +448,21 @@ def log_distance(part, log, bad):
         bad.append("log-distance: the log's two rows, results.md's two and the energy's rate")
 
 
+def fused(part, log, bad):
+    """relu's and tanh's sublayers with the fused passes, as the sentence states them."""
+    runs = {}
+    for when, a, body in re.findall(r"## (separate|fused), (\w+)\n(.*?)(?=\n##|\Z)", log, re.S):
+        m = re.search(r"\): \d+% of the step, ([0-9.e-]+) s, .*? = (\d+)% of their time.*attention's bound = (\d+)%", body)
+        runs[(when, a)] = m.groups() if m else ("?", "0", "0")
+    text = " ".join(part.split())
+    r0, r1, t1 = runs.get(("separate", "relu")), runs.get(("fused", "relu")), runs.get(("fused", "tanh"))
+    want = ("takes relu's sublayer from %s to %s s, %.2f of its bound against attention's %.2f in the same run, and "
+            "leaves tanh's at %s s, %.2f against %.2f" % (r0[0], r1[0], int(r1[1]) / 100, int(r1[2]) / 100, t1[0],
+                                                          int(t1[1]) / 100, int(t1[2]) / 100)) if r0 and r1 and t1 else "?"
+    if want not in text:
+        bad.append("fused: results.md does not say '%s'" % want)
+
+
 def products(part, log, bad):
     """The before-and-after table of the MLP's products against its log."""
     runs = {}
@@ -539,6 +554,7 @@ def block(text, logs, bad):
                 bad.append("bench: %s's row %s against the log's %s" % (f[0], f[1:], want))
     products(part, open(logs.replace("amd-epyc-f26m2", "intel-xeon-f6m207") + "mlp_products").read(), bad)
     log_distance(part, open(logs.replace("amd-epyc-f26m2", "intel-xeon-f6m207") + "log_distance").read(), bad)
+    fused(part, open(logs.replace("amd-epyc-f26m2", "intel-xeon-f6m207") + "mlp_fused").read(), bad)
     c = re.search(r"\| S2 \| ([0-9.]+) \| [0-9.]+ \| [0-9]+ \| ([0-9.]+) \| ([0-9.]+) \| true", read["compare_mlp"])
     m = re.search(r"MFT ([0-9.]+) s a step,\s+PyTorch ([0-9.]+) s .*?\*\*([0-9.]+)x\*\*", part, re.S)
     if not c or not m or not all(shown(a, b) for a, b in zip(c.groups(), m.groups())):
