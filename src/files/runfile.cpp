@@ -467,8 +467,12 @@ PetscErrorCode EnsembleFileRead(const std::string &path, Ensemble *e, Optimizer 
 
 PetscErrorCode RunFileReadParams(const std::string &path, Problem *p) {
   File f;
+  std::string models;
   PetscFunctionBeginUser;
   PetscCall(h5::Open(p->grid.comm, path, false, &f));
+  PetscCheck(!h5::ReadAttribute(f, "ensemble.models", &models), p->grid.comm, PETSC_ERR_FILE_UNEXPECTED,
+             "%s holds an ensemble of %s models (mft train --train.seeds): params.file takes one model's file",
+             path.c_str(), models.c_str());
   f.finite = true;
   PetscCall(TransferHeads(f, "/params", p->heads, p->heads.theta, false, true));
   PetscCall(TransferNeurons(f, "/params/mlp", &p->neurons, p->neurons.theta, true));

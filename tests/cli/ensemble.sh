@@ -2,7 +2,8 @@
 # mft train --train.seeds S: the ensemble's run file and its seeds axis, a
 # model against the seed trained alone, restart from its checkpoints
 # (bitwise, and on another number of ranks), the same with MLP sublayers,
-# and its bad inputs: each one line, exit 2, nothing lost.
+# and its bad inputs (an ensemble's file as one model's params.file too):
+# each one line, exit 2, nothing lost.
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 source "$here/lib.sh" "$1"
 
@@ -89,6 +90,9 @@ expect 2 "3 models on 4 ranks" -- mpiexec --oversubscribe -n 4 "$MFT" train "${m
 expect 2 "train.lr_head_exponent" -- "$MFT" train "${m[@]}" --train.lr_head_exponent nan
 expect 2 "train.lr_depth_exponent" -- "$MFT" train "${m[@]}" --train.lr_depth_exponent inf
 expect 2 "does not take params.file" -- "$MFT" train "${m[@]}" --train.seeds 4 --params.file full.h5
+expect 2 "full.h5 holds an ensemble of 6 models .*params.file takes one model's file" -- \
+  "$MFT" forward --params.file full.h5 --output.file one.h5
+[ ! -e one.h5 ] && ok || bad "a refused forward wrote one.h5"
 expect 2 "train.seeds = 6 there but 5 now" -- "$MFT" train "${m[@]}" --train.seeds 5 --checkpoint.dir ck --restart auto
 ls ck/checkpoint-00000010.h5 >/dev/null && ok || bad "a refused restart lost the checkpoint"
 cp full.h5 damaged.h5
