@@ -108,12 +108,12 @@ PetscErrorCode SliceEnergies(const Trajectory &t, double *energy, double *log_di
         for (PetscInt j = i + 1; j < N; ++j) {
           double r2 = 0;
           for (PetscInt c = 0; c < d; ++c) r2 += (seq[i * d + c] - seq[j * d + c]) * (seq[i * d + c] - seq[j * d + c]);
-          logs += 0.5 * std::log(r2) / (double)(N * (N - 1) / 2);
+          logs += 0.5 * std::log(r2);
         }
     }
     PetscCall(VecRestoreArrayRead(t.tokens[k], &x));
     energy[k] = sum / (double)t.M;
-    log_distance[k] = N > 1 ? logs / (double)t.M : NAN;
+    log_distance[k] = N > 1 ? logs / ((double)t.M * (double)(N * (N - 1) / 2)) : NAN;
   }
   PetscFunctionReturn(0);
 }

@@ -27,7 +27,7 @@ namespace {
 // `params` (all of its heads and neurons, on every rank), or with params == nullptr at the
 // settings' own draw (at initialisation; the mean-field reference when
 // `limit`: the shared ensemble, adaptive depth). *cs: the last probe's settings.
-// With `diversity` (a finite model at `heads`), the heads' diversity
+// With `diversity` (a finite model at `params`), the heads' diversity
 // (diversity.hpp) at the tokens entering each layer, its mean over the sets.
 PetscErrorCode Probe(MPI_Comm comm, const std::vector<std::string> &args, const Settings &s,
                      const std::vector<std::string> &model, bool limit, const ModelParams *params,

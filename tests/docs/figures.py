@@ -433,6 +433,27 @@ def regime_map(text, log, bad):
         bad.append("regime map: the time against the log's %.1f s" % wall(log))
 
 
+def misfits(part, rows, bad):
+    """The synchronization table's misfits as the text states them: the range
+    of the decided lines' p-values, the rejected line's, erf's balance."""
+    text = " ".join(part.split())
+    shown_pts = [(0.0, g) for g in (0.5, 1.0, 2.0)] + [(b, g) for b in (1.0, 8.0) for g in (1.0, 2.0)]
+    pts = {(r["activation"], float(r["beta"]), float(r["noise"])): r for r in rows}
+    table = [pts[(a, b, g)] for a in ("relu", "gelu", "tanh", "erf") for b, g in shown_pts]
+    kept = sorted((float(r["p_value"]), r) for r in table if r["decided"] == "1")
+    low, high = kept[0], kept[-1][0]
+    gelu, erf = pts[("gelu", 1.0, 1.0)], pts[("erf", 1.0, 2.0)]
+    want = ["from %.3f, %s's at `beta = %g`, gain %g, chi^2 %.1f, to %.3f" %
+            (low[0], low[1]["activation"], float(low[1]["beta"]), float(low[1]["noise"]), float(low[1]["chi2"]), high),
+            "(chi^2 %.1f on 6, p-value %.3f)" % (float(gelu["chi2"]), float(gelu["p_value"])),
+            "(chi^2 %.2f on 6, p-value %.2f)" % (float(erf["chi2"]), float(erf["p_value"]))]
+    for w in want:
+        if w not in text:
+            bad.append("synchronization: results.md does not say '%s'" % w)
+    if len(kept) != 27:
+        bad.append("synchronization: %d of the table's 28 lines decided, not 27" % len(kept))
+
+
 def log_distance(part, log, bad):
     """The mean log-distance's slopes against NumPy's, as its log has them."""
     rows = re.findall(r"log-distance, d = (\d): mft lambda (\S+) \[(\S+), (\S+)\], NumPy (\S+) \+- \S+ \((\S+) se\); "
@@ -544,6 +565,7 @@ def block(text, logs, bad):
             if not shown(rate[(f[0], beta, gain)], x):
                 bad.append("synchronization: %s beta %g gain %g: %s against the log's %s" %
                            (f[0], beta, gain, x, rate[(f[0], beta, gain)]))
+    misfits(part, rows, bad)
     if "80 points in %.1f s" % wall(logs + "synchronization") not in part or len(rows) != 80:
         bad.append("synchronization: the points and time against the log")
     for line in part.splitlines():
