@@ -15,7 +15,8 @@
 namespace mft {
 
 // With output.trajectory, the samples' interaction energy at its depths
-// (mean, standard error) and its exponential rate (DepthRateFit), or (`log`)
+// (mean, standard error, the means' covariance across depths) and its
+// exponential rate (DepthRateFit, generalised least squares), or (`log`)
 // their mean log-distance and the slope of its line: into the file's arrays
 // and attributes under `name` (energy_rate, energy_rate_lo, energy_rate_hi,
 // energy_chi2, energy_p_value, energy_dof, energy_decided; log_distance_rate
@@ -23,7 +24,7 @@ namespace mft {
 // arrays point to.
 struct EnergyFigures {
   std::string name; // "energy" or "log_distance"
-  std::vector<double> depth, mean, se;
+  std::vector<double> depth, mean, cov, se;
   DepthRate rate;
 };
 
@@ -32,14 +33,16 @@ static PetscErrorCode EnergyFiguresOf(MPI_Comm comm, const Samples &r, bool log,
                                       std::vector<std::pair<std::string, std::string>> *attributes) {
   PetscFunctionBeginUser;
   f->name = log ? "log_distance" : "energy";
-  PetscCall(SamplesEnergy(comm, r, &f->mean, &f->se, log));
+  PetscCall(SamplesEnergy(comm, r, &f->mean, &f->cov, log));
   if (f->mean.empty() || (log && !std::isfinite(f->mean.front()))) PetscFunctionReturn(0); // N = 1: no pairs
   const unsigned long long K = f->mean.size();
-  for (unsigned long long k = 0; k < K; ++k) f->depth.push_back((double)k / (double)(K - 1));
-  f->rate = DepthRateFit(f->depth, f->mean, f->se, !log);
+  for (unsigned long long k = 0; k < K; ++k)
+    f->depth.push_back((double)k / (double)(K - 1)), f->se.push_back(std::sqrt(f->cov[k * K + k]));
+  f->rate = DepthRateFit(f->depth, f->mean, f->cov, !log);
   arrays->push_back({"/output/" + f->name + "_depth", {K}, f->depth.data()});
   arrays->push_back({"/output/" + f->name + "_mean", {K}, f->mean.data()});
   arrays->push_back({"/output/" + f->name + "_stderr", {K}, f->se.data()});
+  arrays->push_back({"/output/" + f->name + "_covariance", {K, K}, f->cov.data()});
   const DepthRate &e = f->rate;
   for (auto kv : std::vector<std::pair<std::string, double>>{{"_rate", e.rate}, {"_rate_lo", e.lo}, {"_rate_hi", e.hi},
                                                             {"_chi2", e.chi2}, {"_p_value", e.p_value}})

@@ -4,6 +4,7 @@
 
 #include "mft/flow/problem.hpp"
 #include "mft/layout/events.hpp"
+#include "mft/statistics/moments.hpp"
 
 #include <algorithm>
 #include <climits>
@@ -115,26 +116,6 @@ PetscErrorCode SliceEnergies(const Trajectory &t, double *energy, double *log_di
     energy[k] = sum / (double)t.M;
     log_distance[k] = N > 1 ? logs / ((double)t.M * (double)(N * (N - 1) / 2)) : NAN;
   }
-  PetscFunctionReturn(0);
-}
-
-// Means over S samples of `width` values each (this rank's rows of values),
-// and their standard errors: two passes, the mean then the spread about it,
-// each summed over the ranks.
-PetscErrorCode MeanAndError(MPI_Comm comm, const std::vector<double> &values, size_t width, PetscInt S,
-                            std::vector<double> *mean, std::vector<double> *se) {
-  std::vector<double> sums[2] = {std::vector<double>(width, 0.0), std::vector<double>(width, 0.0)};
-  PetscFunctionBeginUser;
-  for (int pass = 0; pass < 2; ++pass) {
-    for (size_t e = 0; e < values.size(); ++e)
-      sums[pass][e % width] += pass ? std::pow(values[e] - sums[0][e % width], 2) : values[e];
-    PetscCallMPI(MPI_Allreduce(MPI_IN_PLACE, sums[pass].data(), (int)width, MPI_DOUBLE, MPI_SUM, comm));
-    if (!pass)
-      for (double &x : sums[0]) x /= (double)S;
-  }
-  *mean = sums[0];
-  se->resize(width);
-  for (size_t e = 0; e < width; ++e) (*se)[e] = S > 1 ? std::sqrt(sums[1][e] / (double)(S - 1) / (double)S) : NAN;
   PetscFunctionReturn(0);
 }
 
@@ -295,16 +276,17 @@ PetscErrorCode SamplesMoved(MPI_Comm comm, const Samples &r, double *mean, doubl
   PetscFunctionBeginUser;
   *overflowed = (PetscInt)std::count_if(moved.begin(), moved.end(), [](double x) { return !std::isfinite(x); });
   PetscCallMPI(MPI_Allreduce(MPI_IN_PLACE, overflowed, 1, MPIU_INT, MPI_SUM, comm));
-  PetscCall(MeanAndError(comm, moved, 1, r.S, &m, &e));
-  *mean = m[0], *se = e[0];
+  PetscCall(MeansAndCovariance(comm, moved, 1, r.S, &m, &e));
+  *mean = m[0], *se = std::sqrt(e[0]);
   PetscFunctionReturn(0);
 }
 
-PetscErrorCode SamplesEnergy(MPI_Comm comm, const Samples &r, std::vector<double> *mean, std::vector<double> *se,
+PetscErrorCode SamplesEnergy(MPI_Comm comm, const Samples &r, std::vector<double> *mean, std::vector<double> *cov,
                              bool log_distance) {
   PetscFunctionBeginUser;
-  mean->clear(), se->clear();
-  if (r.depths) PetscCall(MeanAndError(comm, log_distance ? r.log_distance : r.energy, (size_t)r.depths, r.S, mean, se));
+  mean->clear(), cov->clear();
+  if (r.depths)
+    PetscCall(MeansAndCovariance(comm, log_distance ? r.log_distance : r.energy, (size_t)r.depths, r.S, mean, cov));
   PetscFunctionReturn(0);
 }
 

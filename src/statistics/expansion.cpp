@@ -2,8 +2,7 @@
 #include "mft/statistics/expansion.hpp"
 
 #include "mft/statistics/bootstrap.hpp"
-
-#include <boost/math/distributions/chi_squared.hpp>
+#include "mft/statistics/gls.hpp"
 
 #include <algorithm>
 #include <cstdio>
@@ -13,57 +12,38 @@ namespace mft {
 namespace {
 
 struct Points {
-  std::vector<double> x, y, w; // w = 1 / se^2
+  std::vector<double> x, y, C; // C: the points' covariance (n x n)
 };
 
-// Inverts the n x n matrix a in place (Gauss-Jordan, partial pivoting);
-// false when singular.
-bool Invert(std::vector<double> &a, int n) {
-  std::vector<double> inv(n * n, 0.0);
-  for (int i = 0; i < n; ++i) inv[i * n + i] = 1;
-  for (int col = 0; col < n; ++col) {
-    int piv = col;
-    for (int r = col + 1; r < n; ++r)
-      if (std::fabs(a[r * n + col]) > std::fabs(a[piv * n + col])) piv = r;
-    if (!(std::fabs(a[piv * n + col]) > 1e-300)) return false;
-    for (int k = 0; k < n; ++k) std::swap(a[col * n + k], a[piv * n + k]), std::swap(inv[col * n + k], inv[piv * n + k]);
-    const double d = a[col * n + col];
-    for (int k = 0; k < n; ++k) a[col * n + k] /= d, inv[col * n + k] /= d;
-    for (int r = 0; r < n; ++r) {
-      if (r == col) continue;
-      const double f = a[r * n + col];
-      for (int k = 0; k < n; ++k) a[r * n + k] -= f * a[col * n + k], inv[r * n + k] -= f * inv[col * n + k];
-    }
+// The points with x > 0, se > 0 and y finite, and their covariance rho_ij
+// se_i se_j (rho over every point given; empty: independent points).
+Points PointsOf(const std::vector<double> &x, const std::vector<double> &y, const std::vector<double> &se,
+                const std::vector<double> &rho) {
+  std::vector<size_t> at;
+  for (size_t i = 0; i < x.size(); ++i)
+    if (x[i] > 0 && se[i] > 0 && std::isfinite(y[i])) at.push_back(i);
+  Points d;
+  std::vector<double> s, r(rho.empty() ? 0 : at.size() * at.size());
+  for (size_t i = 0; i < at.size(); ++i) {
+    d.x.push_back(x[at[i]]), d.y.push_back(y[at[i]]), s.push_back(se[at[i]]);
+    for (size_t j = 0; j < at.size() && !rho.empty(); ++j) r[i * at.size() + j] = rho[at[i] * x.size() + at[j]];
   }
-  a = inv;
-  return true;
+  d.C = CovarianceOf(s, r);
+  return d;
 }
 
-// Weighted least squares of y on the columns x^-(p + j), j < terms: the
-// chi^2 of the residuals (infinite when singular), the coefficients and
-// their standard errors.
+// Generalised least squares of y on the columns x^-(p + j), j < terms
+// (gls.hpp): the chi^2 of the whitened residuals (infinite when singular),
+// the coefficients and their standard errors.
 double SolveAt(const Points &d, int terms, double p, std::vector<double> *c, std::vector<double> *c_se) {
-  std::vector<double> A(terms * terms, 0.0), b(terms, 0.0), row(terms);
-  for (size_t i = 0; i < d.x.size(); ++i) {
-    for (int j = 0; j < terms; ++j) row[j] = std::pow(d.x[i], -(p + j));
-    for (int j = 0; j < terms; ++j) {
-      b[j] += d.w[i] * row[j] * d.y[i];
-      for (int k = 0; k < terms; ++k) A[j * terms + k] += d.w[i] * row[j] * row[k];
-    }
-  }
-  if (!Invert(A, terms)) return HUGE_VAL;
-  c->assign(terms, 0.0), c_se->assign(terms, 0.0);
-  for (int j = 0; j < terms; ++j) {
-    for (int k = 0; k < terms; ++k) (*c)[j] += A[j * terms + k] * b[k];
-    (*c_se)[j] = std::sqrt(A[j * terms + j]);
-  }
-  double chi2 = 0;
-  for (size_t i = 0; i < d.x.size(); ++i) {
-    double model = 0;
-    for (int j = 0; j < terms; ++j) model += (*c)[j] * std::pow(d.x[i], -(p + j));
-    chi2 += d.w[i] * (d.y[i] - model) * (d.y[i] - model);
-  }
-  return chi2;
+  std::vector<double> X;
+  for (double x : d.x)
+    for (int j = 0; j < terms; ++j) X.push_back(std::pow(x, -(p + j)));
+  const GlsFit f = GlsFitOf(X, (size_t)terms, d.y, d.C);
+  if (!f.ok) return HUGE_VAL;
+  *c = f.beta, c_se->assign(terms, 0.0);
+  for (int j = 0; j < terms; ++j) (*c_se)[j] = f.se((size_t)j);
+  return f.chi2;
 }
 
 double ChiAt(const Points &d, int terms, double p) {
@@ -113,10 +93,8 @@ double ProfileEnd(const Points &d, int terms, double p, double step, double leve
 } // namespace
 
 Expansion ExpansionFit(const std::vector<double> &x, const std::vector<double> &y, const std::vector<double> &se,
-                       int terms, bool free_order, double order) {
-  Points d;
-  for (size_t i = 0; i < x.size(); ++i)
-    if (x[i] > 0 && se[i] > 0 && std::isfinite(y[i])) d.x.push_back(x[i]), d.y.push_back(y[i]), d.w.push_back(1 / (se[i] * se[i]));
+                       int terms, bool free_order, double order, const std::vector<double> &rho) {
+  const Points d = PointsOf(x, y, se, rho);
   Expansion e;
   std::vector<double> distinct = d.x;
   std::sort(distinct.begin(), distinct.end());
@@ -129,7 +107,7 @@ Expansion ExpansionFit(const std::vector<double> &x, const std::vector<double> &
   e.chi2 = SolveAt(d, terms, e.p, &e.c, &e.c_se);
   if (!std::isfinite(e.chi2)) return Expansion{};
   e.terms = terms;
-  e.p_value = boost::math::cdf(boost::math::complement(boost::math::chi_squared((double)e.dof), e.chi2));
+  e.p_value = Chi2PValue(e.chi2, e.dof);
   e.p_lo = e.p_hi = e.p;
   if (free_order) {
     const double level = e.chi2 + 3.841458820694124; // the 95% point of chi^2 on 1
@@ -147,9 +125,7 @@ void ExpansionResampled(Expansion *e, const std::vector<double> &x, const std::v
   for (const Resample &source : sources) {
     orders.emplace_back(), units.push_back(source.units);
     for (const std::vector<double> &y : source.draws) {
-      Points d;
-      for (size_t i = 0; i < x.size(); ++i)
-        if (x[i] > 0 && se[i] > 0 && std::isfinite(y[i])) d.x.push_back(x[i]), d.y.push_back(y[i]), d.w.push_back(1 / (se[i] * se[i]));
+      const Points d = PointsOf(x, y, se, {});
       if (d.x.size() == e->points) orders.back().push_back(LeastOrder(d, e->terms));
     }
   }
@@ -194,21 +170,26 @@ std::string ExpansionLine(const Expansion &e, const std::string &x) {
   return line + buf;
 }
 
-DepthRate DepthRateFit(const std::vector<double> &s, const std::vector<double> &y, const std::vector<double> &se,
+DepthRate DepthRateFit(const std::vector<double> &s, const std::vector<double> &y, const std::vector<double> &cov,
                        bool logarithmic) {
-  std::vector<double> x, ly, lse;
-  for (size_t k = 0; k < s.size(); ++k) {
-    if (!(s[k] > 0 && se[k] > 1e-12 * std::fabs(y[k]) && std::isfinite(y[k]) && (y[k] > 0 || !logarithmic))) continue;
-    x.push_back(s[k]);
-    ly.push_back(logarithmic ? std::log(y[k]) : y[k]);
-    lse.push_back(logarithmic ? se[k] / y[k] : se[k]);
+  std::vector<size_t> at;
+  const size_t K = s.size();
+  for (size_t k = 0; k < K; ++k)
+    if (s[k] > 0 && std::isfinite(y[k]) && cov[k * K + k] > std::pow(1e-12 * y[k], 2) && (y[k] > 0 || !logarithmic))
+      at.push_back(k);
+  const size_t n = at.size();
+  std::vector<double> X(2 * n), ly(n), C(n * n);
+  for (size_t i = 0; i < n; ++i) {
+    X[2 * i] = s[at[i]], X[2 * i + 1] = 1, ly[i] = logarithmic ? std::log(y[at[i]]) : y[at[i]];
+    for (size_t j = 0; j < n; ++j)
+      C[i * n + j] = cov[at[i] * K + at[j]] / (logarithmic ? y[at[i]] * y[at[j]] : 1.0);
   }
   DepthRate r;
-  const Expansion e = ExpansionFit(x, ly, lse, 2, false, -1.0); // c_0 s + c_1
-  if (e.terms == 0) return r;
-  r.rate = -e.c[0];
-  r.lo = r.rate - 1.959963984540054 * e.c_se[0], r.hi = r.rate + 1.959963984540054 * e.c_se[0];
-  r.chi2 = e.chi2, r.p_value = e.p_value, r.dof = e.dof, r.points = e.points;
+  const GlsFit f = GlsFitOf(X, 2, ly, C);
+  if (!f.ok || f.dof < 1) return r;
+  r.rate = -f.beta[0];
+  r.lo = r.rate - 1.959963984540054 * f.se(0), r.hi = r.rate + 1.959963984540054 * f.se(0);
+  r.chi2 = f.chi2, r.p_value = f.p_value, r.dof = f.dof, r.points = n;
   r.decided = Decided(r.lo, r.hi, r.p_value);
   return r;
 }

@@ -6,6 +6,7 @@
 #include "mft/layout/random.hpp"
 #include "mft/statistics/bootstrap.hpp"
 #include "mft/statistics/expansion.hpp"
+#include "mft/statistics/gls.hpp"
 #include "mft/statistics/replicates.hpp"
 
 #include <gtest/gtest.h>
@@ -247,7 +248,9 @@ TEST(Statistics, DepthRateCoversAndRejectsCurvature) {
         const double spread = k == 0 ? 0.0 : 0.02 * truth;
         s.push_back(depth), se.push_back(spread), y.push_back(truth + spread * r.normal());
       }
-      const DepthRate f = DepthRateFit(s, y, se);
+      std::vector<double> cov(81, 0.0); // independent depths: a diagonal covariance
+      for (int k = 0; k <= 8; ++k) cov[k * 9 + k] = se[k] * se[k];
+      const DepthRate f = DepthRateFit(s, y, cov);
       ASSERT_EQ(f.points, 8u);
       ASSERT_EQ(f.dof, 6);
       if (bend == 0) covered += f.lo <= 1.7 && 1.7 <= f.hi, rejected += f.p_value < 0.05;
@@ -256,4 +259,50 @@ TEST(Statistics, DepthRateCoversAndRejectsCurvature) {
   EXPECT_NEAR((double)covered / draws, 0.95, 0.012);
   EXPECT_NEAR((double)rejected / draws, 0.05, 0.012);
   EXPECT_GT((double)curved_rejected / draws, 0.95);
+}
+
+// Generalised least squares against closed forms. Equicorrelated points
+// (C = s^2 ((1 - r) I + r 1 1^T)) about a line with an intercept: the GLS
+// line is the ordinary one, its slope's variance s^2 (1 - r) / Sxx and chi^2
+// the residuals' sum of squares over s^2 (1 - r) (the shared part moves
+// every point alike, and the intercept takes it). Independent points of
+// unequal variances: weighted least squares' closed forms.
+TEST(Statistics, GlsAgreesWithClosedForms) {
+  Stream st(41, 0);
+  const std::vector<double> t = {0.1, 0.35, 0.4, 0.7, 0.9, 1.3};
+  const size_t n = t.size();
+  std::vector<double> X, y(n), C(n * n);
+  for (size_t i = 0; i < n; ++i) X.push_back(t[i]), X.push_back(1), y[i] = 2 - 1.5 * t[i] + 0.3 * st.normal();
+  const double s2 = 0.09, r = 0.6;
+  for (size_t i = 0; i < n; ++i)
+    for (size_t j = 0; j < n; ++j) C[i * n + j] = s2 * ((i == j ? 1 - r : 0) + r);
+  double tm = 0, ym = 0, sxx = 0, sxy = 0;
+  for (size_t i = 0; i < n; ++i) tm += t[i] / n, ym += y[i] / n;
+  for (size_t i = 0; i < n; ++i) sxx += (t[i] - tm) * (t[i] - tm), sxy += (t[i] - tm) * (y[i] - ym);
+  const double b = sxy / sxx, a = ym - b * tm;
+  double rss = 0;
+  for (size_t i = 0; i < n; ++i) rss += std::pow(y[i] - a - b * t[i], 2);
+  const GlsFit f = GlsFitOf(X, 2, y, C);
+  ASSERT_TRUE(f.ok);
+  EXPECT_NEAR(f.beta[0], b, 1e-12);
+  EXPECT_NEAR(f.beta[1], a, 1e-12);
+  EXPECT_NEAR(f.cov[0], s2 * (1 - r) / sxx, 1e-12);
+  EXPECT_NEAR(f.chi2, rss / (s2 * (1 - r)), 1e-10);
+  EXPECT_EQ(f.dof, 4);
+  // Independent, unequal variances: the weighted means' closed form.
+  std::vector<double> D(n * n, 0.0), w(n);
+  double W = 0, wt = 0, wy = 0, wtt = 0, wty = 0;
+  for (size_t i = 0; i < n; ++i) {
+    D[i * n + i] = 0.01 * (1 + i), w[i] = 1 / D[i * n + i];
+    W += w[i], wt += w[i] * t[i], wy += w[i] * y[i], wtt += w[i] * t[i] * t[i], wty += w[i] * t[i] * y[i];
+  }
+  const double det = W * wtt - wt * wt;
+  const GlsFit g = GlsFitOf(X, 2, y, D);
+  ASSERT_TRUE(g.ok);
+  EXPECT_NEAR(g.beta[0], (W * wty - wt * wy) / det, 1e-10);
+  EXPECT_NEAR(g.cov[0], W / det, 1e-12);
+  // A covariance that is not positive definite is refused.
+  std::vector<double> bad = C;
+  bad[1] = bad[n] = 2 * s2;
+  EXPECT_FALSE(GlsFitOf(X, 2, y, bad).ok);
 }

@@ -114,9 +114,11 @@ SampleSet SamplesSet(const Samples &r, double weight = 1);
 PetscErrorCode SamplesMoved(MPI_Comm comm, const Samples &r, double *mean, double *se, PetscInt *overflowed);
 
 // The interaction energy's mean over the samples at each recorded depth, and
-// its standard error (r.depths of each; empty without a trajectory); with
-// `log_distance`, the mean log-distance's. Collective on comm.
-PetscErrorCode SamplesEnergy(MPI_Comm comm, const Samples &r, std::vector<double> *mean, std::vector<double> *se,
+// the covariance of those means across depths (r.depths of them, and r.depths
+// x r.depths; empty without a trajectory): one set of samples is read at
+// every depth, so the depths' errors are correlated (statistics/moments.hpp);
+// with `log_distance`, the mean log-distance's. Collective on comm.
+PetscErrorCode SamplesEnergy(MPI_Comm comm, const Samples &r, std::vector<double> *mean, std::vector<double> *cov,
                              bool log_distance = false);
 
 // The same moment in closed form where attention is uniform (beta = 0) and
