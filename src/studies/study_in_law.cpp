@@ -97,6 +97,13 @@ Law LawOf(const LawSamples &x, size_t k) {
   return PathsLaw(x.fine[k], k < x.coarse.size() ? &x.coarse[k] : nullptr, x.coupled);
 }
 
+// Every probe set's law of x (LawOf), in order.
+std::vector<Law> LawsOf(const LawSamples &x) {
+  std::vector<Law> laws;
+  for (size_t k = 0; k < x.fine.size(); ++k) laws.push_back(LawOf(x, k));
+  return laws;
+}
+
 PetscErrorCode LawFileWrite(MPI_Comm comm, const Settings &cs, const std::string &path, const std::string &identity,
                             const std::vector<std::string> &names, const LawSamples &x) {
   std::vector<ResultArray> arrays;
@@ -335,11 +342,10 @@ struct LawTables {
 // Variant v's expansions of err_law in one size x, printed and in
 // law_expansions.csv's rows.
 PetscErrorCode Expansions(MPI_Comm comm, size_t v, const std::string &x, const std::vector<double> &size,
-                          const std::vector<double> &err, const std::vector<double> &se, const std::vector<char> &ok,
-                          std::vector<std::string> *rows) {
+                          const LawFitPoints &p, std::vector<std::string> *rows) {
   std::vector<std::string> lines;
   PetscFunctionBeginUser;
-  for (const std::string &r : ExpansionRows(v, x, size, err, se, ok, &lines)) rows->push_back(r);
+  for (const std::string &r : ExpansionRows(v, x, size, p.err, p.err_se, p.resolved, &lines, p.rho)) rows->push_back(r);
   for (const std::string &l : lines) PetscCall(PetscPrintf(comm, "variant %zu: err_law = %s\n", v, l.c_str()));
   PetscFunctionReturn(0);
 }
@@ -361,29 +367,31 @@ PetscErrorCode LawVariantInK(MPI_Comm comm, const std::vector<std::string> &args
   const PetscInt L = integers(s.study.L)[0], H = integers(s.study.H)[0];
   LawSamples infinite;
   double steps, sampling;
-  std::vector<double> k, one, err, se;
-  std::vector<char> ok;
+  std::vector<double> k, one;
   PetscFunctionBeginUser;
   PetscCall(LawCell(comm, args, s, v, L, H, "inf", s.limit.paths, &infinite));
   PetscCall(LimitError(comm, infinite, &steps, &sampling));
   PetscCall(PetscPrintf(comm, "variant %zu: the reference, %" PetscInt_FMT " samples of the L=%" PetscInt_FMT
                         " H=%" PetscInt_FMT " model of infinite heads: its sampling %.3e (relative Gram)\n",
                         v, s.limit.paths, L, H, sampling));
+  std::vector<LawGap> gaps;
   for (PetscInt kk : integers(s.study.k)) {
     CellLaw c;
     c.L = L, c.H = H, c.k = std::to_string(kk);
     PetscCall(LawCellCompared(comm, args, s, v, infinite, &c));
     t->rows.push_back(LawRow(v, s, c, steps, sampling));
-    k.push_back((double)kk), one.push_back(1.0), err.push_back(c.law.gap.err);
-    se.push_back(c.law.gap.se()), ok.push_back(c.law.gap.resolved);
+    k.push_back((double)kk), one.push_back(1.0), gaps.push_back(c.law);
     t->resolved += c.law.gap.resolved;
   }
-  const PowerFit f = PowerFitOf(one, k, err, se, ok, s.init.seed + v); // k in H's place: C k^-r, r as q
+  LawFitPoints x;
+  PetscCall(LawFitPointsOf(comm, gaps, LawsOf(infinite), &x));
+  const PowerFit f = PowerFitOf(one, k, x.err_power, x.err_se, x.resolved, x.rho); // r as q
   t->fits.push_back(FitRow(v, f));
-  PetscCall(Expansions(comm, v, "k", k, err, se, ok, &t->expansions));
+  PetscCall(Expansions(comm, v, "k", k, x, &t->expansions));
   if (f.fits_q)
-    PetscCall(PetscPrintf(comm, "variant %zu: err_law = %.3g k^-r over %" PetscInt_FMT " resolved cells: r = %.3f "
-                          "[%.3f, %.3f]; %s\n", v, f.C, f.cells, f.q, f.q_lo, f.q_hi, PowerFitVerdict(f, "p", "r").c_str()));
+    PetscCall(PetscPrintf(comm, "variant %zu: err_law = %.3g k^-r over %" PetscInt_FMT " resolved cells (sequence %"
+                          PetscInt_FMT " of probe set %" PetscInt_FMT "): r = %.3f [%.3f, %.3f]; %s\n", v, f.C,
+                          f.cells, x.sequence, x.set, f.q, f.q_lo, f.q_hi, PowerFitVerdict(f, "p", "r").c_str()));
   else
     PetscCall(PetscPrintf(comm, "variant %zu: too few resolved cells to fit err_law = C k^-r\n", v));
   PetscFunctionReturn(0);
@@ -395,36 +403,38 @@ PetscErrorCode LawVariant(MPI_Comm comm, const std::vector<std::string> &args, c
   const std::vector<PetscInt> Ls = integers(s.study.L), Hs = integers(s.study.H);
   LawSamples limit;
   double steps, sampling;
-  std::vector<double> L, H, err, se;
-  std::vector<char> ok;
+  std::vector<double> L, H;
   PetscFunctionBeginUser;
   if (!s.study.k.empty()) PetscFunctionReturn(LawVariantInK(comm, args, s, v, t));
   PetscCall(LawLimit(comm, args, s, v, &limit));
   PetscCall(LimitError(comm, limit, &steps, &sampling));
   PetscCall(PetscPrintf(comm, "variant %zu: the limit's own error: its steps %.3e, its sampling %.3e (relative Gram)\n",
                         v, steps, sampling));
+  std::vector<LawGap> gaps;
   for (size_t i = 0; i < Ls.size(); ++i)
     for (size_t j = 0; j < Hs.size(); ++j) {
       CellLaw c;
       c.L = Ls[i], c.H = Hs[j];
       PetscCall(LawCellCompared(comm, args, s, v, limit, &c));
       t->rows.push_back(LawRow(v, s, c, steps, sampling));
-      L.push_back((double)c.L), H.push_back((double)c.H), err.push_back(c.law.gap.err);
-      se.push_back(c.law.gap.se()), ok.push_back(c.law.gap.resolved);
+      L.push_back((double)c.L), H.push_back((double)c.H), gaps.push_back(c.law);
       t->resolved += c.law.gap.resolved;
     }
-  const PowerFit f = PowerFitOf(L, H, err, se, ok, s.init.seed + v);
+  LawFitPoints x;
+  PetscCall(LawFitPointsOf(comm, gaps, LawsOf(limit), &x));
+  const PowerFit f = PowerFitOf(L, H, x.err_power, x.err_se, x.resolved, x.rho);
   t->fits.push_back(FitRow(v, f));
-  if (Hs.size() == 1 && Ls.size() > 1) PetscCall(Expansions(comm, v, "L", L, err, se, ok, &t->expansions));
-  if (Ls.size() == 1 && Hs.size() > 1) PetscCall(Expansions(comm, v, "H", H, err, se, ok, &t->expansions));
+  if (Hs.size() == 1 && Ls.size() > 1) PetscCall(Expansions(comm, v, "L", L, x, &t->expansions));
+  if (Ls.size() == 1 && Hs.size() > 1) PetscCall(Expansions(comm, v, "H", H, x, &t->expansions));
   if (f.cells == 0)
     PetscCall(PetscPrintf(comm, "variant %zu: too few resolved cells to fit err_law = C L^-p H^-q\n", v));
   else {
     char p[96] = "L fixed", q[96] = "H fixed";
     if (f.fits_p) snprintf(p, sizeof p, "p = %.3f [%.3f, %.3f]", f.p, f.p_lo, f.p_hi);
     if (f.fits_q) snprintf(q, sizeof q, "q = %.3f [%.3f, %.3f]", f.q, f.q_lo, f.q_hi);
-    PetscCall(PetscPrintf(comm, "variant %zu: err_law = %.3g L^-p H^-q over %" PetscInt_FMT " resolved cells: %s, %s; %s\n",
-                          v, f.C, f.cells, p, q, PowerFitVerdict(f).c_str()));
+    PetscCall(PetscPrintf(comm, "variant %zu: err_law = %.3g L^-p H^-q over %" PetscInt_FMT " resolved cells (sequence %"
+                          PetscInt_FMT " of probe set %" PetscInt_FMT "): %s, %s; %s\n", v, f.C, f.cells, x.sequence,
+                          x.set, p, q, PowerFitVerdict(f).c_str()));
   }
   PetscFunctionReturn(0);
 }

@@ -357,8 +357,10 @@ PetscErrorCode FitRow(MPI_Comm comm, const CellAt &c, const std::string &over, c
 
 // The fits of one variant at one time: in k at each (L, H) with study.k,
 // else in L and H.
-PetscErrorCode Fits(MPI_Comm comm, const Settings &s, const std::vector<CellAt> &cells,
+PetscErrorCode Fits(MPI_Comm comm, const Settings &s, const SetLaw &refs, const std::vector<CellAt> &cells,
                     std::vector<std::string> *fits) {
+  std::vector<Law> shared;
+  for (const Samples &y : refs.x) shared.push_back({SamplesSet(y)});
   PetscFunctionBeginUser;
   std::vector<std::pair<PetscInt, PetscInt>> groups;
   for (const CellAt &c : cells)
@@ -366,16 +368,18 @@ PetscErrorCode Fits(MPI_Comm comm, const Settings &s, const std::vector<CellAt> 
       groups.emplace_back(c.cell.L, c.cell.H);
   if (s.study.k.empty()) groups = {{0, 0}};
   for (auto [L, H] : groups) {
-    std::vector<double> a, b, err, se;
-    std::vector<char> ok;
+    std::vector<double> a, b;
+    std::vector<LawGap> gaps;
     const CellAt *one = nullptr;
     for (const CellAt &c : cells) {
       if (L && (c.cell.L != L || c.cell.H != H)) continue;
       one = &c;
       a.push_back(L ? 1.0 : (double)c.cell.L), b.push_back(L ? std::stod(c.cell.k) : (double)c.cell.H);
-      err.push_back(c.law.gap.err), se.push_back(c.law.gap.se()), ok.push_back(c.law.gap.resolved);
+      gaps.push_back(c.law);
     }
-    const PowerFit f = PowerFitOf(a, b, err, se, ok, s.init.seed + cells.front().cell.variant);
+    LawFitPoints x;
+    PetscCall(LawFitPointsOf(comm, gaps, shared, &x));
+    const PowerFit f = PowerFitOf(a, b, x.err_power, x.err_se, x.resolved, x.rho);
     PetscCall(FitRow(comm, *one, L ? "k" : "L H", f, fits));
   }
   PetscFunctionReturn(0);
@@ -542,7 +546,7 @@ PetscErrorCode StudyTrainedInLawRun(MPI_Comm comm, const std::vector<std::string
                               c.law.energy.value, c.law.energy.se, c.models, c.models - c.survivors, c.references,
                               c.references - c.reference_survivors));
       }
-      PetscCall(Fits(comm, s, at, &fits));
+      PetscCall(Fits(comm, s, refs, at, &fits));
     }
   PetscCall(WriteTable(comm, s.study.dir + "/law.csv",
                        "variant,L,H,k,time,models,diverged,references,references_diverged,err_law,err_law_lo,"

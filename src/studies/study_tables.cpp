@@ -89,15 +89,19 @@ std::vector<std::string> PowerFitMisfit(const PowerFit &f) {
 
 std::vector<std::string> ExpansionRows(size_t v, const std::string &x, const std::vector<double> &size,
                                        const std::vector<double> &err, const std::vector<double> &se,
-                                       const std::vector<char> &resolved, std::vector<std::string> *lines) {
+                                       const std::vector<char> &resolved, std::vector<std::string> *lines,
+                                       const std::vector<double> &rho) {
   using study::num;
-  std::vector<double> xs, ys, ss;
+  std::vector<double> xs, ys, ss, rs;
+  std::vector<size_t> at;
   std::vector<std::string> rows;
   for (size_t i = 0; i < size.size(); ++i)
-    if (resolved[i] && err[i] > 0) xs.push_back(size[i]), ys.push_back(err[i]), ss.push_back(se[i]);
+    if (resolved[i] && err[i] > 0) xs.push_back(size[i]), ys.push_back(err[i]), ss.push_back(se[i]), at.push_back(i);
+  for (size_t i = 0; i < at.size() && !rho.empty(); ++i)
+    for (size_t j = 0; j < at.size(); ++j) rs.push_back(rho[at[i] * size.size() + at[j]]);
   lines->clear();
-  for (const Expansion &e : {ExpansionFit(xs, ys, ss, 1, true), ExpansionFit(xs, ys, ss, 2, false, 1),
-                             ExpansionFit(xs, ys, ss, 2, true)}) {
+  for (const Expansion &e : {ExpansionFit(xs, ys, ss, 1, true, 1, rs), ExpansionFit(xs, ys, ss, 2, false, 1, rs),
+                             ExpansionFit(xs, ys, ss, 2, true, 1, rs)}) {
     if (!e.terms) continue;
     lines->push_back(ExpansionLine(e, x));
     const bool two = e.terms > 1;

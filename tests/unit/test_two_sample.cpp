@@ -92,7 +92,7 @@ TEST(TwoSample, PowerFitRecoversExponents) {
       L.push_back(l), H.push_back(h), err.push_back(e * (1 + 0.03 * st.normal())), se.push_back(0.03 * e);
       resolved.push_back(l < 32);
     }
-  const PowerFit f = PowerFitOf(L, H, err, se, resolved, 7);
+  const PowerFit f = PowerFitOf(L, H, err, se, resolved);
   EXPECT_EQ(f.cells, 9);
   EXPECT_TRUE(f.fits_p && f.fits_q);
   EXPECT_LE(f.p_lo, 1.0);
@@ -101,7 +101,7 @@ TEST(TwoSample, PowerFitRecoversExponents) {
   EXPECT_GE(f.q_hi, 0.5);
   EXPECT_LT(f.p_hi - f.p_lo, 0.2);
   std::vector<double> H1(H.size(), 1.0);
-  const PowerFit g = PowerFitOf(L, H1, err, se, resolved, 7);
+  const PowerFit g = PowerFitOf(L, H1, err, se, resolved);
   EXPECT_TRUE(g.fits_p && !g.fits_q);
   EXPECT_EQ(g.q, 0.0);
   // The misfit: the power law's own data pass (9 cells, 3 parameters), and
@@ -110,7 +110,7 @@ TEST(TwoSample, PowerFitRecoversExponents) {
   EXPECT_GT(f.p_value, 0.01) << "chi^2 " << f.chi2;
   std::vector<double> two;
   for (size_t i = 0; i < L.size(); ++i) two.push_back(err[i] * (1 - 1.8 / L[i]));
-  const PowerFit t = PowerFitOf(L, H, two, se, resolved, 7);
+  const PowerFit t = PowerFitOf(L, H, two, se, resolved);
   EXPECT_LT(t.p_value, 0.01) << "chi^2 " << t.chi2 << " on " << t.dof;
   EXPECT_TRUE(t.rejected());
   EXPECT_FALSE(f.rejected());

@@ -1,8 +1,18 @@
 // A power law in two sizes, err = C L^-p H^-q, fitted to cells with
-// standard errors: weighted least squares in logarithms, the rates' 95%
-// intervals from a parametric bootstrap of the cells, the misfit (chi^2 and
-// its p-value) and the verdict in the one meaning of "decided"
-// (expansion.hpp). Not collective.
+// standard errors and correlations: generalised least squares of log err on
+// log L and log H (gls.hpp), with the covariance rho_ij (se_i / err_i)
+// (se_j / err_j) of log err (cells that share one limit draw or reference
+// set are correlated through it: SharedCovariance, two_sample.hpp). In
+// logarithms a cell's variance does not grow with its error (its
+// first-order part is se / err times a constant), so the weights do not
+// follow the data's noise, as they would for the squares. The rates' 95%
+// intervals are the fit's (the model is linear in log C, p and q), the
+// misfit chi^2 of the whitened residuals and its p-value, and the verdict
+// in the one meaning of "decided" (expansion.hpp). The cells fitted are the
+// resolved ones: tests/calibration/verdicts.cpp calibrates the intervals and
+// the misfit, that selection included, on studies in law whose cells share
+// one limit draw, at the effect sizes the studies logged.
+// Not collective.
 #pragma once
 
 #include "mft/statistics/expansion.hpp"
@@ -10,7 +20,6 @@
 #include <petscsys.h>
 
 #include <cmath>
-#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -19,12 +28,11 @@ namespace mft {
 struct PowerFit {
   PetscInt cells = 0;
   double C = 0, p = 0, q = 0;                 // err = C L^-p H^-q
-  double p_lo = 0, p_hi = 0, q_lo = 0, q_hi = 0; // 95% intervals (bootstrap)
+  double p_lo = 0, p_hi = 0, q_lo = 0, q_hi = 0; // 95% intervals
   bool fits_p = false, fits_q = false;        // L (H) varies among the cells fitted
-  // The misfit: chi^2 of the residuals (weighted by the cells' standard
-  // errors, in logarithms) on dof = cells - parameters, and its p-value
-  // (NaN without a degree of freedom); a fit with p_value < 0.05 is
-  // rejected, its rates describe no convergence.
+  // The misfit: chi^2 of the whitened residuals in logarithms on dof =
+  // cells - parameters, and its p-value (NaN without a degree of freedom);
+  // a fit with p_value < 0.05 is rejected, its rates describe no convergence.
   double chi2 = 0, p_value = NAN;
   PetscInt dof = 0;
   bool rejected() const { return p_value < 0.05; }
@@ -34,12 +42,12 @@ struct PowerFit {
   bool decided_q() const { return cells > 0 && fits_q && Decided(q_lo, q_hi, p_value); }
 };
 
-// The fit over the cells with `resolved` set; se: each cell's standard
-// error (GramGap::se()). Fewer than 2 cells (3 when both
-// L and H vary): cells = 0. `seed` draws the bootstrap.
+// The fit over the cells with `use` set, err > 0 and se > 0; rho: the
+// cells' correlations (n x n over all the cells given, row-major; empty:
+// independent). Fewer than 3 cells (4 when both L and H vary): cells = 0.
 // Not collective.
 PowerFit PowerFitOf(const std::vector<double> &L, const std::vector<double> &H, const std::vector<double> &err,
-                    const std::vector<double> &se, const std::vector<char> &resolved, std::uint64_t seed);
+                    const std::vector<double> &se, const std::vector<char> &use, const std::vector<double> &rho = {});
 
 // Its verdict as words: "chi^2 3.1 on 2 (p 0.21): p decided, q not
 // decided", or "...: the power law is rejected". Not collective.

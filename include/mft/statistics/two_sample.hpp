@@ -35,11 +35,23 @@ struct GramGap {
   // (of every probe set, in LawGapOf): what the squared gap is corrected by,
   // the error a gap of zero reads.
   double floor = 0;
-  // The standard error the fits weigh a cell by: the interval's half width
-  // over 1.96. Over n sequences the interval is Sidak's, so this is larger
-  // than the error's own by z_n / 1.96 (1.27 at the studies' 2 families of
-  // 2 sequences): the fits err wide.
-  double se() const { return (hi - lo) / 3.92; }
+  // The largest gap's own standard error, the one the fits weigh a cell
+  // by: the half width over 1.96 of its sequence's interval at 95% alone
+  // (not the simultaneous one above, whose z is Sidak's: 2.49 over 4
+  // sequences would make the errors 1.27 times too large and chi^2 1.6
+  // times too small).
+  double own_se = 0;
+  // Every sequence m's (of this probe set, in GramGapOf; LawGapOf keeps
+  // each set's in LawGap::sets): its corrected squared gap relative to the
+  // limit's Gram norm, r = (|D|^2 - floor) / |E_limit G|^2, signed (unbiased
+  // for the squared gap, where the largest over a cell's sequences is biased
+  // upward), its standard error (both sides, second order included), the
+  // limit's norm2 = |E_limit G|^2, and the direction along which r moves with
+  // the limit's Gram means, E = D + r G_limit (N x N; D the difference of the
+  // Gram means, model minus limit), for SharedCovariance.
+  PetscInt set = 0, M = 0, N = 0, d = 0; // its probe set and that set's sizes
+  std::vector<double> squares, square_se, norms2, directions;
+  double se() const { return own_se; }
 };
 
 // The second-order variance from the covariance of each set's first
@@ -60,6 +72,30 @@ constexpr PetscInt kCovarianceRows = 4096, kCovarianceEntries = 528;
 // every sequence's holds. Collective on comm.
 PetscErrorCode GramGapOf(MPI_Comm comm, const Law &model, const Law &limit, PetscInt M, PetscInt N, PetscInt d,
                          GramGap *gap, PetscInt simultaneous = 0);
+
+// The covariances (n x n, row-major, of the relative squares) between n
+// cells' corrected squared gaps (each a sequence of a set, GapPointOf) that
+// were all measured against one law, `shared[set]` on each probe set (the
+// limit's paths, or a reference's samples, read by every cell). The error e
+// of the shared Gram means moves cell a's corrected square by -2 E_a . e
+// (E_a = D_a + r_a G_shared: the shared norm's error included) and by |e|^2
+// less its floor: *first holds the first-order part, 4 cov(E_a . G, E_b . G)
+// / S over the shared law's samples (the sets' covariances add), *second
+// 2 |Sigma|_F^2 of the shared means where a and b read one sequence, each
+// over norm2_a norm2_b; both 0 on the diagonal (a cell's own variance is its
+// GramGap's) and between cells on different probe sets (each set's samples
+// are drawn apart). Two passes over the shared samples, reduced over comm.
+// Collective on comm.
+struct GapPoint {
+  PetscInt set = 0, sequence = 0;
+  const double *direction = nullptr; // E, N x N
+  double norm2 = 0;
+};
+// The point of sequence m of a gap's set. Not collective.
+GapPoint GapPointOf(const GramGap &g, PetscInt m);
+PetscErrorCode SharedCovariance(MPI_Comm comm, const std::vector<Law> &shared, PetscInt M, PetscInt N, PetscInt d,
+                                const std::vector<GapPoint> &cells, std::vector<double> *first,
+                                std::vector<double> *second);
 
 // The largest over sequences of |a - b|_F / |b|_F, a and b (M, N, N): the
 // limit's bias (coarse paths against fine), or its sampling error (a = b + se).
@@ -97,6 +133,7 @@ Energy EnergyOf(const EnergySums &sums, PetscInt S, PetscInt P);
 constexpr PetscInt kEnergySamples = 4000;
 struct LawGap {
   GramGap gap;
+  std::vector<GramGap> sets; // each probe set's, with every sequence's square
   std::string probe;
   Energy energy;
 };
@@ -104,5 +141,29 @@ struct LawGap {
 // other side's law and samples of each set. Collective on comm.
 PetscErrorCode LawGapOf(MPI_Comm comm, const std::vector<std::string> &names, const std::vector<Samples> &x,
                         const std::vector<Law> &y_law, const std::vector<const Samples *> &y, LawGap *g);
+
+// What a fit of a study's cells takes (PowerFitOf, ExpansionFit): one
+// sequence of one probe set for every cell, the one of the largest gap over
+// the cells (chosen once for the study, not for each cell: the largest of a
+// cell's sequences is biased upward where they are close), each cell's
+// corrected square and its error there, their standard errors (the
+// square's own, not Sidak's simultaneous one), and their correlations, own
+// and through the law `shared[set]` every cell was measured against
+// (SharedCovariance).
+struct LawFitPoints {
+  PetscInt set = 0, sequence = 0;
+  std::vector<double> square, square_se; // each cell's relative square r and its standard error
+  // sqrt(r) (1 + sd^2 / (8 r^2)), its bias -sd^2 / (8 r^(3/2)) undone, for
+  // the expansions; its standard error sd / (2 sqrt r); the cells' correlations
+  std::vector<double> err, err_se, rho;
+  // sqrt(r) e^(sd^2 / (4 r^2)): log r's bias, -sd^2 / (2 r^2), undone, for
+  // the power fit in logarithms (at large sizes the errors' relative noise
+  // grows, and uncorrected logs steepen the rate)
+  std::vector<double> err_power;
+  std::vector<char> resolved;            // r - 1.96 sd > 0: the cells the fits take
+};
+// Collective on comm.
+PetscErrorCode LawFitPointsOf(MPI_Comm comm, const std::vector<LawGap> &cells, const std::vector<Law> &shared,
+                              LawFitPoints *points);
 
 } // namespace mft

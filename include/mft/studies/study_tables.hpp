@@ -242,11 +242,13 @@ std::vector<std::string> PowerFitMisfit(const PowerFit &f);
 // `resolved` set and a positive err (statistics/expansion.hpp: one power
 // law, two terms at order 1, two terms with the order free; a fit without
 // its points is left out), a row each, and their lines (ExpansionLine) in
-// *lines. Not collective.
+// *lines; rho: the cells' correlations (over every cell given; empty:
+// independent), for generalised least squares. Not collective.
 constexpr const char *kExpansionColumns =
     "variant,size,form,p,p_lo,p_hi,a,a_se,b,b_se,chi2,dof,p_value,rejected,decided";
 std::vector<std::string> ExpansionRows(size_t v, const std::string &x, const std::vector<double> &size,
                                        const std::vector<double> &err, const std::vector<double> &se,
-                                       const std::vector<char> &resolved, std::vector<std::string> *lines);
+                                       const std::vector<char> &resolved, std::vector<std::string> *lines,
+                                       const std::vector<double> &rho = {});
 
 } // namespace mft
