@@ -6,8 +6,9 @@
 # the _cluster trained studies), and a stress case with a larger floor.
 # Prints the coverage of slope_L, slope_H, a and b; exits 1 if one of the
 # realistic cases is outside [0.90, 0.98]. About 3 minutes on one core (2 min
-# 40 s measured on 2026-11-30, AMD EPYC), and 8 more for the studies in law.
-# The quick versions are ctest's `calibration` and `law_calibration`.
+# 40 s measured on 2026-11-30, AMD EPYC), and 5 more for the verdicts' rules.
+# The quick version is ctest's `calibration`; the verdicts' rules run whole
+# in ctest (calibration_depth_line_coverage ...).
 set -euo pipefail
 top="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 [ -x "$top/build/tests/study_calibration" ] || bash "$top/jobs/setup.sh"
@@ -48,13 +49,16 @@ ex
 ex --seeds 4
 ex --floor 1.0
 ex --seeds 16 --references 8 --floor 3 --spread 0.2
-# Studies in law (tests/calibration/law_calibration.cpp), reported only: the
-# fit C L^-p H^-q of err_law on the shipped depth and width designs at their
-# 40000 samples a side, gaps as measured (0.22 L^-0.63; 0.095 flat in H) and
-# p = 1; 200 replicates each (about 2.5 minutes each).
-[ -x "$top/build/tests/law_calibration" ] || bash "$top/jobs/setup.sh"
-law() { "$top/build/tests/law_calibration" --replicates "${LAW_REPLICATES:-200}" --samples 40000 --min 0 --max 1 "$@"; }
-law --design depth --C 0.22 --p 0.62
-law --design depth --C 0.22 --p 1
-law --design width --C 0.092 --q 0
+# The decision rules of the verdicts (tests/calibration/verdicts.cpp), the
+# same runs as ctest's calibration_* and mutation_* tests: depth lines read
+# from one set of samples, a study in law's cells against one shared limit
+# draw, a zero gap, and a wrong model's verdicts; 4000 studies each (about
+# 5 minutes in all on one core).
+[ -x "$top/build/tests/verdicts" ] || bash "$top/jobs/setup.sh"
+verdicts() { "$top/build/tests/verdicts" "$@" || status=1; }
+verdicts --design walk --check coverage,misfit
+verdicts --design geometric --check coverage,misfit
+verdicts --design law --check coverage,cells,misfit --min 0.90
+verdicts --design null --check null
+verdicts --design wrong --check misfit
 exit $status

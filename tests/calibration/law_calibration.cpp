@@ -1,20 +1,6 @@
-// Coverage of a study in law's fit intervals, measured on synthetic studies
-// whose exponents are known (docs/results.md, 'The diffusive regime: studies
-// in law').
-//
-// Each replicate is one study of a shipped design (depth: L = 1 .. 16 at
-// H = 4; width: H = 1 .. 64 at L = 4) on M probe sequences of N = 8 tokens
-// in R^4. The limit's law: tokens x_i = b_i + sigma w + tau eta_i, b fixed,
-// w (shared by the tokens of a sample, as the SDE's common noise) and eta
-// standard normal over sqrt(d); one draw of --samples paths serves every
-// cell, as in a study. A cell's model law is the limit's scaled by
-// (1 + eps), eps = sqrt(1 + g) - 1, so that its exact relative Gram gap is
-// g(L, H) = C L^-p H^-q; its own --samples draws. The unchanged estimators
-// (GramGapOf per cell, PowerFitOf over the resolved cells) run on each;
-// prints the coverage of p and q by their 95% intervals (a replicate whose
-// fit fails counts as not covering) and exits 1 when one falls outside
-// [--min, --max].
-//
+// Coverage of the local orders of a study in law's hierarchy (docs/results.md,
+// 'Studies in law over ranks'); the fits of a study in law are calibrated
+// in verdicts.cpp.
 //
 // --design levels calibrates the local orders of a hierarchy's level means
 // (LocalOrderOf, as the depth order is decided from the diagonal): levels
@@ -25,12 +11,9 @@
 // --samples draws; prints the coverage of each octave's true local order by
 // its 95% interval and exits 1 when the worst falls outside [--min, --max].
 //
-//   law_calibration [--replicates 200] [--samples 4000] [--design depth|width|levels]
-//                   [--C 0.3] [--p 1] [--q 0] [--a 1.46] [--b -1.81] [--rel 0.016]
-//                   [--min 0.90] [--max 0.99]
+//   law_calibration [--replicates 200] [--samples 4000] [--design levels]
+//                   [--a 1.46] [--b -1.81] [--rel 0.016] [--min 0.90] [--max 0.99]
 #include "mft/layout/random.hpp"
-#include "mft/statistics/power_fit.hpp"
-#include "mft/statistics/two_sample.hpp"
 #include "mft/studies/study_levels.hpp"
 
 #include <algorithm>
@@ -47,29 +30,10 @@ namespace {
 struct Options {
   int replicates = 200;
   PetscInt samples = 4000;
-  std::string design = "depth";
-  double C = 0.3, p = 1, q = 0, min = 0.90, max = 0.99;
+  std::string design = "levels";
+  double min = 0.90, max = 0.99;
   double a = 1.46, b = -1.81, rel = 0.016; // --design levels
 };
-
-constexpr PetscInt kM = 2, kN = 8, kD = 4;
-
-// S samples of the limit's law scaled by `scale`, (S, M, N, d), from stream st.
-std::vector<double> Draw(Stream &st, const std::vector<double> &base, PetscInt S, double scale) {
-  const double sigma = 0.8, tau = 0.3, unit = 1 / std::sqrt((double)kD);
-  std::vector<double> x((size_t)(S * kM * kN * kD));
-  for (PetscInt s = 0; s < S; ++s)
-    for (PetscInt m = 0; m < kM; ++m) {
-      double w[kD];
-      for (double &c : w) c = sigma * unit * st.normal();
-      for (PetscInt i = 0; i < kN; ++i)
-        for (PetscInt c = 0; c < kD; ++c) {
-          const size_t at = (size_t)(((s * kM + m) * kN + i) * kD + c);
-          x[at] = scale * (base[(size_t)((m * kN + i) * kD + c)] + w[c] + tau * unit * st.normal());
-        }
-    }
-  return x;
-}
 
 bool Parse(int argc, char **argv, Options *o) {
   for (int i = 1; i + 1 < argc; i += 2) {
@@ -77,9 +41,6 @@ bool Parse(int argc, char **argv, Options *o) {
     if (k == "--replicates") o->replicates = std::atoi(v.c_str());
     else if (k == "--samples") o->samples = std::atoi(v.c_str());
     else if (k == "--design") o->design = v;
-    else if (k == "--C") o->C = std::atof(v.c_str());
-    else if (k == "--p") o->p = std::atof(v.c_str());
-    else if (k == "--q") o->q = std::atof(v.c_str());
     else if (k == "--a") o->a = std::atof(v.c_str());
     else if (k == "--b") o->b = std::atof(v.c_str());
     else if (k == "--rel") o->rel = std::atof(v.c_str());
@@ -87,7 +48,7 @@ bool Parse(int argc, char **argv, Options *o) {
     else if (k == "--max") o->max = std::atof(v.c_str());
     else return false;
   }
-  return (argc % 2) == 1 && o->replicates > 0 && o->samples > 1 && (o->design == "depth" || o->design == "width" || o->design == "levels") && o->rel > 0;
+  return (argc % 2) == 1 && o->replicates > 0 && o->samples > 1 && o->design == "levels" && o->rel > 0;
 }
 
 // One synthetic hierarchy's level means and standard errors: S differences a
@@ -152,50 +113,8 @@ int Calibrate(int argc, char **argv) {
   Options o;
   if (!Parse(argc, argv, &o)) {
     std::fprintf(stderr, "law_calibration: usage: law_calibration [--replicates R] [--samples S] "
-                         "[--design depth|width|levels] [--C C] [--p p] [--q q] [--a a] [--b b] [--rel r] "
-                         "[--min f] [--max f]\n");
+                         "[--design levels] [--a a] [--b b] [--rel r] [--min f] [--max f]\n");
     return 2;
   }
-  if (o.design == "levels") return CalibrateLevels(o);
-  std::vector<double> L, H;
-  for (int k = 0; k < (o.design == "depth" ? 5 : 7); ++k)
-    L.push_back(o.design == "depth" ? std::pow(2.0, k) : 4), H.push_back(o.design == "depth" ? 4 : std::pow(2.0, k));
-  const bool fits_p = o.design == "depth";
-  Stream fixed(1, 0);
-  std::vector<double> base((size_t)(kM * kN * kD));
-  for (double &b : base) b = fixed.normal() / std::sqrt((double)kD);
-  int covered = 0, resolved_cells = 0, failed = 0;
-  double mean_exponent = 0;
-  for (int r = 0; r < o.replicates; ++r) {
-    Stream st(1000 + (std::uint64_t)r, 0);
-    const std::vector<double> limit = Draw(st, base, o.samples, 1.0);
-    std::vector<double> err, se;
-    std::vector<char> ok;
-    for (size_t c = 0; c < L.size(); ++c) {
-      const double g = o.C * std::pow(L[c], -o.p) * std::pow(H[c], -o.q);
-      const std::vector<double> model = Draw(st, base, o.samples, std::sqrt(1 + g));
-      GramGap gap;
-      if (GramGapOf(MPI_COMM_SELF, {{model.data(), o.samples, 1.0}}, {{limit.data(), o.samples, 1.0}}, kM, kN, kD,
-                    &gap))
-        return 1;
-      err.push_back(gap.err), se.push_back(gap.se()), ok.push_back(gap.resolved);
-      resolved_cells += gap.resolved;
-    }
-    const PowerFit f = PowerFitOf(L, H, err, se, ok, 77 + (std::uint64_t)r);
-    if (f.cells == 0) {
-      ++failed;
-      continue;
-    }
-    const double truth = fits_p ? o.p : o.q, lo = fits_p ? f.p_lo : f.q_lo, hi = fits_p ? f.p_hi : f.q_hi;
-    mean_exponent += fits_p ? f.p : f.q;
-    covered += lo <= truth && truth <= hi;
-  }
-  const double coverage = (double)covered / o.replicates;
-  std::printf("law_calibration: %s design, %d replicates of %" PetscInt_FMT " samples a side, g = %g L^-%g H^-%g: "
-              "%s = %g covered in %.3f of the replicates (mean estimate %.3f; %.2f cells resolved a replicate; "
-              "%d fits failed)\n",
-              o.design.c_str(), o.replicates, o.samples, o.C, o.p, o.q, fits_p ? "p" : "q", fits_p ? o.p : o.q,
-              coverage, mean_exponent / std::max(1, o.replicates - failed),
-              (double)resolved_cells / o.replicates, failed);
-  return coverage >= o.min && coverage <= o.max ? 0 : 1;
+  return CalibrateLevels(o);
 }
