@@ -178,10 +178,15 @@ std::uint64_t EnergySeed(size_t k, PetscInt m) { return 20261207 + ((std::uint64
 namespace {
 
 // The largest energy distance over probe set k's sequences into g, each
-// sequence's interval +- z se, the largest's [max lo, max hi].
+// sequence's interval +- z se, the largest's [max lo, max hi]; NaN where a
+// side has fewer than 2 samples.
 PetscErrorCode EnergyOfSet(MPI_Comm comm, size_t k, const Samples &a, const Samples &b, double z, LawGap *g) {
   const PetscInt n = a.N * a.d, stride = a.M * n;
   PetscFunctionBeginUser;
+  if (a.S < 2 || b.S < 2) { // (a trained study's survivors): no distance
+    g->energy.value = g->energy.se = g->energy_lo = g->energy_hi = NAN;
+    PetscFunctionReturn(0);
+  }
   for (PetscInt m = 0; m < a.M; ++m) {
     Energy e;
     PetscCall(EnergyOf(comm, a.tokens.data() + m * n, a.block.size(), b.tokens.data() + m * n, b.block.size(), n,
