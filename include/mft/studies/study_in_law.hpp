@@ -41,10 +41,11 @@
 namespace mft {
 
 // A study in law is what Settings::study_in_law() says.
-// Lists the study's cells and the limit with their cost in head evaluations,
-// the memory a rank and the time (from a pilot of the largest cell's samples,
-// the limit's paths and the energy distance's pairs on the ranks of this
-// run), for study.plan_cores ranks or this run's (mft study --list;
+// Lists the study's cells and the reference (the limit, or a finite model)
+// with their cost in head evaluations, the memory a rank and the time (from
+// a pilot of the largest cell's samples, the limit's paths and one
+// sequence's energy distance on the ranks of this run), for
+// study.plan_cores ranks or this run's (mft study --list;
 // jobs/study.sh); the last line "<n> cells in <dir>". Writes no file.
 // Collective.
 PetscErrorCode StudyInLawList(MPI_Comm comm, const std::vector<std::string> &args, const Settings &s);
