@@ -29,30 +29,42 @@ constexpr double kPilotEvaluations = 4e5;
 
 // The seconds a rank spends on one head evaluation of a cell's samples and of
 // the limit's paths (or of the infinite heads' samples), and the seconds of
-// the energy distance for one row of either side over the ranks of the
-// pilot, from a pilot on this run's ranks: the samples of the largest cell,
-// the paths at the study's steps, and one sequence's energy distance
-// between kEnergyPilotRows rows a side.
+// one sequence's energy distance on the ranks of the pilot, `fixed` a
+// distance plus `row` a row of either side, from a pilot on this run's
+// ranks: the samples of the largest cell, the paths at the study's steps,
+// and one sequence's energy distance between kEnergyPilotRows and 4 times
+// as many rows a side (a line through the two).
 struct LawPilot {
-  double sample = 0, path = 0, row = 0, seconds = 0;
+  double sample = 0, path = 0, fixed = 0, row = 0, seconds = 0;
 };
 constexpr PetscInt kEnergyPilotRows = 2000;
 
-// The energy distance's pilot: kEnergyPilotRows rows a side of n numbers
-// (normals, split over the ranks), its seconds a row of either side.
-PetscErrorCode EnergyPilot(MPI_Comm comm, PetscInt n, double *row) {
+// The seconds of one energy distance between `rows` rows a side of n
+// numbers (normals, split over the ranks).
+PetscErrorCode EnergyPilotSeconds(MPI_Comm comm, PetscInt n, PetscInt rows, double *secs) {
   PetscMPIInt size, rank;
   PetscFunctionBeginUser;
   PetscCallMPI(MPI_Comm_size(comm, &size));
   PetscCallMPI(MPI_Comm_rank(comm, &rank));
-  const Range b = split(kEnergyPilotRows, size, rank);
+  const Range b = split(rows, size, rank);
   std::vector<double> X((size_t)(b.size() * n)), Y(X.size());
   Stream st(1, kEnergyDirection, (std::uint64_t)rank);
   st.normals(X.data(), (long)X.size()), st.normals(Y.data(), (long)Y.size());
   Energy e;
   const double t0 = seconds();
   PetscCall(EnergyOf(comm, X.data(), b.size(), Y.data(), b.size(), n, n, kEnergyDirections, 1, &e));
-  *row = (seconds() - t0) / (2.0 * (double)kEnergyPilotRows);
+  *secs = seconds() - t0;
+  PetscFunctionReturn(0);
+}
+
+// The energy distance's pilot: its fixed seconds and its seconds a row.
+PetscErrorCode EnergyPilot(MPI_Comm comm, PetscInt n, LawPilot *p) {
+  double small, large;
+  PetscFunctionBeginUser;
+  PetscCall(EnergyPilotSeconds(comm, n, kEnergyPilotRows, &small));
+  PetscCall(EnergyPilotSeconds(comm, n, 4 * kEnergyPilotRows, &large));
+  p->row = std::max(0.0, (large - small) / (6.0 * (double)kEnergyPilotRows));
+  p->fixed = std::max(0.0, small - 2.0 * (double)kEnergyPilotRows * p->row);
   PetscFunctionReturn(0);
 }
 
@@ -88,7 +100,7 @@ PetscErrorCode LawPilotRun(MPI_Comm comm, const std::vector<std::string> &args, 
     p->path = (seconds() - t1) * size / ((double)cs.limit.paths * per_path);
   } else
     p->path = p->sample; // the infinite heads' or the reference's samples (priced as the largest cell's), or none
-  PetscCall(EnergyPilot(comm, x.N * x.d, &p->row));
+  PetscCall(EnergyPilot(comm, x.N * x.d, p));
   p->seconds = seconds() - t0;
   PetscFunctionReturn(0);
 }
@@ -105,8 +117,9 @@ const char *ReferenceWords(const Settings &s, bool what) {
 // The study's time on `ranks` ranks, priced from the pilot: the cells'
 // samples, the limit's paths (all variants' `reference` head evaluations)
 // and the energy distances (every cell, probe set and sequence: all its
-// samples and the reference's, sorted along each direction; priced as
-// linear in the rows, the sort's logarithm left out).
+// samples and the reference's, sorted along each direction; priced as a
+// line in the rows through the pilot's two sizes, its slope shared by the
+// ranks, the sort's logarithm left out).
 PetscErrorCode LawTimePrint(MPI_Comm comm, const std::vector<std::string> &args, const Settings &s, double cells,
                             double reference, double ranks) {
   LawPilot p;
@@ -118,12 +131,13 @@ PetscErrorCode LawTimePrint(MPI_Comm comm, const std::vector<std::string> &args,
                                   (s.study.k.empty() ? 1 : integers(s.study.k).size()));
   const double rows = (double)(s.study.samples + s.limit.paths);
   const double samples = cells * p.sample / ranks, paths = reference * p.path / ranks;
-  const double energy = n_cells * (double)probe_sets(s).size() * (double)s.study.probe_M * rows * p.row * size / ranks;
+  const double energy =
+      n_cells * (double)probe_sets(s).size() * (double)s.study.probe_M * (p.fixed + rows * p.row * size / ranks);
   PetscCall(PetscPrintf(comm,
                         "time on %.0f ranks, priced from a %.2f s pilot on %d: about %.4g s (the cells' samples %.4g s, "
-                        "the %s %.4g s, the energy distances %.4g s)%s\n",
+                        "the %s %.4g s, the energy distances %.4g s: %.3g s each and %.3g us a row on %d)%s\n",
                         ranks, p.seconds, size, samples + paths + energy, samples,
-                        ReferenceWords(s, true), paths, energy,
+                        ReferenceWords(s, true), paths, energy, p.fixed, 1e6 * p.row, size,
                         s.study.target > 0 ? "; with study.target, the pilot's samples: a cell that needs more draws "
                                              "more, up to study.max_samples"
                                            : ""));
