@@ -265,7 +265,7 @@ def plot_law_k(table, fit, out):
 def plot_law(d, v, out):
     """err_law of a study in law against L and H (or k), with its intervals and fit."""
     table = rows(f"{d}/law.csv", variant=str(v))
-    fit = rows(f"{d}/law_fits.csv", variant=str(v))
+    fit = [f for f in rows(f"{d}/law_fits.csv", variant=str(v)) if f.get("metric", "err_law") == "err_law"]
     if table and "time" in table[0]:  # a trained study in law: its last time
         last = str(max(int(r["time"]) for r in table))
         table = [r for r in table if r["time"] == last]

@@ -508,8 +508,11 @@ std::vector<Option> declare(Settings &s) {
       integers("study.times", &s.study.times, 0,
                "trained: training steps at which err is recorded, from the same runs (0 and study.steps always are)",
                true),
-      integer("study.reference_L", &s.study.reference_L, 1, "trained: depth of the reference model"),
-      integer("study.reference_H", &s.study.reference_H, 1, "trained: width of the reference model"),
+      integer("study.reference_L", &s.study.reference_L, 1,
+              "trained: depth of the reference model; in a study in law at initialisation, either given: the cells "
+              "are compared with limit.paths samples of the reference_L x reference_H model, not the limit"),
+      integer("study.reference_H", &s.study.reference_H, 1,
+              "trained: width of the reference model (in a study in law at initialisation: see study.reference_L)"),
       text("study.reference_k", &s.study.reference_k,
            "trained: head dimension of the reference model, an integer or inf (empty: the models'; needs "
            "data.teacher_k)"),
@@ -518,7 +521,8 @@ std::vector<Option> declare(Settings &s) {
               "reference's own error, which is removed from the models' (docs/results.md); with 3 or more it enters the "
               "intervals; 0 only in a learning-rate study (no convergence measured)"),
       real("study.reference_margin", &s.study.reference_margin, 0.0, false,
-           "the reference (trained: study.reference_L, _H; init: limit.heads) must be at least this many times the "
+           "the reference (trained, or a study in law's finite one: study.reference_L, _H; init: limit.heads) must be at "
+           "least this many times the "
            "largest L and H of the grid, in each direction with more than one value (0: no check)"),
       real("study.resolution", &s.study.resolution, 0.0, true,
            "a cell is resolved when the references' own error (floor / sqrt(references)) is at most this times its "

@@ -105,16 +105,20 @@ static PetscErrorCode StudyCheck(MPI_Comm comm, const Settings &s) {
              PETSC_ERR_USER_INPUT, "study.learning_rates = '%s': a learning-rate study needs two rates or more",
              s.study.learning_rates.c_str());
   const double m = s.study.reference_margin;
-  const PetscInt refH = trained ? s.study.reference_H : s.limit.heads;
   // A study in law compares with the SDE's paths, not with a reference of
-  // limit.heads heads; a study without references has no reference's error.
-  const bool referenced = !s.study_in_law() && s.study.references > 0;
+  // limit.heads heads, unless given a finite reference (study.reference_L or
+  // _H: a model of both sizes, as a trained study's); a study without
+  // references has no reference's error.
+  const bool finite_law = s.study_in_law() && (s.is_explicit("study.reference_L") || s.is_explicit("study.reference_H"));
+  const bool sized = trained || finite_law; // the reference has a depth and a width of its own
+  const PetscInt refH = sized ? s.study.reference_H : s.limit.heads;
+  const bool referenced = finite_law || (!s.study_in_law() && s.study.references > 0);
   PetscCheck(!referenced || !varies_H || refH >= m * Hmax, comm, PETSC_ERR_USER_INPUT,
              "the reference's %" PetscInt_FMT " heads (%s) are fewer than study.reference_margin = %s times the "
              "largest H = %" PetscInt_FMT " of the grid: its own error would stay in the models' (lower "
              "study.reference_margin to run anyway)",
-             refH, trained ? "study.reference_H" : "limit.heads", format_real(m).c_str(), Hmax);
-  PetscCheck(!referenced || !trained || !varies_L || s.study.reference_L >= m * Lmax, comm, PETSC_ERR_USER_INPUT,
+             refH, sized ? "study.reference_H" : "limit.heads", format_real(m).c_str(), Hmax);
+  PetscCheck(!referenced || !sized || !varies_L || s.study.reference_L >= m * Lmax, comm, PETSC_ERR_USER_INPUT,
              "the reference's %" PetscInt_FMT " layers (study.reference_L) are fewer than study.reference_margin = %s "
              "times the largest L = %" PetscInt_FMT " of the grid: its own error would stay in the models' (lower "
              "study.reference_margin to run anyway)",

@@ -53,12 +53,6 @@ PetscErrorCode ProjectionCovariance(MPI_Comm comm, const SampleSet &k, PetscInt 
   PetscFunctionReturn(0);
 }
 
-double Distance(const double *a, const double *b, PetscInt n) {
-  double s = 0;
-  for (PetscInt c = 0; c < n; ++c) s += (a[c] - b[c]) * (a[c] - b[c]);
-  return std::sqrt(s);
-}
-
 // The unique Gram entries (i <= j) of an N x N matrix, in order, and how
 // many ordered entries each stands for (1 on the diagonal, 2 off it).
 std::vector<PetscInt> UniqueEntries(PetscInt N, std::vector<double> *multiplicity) {
@@ -173,8 +167,7 @@ PetscErrorCode GramGapOf(MPI_Comm comm, const Law &model, const Law &limit, Pets
   PetscCall(SecondOrderVariance(comm, {&model, &limit}, {&gs, &ls}, M, N, d, &second));
   // Simultaneous over the sequences (Sidak): every sequence's interval
   // holds at once with 95%, so the largest gap lies in [max lo, max hi].
-  const double n = (double)(simultaneous > 0 ? simultaneous : M);
-  const double z = boost::math::quantile(boost::math::normal(), 1 - (1 - std::pow(0.95, 1.0 / n)) / 2);
+  const double z = SidakZ(simultaneous > 0 ? simultaneous : M);
   GramGap worst;
   worst.err = -1;
   for (PetscInt m = 0; m < M; ++m) {
@@ -249,52 +242,32 @@ double GramRelative(const std::vector<double> &a, const std::vector<double> &b, 
   return worst;
 }
 
-EnergySums EnergyTerms(const double *X, PetscInt S, const double *Y, PetscInt P, PetscInt n, PetscInt stride,
-                       PetscInt begin, PetscInt end) {
-  EnergySums sums;
-  for (PetscInt r = begin; r < end; ++r) {
-    const bool x = r < S;
-    const double *row = x ? X + (size_t)r * stride : Y + (size_t)(r - S) * stride;
-    const double *own = x ? X : Y, *other = x ? Y : X;
-    const PetscInt n_own = x ? S : P, n_other = x ? P : S, self = x ? r : r - S;
-    double across = 0, within = 0;
-    for (PetscInt j = 0; j < n_other; ++j) across += Distance(row, other + (size_t)j * stride, n);
-    for (PetscInt j = 0; j < n_own; ++j)
-      if (j != self) within += Distance(row, own + (size_t)j * stride, n);
-    const double u = across / (double)n_other - within / (double)(n_own - 1);
-    const int side = x ? 0 : 1;
-    sums.u[side] += u, sums.uu[side] += u * u, sums.within[side] += within / (double)(n_own - 1);
-  }
-  return sums;
+double SidakZ(PetscInt n) {
+  return boost::math::quantile(boost::math::normal(), 1 - (1 - std::pow(0.95, 1.0 / (double)n)) / 2);
 }
 
-Energy EnergyOf(const EnergySums &sums, PetscInt S, PetscInt P) {
-  Energy e;
-  const double n[2] = {(double)S, (double)P};
-  for (int side = 0; side < 2; ++side) {
-    const double mean = sums.u[side] / n[side];
-    const double var = std::max(0.0, (sums.uu[side] - n[side] * mean * mean) / (n[side] - 1));
-    e.value += mean, e.se += 4 * var / n[side], e.floor += sums.within[side] / n[side] / n[side];
-  }
-  e.se = std::sqrt(e.se);
-  return e;
-}
+std::uint64_t EnergySeed(size_t k, PetscInt m) { return 20261207 + ((std::uint64_t)k << 32) + (std::uint64_t)m; }
 
 namespace {
 
-// The energy distance of one probe sequence m between the first samples of
-// each side (X: S rows, Y: P rows, every rank all of them), its pairs split
-// over the ranks.
-PetscErrorCode EnergyAt(MPI_Comm comm, const std::vector<double> &X, PetscInt S, const std::vector<double> &Y,
-                        PetscInt P, PetscInt M, PetscInt n, PetscInt m, Energy *e) {
-  PetscMPIInt size, rank;
+// The largest energy distance over probe set k's sequences into g, each
+// sequence's interval +- z se, the largest's [max lo, max hi]; NaN where a
+// side has fewer than 2 samples.
+PetscErrorCode EnergyOfSet(MPI_Comm comm, size_t k, const Samples &a, const Samples &b, double z, LawGap *g) {
+  const PetscInt n = a.N * a.d, stride = a.M * n;
   PetscFunctionBeginUser;
-  PetscCallMPI(MPI_Comm_size(comm, &size));
-  PetscCallMPI(MPI_Comm_rank(comm, &rank));
-  const Range rows = split(S + P, size, rank);
-  EnergySums mine = EnergyTerms(X.data() + m * n, S, Y.data() + m * n, P, n, M * n, rows.begin, rows.end), all;
-  PetscCallMPI(MPI_Allreduce(&mine, &all, (int)(sizeof all / sizeof(double)), MPI_DOUBLE, MPI_SUM, comm));
-  *e = EnergyOf(all, S, P);
+  if (a.S < 2 || b.S < 2) { // (a trained study's survivors): no distance
+    g->energy.value = g->energy.se = g->energy_lo = g->energy_hi = NAN;
+    PetscFunctionReturn(0);
+  }
+  for (PetscInt m = 0; m < a.M; ++m) {
+    Energy e;
+    PetscCall(EnergyOf(comm, a.tokens.data() + m * n, a.block.size(), b.tokens.data() + m * n, b.block.size(), n,
+                       stride, kEnergyDirections, EnergySeed(k, m), &e));
+    g->energy_lo = std::max(g->energy_lo, e.value - z * e.se), g->energy_hi = std::max(g->energy_hi, e.value + z * e.se);
+    if (e.value > g->energy.value) g->energy = e;
+  }
+  g->energy_resolved = g->energy_lo > 0;
   PetscFunctionReturn(0);
 }
 
@@ -303,11 +276,12 @@ PetscErrorCode EnergyAt(MPI_Comm comm, const std::vector<double> &X, PetscInt S,
 PetscErrorCode LawGapOf(MPI_Comm comm, const std::vector<std::string> &names, const std::vector<Samples> &x,
                         const std::vector<Law> &y_law, const std::vector<const Samples *> &y, LawGap *g) {
   PetscFunctionBeginUser;
-  g->gap.err = -1, g->energy.value = -HUGE_VAL, g->sets.clear();
-  PetscInt sequences = 0; // every probe set's: the interval holds them all at once
+  *g = LawGap();
+  g->gap.err = -1, g->energy.value = -HUGE_VAL, g->energy_lo = 0, g->energy_hi = 0;
+  PetscInt sequences = 0; // every probe set's: the intervals hold them all at once
   for (const Samples &a : x) sequences += a.M;
   for (size_t k = 0; k < names.size(); ++k) {
-    const Samples &a = x[k], &b = *y[k];
+    const Samples &a = x[k];
     GramGap gap, &w = g->gap;
     PetscCall(GramGapOf(comm, {SamplesSet(a)}, y_law[k], a.M, a.N, a.d, &gap, sequences));
     const double lo = std::max(w.lo, gap.lo), hi = std::max(w.hi, gap.hi), floor = std::max(w.floor, gap.floor);
@@ -315,15 +289,7 @@ PetscErrorCode LawGapOf(MPI_Comm comm, const std::vector<std::string> &names, co
     g->sets.push_back(gap);
     if (gap.err > w.err) w = gap, g->probe = names[k];
     w.lo = lo, w.hi = hi, w.floor = floor, w.resolved = lo > 0;
-    std::vector<double> X, Y; // the energy distance's samples: a fixed number, on every rank
-    PetscCall(SamplesGather(comm, a, kEnergySamples, &X));
-    PetscCall(SamplesGather(comm, b, kEnergySamples, &Y));
-    const PetscInt S = std::min(a.S, kEnergySamples), P = std::min(b.S, kEnergySamples);
-    for (PetscInt m = 0; m < a.M; ++m) {
-      Energy e;
-      PetscCall(EnergyAt(comm, X, S, Y, P, a.M, a.N * a.d, m, &e));
-      if (e.value > g->energy.value) g->energy = e;
-    }
+    PetscCall(EnergyOfSet(comm, k, a, *y[k], SidakZ(sequences), g));
   }
   PetscFunctionReturn(0);
 }

@@ -154,19 +154,20 @@ PetscErrorCode LawLimit(MPI_Comm comm, const std::vector<std::string> &args, con
   PetscFunctionReturn(0);
 }
 
-// Cell L x H (x k, a study over k; "inf": the infinite head) of variant v:
-// its S samples on every probe set (with a target, at least S), from its
-// file or drawn and written.
+// Cell L x H (x k, a study over k; "inf": the infinite head) of variant v,
+// or its finite reference (`reference`: a file and seeds of its own): its S
+// samples on every probe set (with a target, at least S), from its file or
+// drawn and written.
 PetscErrorCode LawCell(MPI_Comm comm, const std::vector<std::string> &args, const Settings &s, size_t v, PetscInt L,
-                       PetscInt H, const std::string &k, PetscInt S, LawSamples *out) {
+                       PetscInt H, const std::string &k, PetscInt S, LawSamples *out, bool reference = false) {
   const std::vector<std::string> names = probe_names(s);
   std::vector<std::string> model = overrides(StudyVariants(s)[v]);
   const auto shape = StudyShapeOptions(s, L, H);
   model.insert(model.end(), shape.begin(), shape.end());
   if (!k.empty()) model.insert(model.end(), {"--model.k", k});
-  const std::string path = s.study.dir + "/samples-v" + std::to_string(v) + "-L" + std::to_string(L) + "-H" +
-                           std::to_string(H) + (k.empty() ? "" : "-k" + k) + ".h5";
-  const std::uint64_t first = CellSeeds(v, L, H, k.empty() ? 0 : k == "inf" ? -1 : std::stoll(k));
+  const std::string path = s.study.dir + (reference ? "/reference-v" : "/samples-v") + std::to_string(v) + "-L" +
+                           std::to_string(L) + "-H" + std::to_string(H) + (k.empty() ? "" : "-k" + k) + ".h5";
+  const std::uint64_t first = CellSeeds(v, L, H, k.empty() ? 0 : k == "inf" ? -1 : std::stoll(k), reference);
   Settings cs;
   bool kept;
   PetscFunctionBeginUser;
@@ -244,6 +245,16 @@ PetscErrorCode StudyInLawCheck(MPI_Comm comm, const Settings &s) {
              "target) and %llu paths", (unsigned long long)kCellSeeds, (unsigned long long)kCellSeeds / 2);
   PetscCheck(s.study.target > 0 || !s.is_explicit("study.max_samples"), comm, PETSC_ERR_USER_INPUT,
              "study.max_samples bounds the samples that study.target asks for: give a target, or study.samples alone");
+  if (LawFiniteReference(s)) {
+    PetscCheck(s.study.k.empty() && !s.study.levels, comm, PETSC_ERR_USER_INPUT,
+               "study.reference_L and study.reference_H give a study in law a finite reference; %s compares with %s: "
+               "give one or the other", s.study.levels ? "study.levels" : "a study over k (study.k)",
+               s.study.levels ? "the limit" : "infinite heads");
+    for (const char *key : {"limit.steps", "limit.step_heads", "limit.richardson", "limit.coupling"})
+      PetscCheck(!s.is_explicit(key), comm, PETSC_ERR_USER_INPUT,
+                 "%s does not apply to a study in law against a finite reference (study.reference_L x "
+                 "study.reference_H, limit.paths samples of it): it draws no paths of the limit", key);
+  }
   if (s.study.k.empty()) PetscFunctionReturn(0);
   PetscCheck(integers(s.study.L).size() == 1 && integers(s.study.H).size() == 1 && !s.study.levels, comm,
              PETSC_ERR_USER_INPUT,
@@ -270,25 +281,39 @@ PetscErrorCode LawHeader(MPI_Comm comm, const Settings &s) {
                           s.study.probe_M, s.study.dir.c_str()));
     PetscFunctionReturn(0);
   }
+  char reference[192];
+  if (LawFiniteReference(s))
+    snprintf(reference, sizeof reference, "samples of the finite reference, the %" PetscInt_FMT " x %" PetscInt_FMT
+             " model (study.reference_L x study.reference_H)", s.study.reference_L, s.study.reference_H);
+  else
+    snprintf(reference, sizeof reference, "paths of the limit (%" PetscInt_FMT "%s steps, %" PetscInt_FMT
+             " heads a step)", s.limit.steps, s.limit.richardson ? " and twice as many" : "", s.limit.step_heads);
   PetscCall(PetscPrintf(comm,
                         "mft study in law: a = c = 1/2, %zu variants, L in {%s}, H in {%s}, %" PetscInt_FMT
-                        " samples a cell against %" PetscInt_FMT " paths of the limit (%" PetscInt_FMT
-                        "%s steps, %" PetscInt_FMT " heads a step) | probes: %zu sets of %" PetscInt_FMT
+                        " samples a cell against %" PetscInt_FMT " %s | probes: %zu sets of %" PetscInt_FMT
                         " sequences | %s\n",
                         StudyVariants(s).size(), s.study.L.c_str(), s.study.H.c_str(), s.study.samples,
-                        s.limit.paths, s.limit.steps, s.limit.richardson ? " and twice as many" : "",
-                        s.limit.step_heads, probe_sets(s).size(), s.study.probe_M, s.study.dir.c_str()));
+                        s.limit.paths, reference, probe_sets(s).size(), s.study.probe_M, s.study.dir.c_str()));
   PetscFunctionReturn(0);
 }
 
-// law.csv's row of one cell.
-std::string LawRow(size_t v, const Settings &s, const CellLaw &c, double steps, double sampling) {
+// law.csv's columns, and the row of one cell (`reference`: what it is compared with).
+const std::string kLawColumns = std::string("variant,L,H,samples,paths,err_law,err_law_lo,err_law_hi,err_law_floor,"
+                                            "resolved,probe,sequence,") +
+                                kEnergyColumns + ",limit_steps,limit_sampling,limit_clear,seconds,target,k,reference";
+std::string LawRow(size_t v, const Settings &s, const CellLaw &c, double steps, double sampling,
+                   const std::string &reference) {
   const bool clear = c.law.gap.resolved && std::max(steps, sampling) < c.law.gap.lo;
-  return csv({std::to_string(v), std::to_string(c.L), std::to_string(c.H), std::to_string(c.samples),
-              std::to_string(s.limit.paths), num(c.law.gap.err), num(c.law.gap.lo), num(c.law.gap.hi),
-              num(c.law.gap.floor), c.law.gap.resolved ? "true" : "false", quoted(c.law.probe), std::to_string(c.law.gap.sequence), num(c.law.energy.value),
-              num(c.law.energy.se), num(c.law.energy.floor), num(steps), num(sampling), clear ? "true" : "false",
-              num(c.seconds), quoted(c.target), c.k});
+  std::vector<std::string> row = {std::to_string(v), std::to_string(c.L), std::to_string(c.H),
+                                  std::to_string(c.samples), std::to_string(s.limit.paths), num(c.law.gap.err),
+                                  num(c.law.gap.lo), num(c.law.gap.hi), num(c.law.gap.floor),
+                                  c.law.gap.resolved ? "true" : "false", quoted(c.law.probe),
+                                  std::to_string(c.law.gap.sequence)};
+  for (const std::string &e : EnergyCells(c.law)) row.push_back(e);
+  for (const std::string &e : {num(steps), num(sampling), std::string(clear ? "true" : "false"), num(c.seconds),
+                               quoted(c.target), c.k, quoted(reference)})
+    row.push_back(e);
+  return csv(row);
 }
 
 // Cell L x H of variant v against the limit: its samples (study.samples;
@@ -324,10 +349,11 @@ PetscErrorCode LawCellCompared(MPI_Comm comm, const std::vector<std::string> &ar
   c->seconds = seconds() - t0;
   PetscCall(PetscPrintf(comm,
                         "variant %zu L=%" PetscInt_FMT " H=%" PetscInt_FMT "%s%s: err_law %.3e [%.3e, %.3e]%s (floor "
-                        "%.1e), energy %.3e +- %.1e (floor %.1e), %" PetscInt_FMT " samples, %.1f s%s%s\n",
+                        "%.1e), energy %.3e +- %.1e [%.3e, %.3e]%s, %" PetscInt_FMT " samples, %.1f s%s%s\n",
                         v, c->L, c->H, c->k.empty() ? "" : " k=", c->k.c_str(), c->law.gap.err, c->law.gap.lo,
                         c->law.gap.hi, c->law.gap.resolved ? " resolved" : "", c->law.gap.floor,
-                        c->law.energy.value, c->law.energy.se, c->law.energy.floor, c->samples, c->seconds,
+                        c->law.energy.value, c->law.energy.se, c->law.energy_lo, c->law.energy_hi,
+                        c->law.energy_resolved ? " resolved" : "", c->samples, c->seconds,
                         c->target.empty() ? "" : "; target ", c->target.c_str()));
   PetscFunctionReturn(0);
 }
@@ -350,9 +376,9 @@ PetscErrorCode Expansions(MPI_Comm comm, size_t v, const std::string &x, const s
   PetscFunctionReturn(0);
 }
 
-// law_fits.csv's row of variant v's fit (in k: the rate r in q's columns).
-std::string FitRow(size_t v, const PowerFit &f) {
-  std::vector<std::string> row = {std::to_string(v), std::to_string(f.cells), f.cells ? num(f.C) : "",
+// law_fits.csv's row of variant v's fit of `metric` (in k: the rate r in q's columns).
+std::string FitRow(size_t v, const std::string &metric, const PowerFit &f) {
+  std::vector<std::string> row = {std::to_string(v), metric, std::to_string(f.cells), f.cells ? num(f.C) : "",
                                   f.fits_p ? num(f.p) : "", f.fits_p ? num(f.p_lo) : "", f.fits_p ? num(f.p_hi) : "",
                                   f.fits_q ? num(f.q) : "", f.fits_q ? num(f.q_lo) : "", f.fits_q ? num(f.q_hi) : ""};
   for (const std::string &m : PowerFitMisfit(f)) row.push_back(m);
@@ -379,14 +405,14 @@ PetscErrorCode LawVariantInK(MPI_Comm comm, const std::vector<std::string> &args
     CellLaw c;
     c.L = L, c.H = H, c.k = std::to_string(kk);
     PetscCall(LawCellCompared(comm, args, s, v, infinite, &c));
-    t->rows.push_back(LawRow(v, s, c, steps, sampling));
+    t->rows.push_back(LawRow(v, s, c, steps, sampling, std::to_string(L) + "x" + std::to_string(H) + " k=inf"));
     k.push_back((double)kk), one.push_back(1.0), gaps.push_back(c.law);
     t->resolved += c.law.gap.resolved;
   }
   LawFitPoints x;
   PetscCall(LawFitPointsOf(comm, gaps, LawsOf(infinite), &x));
   const PowerFit f = PowerFitOf(one, k, x.err_power, x.err_se, x.resolved, x.rho); // r as q
-  t->fits.push_back(FitRow(v, f));
+  t->fits.push_back(FitRow(v, "err_law", f));
   PetscCall(Expansions(comm, v, "k", k, x, &t->expansions));
   if (f.fits_q)
     PetscCall(PetscPrintf(comm, "variant %zu: err_law = %.3g k^-r over %" PetscInt_FMT " resolved cells (sequence %"
@@ -397,57 +423,112 @@ PetscErrorCode LawVariantInK(MPI_Comm comm, const std::vector<std::string> &args
   PetscFunctionReturn(0);
 }
 
-// Variant v's cells: compared with the limit, printed, in rows; its fit.
+// What variant v's cells are compared with: the limit's paths, or the finite
+// reference's samples (LawFiniteReference); its own error, printed: its steps
+// (the limit's extrapolation; none for a finite model) and its sampling.
+PetscErrorCode LawReference(MPI_Comm comm, const std::vector<std::string> &args, const Settings &s, size_t v,
+                            LawSamples *reference, double *steps, double *sampling) {
+  PetscFunctionBeginUser;
+  if (!LawFiniteReference(s)) {
+    PetscCall(LawLimit(comm, args, s, v, reference));
+    PetscCall(LimitError(comm, *reference, steps, sampling));
+    PetscCall(PetscPrintf(comm, "variant %zu: the limit's own error: its steps %.3e, its sampling %.3e (relative "
+                          "Gram)\n", v, *steps, *sampling));
+    PetscFunctionReturn(0);
+  }
+  const PetscInt L = s.study.reference_L, H = s.study.reference_H;
+  PetscCall(LawCell(comm, args, s, v, L, H, "", s.limit.paths, reference, true));
+  PetscCall(LimitError(comm, *reference, steps, sampling));
+  PetscCall(PetscPrintf(comm, "variant %zu: the reference, %" PetscInt_FMT " samples of the L=%" PetscInt_FMT
+                        " H=%" PetscInt_FMT " model: its sampling %.3e (relative Gram)\n",
+                        v, s.limit.paths, L, H, *sampling));
+  PetscFunctionReturn(0);
+}
+
+// The square root of the energy distance over a variant's cells, for its
+// fit (a squared distance: its rates are twice the distance's): the value,
+// its own standard error (the distance's over 2 sqrt(energy), not the
+// simultaneous interval's), whether that interval excludes 0. The cells'
+// correlations through the shared reference are not in it.
+struct MetricCells {
+  std::vector<double> err, se;
+  std::vector<char> ok;
+};
+void AddEnergy(const CellLaw &c, MetricCells *energy) {
+  const double e = std::sqrt(std::max(c.law.energy.value, 0.0));
+  energy->err.push_back(e), energy->se.push_back(e > 0 ? c.law.energy.se / (2 * e) : 0);
+  energy->ok.push_back(c.law.energy_resolved);
+}
+
+// The line of variant v's fit of `metric` = C L^-p H^-q.
+PetscErrorCode FitPrint(MPI_Comm comm, size_t v, const char *metric, const PowerFit &f) {
+  PetscFunctionBeginUser;
+  if (f.cells == 0) {
+    PetscCall(PetscPrintf(comm, "variant %zu: too few resolved cells to fit %s = C L^-p H^-q\n", v, metric));
+    PetscFunctionReturn(0);
+  }
+  char p[96] = "L fixed", q[96] = "H fixed";
+  if (f.fits_p) snprintf(p, sizeof p, "p = %.3f [%.3f, %.3f]", f.p, f.p_lo, f.p_hi);
+  if (f.fits_q) snprintf(q, sizeof q, "q = %.3f [%.3f, %.3f]", f.q, f.q_lo, f.q_hi);
+  PetscCall(PetscPrintf(comm, "variant %zu: %s = %.3g L^-p H^-q over %" PetscInt_FMT " resolved cells: %s, %s; %s\n", v,
+                        metric, f.C, f.cells, p, q, PowerFitVerdict(f).c_str()));
+  PetscFunctionReturn(0);
+}
+
+// Variant v's cells: compared with the reference, printed, in rows; its fits.
 PetscErrorCode LawVariant(MPI_Comm comm, const std::vector<std::string> &args, const Settings &s, size_t v,
                           LawTables *t) {
   const std::vector<PetscInt> Ls = integers(s.study.L), Hs = integers(s.study.H);
   LawSamples limit;
   double steps, sampling;
   std::vector<double> L, H;
+  MetricCells energy;
+  std::vector<LawGap> gaps;
   PetscFunctionBeginUser;
   if (!s.study.k.empty()) PetscFunctionReturn(LawVariantInK(comm, args, s, v, t));
-  PetscCall(LawLimit(comm, args, s, v, &limit));
-  PetscCall(LimitError(comm, limit, &steps, &sampling));
-  PetscCall(PetscPrintf(comm, "variant %zu: the limit's own error: its steps %.3e, its sampling %.3e (relative Gram)\n",
-                        v, steps, sampling));
-  std::vector<LawGap> gaps;
+  PetscCall(LawReference(comm, args, s, v, &limit, &steps, &sampling));
   for (size_t i = 0; i < Ls.size(); ++i)
     for (size_t j = 0; j < Hs.size(); ++j) {
       CellLaw c;
       c.L = Ls[i], c.H = Hs[j];
       PetscCall(LawCellCompared(comm, args, s, v, limit, &c));
-      t->rows.push_back(LawRow(v, s, c, steps, sampling));
-      L.push_back((double)c.L), H.push_back((double)c.H), gaps.push_back(c.law);
+      t->rows.push_back(LawRow(v, s, c, steps, sampling, LawReferenceName(s)));
+      L.push_back((double)c.L), H.push_back((double)c.H), gaps.push_back(c.law), AddEnergy(c, &energy);
       t->resolved += c.law.gap.resolved;
     }
   LawFitPoints x;
   PetscCall(LawFitPointsOf(comm, gaps, LawsOf(limit), &x));
-  const PowerFit f = PowerFitOf(L, H, x.err_power, x.err_se, x.resolved, x.rho);
-  t->fits.push_back(FitRow(v, f));
   if (Hs.size() == 1 && Ls.size() > 1) PetscCall(Expansions(comm, v, "L", L, x, &t->expansions));
   if (Ls.size() == 1 && Hs.size() > 1) PetscCall(Expansions(comm, v, "H", H, x, &t->expansions));
-  if (f.cells == 0)
-    PetscCall(PetscPrintf(comm, "variant %zu: too few resolved cells to fit err_law = C L^-p H^-q\n", v));
-  else {
-    char p[96] = "L fixed", q[96] = "H fixed";
-    if (f.fits_p) snprintf(p, sizeof p, "p = %.3f [%.3f, %.3f]", f.p, f.p_lo, f.p_hi);
-    if (f.fits_q) snprintf(q, sizeof q, "q = %.3f [%.3f, %.3f]", f.q, f.q_lo, f.q_hi);
-    PetscCall(PetscPrintf(comm, "variant %zu: err_law = %.3g L^-p H^-q over %" PetscInt_FMT " resolved cells (sequence %"
-                          PetscInt_FMT " of probe set %" PetscInt_FMT "): %s, %s; %s\n", v, f.C, f.cells, x.sequence,
-                          x.set, p, q, PowerFitVerdict(f).c_str()));
-  }
+  const PowerFit gram = PowerFitOf(L, H, x.err_power, x.err_se, x.resolved, x.rho);
+  const PowerFit root = PowerFitOf(L, H, energy.err, energy.se, energy.ok);
+  t->fits.push_back(FitRow(v, "err_law", gram)), t->fits.push_back(FitRow(v, "sqrt_energy", root));
+  PetscCall(PetscPrintf(comm, "variant %zu: err_law's fit on sequence %" PetscInt_FMT " of probe set %" PetscInt_FMT
+                        " for every cell, their correlations through the reference\n", v, x.sequence, x.set));
+  PetscCall(FitPrint(comm, v, "err_law", gram));
+  PetscCall(FitPrint(comm, v, "sqrt_energy", root));
   PetscFunctionReturn(0);
 }
 
 } // namespace
 
+bool LawFiniteReference(const Settings &s) {
+  return s.is_explicit("study.reference_L") || s.is_explicit("study.reference_H");
+}
+
+std::string LawReferenceName(const Settings &s) {
+  return LawFiniteReference(s) ? std::to_string(s.study.reference_L) + "x" + std::to_string(s.study.reference_H)
+                               : "limit";
+}
+
 // kCellSeeds (1 + h), h a 40-bit hash of (v, L, H, k): a cell's seeds depend on
 // what it is, not on where it sits in the grid, so that adding an L or an H
 // keeps every other cell's file. Two of a study's cells share seeds with a
 // chance of about (cells)^2 2^-41.
-std::uint64_t CellSeeds(size_t v, PetscInt L, PetscInt H, PetscInt k) {
+std::uint64_t CellSeeds(size_t v, PetscInt L, PetscInt H, PetscInt k, bool reference) {
   const std::uint64_t with_k = k == 0 ? 0 : (std::uint64_t)(k + 2) * 0x9E3779B97F4A7C15ull; // k = 0: none
-  Stream st(20261205, kCellSeed, (std::uint64_t)v, (((std::uint64_t)L << 32) ^ (std::uint64_t)H) + with_k);
+  const std::uint64_t role = reference ? 1ull << 40 : 0; // a reference's: another stream than any cell's
+  Stream st(20261205, kCellSeed, (std::uint64_t)v + role, (((std::uint64_t)L << 32) ^ (std::uint64_t)H) + with_k);
   return kCellSeeds * (1 + (st.next() >> 24));
 }
 // The settings of probe set k of the model given by `model` (options).
@@ -469,11 +550,8 @@ PetscErrorCode StudyInLawRun(MPI_Comm comm, const std::vector<std::string> &args
   const double t0 = seconds();
   PetscCall(StudyDirCreate(comm, s.study.dir));
   for (size_t v = 0; v < StudyVariants(s).size(); ++v) PetscCall(LawVariant(comm, args, s, v, &t));
-  PetscCall(WriteTable(comm, s.study.dir + "/law.csv",
-                       "variant,L,H,samples,paths,err_law,err_law_lo,err_law_hi,err_law_floor,resolved,probe,sequence,energy,"
-                       "energy_se,energy_floor,limit_steps,limit_sampling,limit_clear,seconds,target,k",
-                       t.rows));
-  PetscCall(WriteTable(comm, s.study.dir + "/law_fits.csv", std::string("variant,cells,C,p,p_lo,p_hi,q,q_lo,q_hi,") + kPowerFitMisfit, t.fits));
+  PetscCall(WriteTable(comm, s.study.dir + "/law.csv", kLawColumns, t.rows));
+  PetscCall(WriteTable(comm, s.study.dir + "/law_fits.csv", std::string("variant,metric,cells,C,p,p_lo,p_hi,q,q_lo,q_hi,") + kPowerFitMisfit, t.fits));
   PetscCall(WriteTable(comm, s.study.dir + "/law_expansions.csv", kExpansionColumns, t.expansions));
   PetscCall(PetscPrintf(comm,
                         "mft study in law: %zu cells, %" PetscInt_FMT " resolved; wrote %s/law.csv, law_fits.csv, "

@@ -6,6 +6,9 @@
 #include "mft/files/report.hpp"
 #include "mft/flow/limit.hpp"
 #include "mft/flow/samples.hpp"
+#include "mft/layout/grid.hpp"
+#include "mft/layout/random.hpp"
+#include "mft/statistics/energy.hpp"
 #include "mft/statistics/power_fit.hpp"
 #include "mft/statistics/two_sample.hpp"
 #include "mft/studies/study_levels.hpp"
@@ -25,16 +28,49 @@ namespace {
 constexpr double kPilotEvaluations = 4e5;
 
 // The seconds a rank spends on one head evaluation of a cell's samples and of
-// the limit's paths (or of the infinite heads' samples), and on one distance
-// of the energy distance's pairs, from a pilot on this run's ranks: the
-// samples of the largest cell, the paths at the study's steps, and a block of
-// pairs.
+// the limit's paths (or of the infinite heads' samples), and the seconds of
+// one sequence's energy distance on the ranks of the pilot, `fixed` a
+// distance plus `row` a row of either side, from a pilot on this run's
+// ranks: the samples of the largest cell, the paths at the study's steps,
+// and one sequence's energy distance between kEnergyPilotRows and 4 times
+// as many rows a side (a line through the two).
 struct LawPilot {
-  double sample = 0, path = 0, pair = 0, seconds = 0;
+  double sample = 0, path = 0, fixed = 0, row = 0, seconds = 0;
 };
+constexpr PetscInt kEnergyPilotRows = 2000;
+
+// The seconds of one energy distance between `rows` rows a side of n
+// numbers (normals, split over the ranks).
+PetscErrorCode EnergyPilotSeconds(MPI_Comm comm, PetscInt n, PetscInt rows, double *secs) {
+  PetscMPIInt size, rank;
+  PetscFunctionBeginUser;
+  PetscCallMPI(MPI_Comm_size(comm, &size));
+  PetscCallMPI(MPI_Comm_rank(comm, &rank));
+  const Range b = split(rows, size, rank);
+  std::vector<double> X((size_t)(b.size() * n)), Y(X.size());
+  Stream st(1, kEnergyDirection, (std::uint64_t)rank);
+  st.normals(X.data(), (long)X.size()), st.normals(Y.data(), (long)Y.size());
+  Energy e;
+  const double t0 = seconds();
+  PetscCall(EnergyOf(comm, X.data(), b.size(), Y.data(), b.size(), n, n, kEnergyDirections, 1, &e));
+  *secs = seconds() - t0;
+  PetscFunctionReturn(0);
+}
+
+// The energy distance's pilot: its fixed seconds and its seconds a row.
+PetscErrorCode EnergyPilot(MPI_Comm comm, PetscInt n, LawPilot *p) {
+  double small, large;
+  PetscFunctionBeginUser;
+  PetscCall(EnergyPilotSeconds(comm, n, kEnergyPilotRows, &small));
+  PetscCall(EnergyPilotSeconds(comm, n, 4 * kEnergyPilotRows, &large));
+  p->row = std::max(0.0, (large - small) / (6.0 * (double)kEnergyPilotRows));
+  p->fixed = std::max(0.0, small - 2.0 * (double)kEnergyPilotRows * p->row);
+  PetscFunctionReturn(0);
+}
 
 PetscErrorCode LawPilotRun(MPI_Comm comm, const std::vector<std::string> &args, const Settings &s, LawPilot *p) {
-  const bool paths = s.study.k.empty() && !s.study.levels; // a study over k or the levels draw no paths
+  // a study over k, a finite reference or the levels draw no paths
+  const bool paths = s.study.k.empty() && !s.study.levels && !LawFiniteReference(s);
   PetscMPIInt size;
   PetscInt L = 0, H = 0;
   Settings cs;
@@ -63,23 +99,27 @@ PetscErrorCode LawPilotRun(MPI_Comm comm, const std::vector<std::string> &args, 
     PetscCall(LimitPathsSolve(comm, cs, &paths));
     p->path = (seconds() - t1) * size / ((double)cs.limit.paths * per_path);
   } else
-    p->path = p->sample; // the infinite heads' samples (at most the largest k's cost), or none
-  std::vector<double> X; // the energy distance's pairs: 1000 rows a side, the first sample's tokens
-  PetscCall(SamplesGather(comm, x, 1, &X));
-  const PetscInt n = x.N * x.d, rows = 1000;
-  std::vector<double> Y((size_t)(rows * n));
-  for (size_t e = 0; e < Y.size(); ++e) Y[e] = X[e % (size_t)n] + 1e-3 * (double)(e / (size_t)n);
-  const double t2 = seconds();
-  (void)EnergyTerms(Y.data(), rows / 2, Y.data() + rows / 2 * n, rows / 2, n, n, 0, rows / 2);
-  p->pair = (seconds() - t2) / ((double)(rows / 2) * (double)rows);
+    p->path = p->sample; // the infinite heads' or the reference's samples (priced as the largest cell's), or none
+  PetscCall(EnergyPilot(comm, x.N * x.d, p));
   p->seconds = seconds() - t0;
   PetscFunctionReturn(0);
 }
 
+// What a study in law compares its cells with, in words: the limit's paths,
+// the infinite heads' samples or the finite reference's (`what`: their
+// draws, else the reference itself).
+const char *ReferenceWords(const Settings &s, bool what) {
+  if (!s.study.k.empty()) return what ? "infinite heads' samples" : "model of infinite heads";
+  if (LawFiniteReference(s)) return what ? "reference's samples" : "reference model";
+  return what ? "limit's paths" : "limit";
+}
+
 // The study's time on `ranks` ranks, priced from the pilot: the cells'
 // samples, the limit's paths (all variants' `reference` head evaluations)
-// and the energy distances (every cell, probe set and sequence: its first
-// samples' pairs).
+// and the energy distances (every cell, probe set and sequence: all its
+// samples and the reference's, sorted along each direction; priced as a
+// line in the rows through the pilot's two sizes, its slope shared by the
+// ranks, the sort's logarithm left out).
 PetscErrorCode LawTimePrint(MPI_Comm comm, const std::vector<std::string> &args, const Settings &s, double cells,
                             double reference, double ranks) {
   LawPilot p;
@@ -89,15 +129,15 @@ PetscErrorCode LawTimePrint(MPI_Comm comm, const std::vector<std::string> &args,
   PetscCall(LawPilotRun(comm, args, s, &p));
   const double n_cells = (double)(StudyVariants(s).size() * integers(s.study.L).size() * integers(s.study.H).size() *
                                   (s.study.k.empty() ? 1 : integers(s.study.k).size()));
-  const double rows = (double)(std::min<PetscInt>(kEnergySamples, s.study.samples) +
-                               std::min<PetscInt>(kEnergySamples, s.limit.paths));
+  const double rows = (double)(s.study.samples + s.limit.paths);
   const double samples = cells * p.sample / ranks, paths = reference * p.path / ranks;
-  const double energy = n_cells * (double)probe_sets(s).size() * (double)s.study.probe_M * rows * rows * p.pair / ranks;
+  const double energy =
+      n_cells * (double)probe_sets(s).size() * (double)s.study.probe_M * (p.fixed + rows * p.row * size / ranks);
   PetscCall(PetscPrintf(comm,
                         "time on %.0f ranks, priced from a %.2f s pilot on %d: about %.4g s (the cells' samples %.4g s, "
-                        "the %s %.4g s, the energy distances %.4g s)%s\n",
+                        "the %s %.4g s, the energy distances %.4g s: %.3g s each and %.3g us a row on %d)%s\n",
                         ranks, p.seconds, size, samples + paths + energy, samples,
-                        s.study.k.empty() ? "limit's paths" : "infinite heads' samples", paths, energy,
+                        ReferenceWords(s, true), paths, energy, p.fixed, 1e6 * p.row, size,
                         s.study.target > 0 ? "; with study.target, the pilot's samples: a cell that needs more draws "
                                              "more, up to study.max_samples"
                                            : ""));
@@ -142,17 +182,22 @@ PetscErrorCode StudyInLawList(MPI_Comm comm, const std::vector<std::string> &arg
     tokens += n, largest = std::max(largest, n);
   }
   // A rank holds its block of a cell's samples and of the limit's paths (both
-  // sets with the extrapolation), and the energy distance's first samples.
+  // sets with the extrapolation), and its share of one sequence's sorted
+  // projections.
   const double ranks = s.study.plan_cores > 0 ? (double)s.study.plan_cores : (double)size;
   const double held = 8 * tokens * ((double)s.study.samples + (s.limit.richardson ? 2 : 1) * (double)s.limit.paths);
-  const double energy = 8 * tokens * 2 * (double)std::min<PetscInt>(kEnergySamples, s.study.samples);
+  const double energy = 2 * kEnergyBytesPerRow * ((double)s.study.samples + (double)s.limit.paths) / ranks;
   const double verify = 8 * largest * (double)std::max(s.study.samples, s.limit.paths); // a file read back
-  // A study over k: the reference is limit.paths samples of the L x H model of infinite heads.
+  // A study over k: the reference is limit.paths samples of the L x H model
+  // of infinite heads; a finite reference, limit.paths samples of its own.
   const std::vector<PetscInt> ks = s.study.k.empty() ? std::vector<PetscInt>{0} : integers(s.study.k);
-  const double reference = s.study.k.empty() ? limit : sets * (double)s.limit.paths * (double)(Ls[0] * Hs[0]);
+  const double model = !s.study.k.empty()     ? (double)(Ls[0] * Hs[0])
+                       : LawFiniteReference(s) ? (double)(s.study.reference_L * s.study.reference_H)
+                                               : 0;
+  const double reference = model > 0 ? sets * (double)s.limit.paths * model : limit;
   for (size_t v = 0; v < StudyVariants(s).size(); ++v) {
     PetscCall(PetscPrintf(comm, "variant %zu: the %s, %.4g head evaluations (each over a probe set)\n", v,
-                          s.study.k.empty() ? "limit" : "model of infinite heads", reference));
+                          ReferenceWords(s, false), reference));
     for (PetscInt L : Ls)
       for (PetscInt H : Hs)
         for (PetscInt k : ks) {

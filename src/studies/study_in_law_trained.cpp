@@ -317,11 +317,15 @@ PetscErrorCode CompareAt(MPI_Comm comm, const Settings &s, const ModelSet &cell,
 
 std::string RowOf(const CellAt &c) {
   const GramGap &g = c.law.gap;
-  return csv({std::to_string(c.cell.variant), std::to_string(c.cell.L), std::to_string(c.cell.H), c.cell.k,
-              std::to_string(c.time), std::to_string(c.models), std::to_string(c.models - c.survivors),
-              std::to_string(c.references), std::to_string(c.references - c.reference_survivors), num(g.err), num(g.lo),
-              num(g.hi), num(g.floor), g.resolved ? "true" : "false", quoted(c.law.probe), std::to_string(g.sequence),
-              num(c.law.energy.value), num(c.law.energy.se), num(c.law.energy.floor), num(c.reference_sampling)});
+  std::vector<std::string> row = {std::to_string(c.cell.variant), std::to_string(c.cell.L), std::to_string(c.cell.H),
+                                  c.cell.k, std::to_string(c.time), std::to_string(c.models),
+                                  std::to_string(c.models - c.survivors), std::to_string(c.references),
+                                  std::to_string(c.references - c.reference_survivors), num(g.err), num(g.lo),
+                                  num(g.hi), num(g.floor), g.resolved ? "true" : "false", quoted(c.law.probe),
+                                  std::to_string(g.sequence)};
+  for (const std::string &e : EnergyCells(c.law)) row.push_back(e);
+  row.push_back(num(c.reference_sampling));
+  return csv(row);
 }
 
 // law_fits.csv's row, and the line that says it.
@@ -468,9 +472,9 @@ PetscErrorCode StudyTrainedInLawList(MPI_Comm comm, const std::vector<std::strin
                           secs, ranks, bytes / 1e9));
   }
   // The aggregation: at each time every cell's and its references' blocks of
-  // probe outputs, and the energy distance's first samples on every rank.
+  // probe outputs, and a rank's share of one sequence's sorted projections.
   const double held = 8.0 * tokens * (double)(s.study.seeds + s.study.references) / ranks;
-  const double energy = 8.0 * tokens * 2.0 * (double)std::min<PetscInt>(kEnergySamples, std::max(s.study.seeds, s.study.references));
+  const double energy = 2.0 * kEnergyBytesPerRow * (double)(s.study.seeds + s.study.references) / ranks;
   PetscCall(PetscPrintf(comm, "aggregation: %.3g GB a rank of probe outputs (%.0f times, one at a time) and %.3g GB for "
                         "the energy distance, a rank on %.0f ranks\n", held / 1e9, times, energy / 1e9, ranks));
   PetscCall(PetscPrintf(comm, "study in law, trained: %.3g s on %.0f ranks (pilots on %d), %.3g GB a rank at most, "
@@ -550,7 +554,8 @@ PetscErrorCode StudyTrainedInLawRun(MPI_Comm comm, const std::vector<std::string
     }
   PetscCall(WriteTable(comm, s.study.dir + "/law.csv",
                        "variant,L,H,k,time,models,diverged,references,references_diverged,err_law,err_law_lo,"
-                       "err_law_hi,err_law_floor,resolved,probe,sequence,energy,energy_se,energy_floor,reference_sampling",
+                       "err_law_hi,err_law_floor,resolved,probe,sequence," + std::string(kEnergyColumns) +
+                           ",reference_sampling",
                        rows));
   PetscCall(WriteTable(comm, s.study.dir + "/law_fits.csv",
                        std::string("variant,time,over,L,H,cells,C,p,p_lo,p_hi,q,q_lo,q_hi,") + kPowerFitMisfit, fits));

@@ -80,6 +80,12 @@ void WriteFit(Outputs &out, const std::string &v, const std::string &variant, co
   out.attribute(key + "flags", f.flags.empty() ? "(none)" : f.flags);
 }
 
+std::vector<std::string> EnergyCells(const LawGap &g) {
+  const Energy &e = g.energy;
+  return {num(e.value), num(e.se), num(e.floor), num(g.energy_lo), num(g.energy_hi),
+          g.energy_resolved ? "true" : "false", std::to_string(e.S)};
+}
+
 std::vector<std::string> PowerFitMisfit(const PowerFit &f) {
   if (!f.cells) return {"", "", "", "", "", ""};
   const auto word = [](bool b) { return std::string(b ? "true" : "false"); };

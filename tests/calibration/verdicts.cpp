@@ -28,7 +28,7 @@
 //
 // --check, a comma-separated list: coverage (the rate's 95% interval holds
 // the truth in [--min, --max] of the replicates, default [0.93, 0.97]);
-// cells (each cell's own 95% interval alike); misfit (the p-values of chi^2
+// cells (each cell's own 95% interval, in [0.93, 0.97]); misfit (the p-values of chi^2
 // are uniform: Kolmogorov-Smirnov p >= 0.001, the fraction above 0.9 in 0.1
 // +- 0.015); null (resolved in at most 5% of the cells). Exits 1 when a
 // check fails, 2 on bad usage. --mutate narrow makes every interval 1.4
@@ -277,7 +277,7 @@ int Judge(const Options &o, const Tally &t) {
   char range[64];
   snprintf(range, sizeof range, "in [%.3f, %.3f]", o.min, o.max);
   judge("coverage", coverage >= o.min && coverage <= o.max, range);
-  judge("cells", cells >= o.min && cells <= o.max, range);
+  judge("cells", cells >= 0.93 && cells <= 0.97, "in [0.930, 0.970]");
   judge("misfit", ks >= 0.001 && std::fabs(above - 0.1) <= 0.015, "KS p >= 0.001, above 0.9 in 0.1 +- 0.015");
   judge("null", resolved <= 0.05, "resolved at most 5%");
   return failed ? 1 : 0;

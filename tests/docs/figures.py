@@ -338,6 +338,33 @@ def diffusive_law(text, log, per_family, families, former, bad):
             bad.append("depth and width: the shifts against %s %s are not %s to %s" % (other, shift, lo, hi))
 
 
+def diffusive_energy(text, log, bad):
+    """'In depth and in width': the table's energy distances and the root's
+    fits are the log of the sliced estimate's."""
+    part = section(text, "**In depth and in width**", "- **How far the fit's intervals")
+    lines = open(log).read().splitlines()
+    cells = {}
+    for l in lines:
+        m = re.match(r"variant 0 L=(\d+) H=(\d+): .* energy (\S+) \+- (\S+) \[\S+, (\S+)\] resolved", l)
+        if m:
+            cells["%s x %s" % m.group(1, 2)] = m.group(3, 4)
+    rows = re.findall(r"^\| (\d+ x \d+) \| [^|]*\| (\S+) ± (\S+) \|", part, re.M)
+    if len(rows) != 9 or len(cells) != 9:
+        bad.append("depth and width: %d energy rows in the table, %d resolved cells in the log" % (len(rows), len(cells)))
+    for name, value, se in rows:
+        if cells.get(name) != (value, se):
+            bad.append("depth and width: %s's energy is %s ± %s, the log's %s" % (name, value, se, cells.get(name)))
+    for want in ("sqrt_energy = 0.292 L^-p H^-q over 5 resolved cells: p = 0.890 [0.847, 0.938], H fixed; "
+                 "chi^2 4.75 on 3 (p 0.191): p decided",
+                 "q = 0.078 [0.056, 0.101]; chi^2 15.8 on 3 (p 0.00127): the power law is rejected"):
+        if not any(want in l for l in lines):
+            bad.append("depth and width: the energy log lacks '%s'" % want)
+    for said in ("`p = 0.890 [0.847, 0.938]`", "`chi^2` 4.75 on 3", "`q = 0.078\n  [0.056, 0.101]`",
+                 "`chi^2` 15.8 on 3"):
+        if said not in part:
+            bad.append("depth and width: the text lacks %s" % said)
+
+
 def efficiency(text, log, bad):
     """'err_law's efficiency': the table's floors and ratios are the bench's
     (each design at its best of two runs), the limit's and the paired
@@ -602,6 +629,7 @@ def main():
     spread(text, src + "/docs/bench/log.2026-12-07.amd-epyc-f26m2.trained_spread", bad)
     regimes_spread(text, src + "/docs/bench/log.2026-12-07.amd-epyc-f26m2.training_regimes_spread", bad)
     efficiency(text, src + "/docs/bench/log.2026-12-07.amd-epyc-f26m2.err_law_one_thread", bad)
+    diffusive_energy(text, src + "/docs/bench/log.2026-12-07.amd-epyc-f26m2.diffusive_law_energy", bad)
     diffusive_law(text, src + "/docs/bench/log.2026-12-07.amd-epyc-f26m2.diffusive_law_k2",
                   src + "/docs/bench/log.2026-12-07.amd-epyc-f26m2.diffusive_law",
                   src + "/docs/bench/log.2026-12-07.amd-epyc-f26m2.diffusive_law_families",

@@ -38,6 +38,6 @@ private:
 };
 
 // Purposes (the second argument of Stream).
-enum : std::uint64_t { kTokens = 1, kHeads = 2, kReadout = 3, kSequenceParam = 4, kBatch = 5, kLsePoint = 6, kProbeVector = 10, kLawDraw = 11, kCellSeed = 12, kNeurons = 13 };
+enum : std::uint64_t { kTokens = 1, kHeads = 2, kReadout = 3, kSequenceParam = 4, kBatch = 5, kLsePoint = 6, kProbeVector = 10, kLawDraw = 11, kCellSeed = 12, kNeurons = 13, kEnergyDirection = 14 };
 
 } // namespace mft

@@ -7,15 +7,14 @@
 //   sampling errors as the studies' floors are, with a 95% interval.
 //   The energy distance between the laws of x(1) in R^(N d):
 //   D^2 = 2 E|X - Y| - E|X - X'| - E|Y - Y'|, zero exactly when the laws
-//   are equal; its U-statistic is unbiased, so the V-statistic's floor
-//   (what a naive estimate adds) is measured and left out.
+//   are equal, from every sample of each side (energy.hpp).
 // GramGapOf and LawGapOf are collective: each rank holds a block of every
 // set's samples (a Law, samples.hpp), and the sums are reduced over the
-// ranks (two passes, the mean then the spread about it). The rest is not
-// collective; EnergyTerms' sums are the caller's to reduce.
+// ranks (two passes, the mean then the spread about it).
 #pragma once
 
 #include "mft/flow/samples.hpp"
+#include "mft/statistics/energy.hpp"
 
 #include <petscsys.h>
 
@@ -102,41 +101,29 @@ PetscErrorCode SharedCovariance(MPI_Comm comm, const std::vector<Law> &shared, P
 // Not collective.
 double GramRelative(const std::vector<double> &a, const std::vector<double> &b, PetscInt M, PetscInt N);
 
-// Rows [begin, end) of the energy distance's sums between X (S rows) and Y
-// (P rows) of n numbers each, row s at X + s stride (one probe sequence of
-// samples (S, M, N, d): X = tokens + m N d, n = N d, stride = M N d), rows
-// of X first then of Y (begin, end in [0, S + P)): for each row its term u = mean |row - other side| - mean |row -
-// own side, itself left out|, accumulated as sum, sum of squares, and the
-// sums of within-side distances (for the floor). Summed over ranks, then
-// EnergyOf.
-struct EnergySums {
-  double u[2] = {0, 0}, uu[2] = {0, 0}, within[2] = {0, 0}; // [0]: X's rows, [1]: Y's
-};
+// The normal quantile of a 95% interval simultaneous over n sequences
+// (Sidak's: each at 0.95^(1/n); 1.96 at 1, 2.24 at 2, 2.49 at 4).
 // Not collective.
-EnergySums EnergyTerms(const double *X, PetscInt S, const double *Y, PetscInt P, PetscInt n, PetscInt stride,
-                       PetscInt begin, PetscInt end);
-
-struct Energy {
-  double value = 0; // the U-statistic of D^2
-  double se = 0;    // its standard error (first order: 4 var(u_X)/S + 4 var(u_Y)/P)
-  double floor = 0; // what the V-statistic would add: E|X - X'|/S + E|Y - Y'|/P
-};
-// Not collective.
-Energy EnergyOf(const EnergySums &sums, PetscInt S, PetscInt P);
+double SidakZ(PetscInt n);
 
 // Two laws on every probe set: the largest Gram gap over the sets' sequences
 // (and the set it is in), its interval simultaneous over all of them (Sidak
 // over every set's sequences: [max lo, max hi] over the sets), and the
-// largest energy distance, each set's from
-// the first kEnergySamples samples of each side (its pairs cost S^2 N d:
-// a bounded subsample, gathered on every rank, its pairs split over them).
-constexpr PetscInt kEnergySamples = 4000;
+// largest energy distance over the same sequences (energy.hpp: all the
+// samples of each side, sliced along kEnergyDirections directions drawn for
+// each sequence), with its interval made the same way: each sequence's
+// value +- z se at the same Sidak z, the largest's [max lo, max hi].
 struct LawGap {
   GramGap gap;
   std::vector<GramGap> sets; // each probe set's, with every sequence's square
   std::string probe;
-  Energy energy;
+  Energy energy;                       // the largest over the sequences (a squared distance)
+  double energy_lo = 0, energy_hi = 0; // its interval
+  bool energy_resolved = false;        // energy_lo > 0
 };
+// The seed of the energy distance's directions on sequence m of probe set k.
+// Not collective.
+std::uint64_t EnergySeed(size_t k, PetscInt m);
 // x: the model's samples of each set (each rank its rows); y_law and y: the
 // other side's law and samples of each set. Collective on comm.
 PetscErrorCode LawGapOf(MPI_Comm comm, const std::vector<std::string> &names, const std::vector<Samples> &x,

@@ -12,6 +12,7 @@
 #include "mft/studies/study_cases.hpp"
 #include "mft/statistics/bootstrap.hpp"
 #include "mft/statistics/power_fit.hpp"
+#include "mft/statistics/two_sample.hpp"
 #include "mft/studies/study_statistics.hpp"
 
 #include <cmath>
@@ -235,6 +236,14 @@ PetscErrorCode WriteLearningRates(Outputs &out, const RateStudy &r, const std::s
 // without a fit). Not collective.
 constexpr const char *kPowerFitMisfit = "chi2,dof,p_value,rejected,decided_p,decided_q";
 std::vector<std::string> PowerFitMisfit(const PowerFit &f);
+
+// law.csv's energy columns of a comparison in law (kEnergyColumns): the
+// largest energy distance over the sequences (a squared distance), its
+// standard error and floor, its interval simultaneous over the sequences and
+// whether it excludes 0, and the samples of the model's side it used (all
+// of them). Not collective.
+constexpr const char *kEnergyColumns = "energy,energy_se,energy_floor,energy_lo,energy_hi,energy_resolved,energy_samples";
+std::vector<std::string> EnergyCells(const LawGap &g);
 
 // law_expansions.csv (its columns kExpansionColumns), and a study's
 // expansions.csv with a time and a quantity before them: variant v's
