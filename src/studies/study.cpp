@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstring>
 #include <cstdio>
 #include <filesystem>
 #include <sstream>
@@ -200,12 +201,14 @@ std::vector<std::string> StudyTeacherOptions(const Settings &s) {
 
 PetscErrorCode StudyDirCreate(MPI_Comm comm, const std::string &dir) {
   PetscMPIInt rank;
+  int failed = 0; // rank 0 makes the folder and its parents; every rank hears whether it could
   PetscFunctionBeginUser;
   PetscCallMPI(MPI_Comm_rank(comm, &rank));
-  if (rank == 0)
-    PetscCheck(mkdir(dir.c_str(), 0755) == 0 || errno == EEXIST, PETSC_COMM_SELF, PETSC_ERR_FILE_WRITE,
-               "cannot create study.dir '%s'", dir.c_str());
-  PetscCallMPI(MPI_Barrier(comm));
+  for (size_t at = 1; rank == 0 && !failed && at <= dir.size(); ++at)
+    if (at == dir.size() || dir[at] == '/')
+      failed = mkdir(dir.substr(0, at).c_str(), 0755) != 0 && errno != EEXIST ? errno : 0;
+  PetscCallMPI(MPI_Bcast(&failed, 1, MPI_INT, 0, comm));
+  PetscCheck(!failed, comm, PETSC_ERR_FILE_WRITE, "cannot create study.dir '%s': %s", dir.c_str(), strerror(failed));
   PetscFunctionReturn(0);
 }
 

@@ -39,8 +39,9 @@ struct StudyCase {
 // Not collective.
 std::vector<std::string> StudyVariants(const Settings &s);
 
-// Creates a study's folder (kept when it exists), rank 0 for all; every rank
-// waits for it. Collective on comm.
+// Creates a study's folder and its parents (kept when they exist), rank 0
+// for all; a folder that cannot be made is an error on every rank.
+// Collective on comm.
 PetscErrorCode StudyDirCreate(MPI_Comm comm, const std::string &dir);
 
 // The teacher of a trained study's targets, (L, H): data.teacher_L/H, by
