@@ -307,17 +307,12 @@ def diffusive_law(text, log, per_family, families, former, bad):
         for x, t in zip(cells.get(name, ("nan",) * 3), shown_):
             if not shown(x, t):
                 bad.append("depth and width: %s shows %s, the log %s" % (name, t, x))
-    for want in ("p = 0.652 [0.543, 0.771]", "chi^2 2.3 on 2 (p-value 0.32), not decided", "a = 0.3879",
-                 "b = -0.1743", "chi^2 0.334 on 2 (p-value 0.85)", "p = 0.950 [0.496, 1.335]",
-                 "chi^2 0.269 on 1", "q = 0.006 [-0.059, 0.075]; chi^2 0.179 on 3 (p 0.981): q decided",
-                 "5 cells, 4 resolved", "2 heads a step", "its steps 8.550e-03, its sampling 1.083e-02",
-                 "p = 0.006 [0.000, 0.074] (at the range's end)"):
+    for want in ("p = 0.652 [0.543, 0.771]", "chi^2 2.3 on 2 (p-value 0.32), not decided",
+                 "5 cells, 4 resolved", "2 heads a step", "its steps 8.550e-03, its sampling 1.083e-02"):
         if not any(want in l for l in lines):
             bad.append("depth and width: the log lacks '%s'" % want)
-    for said in ("`p = 0.652\n  [0.543, 0.771]`", "`chi^2` 2.30 on 2", "`a` = 0.388", "`b` = -0.174",
-                 "`chi^2` 0.33 on 2", "`p = 0.95 [0.50, 1.34]`", "`q = 0.006 [-0.059,\n  0.075]`", "43 s", "52 s",
-                 "`p = 0.589\n  [0.506, 0.679]`", "`p = 0.582 [0.481, 0.691]`", "1.42, 1.80, 1.64 and 1.93",
-                 "0.006 [0.000, 0.074], and leaves it not decided"):
+    for said in ("`p = 0.652`, `chi^2` 2.30 on 2", "43 s", "52 s",
+                 "`p = 0.589\n  [0.506, 0.679]`", "`p = 0.582 [0.481, 0.691]`"):
         if said not in part:
             bad.append("depth and width: the text lacks %s" % said)
     if not any("p = 0.589 [0.506, 0.679]" in l and "decided" in l for l in open(per_family).read().splitlines()):
@@ -354,15 +349,69 @@ def diffusive_energy(text, log, bad):
     for name, value, se in rows:
         if cells.get(name) != (value, se):
             bad.append("depth and width: %s's energy is %s ± %s, the log's %s" % (name, value, se, cells.get(name)))
-    for want in ("sqrt_energy = 0.292 L^-p H^-q over 5 resolved cells: p = 0.890 [0.847, 0.938], H fixed; "
-                 "chi^2 4.75 on 3 (p 0.191): p decided",
-                 "q = 0.078 [0.056, 0.101]; chi^2 15.8 on 3 (p 0.00127): the power law is rejected"):
+
+
+def diffusive_fits(text, log, bad):
+    """'In depth and in width': every fit's figure, misfit and verdict are the
+    log's (the same cells fitted with their correlations through the limit)."""
+    part = section(text, "**In depth and in width**", "- **How far the fit's intervals")
+    lines = open(log).read().splitlines()
+    pairs = (("err_law = 0.0896 L^-p H^-q over 5 resolved cells: L fixed, q = 0.006 [-0.011, 0.022]; chi^2 2.43 on 3 "
+              "(p 0.488): q decided", ("`q = 0.006 [-0.011, 0.022]`", "`chi^2` 2.43 on 3\n  (p-value 0.49): decided")),
+             ("sqrt_energy = 0.102 L^-p H^-q over 5 resolved cells: L fixed, q = 0.078 [0.060, 0.095]; chi^2 25.6 on 3 "
+              "(p 1.16e-05): the power law is rejected", ("`q = 0.078 [0.060, 0.095]`", "`chi^2` 25.6 on\n  3, p-value 1.2e-05")),
+             ("err_law = 0.234 L^-p H^-q over 4 resolved cells: p = 0.496 [0.443, 0.549], H fixed; chi^2 27.6 on 2 "
+              "(p 1.04e-06): the power law is rejected", ("`p =\n  0.496 [0.443, 0.549]`", "`chi^2` 27.6 on 2, p-value 1.0e-06")),
+             ("err_law = a L^-p: p = 0.550 [0.504, 0.601], a = 0.2281 +- 0.003, chi^2 41.7 on 2", ("`p` = 0.550, `chi^2` 41.7 on\n  2",)),
+             ("err_law = a L^-1 + b L^-2: a = 0.3765 +- 0.014, b = -0.1654 +- 0.012, chi^2 3.24 on 2 (p-value 0.2)",
+              ("`a` = 0.377", "`b` = -0.165", "`chi^2` 3.24 on 2")),
+             ("err_law = a L^-p + b L^-(p+1): p = 1.020 [0.835, 1.248], a = 0.3818 +- 0.014, b = -0.1717 +- 0.012, "
+              "chi^2 3.2 on 1 (p-value 0.073), not decided", ("`p =\n  1.020 [0.835, 1.248]`", "`chi^2` 3.20 on 1, p-value 0.073")),
+             ("sqrt_energy = 0.292 L^-p H^-q over 5 resolved cells: p = 0.891 [0.855, 0.927], H fixed; chi^2 7.84 on 3 "
+              "(p 0.0495): the power law is rejected", ("`p =\n  0.891 [0.855, 0.927]`", "`chi^2` 7.84 on 3, p-value\n  0.0495")),
+             ("err_law's fit on sequence 1 of probe set 0 for every cell", ("(sequence 1 of probe\nset 0",)))
+    for want, saids in pairs:
         if not any(want in l for l in lines):
-            bad.append("depth and width: the energy log lacks '%s'" % want)
-    for said in ("`p = 0.890 [0.847, 0.938]`", "`chi^2` 4.75 on 3", "`q = 0.078\n  [0.056, 0.101]`",
-                 "`chi^2` 15.8 on 3"):
-        if said not in part:
-            bad.append("depth and width: the text lacks %s" % said)
+            bad.append("depth and width: the fits' log lacks '%s'" % want)
+        for said in saids:
+            if said not in part:
+                bad.append("depth and width: the text lacks %s" % repr(said))
+
+
+def verdicts(text, log, bad):
+    """'What "decided" means': every figure of the calibration table is the
+    verdicts log's (the design's line, rounded as shown)."""
+    part = section(text, '## What "decided" means', "## How the intervals are made")
+    runs, head = {}, None
+    for l in open(log).read().splitlines():
+        if l.startswith("## verdicts "):
+            head = l[len("## verdicts "):].strip()
+        elif l.startswith("verdicts: ") and "replicates:" in l:
+            runs[head] = l
+    def figure(run, pattern):
+        m = re.search(pattern, runs.get(run, ""))
+        return m.group(1) if m else "nan"
+    cover, ks = r"interval held ([0-9.]+)", r"KS p ([0-9.e+-]+)"
+    above, below, cells = r"above 0.9 ([0-9.]+)", r"below 0.05 ([0-9.]+)", r"the cells' ([0-9.]+)"
+    walk, geo, law = "--design walk --check coverage,misfit", "--design geometric --check coverage,misfit", \
+        "--design law --check coverage,cells,misfit --min 0.90"
+    stated = [(walk, cover, "0.947"), (walk, ks, "0.92"), (walk, above, "0.097"), (walk, below, "0.048"),
+              (walk + " --mutate independent", cover, "0.830"), (walk + " --mutate independent", above, "0.896"),
+              ("--design walk --check coverage --mutate narrow", cover, "0.828"),
+              (geo, cover, "0.938"), (geo, ks, "0.088"), (geo, above, "0.096"),
+              (geo + " --mutate independent", cover, "0.824"), (geo + " --mutate independent", above, "0.882"),
+              (law, cover, "0.916"), (law, cells, "0.948"), (law, ks, "0.38"), (law, above, "0.096"),
+              (law, below, "0.058"), ("--design law --check misfit --mutate independent", ks, "6e-208"),
+              ("--design law --check misfit --mutate independent", above, "0.189"),
+              ("--design null --check null", r"resolved ([0-9.]+)", "0.0001"),
+              ("--design wrong --check misfit", ks, "0.44"), ("--design wrong --check misfit", above, "0.094")]
+    for run, pattern, shown_as in stated:
+        value = figure(run, pattern)
+        if shown_as not in part or not shown(value, shown_as):
+            bad.append("verdicts: the table's %s against the log's %s (%s)" % (shown_as, value, run))
+    decided = re.search(r"one power law decided for an order-1 truth in ([0-9.]+)", open(log).read())
+    if not decided or "| 0.545 |" not in part or not shown(decided.group(1), "0.545"):
+        bad.append("verdicts: the wrong model's decided fraction against the log")
 
 
 def efficiency(text, log, bad):
@@ -630,6 +679,8 @@ def main():
     regimes_spread(text, src + "/docs/bench/log.2026-12-07.amd-epyc-f26m2.training_regimes_spread", bad)
     efficiency(text, src + "/docs/bench/log.2026-12-07.amd-epyc-f26m2.err_law_one_thread", bad)
     diffusive_energy(text, src + "/docs/bench/log.2026-12-07.amd-epyc-f26m2.diffusive_law_energy", bad)
+    diffusive_fits(text, src + "/docs/bench/log.2026-12-07.amd-epyc-f26m2.diffusive_law_fits", bad)
+    verdicts(text, src + "/docs/bench/log.2026-12-07.amd-epyc-f26m2.verdicts", bad)
     diffusive_law(text, src + "/docs/bench/log.2026-12-07.amd-epyc-f26m2.diffusive_law_k2",
                   src + "/docs/bench/log.2026-12-07.amd-epyc-f26m2.diffusive_law",
                   src + "/docs/bench/log.2026-12-07.amd-epyc-f26m2.diffusive_law_families",
