@@ -289,17 +289,24 @@ def head_dim(text, log, bad):
         bad.append("head dimension: a fit at step 300 is rejected in the log")
 
 
+def logged_cells(lines, figures):
+    """Each cell's figures ("L x H": the groups of `figures`) from a study in
+    law's lines "variant 0 L=<L> H=<H>: ..."."""
+    cells = {}
+    for l in lines:
+        m = re.match(r"variant 0 L=(\d+) H=(\d+): " + figures, l)
+        if m:
+            cells["%s x %s" % m.group(1, 2)] = m.groups()[2:]
+    return cells
+
+
 def diffusive_law(text, log, per_family, families, former, bad):
     """'In depth and in width': the table's cells, the fits and the times are
     the log's; the per-family and both-families fits at 4 heads a step, and
     the other limits' gaps, are the earlier logs'."""
     part = section(text, "**In depth and in width**", "- **How far the fit's intervals")
     lines = open(log).read().splitlines()
-    cells = {}
-    for l in lines:
-        m = re.match(r"variant 0 L=(\d+) H=(\d+): err_law (\S+) \[(\S+), (\S+)\]", l)
-        if m:
-            cells["%s x %s" % m.group(1, 2)] = m.group(3, 4, 5)
+    cells = logged_cells(lines, r"err_law (\S+) \[(\S+), (\S+)\]")
     rows = re.findall(r"^\| (\d+ x \d+) \| (\S+) \[(\S+), (\S+)\][^|]*\|", part, re.M)
     if len(rows) != 9:
         bad.append("depth and width: the table has %d cells, not 9" % len(rows))
@@ -338,11 +345,7 @@ def diffusive_energy(text, log, bad):
     fits are the log of the sliced estimate's."""
     part = section(text, "**In depth and in width**", "- **How far the fit's intervals")
     lines = open(log).read().splitlines()
-    cells = {}
-    for l in lines:
-        m = re.match(r"variant 0 L=(\d+) H=(\d+): .* energy (\S+) \+- (\S+) \[\S+, (\S+)\] resolved", l)
-        if m:
-            cells["%s x %s" % m.group(1, 2)] = m.group(3, 4)
+    cells = {k: v[:2] for k, v in logged_cells(lines, r".* energy (\S+) \+- (\S+) \[\S+, (\S+)\] resolved").items()}
     rows = re.findall(r"^\| (\d+ x \d+) \| [^|]*\| (\S+) ± (\S+) \|", part, re.M)
     if len(rows) != 9 or len(cells) != 9:
         bad.append("depth and width: %d energy rows in the table, %d resolved cells in the log" % (len(rows), len(cells)))
