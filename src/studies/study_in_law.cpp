@@ -377,11 +377,16 @@ PetscErrorCode Expansions(MPI_Comm comm, size_t v, const std::string &x, const s
 }
 
 // law_fits.csv's row of variant v's fit of `metric` (in k: the rate r in q's columns).
-std::string FitRow(size_t v, const std::string &metric, const PowerFit &f) {
+// judged = false: a fit whose cells' correlations through the reference
+// are not in it (the energy distance's), which the calibrated rule cannot
+// judge: its rejected and decided columns are left empty.
+std::string FitRow(size_t v, const std::string &metric, const PowerFit &f, bool judged = true) {
   std::vector<std::string> row = {std::to_string(v), metric, std::to_string(f.cells), f.cells ? num(f.C) : "",
                                   f.fits_p ? num(f.p) : "", f.fits_p ? num(f.p_lo) : "", f.fits_p ? num(f.p_hi) : "",
                                   f.fits_q ? num(f.q) : "", f.fits_q ? num(f.q_lo) : "", f.fits_q ? num(f.q_hi) : ""};
-  for (const std::string &m : PowerFitMisfit(f)) row.push_back(m);
+  std::vector<std::string> misfit = PowerFitMisfit(f);
+  if (!judged) misfit[3] = misfit[4] = misfit[5] = "";
+  for (const std::string &m : misfit) row.push_back(m);
   return csv(row);
 }
 
@@ -461,7 +466,7 @@ void AddEnergy(const CellLaw &c, MetricCells *energy) {
 }
 
 // The line of variant v's fit of `metric` = C L^-p H^-q.
-PetscErrorCode FitPrint(MPI_Comm comm, size_t v, const char *metric, const PowerFit &f) {
+PetscErrorCode FitPrint(MPI_Comm comm, size_t v, const char *metric, const PowerFit &f, bool judged = true) {
   PetscFunctionBeginUser;
   if (f.cells == 0) {
     PetscCall(PetscPrintf(comm, "variant %zu: too few resolved cells to fit %s = C L^-p H^-q\n", v, metric));
@@ -470,8 +475,13 @@ PetscErrorCode FitPrint(MPI_Comm comm, size_t v, const char *metric, const Power
   char p[96] = "L fixed", q[96] = "H fixed";
   if (f.fits_p) snprintf(p, sizeof p, "p = %.3f [%.3f, %.3f]", f.p, f.p_lo, f.p_hi);
   if (f.fits_q) snprintf(q, sizeof q, "q = %.3f [%.3f, %.3f]", f.q, f.q_lo, f.q_hi);
+  char misfit[96];
+  snprintf(misfit, sizeof misfit, "chi^2 %.3g on %" PetscInt_FMT " (p %.3g)", f.chi2, f.dof, f.p_value);
+  const std::string verdict = judged ? PowerFitVerdict(f)
+                                     : std::string(misfit) + ": not judged (the cells' correlations through the "
+                                                             "reference are not in this fit)";
   PetscCall(PetscPrintf(comm, "variant %zu: %s = %.3g L^-p H^-q over %" PetscInt_FMT " resolved cells: %s, %s; %s\n", v,
-                        metric, f.C, f.cells, p, q, PowerFitVerdict(f).c_str()));
+                        metric, f.C, f.cells, p, q, verdict.c_str()));
   PetscFunctionReturn(0);
 }
 
@@ -502,11 +512,11 @@ PetscErrorCode LawVariant(MPI_Comm comm, const std::vector<std::string> &args, c
   if (Ls.size() == 1 && Hs.size() > 1) PetscCall(Expansions(comm, v, "H", H, x, &t->expansions));
   const PowerFit gram = PowerFitOf(L, H, x.err_power, x.err_se, x.resolved, x.rho);
   const PowerFit root = PowerFitOf(L, H, energy.err, energy.se, energy.ok);
-  t->fits.push_back(FitRow(v, "err_law", gram)), t->fits.push_back(FitRow(v, "sqrt_energy", root));
+  t->fits.push_back(FitRow(v, "err_law", gram)), t->fits.push_back(FitRow(v, "sqrt_energy", root, false));
   PetscCall(PetscPrintf(comm, "variant %zu: err_law's fit on sequence %" PetscInt_FMT " of probe set %" PetscInt_FMT
                         " for every cell, their correlations through the reference\n", v, x.sequence, x.set));
   PetscCall(FitPrint(comm, v, "err_law", gram));
-  PetscCall(FitPrint(comm, v, "sqrt_energy", root));
+  PetscCall(FitPrint(comm, v, "sqrt_energy", root, false));
   PetscFunctionReturn(0);
 }
 
