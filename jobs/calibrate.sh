@@ -58,7 +58,7 @@ ex --seeds 16 --references 8 --floor 3 --spread 0.2
 verdicts() { "$top/build/tests/verdicts" "$@" || status=1; }
 verdicts --design walk --check coverage,misfit
 verdicts --design geometric --check coverage,misfit
-verdicts --design law --check coverage,cells,misfit --min 0.90
+verdicts --design law --check coverage,cells,misfit
 verdicts --design null --check null
 verdicts --design wrong --check misfit
 exit $status

@@ -10,7 +10,8 @@
 namespace mft {
 
 PowerFit PowerFitOf(const std::vector<double> &L, const std::vector<double> &H, const std::vector<double> &err,
-                    const std::vector<double> &se, const std::vector<char> &use, const std::vector<double> &rho) {
+                    const std::vector<double> &se, const std::vector<char> &use, const std::vector<double> &rho,
+                    double widen) {
   std::vector<size_t> at;
   for (size_t i = 0; i < err.size(); ++i)
     if (use[i] && err[i] > 0 && se[i] > 0) at.push_back(i);
@@ -34,7 +35,7 @@ PowerFit PowerFitOf(const std::vector<double> &L, const std::vector<double> &H, 
   }
   const GlsFit g = GlsFitOf(X, k, y, CovarianceOf(rel, r));
   if (!g.ok) return f;
-  const double z = 1.959963984540054;
+  const double z = 1.959963984540054 * widen;
   f.cells = (PetscInt)n, f.C = std::exp(g.beta[0]), f.chi2 = g.chi2, f.dof = g.dof, f.p_value = g.p_value;
   if (f.fits_p) f.p = g.beta[1], f.p_lo = f.p - z * g.se(1), f.p_hi = f.p + z * g.se(1);
   if (f.fits_q) f.q = g.beta[k - 1], f.q_lo = f.q - z * g.se(k - 1), f.q_hi = f.q + z * g.se(k - 1);

@@ -383,7 +383,7 @@ PetscErrorCode Fits(MPI_Comm comm, const Settings &s, const SetLaw &refs, const 
     }
     LawFitPoints x;
     PetscCall(LawFitPointsOf(comm, gaps, shared, &x));
-    const PowerFit f = PowerFitOf(a, b, x.err_power, x.err_se, x.resolved, x.rho);
+    const PowerFit f = PowerFitOf(a, b, x.err_power, x.err_se, x.resolved, x.rho, x.widen);
     PetscCall(FitRow(comm, *one, L ? "k" : "L H", f, fits));
   }
   PetscFunctionReturn(0);

@@ -37,17 +37,21 @@ struct PowerFit {
   PetscInt dof = 0;
   bool rejected() const { return p_value < 0.05; }
   // Decided (statistics/expansion.hpp): the fit not rejected, the rate's
-  // interval no wider than kDecidedWidth.
-  bool decided_p() const { return cells > 0 && fits_p && Decided(p_lo, p_hi, p_value); }
-  bool decided_q() const { return cells > 0 && fits_q && Decided(q_lo, q_hi, p_value); }
+  // interval no wider than kDecidedWidth and inside a free order's range
+  // [kOrderMin, kOrderMax] (an error flat in a size, its rate's interval
+  // holding 0, decides no order).
+  bool decided_p() const { return cells > 0 && fits_p && p_lo >= kOrderMin && p_hi <= kOrderMax && Decided(p_lo, p_hi, p_value); }
+  bool decided_q() const { return cells > 0 && fits_q && q_lo >= kOrderMin && q_hi <= kOrderMax && Decided(q_lo, q_hi, p_value); }
 };
 
 // The fit over the cells with `use` set, err > 0 and se > 0; rho: the
 // cells' correlations (n x n over all the cells given, row-major; empty:
-// independent). Fewer than 3 cells (4 when both L and H vary): cells = 0.
-// Not collective.
+// independent); widen: the intervals' half widths times this (a
+// calibration's correction: LawFitPoints::widen). Fewer than 3 cells (4 when
+// both L and H vary): cells = 0. Not collective.
 PowerFit PowerFitOf(const std::vector<double> &L, const std::vector<double> &H, const std::vector<double> &err,
-                    const std::vector<double> &se, const std::vector<char> &use, const std::vector<double> &rho = {});
+                    const std::vector<double> &se, const std::vector<char> &use, const std::vector<double> &rho = {},
+                    double widen = 1);
 
 // Its verdict as words: "chi^2 3.1 on 2 (p 0.21): p decided, q not
 // decided", or "...: the power law is rejected". Not collective.
