@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstdio>
 #include <limits>
 #include <map>
@@ -87,12 +88,14 @@ double parse_real(const std::string &v) {
 }
 
 // The shortest text that reads back as x (0.1, not 0.10000000000000001).
+// strtod, not stod: a subnormal x (a p-value of 1e-320) reads back with
+// ERANGE, which stod throws.
 std::string format_real(double x) {
   for (int digits = 1;; ++digits) {
     std::ostringstream os;
     os.precision(digits);
     os << x;
-    if (digits >= 17 || std::stod(os.str()) == x) return os.str();
+    if (digits >= 17 || std::strtod(os.str().c_str(), nullptr) == x) return os.str();
   }
 }
 

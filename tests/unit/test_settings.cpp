@@ -71,3 +71,13 @@ TEST(Settings, PetscArgumentsAreSplitOff) {
 }
 
 } // namespace
+
+// format_real: the shortest text that reads back, for subnormal numbers too
+// (a p-value of 1e-320 once threw std::out_of_range from stod).
+TEST(Settings, RealsReadBackEvenSubnormal) {
+  for (double x : {0.1, 1.0 / 3.0, 7.76e-55, 4.9406564584124654e-324, 1e-320, -2.5e-310, 1.7976931348623157e308}) {
+    const std::string s = format_real(x);
+    EXPECT_EQ(std::strtod(s.c_str(), nullptr), x) << s;
+  }
+  EXPECT_EQ(format_real(0.1), "0.1");
+}
