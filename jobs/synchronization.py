@@ -58,24 +58,38 @@ def figures(path):
 
 
 def plot(rows, path):
+    """lambda over (beta, noise), a panel an activation: a decided rate filled,
+    a line that holds with too wide an interval hollow, a rejected line a
+    grey cross with no rate (a rejected fit describes no convergence)."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.lines import Line2D
     acts = list(dict.fromkeys(r["activation"] for r in rows))
-    fig, axes = plt.subplots(1, len(acts), figsize=(3.2 * len(acts) + 1, 3.2), squeeze=False, sharey=True)
+    fig, axes = plt.subplots(1, len(acts), figsize=(3.2 * len(acts) + 1.5, 3.6), squeeze=False, sharey=True)
     top = max(abs(r["rate"]) for r in rows if r["rate"] == r["rate"]) or 1
     for ax, act in zip(axes[0], acts):
         mine = [r for r in rows if r["activation"] == act and r["rate"] == r["rate"]]
+        rejected = [r for r in mine if r["p_value"] < 0.05]
         for filled in (1, 0):
-            pts = [r for r in mine if r["decided"] == filled]
+            pts = [r for r in mine if r["decided"] == filled and r["p_value"] >= 0.05]
             sc = ax.scatter([r["beta"] for r in pts], [r["noise"] for r in pts], c=[r["rate"] for r in pts],
                             cmap="coolwarm_r", vmin=-top, vmax=top, s=140, edgecolors="k",
-                            linewidths=0 if filled else 1.2, marker="o" if filled else "s")
+                            linewidths=0 if filled else 1.5, marker="o")
+            if not filled:
+                sc.set_facecolor("none")
+        ax.scatter([r["beta"] for r in rejected], [r["noise"] for r in rejected], marker="x", c="0.45", s=80)
         ax.set_title(act)
         ax.set_xlabel("beta (attention)")
     axes[0][0].set_ylabel("w gain (MLP noise)")
-    fig.colorbar(sc, ax=axes[0].tolist(), label="lambda: E ~ e^(-lambda s)  (filled: decided)")
-    fig.savefig(path, dpi=110)
+    fig.subplots_adjust(left=0.06, right=0.87, bottom=0.3, top=0.9, wspace=0.15)
+    fig.colorbar(matplotlib.cm.ScalarMappable(matplotlib.colors.Normalize(-top, top), "coolwarm_r"),
+                 cax=fig.add_axes([0.89, 0.3, 0.012, 0.6]), label="lambda: E ~ E0 e^(-lambda s)")
+    keys = [Line2D([], [], marker="o", ls="", color="0.5", ms=9, label="decided"),
+            Line2D([], [], marker="o", ls="", mfc="none", mec="k", ms=9, label="holds, not decided"),
+            Line2D([], [], marker="x", ls="", color="0.45", ms=8, label="line rejected: no rate")]
+    fig.legend(handles=keys, loc="lower center", ncol=3, frameon=False)
+    fig.savefig(path, dpi=110, bbox_inches="tight")
 
 
 def main():
