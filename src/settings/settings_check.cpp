@@ -317,6 +317,32 @@ static PetscErrorCode MlpCheck(MPI_Comm comm, const Settings &s) {
   PetscFunctionReturn(0);
 }
 
+
+// Every learning rate the sizes scale (train.lr L^-x H^-y, a head block's
+// k^-e; the neurons' L^-x' m^-y' m^-e) is a positive normal number: an
+// exponent of 1e308 underflows it to 0, and training would not move.
+static PetscErrorCode ScaledRatesCheck(MPI_Comm comm, const Settings &s) {
+  const TrainSettings &t = s.train;
+  const ModelSettings &m = s.model;
+  const double heads = t.lr * std::pow((double)m.L, -t.lr_depth_exponent) * std::pow((double)m.H, -t.lr_head_exponent);
+  std::vector<std::pair<std::string, double>> rates = {{"train.lr L^-lr_depth_exponent H^-lr_head_exponent", heads}};
+  for (double e : t.block_lr_exponents)
+    if (e != 0 && m.k > 0) rates.emplace_back("that times k^-train.block_lr_exponents", heads * std::pow((double)m.k, -e));
+  if (m.mlp()) {
+    const double neurons = t.lr * std::pow((double)m.L, -t.mlp_lr_depth_exponent) *
+                           std::pow((double)m.mlp_width, -t.mlp_lr_width_exponent);
+    rates.emplace_back("train.lr L^-mlp_lr_depth_exponent m^-mlp_lr_width_exponent", neurons);
+    for (double e : t.mlp_block_lr_exponents)
+      if (e != 0) rates.emplace_back("that times m^-train.mlp_block_lr_exponents", neurons * std::pow((double)m.mlp_width, -e));
+  }
+  PetscFunctionBeginUser;
+  for (const auto &[what, rate] : rates)
+    PetscCheck(std::isnormal(rate) && rate > 0, comm, PETSC_ERR_USER_INPUT,
+               "the scaled learning rate %s = %s at L = %" PetscInt_FMT ", H = %" PetscInt_FMT
+               " is not a positive finite number: lower the exponents", what.c_str(), format_real(rate).c_str(), m.L,
+               m.H);
+  PetscFunctionReturn(0);
+}
 // Settings that are valid one by one but not together.
 PetscErrorCode SettingsCheckTogether(MPI_Comm comm, const Settings &s) {
   PetscFunctionBeginUser;
@@ -361,6 +387,7 @@ PetscErrorCode SettingsCheckTogether(MPI_Comm comm, const Settings &s) {
   }
   if (s.command == "study" || s.command == "worst") PetscCall(WorstCheck(comm, s));
   PetscCall(MlpCheck(comm, s));
+  PetscCall(ScaledRatesCheck(comm, s));
   PetscFunctionReturn(0);
 }
 

@@ -397,9 +397,29 @@ PetscErrorCode StudyFitsOf(const Settings &s, const std::string &dir, std::vecto
   PetscFunctionReturn(0);
 }
 
+// Whether dir holds any case of the study: a folder that is missing, or
+// holds none of its cases, is one line, not a line for each case.
+static PetscErrorCode AnyCase(MPI_Comm comm, const Settings &s, const std::string &dir) {
+  PetscMPIInt rank;
+  int found = 0;
+  PetscFunctionBeginUser;
+  PetscCallMPI(MPI_Comm_rank(comm, &rank));
+  std::error_code ec;
+  const std::vector<StudyCase> cases = StudyCases(s);
+  for (size_t i = 0; rank == 0 && !found && i < cases.size(); ++i)
+    found = std::filesystem::exists(case_path(dir, cases[i].index), ec);
+  PetscCallMPI(MPI_Bcast(&found, 1, MPI_INT, 0, comm));
+  PetscCheck(found, comm, PETSC_ERR_FILE_OPEN,
+             "'%s' %s none of the study's %zu cases (case-<i>.h5): run the study first, or aggregate its study.dir",
+             dir.c_str(), std::filesystem::is_directory(dir, ec) ? "holds" : "is no folder, so it holds",
+             cases.size());
+  PetscFunctionReturn(0);
+}
+
 PetscErrorCode StudyAggregate(MPI_Comm comm, const Settings &s, const std::string &dir, PetscInt *missing) {
   PetscMPIInt rank;
   PetscFunctionBeginUser;
+  PetscCall(AnyCase(comm, s, dir));
   PetscCallMPI(MPI_Comm_rank(comm, &rank));
   *missing = 0;
   if (rank == 0) {

@@ -10,6 +10,10 @@ expect 2 "unknown command 'frobnicate'" -- "$MFT" frobnicate
 expect 2 "unrecognised option '--model.Lx'" -- "$MFT" train --model.Lx 3
 expect 2 "model.L must be at least 1" -- "$MFT" train --model.L -3
 expect 2 "model.H 'many' is not an integer" -- "$MFT" train --model.H many
+expect 2 "scaled learning rate train.lr L\^-lr_depth_exponent H\^-lr_head_exponent = 0 at L = 16, H = 16" -- \
+  "$MFT" train --model.L 16 --model.H 16 --train.lr_head_exponent 1e308 --train.steps 2
+expect 2 "scaled learning rate train.lr L\^-mlp_lr_depth_exponent m\^-mlp_lr_width_exponent = inf" -- \
+  "$MFT" train --model.mlp_width 4 --model.mlp_activation relu --train.mlp_lr_width_exponent -600 --train.steps 2
 expect 0 "" -- "$MFT" train --model.k 9 --model.d 4 --train.steps 2 --output.file wide_keys.h5 # k is a sum index: k > d runs
 expect 2 "train.lr must be greater than 0" -- "$MFT" train --train.lr 0
 # The infinite head: a law at initialisation for g >= 1/2, trained by gradient

@@ -107,6 +107,10 @@ expect 2 "replicates: 'nowhere' is not a folder" -- "$MFT" study "${rep[@]}" --a
 mkdir empty
 expect 2 "replicates: 'empty' holds no case file of this study" -- "$MFT" study "${rep[@]}" --aggregate rep3 --replicates empty
 [ -s rep3/fits.csv ] && ok || bad "a refused replicate lost the study's fits.csv"
+# An aggregation of a folder with no case, or of none, is one line.
+expect 2 "'empty' holds none of the study's" -- "$MFT" study "${rep[@]}" --aggregate empty
+expect 2 "'nowhere' is no folder, so it holds none" -- "$MFT" study "${rep[@]}" --aggregate nowhere
+! grep -q "is missing or failed" out.txt && ok || bad "an empty aggregation named its cases"
 # jobs/study_costs.py --fit recovers the cost model's overheads from case times priced with them.
 known=(--parallel.unit_overhead 4e-6 --parallel.causal_overhead 0 --parallel.layer_overhead 3e-5 --parallel.case_overhead 0.05)
 "$MFT" study "${rep[@]}" --list --study.plan_cores 1 --study.schedule serial "${known[@]}" |
