@@ -77,6 +77,33 @@ PetscErrorCode SettingsCheckOutputs(MPI_Comm comm, const std::string &command, c
   PetscFunctionReturn(0);
 }
 
+// The reference dominates the grid by study.reference_margin in each size
+// the grid varies (Lmax, Hmax: 0 where it does not). Not collective.
+static PetscErrorCode ReferenceMarginCheck(MPI_Comm comm, const Settings &s, PetscInt Lmax, PetscInt Hmax) {
+  const bool trained = s.study.state == StudyState::trained, varies_L = Lmax > 0, varies_H = Hmax > 0;
+  PetscFunctionBeginUser;
+  const double m = s.study.reference_margin;
+  // A study in law compares with the SDE's paths, not with a reference of
+  // limit.heads heads, unless given a finite reference (study.reference_L or
+  // _H: a model of both sizes, as a trained study's); a study without
+  // references has no reference's error.
+  const bool finite_law = s.study_in_law() && (s.is_explicit("study.reference_L") || s.is_explicit("study.reference_H"));
+  const bool sized = trained || finite_law; // the reference has a depth and a width of its own
+  const PetscInt refH = sized ? s.study.reference_H : s.limit.heads;
+  const bool referenced = finite_law || (!s.study_in_law() && s.study.references > 0);
+  PetscCheck(!referenced || !varies_H || refH >= m * Hmax, comm, PETSC_ERR_USER_INPUT,
+             "the reference's %" PetscInt_FMT " heads (%s) are fewer than study.reference_margin = %s times the "
+             "largest H = %" PetscInt_FMT " of the grid: its own error would stay in the models' (lower "
+             "study.reference_margin to run anyway)",
+             refH, sized ? "study.reference_H" : "limit.heads", format_real(m).c_str(), Hmax);
+  PetscCheck(!referenced || !sized || !varies_L || s.study.reference_L >= m * Lmax, comm, PETSC_ERR_USER_INPUT,
+             "the reference's %" PetscInt_FMT " layers (study.reference_L) are fewer than study.reference_margin = %s "
+             "times the largest L = %" PetscInt_FMT " of the grid: its own error would stay in the models' (lower "
+             "study.reference_margin to run anyway)",
+             s.study.reference_L, format_real(m).c_str(), Lmax);
+  PetscFunctionReturn(0);
+}
+
 // A study's design, checked before any case runs: references that dominate
 // the models, and a teacher that is no model's or reference's own draw.
 static PetscErrorCode StudyCheck(MPI_Comm comm, const Settings &s) {
@@ -104,25 +131,7 @@ static PetscErrorCode StudyCheck(MPI_Comm comm, const Settings &s) {
   PetscCheck(!rates || nrates >= 2, comm,
              PETSC_ERR_USER_INPUT, "study.learning_rates = '%s': a learning-rate study needs two rates or more",
              s.study.learning_rates.c_str());
-  const double m = s.study.reference_margin;
-  // A study in law compares with the SDE's paths, not with a reference of
-  // limit.heads heads, unless given a finite reference (study.reference_L or
-  // _H: a model of both sizes, as a trained study's); a study without
-  // references has no reference's error.
-  const bool finite_law = s.study_in_law() && (s.is_explicit("study.reference_L") || s.is_explicit("study.reference_H"));
-  const bool sized = trained || finite_law; // the reference has a depth and a width of its own
-  const PetscInt refH = sized ? s.study.reference_H : s.limit.heads;
-  const bool referenced = finite_law || (!s.study_in_law() && s.study.references > 0);
-  PetscCheck(!referenced || !varies_H || refH >= m * Hmax, comm, PETSC_ERR_USER_INPUT,
-             "the reference's %" PetscInt_FMT " heads (%s) are fewer than study.reference_margin = %s times the "
-             "largest H = %" PetscInt_FMT " of the grid: its own error would stay in the models' (lower "
-             "study.reference_margin to run anyway)",
-             refH, sized ? "study.reference_H" : "limit.heads", format_real(m).c_str(), Hmax);
-  PetscCheck(!referenced || !sized || !varies_L || s.study.reference_L >= m * Lmax, comm, PETSC_ERR_USER_INPUT,
-             "the reference's %" PetscInt_FMT " layers (study.reference_L) are fewer than study.reference_margin = %s "
-             "times the largest L = %" PetscInt_FMT " of the grid: its own error would stay in the models' (lower "
-             "study.reference_margin to run anyway)",
-             s.study.reference_L, format_real(m).c_str(), Lmax);
+  PetscCall(ReferenceMarginCheck(comm, s, varies_L ? Lmax : 0, varies_H ? Hmax : 0));
   const std::string &rk = s.study.reference_k;
   PetscCheck(rk.empty() || rk == "inf" || (rk.find_first_not_of("0123456789") == std::string::npos && rk[0] != '0'),
              comm, PETSC_ERR_USER_INPUT, "study.reference_k '%s' is neither a positive integer nor inf", rk.c_str());
