@@ -414,7 +414,11 @@ def verdicts(text, log, bad):
               ("--design law --check coverage --samples 1000 --replicates 1500", cover, "0.946"),
               ("--design law --check coverage --samples 8000 --replicates 600", cover, "0.958"),
               ("--design law --check misfit --mutate independent", cover, "0.9435"),
-              ("--design null --check null", cells, "0.848")]
+              ("--design null --check null", cells, "0.848"),
+              ("--design law --check coverage,cells,misfit --sets 2 --ratio 0.95 --replicates 1000", cover, "0.930"),
+              ("--design law --check coverage,cells,misfit --sets 2 --ratio 0.95 --replicates 1000", cells, "0.959"),
+              ("--design law --check coverage,cells,misfit --sets 2 --ratio 0.95 --replicates 1000", ks, "0.0017"),
+              ("--design law --check coverage,cells,misfit --sets 2 --ratio 0.95 --replicates 1000", below, "0.078")]
     for run, pattern, shown_as in stated:
         value = figure(run, pattern)
         if shown_as not in part or not shown(value, shown_as):
