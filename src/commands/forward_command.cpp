@@ -9,7 +9,9 @@
 #include "mft/flow/samples.hpp"
 #include "mft/settings/options.hpp"
 #include "mft/statistics/expansion.hpp"
+#include "mft/statistics/moments.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 namespace mft {
@@ -33,8 +35,9 @@ static PetscErrorCode EnergyFiguresOf(MPI_Comm comm, const Samples &r, bool log,
                                       std::vector<std::pair<std::string, std::string>> *attributes) {
   PetscFunctionBeginUser;
   f->name = log ? "log_distance" : "energy";
-  PetscCall(SamplesEnergy(comm, r, &f->mean, &f->cov, log));
-  if (f->mean.empty() || (log && !std::isfinite(f->mean.front()))) PetscFunctionReturn(0); // N = 1: no pairs
+  if (!r.depths) PetscFunctionReturn(0);
+  PetscCall(MeansAndCovariance(comm, log ? r.log_distance : r.energy, (size_t)r.depths, r.S, &f->mean, &f->cov));
+  if (log && !std::isfinite(f->mean.front())) PetscFunctionReturn(0); // N = 1: no pairs
   const unsigned long long K = f->mean.size();
   for (unsigned long long k = 0; k < K; ++k)
     f->depth.push_back((double)k / (double)(K - 1)), f->se.push_back(std::sqrt(f->cov[k * K + k]));
@@ -78,9 +81,12 @@ static PetscErrorCode ForwardSamples(MPI_Comm comm, const Settings &s) {
                         s.init.samples, s.model.L, s.model.H, to_string(s.model.head_kind),
                         format_real(s.model.depth_exponent).c_str(), format_real(s.model.head_exponent).c_str(), (unsigned long long)s.init.seed, size, s.data.M, s.data.N, s.model.d));
   PetscCall(SamplesForward(comm, s, s.init.samples, &r));
-  double moved, moved_se;
-  PetscInt overflowed;
-  PetscCall(SamplesMoved(comm, r, &moved, &moved_se, &overflowed));
+  const std::vector<double> each = SamplesMoved(r);
+  std::vector<double> mean, var;
+  PetscInt overflowed = (PetscInt)std::count_if(each.begin(), each.end(), [](double x) { return !std::isfinite(x); });
+  PetscCallMPI(MPI_Allreduce(MPI_IN_PLACE, &overflowed, 1, MPIU_INT, MPI_SUM, comm));
+  PetscCall(MeansAndCovariance(comm, each, 1, r.S, &mean, &var));
+  const double moved = mean[0], moved_se = std::sqrt(var[0]);
   const double uniform = SamplesMovedAtUniformAttention(s, r);
   const unsigned long long S = r.S, M = r.M, N = r.N, d = r.d;
   std::vector<ResultArray> arrays = {{"/data/tokens", {M, N, d}, r.inputs.data()},

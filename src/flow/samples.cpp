@@ -4,7 +4,6 @@
 
 #include "mft/flow/problem.hpp"
 #include "mft/layout/events.hpp"
-#include "mft/statistics/moments.hpp"
 
 #include <algorithm>
 #include <climits>
@@ -264,7 +263,7 @@ PetscErrorCode SamplesGram(MPI_Comm comm, Samples *r) {
   PetscFunctionReturn(0);
 }
 
-PetscErrorCode SamplesMoved(MPI_Comm comm, const Samples &r, double *mean, double *se, PetscInt *overflowed) {
+std::vector<double> SamplesMoved(const Samples &r) {
   const size_t n = (size_t)(r.M * r.N * r.d), tokens = (size_t)(r.M * r.N);
   std::vector<double> moved;
   for (PetscInt s = 0; s < r.block.size(); ++s) {
@@ -272,22 +271,7 @@ PetscErrorCode SamplesMoved(MPI_Comm comm, const Samples &r, double *mean, doubl
     for (size_t e = 0; e < n; ++e) sum += std::pow(r.tokens[(size_t)s * n + e] - r.inputs[e], 2);
     moved.push_back(sum / (double)tokens);
   }
-  std::vector<double> m, e;
-  PetscFunctionBeginUser;
-  *overflowed = (PetscInt)std::count_if(moved.begin(), moved.end(), [](double x) { return !std::isfinite(x); });
-  PetscCallMPI(MPI_Allreduce(MPI_IN_PLACE, overflowed, 1, MPIU_INT, MPI_SUM, comm));
-  PetscCall(MeansAndCovariance(comm, moved, 1, r.S, &m, &e));
-  *mean = m[0], *se = std::sqrt(e[0]);
-  PetscFunctionReturn(0);
-}
-
-PetscErrorCode SamplesEnergy(MPI_Comm comm, const Samples &r, std::vector<double> *mean, std::vector<double> *cov,
-                             bool log_distance) {
-  PetscFunctionBeginUser;
-  mean->clear(), cov->clear();
-  if (r.depths)
-    PetscCall(MeansAndCovariance(comm, log_distance ? r.log_distance : r.energy, (size_t)r.depths, r.S, mean, cov));
-  PetscFunctionReturn(0);
+  return moved;
 }
 
 double SamplesMovedAtUniformAttention(const Settings &s, const Samples &r) {

@@ -107,19 +107,12 @@ PetscErrorCode SamplesGram(MPI_Comm comm, Samples *r);
 // Not collective.
 SampleSet SamplesSet(const Samples &r, double weight = 1);
 
-// How far the samples move their tokens: per sample the mean over the probe
-// tokens of |x_i(1) - x_i(0)|^2; *mean its mean over the samples, *se its
-// standard error; *overflowed: the samples whose tokens are not finite
-// (then both are NaN). Collective on comm.
-PetscErrorCode SamplesMoved(MPI_Comm comm, const Samples &r, double *mean, double *se, PetscInt *overflowed);
-
-// The interaction energy's mean over the samples at each recorded depth, and
-// the covariance of those means across depths (r.depths of them, and r.depths
-// x r.depths; empty without a trajectory): one set of samples is read at
-// every depth, so the depths' errors are correlated (statistics/moments.hpp);
-// with `log_distance`, the mean log-distance's. Collective on comm.
-PetscErrorCode SamplesEnergy(MPI_Comm comm, const Samples &r, std::vector<double> *mean, std::vector<double> *cov,
-                             bool log_distance = false);
+// How far the samples move their tokens: for each of this rank's samples
+// the mean over the probe tokens of |x_i(1) - x_i(0)|^2 (not finite where
+// the sample overflowed). Its mean and error, and those of the interaction
+// energy and the log-distance recorded at r.depths depths a sample
+// (statistics/moments.hpp), are the caller's to reduce. Not collective.
+std::vector<double> SamplesMoved(const Samples &r);
 
 // The same moment in closed form where attention is uniform (beta = 0) and
 // every token moves by its sequence mean's move: a qkv model without norm,
