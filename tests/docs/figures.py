@@ -361,7 +361,8 @@ def diffusive_fits(text, log, bad):
     lines = open(log).read().splitlines()
     pairs = (("err_law = 0.0896 L^-p H^-q over 5 resolved cells: L fixed, q = 0.006 [-0.014, 0.025]; chi^2 2.43 on 3 "
               "(p 0.488): q not decided", ("`q = 0.006 [-0.014, 0.025]`", "`chi^2` 2.43 on 3\n  (p-value 0.49)")),
-             ("err_law = a H^-p: p = 0.005 [0.000, 0.023] (at the range's end)", ("0.005 [0.000,\n  0.023]",)),
+             ("err_law = a H^-p: p = 0.005 [0.000, 0.023] (at the range's end)", ("0.005 [0.000, 0.023]",)),
+             ("err_law = a H^-p + b H^-(p+1): p = 0.000 [0.000, 0.025] (at the range's end)", ("0.000 [0.000,\n  0.025]",)),
              ("sqrt_energy = 0.102 L^-p H^-q over 5 resolved cells: L fixed, q = 0.078 [0.060, 0.095]; chi^2 25.6 on 3 "
               "(p 1.16e-05): not judged", ("`q = 0.078 [0.060, 0.095]`", "`chi^2` 25.6 on\n  3, p-value 1.2e-05, not judged")),
              ("err_law = 0.234 L^-p H^-q over 4 resolved cells: p = 0.496 [0.436, 0.556], H fixed; chi^2 27.6 on 2 "
@@ -649,7 +650,10 @@ def block(text, logs, bad):
                            ("`a` = 0.813,\n`b` = -0.371, `chi^2` 4.55 on 3", "a = 0.813 +- 0.018, b = -0.3714 +- 0.016, chi^2 4.55 on 3"),
                            ("`q = 0.515 [0.486,\n0.544]`, `chi^2` 88 on 3", "q = 0.515 [0.486, 0.544]; chi^2 88 on 3"),
                            ("2.42e-02 at `H = 1` to 1.43e-02 at `H = 64`", "L=4 H=64: err_law 2.056e-01"),
-                           ("3.82e-02 at `m = 1`\nto 1.64e-03 at `m = 16`", "energy 1.638e-03")):
+                           ("3.82e-02 at `m = 1`\nto 1.64e-03 at `m = 16`", "energy 1.638e-03"),
+                           ("chi^2 10.5 on 3, p-value 0.015", "a = 0.0436 +- 0.0048, chi^2 10.5 on 3 (p-value 0.015), rejected"),
+                           ("its steps 0.7% of the Gram norm, its sampling\n1.0%", "its steps 6.686e-03, its sampling 9.969e-03"),
+                           ("The limit's steps (2.3% of the Gram norm", "its steps 2.256e-02")):
         if stated not in part or logged not in law:
             bad.append("block: the law fits' '%s' against the log" % stated)
     rows = table(logs + "synchronization", "sync.csv")
