@@ -87,12 +87,31 @@ void Describe(const std::string &command, const std::vector<Option> &options, De
   }
 }
 
+// The first word of the command line that is neither an option nor an
+// option's value, as a problem ("" when there is none): an unquoted list,
+// --study.L 1 2 4, would otherwise keep its first entry and drop the rest.
+std::string StrayWord(const std::vector<std::string> &args, const po::options_description &all) {
+  std::string last; // the last option with a value
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string key = argument_key(args[i]);
+    if (key.empty() && args[i] != "-h")
+      return "'" + args[i] + "' is neither an option nor an option's value" +
+             (last.empty() ? "" : " (" + last + " takes one value; a list is one argument, quoted: --study.L '1 2 4')");
+    const po::option_description *o = key.empty() ? nullptr : all.find_nothrow(key, false);
+    if (!key.empty() && !o) return ""; // an unknown option: the parser names it
+    last = o && o->semantic()->max_tokens() > 0 ? "--" + key : "";
+    if (!last.empty() && args[i].find('=') == std::string::npos) ++i; // its value
+  }
+  return "";
+}
+
 // The command line, then the config file, into vm; the problem, or "".
 std::string ReadValues(const std::vector<std::string> &args, const std::vector<Option> &options,
                        const Descriptions &d, po::variables_map *vm) {
   try {
     po::options_description all;
     all.add(d.general).add(d.keyed);
+    if (std::string stray = StrayWord(args, all); !stray.empty()) return stray;
     po::store(po::command_line_parser(last_wins(args, options)).options(all).run(), *vm);
     if (vm->count("config")) {
       std::string path = (*vm)["config"].as<std::string>();

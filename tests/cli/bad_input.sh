@@ -9,6 +9,10 @@ expect 2 "usage|command" -- "$MFT"
 expect 2 "unknown command 'frobnicate'" -- "$MFT" frobnicate
 expect 2 "unrecognised option '--model.Lx'" -- "$MFT" train --model.Lx 3
 expect 2 "model.L must be at least 1" -- "$MFT" train --model.L -3
+# An unquoted list would keep its first entry and drop the rest: refused.
+expect 2 "'2' is neither an option nor an option's value \(--study.L takes one value; a list is one argument" -- \
+  "$MFT" study --config "$(dirname "$0")/../../input/study_depth.cfg" --study.L 1 2 4 --list
+expect 2 "'extra' is neither an option nor an option's value" -- "$MFT" train extra
 expect 2 "model.H 'many' is not an integer" -- "$MFT" train --model.H many
 expect 2 "scaled learning rate train.lr L\^-lr_depth_exponent H\^-lr_head_exponent = 0 at L = 16, H = 16" -- \
   "$MFT" train --model.L 16 --model.H 16 --train.lr_head_exponent 1e308 --train.steps 2
