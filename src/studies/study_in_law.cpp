@@ -510,7 +510,10 @@ PetscErrorCode LawVariant(MPI_Comm comm, const std::vector<std::string> &args, c
   PetscCall(LawFitPointsOf(comm, gaps, LawsOf(limit), &x));
   if (Hs.size() == 1 && Ls.size() > 1) PetscCall(Expansions(comm, v, "L", L, x, &t->expansions));
   if (Ls.size() == 1 && Hs.size() > 1) PetscCall(Expansions(comm, v, "H", H, x, &t->expansions));
-  const PowerFit gram = PowerFitOf(L, H, x.err_power, x.err_se, x.resolved, x.rho, x.widen);
+  const bool finite = LawFiniteReference(s); // its gap closes at the reference's sizes (power_fit.hpp)
+  const PowerFit gram = PowerFitOf(L, H, x.err_power, x.err_se, x.resolved, x.rho, x.widen,
+                                   finite ? (double)s.study.reference_L : INFINITY,
+                                   finite ? (double)s.study.reference_H : INFINITY);
   const PowerFit root = PowerFitOf(L, H, energy.err, energy.se, energy.ok);
   t->fits.push_back(FitRow(v, "err_law", gram)), t->fits.push_back(FitRow(v, "sqrt_energy", root, false));
   PetscCall(PetscPrintf(comm, "variant %zu: err_law's fit on sequence %" PetscInt_FMT " of probe set %" PetscInt_FMT

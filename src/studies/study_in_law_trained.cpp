@@ -383,7 +383,13 @@ PetscErrorCode Fits(MPI_Comm comm, const Settings &s, const SetLaw &refs, const 
     }
     LawFitPoints x;
     PetscCall(LawFitPointsOf(comm, gaps, shared, &x));
-    const PowerFit f = PowerFitOf(a, b, x.err_power, x.err_se, x.resolved, x.rho, x.widen);
+    // The references' sizes, where the fit's law runs through them (a gap
+    // to a finite reference closes at it: power_fit.hpp).
+    const ModelSet ref = ReferencesOf(s, one->cell.variant);
+    const bool same_shape = ref.L == one->cell.L && ref.H == one->cell.H;
+    const double k_ref = ref.k == "inf" ? INFINITY : ref.k.empty() ? (s.model.infinite_head ? INFINITY : (double)s.model.k) : std::stod(ref.k);
+    const double a_ref = L ? 1.0 : (double)ref.L, b_ref = L ? (same_shape ? k_ref : INFINITY) : (double)ref.H;
+    const PowerFit f = PowerFitOf(a, b, x.err_power, x.err_se, x.resolved, x.rho, x.widen, a_ref, b_ref);
     PetscCall(FitRow(comm, *one, L ? "k" : "L H", f, fits));
   }
   PetscFunctionReturn(0);

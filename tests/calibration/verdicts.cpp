@@ -21,6 +21,10 @@
 //              --sets 2 --ratio 0.95: two probe sets, each its own limit
 //              draw, four sequences of nearly equal gaps (Sidak over the four;
 //              the fit's set and sequence chosen among them).
+//              --reference R: every cell against R layers' samples (one
+//              draw shared by all cells) instead of the limit's; the true
+//              gap (g(L) - g(R)) / (1 + g(R)), fitted with the reference's
+//              term, C |L^-p - R^-p| (PowerFitOf's L_ref).
 //   null       the law design at a true gap of zero: how often a cell reads
 //              "resolved".
 //   wrong      the law design with an order-1 truth, g = 0.35/L + 0.25/L^2:
@@ -41,11 +45,12 @@
 // check fails, 2 on bad usage. --mutate narrow makes every interval 1.4
 // times too narrow (the covariance over 1.96); --mutate independent drops
 // the correlations (the depths' across depth, the cells' through the shared
-// limit): the suite expects both to fail (WILL_FAIL).
+// limit); --mutate plain fits C L^-p against a finite reference, its gap
+// left out: the suite expects each to fail (WILL_FAIL).
 //
 //   verdicts --design walk|geometric|law|null|wrong [--check coverage,cells,misfit,null]
 //            [--replicates 4000] [--samples S] [--min 0.93] [--max 0.97] [--widen f]
-//            [--sets 1] [--ratio 0.6] [--mutate none|narrow|independent]
+//            [--sets 1] [--ratio 0.6] [--reference R] [--mutate none|narrow|independent|plain]
 #include "mft/layout/random.hpp"
 #include "mft/statistics/expansion.hpp"
 #include "mft/statistics/moments.hpp"
@@ -70,6 +75,7 @@ struct Options {
   int sets = 1;        // probe sets (each its own limit draw), kM sequences each
   double ratio = 0.6;  // sequence i's gap: ratio^i of the first's
   PetscInt samples = 0; // 0: the design's
+  double reference = 0; // the law design's reference depth (0: the limit)
 };
 
 // What a design's replicates gave: the truth held or not, the misfit's
@@ -159,6 +165,14 @@ double TrueGap(const Options &o, double L, PetscInt i) { // i: the sequence's in
   return shrink * 0.3 * std::pow(L, -0.6);
 }
 
+// The relative Gram gap of sequence i between depth L and the reference
+// (the limit, or --reference layers).
+double GapToReference(const Options &o, double L, PetscInt i) {
+  if (o.reference <= 0) return TrueGap(o, L, i);
+  const double r = TrueGap(o, o.reference, i);
+  return (TrueGap(o, L, i) - r) / (1 + r);
+}
+
 struct LawReplicate {
   std::vector<double> L;
   std::vector<GramGap> gaps; // each cell's, the largest of its sequences
@@ -175,7 +189,11 @@ PetscErrorCode LawStudy(const Options &o, Stream &st, const std::vector<double> 
   const double common = o.design == "wrong" ? 0.3 : 0.8; // the wrong model's: most cells resolved
   std::vector<std::vector<double>> limits;
   std::vector<Law> shared;
-  for (int k = 0; k < o.sets; ++k) limits.push_back(LawDraw(st, base, S, one, common));
+  for (int k = 0; k < o.sets; ++k) {
+    double scale[kM]; // the reference's law: the limit's, or R layers'
+    for (PetscInt m = 0; m < kM; ++m) scale[m] = o.reference > 0 ? std::sqrt(1 + TrueGap(o, o.reference, k * kM + m)) : one[m];
+    limits.push_back(LawDraw(st, base, S, scale, common));
+  }
   for (const std::vector<double> &y : limits) shared.push_back({{y.data(), S, 1.0}});
   for (double L : {1.0, 2.0, 4.0, 8.0, 16.0}) {
     LawGap c;
@@ -213,11 +231,12 @@ PetscErrorCode LawTally(const Options &o, Stream &st, const std::vector<double> 
   for (size_t c = 0; c < r.L.size(); ++c) {
     const GramGap &g = r.gaps[c];
     ++t->cells, t->resolved += g.resolved;
-    const double truth = TrueGap(o, r.L[c], g.set * kM + g.sequence);
+    const double truth = GapToReference(o, r.L[c], g.set * kM + g.sequence);
     ++t->cell_intervals, t->cell_held += std::fabs(g.err - truth) <= 1.959963984540054 * g.se();
   }
   const std::vector<double> H(r.L.size(), 1.0);
-  const PowerFit f = PowerFitOf(r.L, H, x.err_power, x.err_se, x.resolved, x.rho, x.widen);
+  const double ref = o.reference > 0 && o.mutate != "plain" ? o.reference : INFINITY;
+  const PowerFit f = PowerFitOf(r.L, H, x.err_power, x.err_se, x.resolved, x.rho, x.widen, ref, 1.0);
   if (o.design == "wrong") {
     std::vector<double> se = x.err_se;
     for (size_t c = 0; c < se.size(); ++c) se[c] = x.resolved[c] && x.err[c] > 0 ? se[c] : 0; // as ExpansionRows
@@ -243,6 +262,7 @@ bool Parse(int argc, char **argv, Options *o) {
     else if (k == "--widen") o->widen = std::atof(v.c_str());
     else if (k == "--sets") o->sets = std::atoi(v.c_str());
     else if (k == "--ratio") o->ratio = std::atof(v.c_str());
+    else if (k == "--reference") o->reference = std::atof(v.c_str());
     else if (k == "--max") o->max = std::atof(v.c_str());
     else return false;
   }
@@ -255,7 +275,8 @@ bool Parse(int argc, char **argv, Options *o) {
   }
   return argc % 2 == 1 && o->replicates > 0 && o->samples >= 0 && o->sets >= 1 && o->ratio > 0 &&
          std::find(designs.begin(), designs.end(), o->design) != designs.end() &&
-         (o->mutate == "none" || o->mutate == "narrow" || o->mutate == "independent");
+         (o->mutate == "none" || o->mutate == "narrow" || o->mutate == "independent" || o->mutate == "plain") &&
+         o->reference >= 0;
 }
 
 } // namespace
@@ -269,7 +290,7 @@ int main(int argc, char **argv) { // one process: MPI for the statistics' (trivi
   if (code == 2)
     std::fprintf(stderr, "verdicts: usage: verdicts --design walk|geometric|law|null|wrong "
                          "[--check coverage,cells,misfit,null] [--replicates R] [--samples S] [--min f] [--max f] "
-                         "[--mutate none|narrow|independent]\n");
+                         "[--sets n] [--ratio f] [--reference R] [--mutate none|narrow|independent|plain]\n");
   MPI_Finalize();
   return code;
 }

@@ -114,6 +114,43 @@ TEST(TwoSample, PowerFitRecoversExponents) {
   EXPECT_FALSE(f.rejected());
 }
 
+// Against a finite reference the gap is C |L^-p H^-q - L_ref^-p H_ref^-q|:
+// exact data of it (no noise) give back C, p and q to 1e-8, with chi^2 0,
+// in one size (H fixed at the reference's) and in two; the plain law on the
+// same data reads p too large; a cell at the reference's sizes is left out;
+// a reference at another fixed H is no term of the model (the plain fit).
+TEST(TwoSample, PowerFitWithAFiniteReference) {
+  std::vector<double> L, H, err, se;
+  for (double l : {1.0, 2.0, 4.0, 8.0, 16.0, 64.0})
+    for (double h : {2.0, 8.0}) {
+      const double e = 0.3 * std::fabs(std::pow(l, -0.6) * std::pow(h, -0.5) - std::pow(64.0, -0.6) * std::pow(8.0, -0.5));
+      L.push_back(l), H.push_back(h), err.push_back(e), se.push_back(0.02 * e);
+    }
+  std::vector<char> all(L.size(), 1);
+  const PowerFit two = PowerFitOf(L, H, err, se, all, {}, 1, 64, 8);
+  EXPECT_TRUE(two.reference);
+  EXPECT_EQ(two.cells, 11); // 64 x 8 left out
+  EXPECT_NEAR(two.C, 0.3, 1e-8);
+  EXPECT_NEAR(two.p, 0.6, 1e-8);
+  EXPECT_NEAR(two.q, 0.5, 1e-8);
+  EXPECT_NEAR(two.chi2, 0, 1e-10);
+  std::vector<double> l1, h1, e1, s1;
+  for (size_t i = 0; i < L.size(); ++i)
+    if (H[i] == 8 && L[i] < 64) l1.push_back(L[i]), h1.push_back(8), e1.push_back(err[i]), s1.push_back(se[i]);
+  std::vector<char> use(l1.size(), 1);
+  const PowerFit one = PowerFitOf(l1, h1, e1, s1, use, {}, 1, 64, 8);
+  EXPECT_TRUE(one.reference && one.fits_p && !one.fits_q);
+  EXPECT_NEAR(one.p, 0.6, 1e-8);
+  EXPECT_NEAR(one.C * std::pow(8.0, 0.5), 0.3, 1e-8); // H's factor is C's
+  const PowerFit plain = PowerFitOf(l1, h1, e1, s1, use);
+  EXPECT_FALSE(plain.reference);
+  EXPECT_GT(plain.p, 0.65);
+  EXPECT_TRUE(plain.rejected()) << "chi^2 " << plain.chi2;
+  const PowerFit other = PowerFitOf(l1, h1, e1, s1, use, {}, 1, 64, 16); // the reference at H = 16
+  EXPECT_FALSE(other.reference);
+  EXPECT_EQ(other.p, plain.p);
+}
+
 // Near resolution under common noise (x_i = b_i + sigma w + tau eta_i, w
 // shared by a sample's tokens, as the diffusive limit's noise is): a model
 // law scaled so that every sequence's true relative gap is g. Over 300

@@ -12,6 +12,13 @@
 // resolved ones: tests/calibration/verdicts.cpp calibrates the intervals and
 // the misfit, that selection included, on studies in law whose cells share
 // one limit draw, at the effect sizes the studies logged.
+//
+// Against a finite reference of sizes (L_ref, H_ref) a cell's gap is the
+// difference of two points of one convergence, err = C |L^-p H^-q - L_ref^-p
+// H_ref^-q|, not C L^-p H^-q: the plain law steepens near the reference
+// (the gap closes at it) and reads a rate too large. That model is fitted
+// there (Gauss-Newton in GLS from the plain law's fit), its intervals from
+// its gradient at the fit; the calibration holds it as the plain one.
 // Not collective.
 #pragma once
 
@@ -30,6 +37,7 @@ struct PowerFit {
   double C = 0, p = 0, q = 0;                 // err = C L^-p H^-q
   double p_lo = 0, p_hi = 0, q_lo = 0, q_hi = 0; // 95% intervals
   bool fits_p = false, fits_q = false;        // L (H) varies among the cells fitted
+  bool reference = false;                     // the finite reference's term is in the model
   // The misfit: chi^2 of the whitened residuals in logarithms on dof =
   // cells - parameters, and its p-value (NaN without a degree of freedom);
   // a fit with p_value < 0.05 is rejected, its rates describe no convergence.
@@ -47,11 +55,16 @@ struct PowerFit {
 // The fit over the cells with `use` set, err > 0 and se > 0; rho: the
 // cells' correlations (n x n over all the cells given, row-major; empty:
 // independent); widen: the intervals' half widths times this (a
-// calibration's correction: LawFitPoints::widen). Fewer than 3 cells (4 when
-// both L and H vary): cells = 0. Not collective.
+// calibration's correction: LawFitPoints::widen); L_ref, H_ref: the
+// reference's sizes (infinite: a limit). The reference's term enters when
+// it is finite in a size that varies among the cells and equal to the
+// cells' in a size that does not (a reference at another fixed size is no
+// point of this law: the plain one is fitted); a cell of the reference's
+// own sizes is left out. Fewer than 3 cells (4 when both L and H vary), or
+// no convergence: cells = 0. Not collective.
 PowerFit PowerFitOf(const std::vector<double> &L, const std::vector<double> &H, const std::vector<double> &err,
                     const std::vector<double> &se, const std::vector<char> &use, const std::vector<double> &rho = {},
-                    double widen = 1);
+                    double widen = 1, double L_ref = INFINITY, double H_ref = INFINITY);
 
 // Its verdict as words: "chi^2 3.1 on 2 (p 0.21): p decided, q not
 // decided", or "...: the power law is rejected". Not collective.
