@@ -244,26 +244,59 @@ def plot_law_k(table, fit, out):
         lo = np.array([number(r["err_law_lo"]) for r in cells])
         hi = np.array([number(r["err_law_hi"]) for r in cells])
         ok = np.array([r["resolved"] == "true" for r in cells])
-        line = ax.errorbar(ks, e, yerr=[e - lo, hi - e], marker="o", capsize=3, linestyle="-", mfc="none",
-                           label=f"L = {L}, H = {H}")
-        ax.plot(ks[ok], e[ok], "o", color=line[0].get_color())
+        line = ax.errorbar(ks, e, yerr=[e - lo, hi - e], marker="o", capsize=3, linestyle="none", mfc="none",
+                           label=f"L = {L}, H = {H}: err_law, 95%")
+        ax.plot(ks[ok], e[ok], "o", color=line[0].get_color(), label="resolved (fitted)")
         mine = [f for f in fit if f.get("L", str(L)) in (str(L), "") and f.get("H", str(H)) in (str(H), "")]
         if mine and mine[0]["q"] not in ("", "nan"):
-            r, C = number(mine[0]["q"]), number(mine[0]["C"])
-            ax.plot(ks, C * ks ** -r, ":", color=line[0].get_color(),
-                    label=f"{C:.3g} k^-{r:.2f} [{number(mine[0]['q_lo']):.2f}, {number(mine[0]['q_hi']):.2f}]")
+            draw_fit(ax, ks, mine[0], "q", number(mine[0].get("reference_H") or "inf"), [(0.5, "--"), (1.0, ":")])
+            ax.set_title(fit_verdict(mine[0], "q").replace("q =", "r =", 1), fontsize=9)
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     ax.set_xlabel("k (against infinite heads)")
     ax.set_ylabel("err_law (Gram means, relative)")
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(out, dpi=110)
     plt.close(fig)
 
 
+def fit_verdict(f, rate):
+    """The fit's rate, its interval and its verdict in words (law_fits.csv's columns)."""
+    e, lo, hi = (number(f[c]) for c in (rate, rate + "_lo", rate + "_hi"))
+    if f.get("rejected") == "true":
+        word = "rejected"
+    else:
+        word = "decided" if f.get("decided_" + rate) == "true" else "not decided"
+    return f"{rate} = {e:.2f} [{lo:.2f}, {hi:.2f}], chi^2 {number(f['chi2']):.2g} on {f['dof']}: {word}"
+
+
+def draw_fit(ax, xs, f, rate, ref, slopes):
+    """The fitted law C |n^-e - n_ref^-e| (n_ref^-e = 0 against a limit) over xs, with its band (the law at every
+    exponent of the interval, through the fit at the middle of the fitted sizes), and the reference slopes it is
+    judged against, through the same point."""
+    C, e, lo, hi = (number(f[c]) for c in ("C", rate, rate + "_lo", rate + "_hi"))
+    n = np.geomspace(xs.min(), xs.max(), 64)
+    law = lambda q: np.abs(n ** -q - (ref ** -q if np.isfinite(ref) else 0))
+    pivot = np.argmin(np.abs(n - np.sqrt(xs.min() * xs.max())))
+    middle = C * law(e)
+    band = np.array([law(q) * middle[pivot] / law(q)[pivot] for q in np.linspace(lo, hi, 9)])
+    against = f" against {ref:g}" if np.isfinite(ref) else ""
+    ax.plot(n, middle, "k-", lw=1, label=f"fit C |n^-{rate} - n_ref^-{rate}|{against}" if against else
+            f"fit C n^-{rate}")
+    ax.fill_between(n, band.min(0), band.max(0), color="k", alpha=0.12, label="its 95% band")
+    for q, style in slopes:
+        ax.plot(n, middle[pivot] * (n / n[pivot]) ** -q, style, color="tab:red", lw=1, label=f"slope -{q:g}")
+
+
+def law_axes(table):
+    """The sizes a study in law varies, in L, H order."""
+    return [x for x in ("L", "H") if len({r[x] for r in table}) > 1]
+
+
 def plot_law(d, v, out):
-    """err_law of a study in law against L and H (or k), with its intervals and fit."""
+    """err_law of a study in law against each size it varies (or k), its intervals, the fit with its band and the
+    reference slopes; filled marks: resolved cells (the ones fitted)."""
     table = rows(f"{d}/law.csv", variant=str(v))
     fit = [f for f in rows(f"{d}/law_fits.csv", variant=str(v)) if f.get("metric", "err_law") == "err_law"]
     if table and "time" in table[0]:  # a trained study in law: its last time
@@ -272,8 +305,10 @@ def plot_law(d, v, out):
         fit = [f for f in fit if f["time"] == last]
     if table and table[0].get("k"):
         return plot_law_k(table, fit, out)
-    fig, axes = plt.subplots(1, 2, figsize=(10, 4))
-    for ax, (x, other) in zip(axes, (("L", "H"), ("H", "L"))):
+    axes_of = law_axes(table) or ["L"]
+    fig, axes = plt.subplots(1, len(axes_of), figsize=(5.5 * len(axes_of), 4.2), squeeze=False)
+    for ax, x in zip(axes[0], axes_of):
+        other = "H" if x == "L" else "L"
         for value in sorted({int(r[other]) for r in table}):
             cells = sorted((r for r in table if int(r[other]) == value), key=lambda r: int(r[x]))
             xs = np.array([int(r[x]) for r in cells], float)
@@ -281,19 +316,20 @@ def plot_law(d, v, out):
             lo = np.array([number(r["err_law_lo"]) for r in cells])
             hi = np.array([number(r["err_law_hi"]) for r in cells])
             ok = np.array([r["resolved"] == "true" for r in cells])
-            line = ax.errorbar(xs, e, yerr=[e - lo, hi - e], marker="o", capsize=3, label=f"{other} = {value}",
-                               linestyle="-", mfc="none")
-            ax.plot(xs[ok], e[ok], "o", color=line[0].get_color())
-        if x == "L" and fit and fit[0]["p"] not in ("", "nan"):
-            p = number(fit[0]["p"])
-            xs = np.array(sorted({int(r["L"]) for r in table}), float)
-            ax.plot(xs, e.max() * xs[0] / xs, "k:", label="1/L")
-            ax.set_title(f"p = {p:.2f} [{number(fit[0]['p_lo']):.2f}, {number(fit[0]['p_hi']):.2f}]")
+            line = ax.errorbar(xs, e, yerr=[e - lo, hi - e], marker="o", capsize=3, linestyle="none", mfc="none",
+                               label=f"{other} = {value}: err_law, 95%")
+            ax.plot(xs[ok], e[ok], "o", color=line[0].get_color(), label="resolved (fitted)")
+        rate = "p" if x == "L" else "q"
+        if len(axes_of) == 1 and fit and fit[0].get(rate) not in ("", "nan", None):
+            ref = number(fit[0].get("reference_" + x) or "inf")
+            slopes = [(0.5, "--"), (1.0, ":")] if x == "L" else [(0.5, "--")]
+            draw_fit(ax, np.array(sorted({int(r[x]) for r in table}), float), fit[0], rate, ref, slopes)
+            ax.set_title(fit_verdict(fit[0], rate), fontsize=9)
         ax.set_xscale("log", base=2)
         ax.set_yscale("log")
         ax.set_xlabel(x)
         ax.set_ylabel("err_law (Gram means, relative)")
-        ax.legend(fontsize=8)
+        ax.legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(out, dpi=110)
     plt.close(fig)

@@ -121,7 +121,7 @@ PowerFit PowerFitOf(const std::vector<double> &L, const std::vector<double> &H, 
   if (!g.ok) return f;
   const double zq = 1.959963984540054 * widen;
   f.cells = (PetscInt)n, f.C = std::exp(theta[0]), f.chi2 = g.chi2, f.dof = g.dof, f.p_value = g.p_value;
-  f.reference = z.reference;
+  f.reference = z.reference, f.L_ref = L_ref, f.H_ref = H_ref;
   if (f.fits_p) f.p = theta[1], f.p_lo = f.p - zq * g.se(1), f.p_hi = f.p + zq * g.se(1);
   if (f.fits_q) f.q = theta[k - 1], f.q_lo = f.q - zq * g.se(k - 1), f.q_hi = f.q + zq * g.se(k - 1);
   return f;

@@ -87,10 +87,11 @@ std::vector<std::string> EnergyCells(const LawGap &g) {
 }
 
 std::vector<std::string> PowerFitMisfit(const PowerFit &f) {
-  if (!f.cells) return {"", "", "", "", "", ""};
+  if (!f.cells) return {"", "", "", "", "", "", "", ""};
   const auto word = [](bool b) { return std::string(b ? "true" : "false"); };
   return {study::num(f.chi2), std::to_string(f.dof), study::num(f.p_value), word(f.rejected()),
-          f.fits_p ? word(f.decided_p()) : "", f.fits_q ? word(f.decided_q()) : ""};
+          f.fits_p ? word(f.decided_p()) : "", f.fits_q ? word(f.decided_q()) : "",
+          f.reference ? study::num(f.L_ref) : "", f.reference ? study::num(f.H_ref) : ""};
 }
 
 std::vector<std::string> ExpansionRows(size_t v, const std::string &x, const std::vector<double> &size,

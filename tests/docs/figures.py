@@ -383,12 +383,12 @@ def diffusive_fits(text, log, bad):
                 bad.append("depth and width: the text lacks %s" % repr(said))
 
 
-def verdicts(text, log, bad):
+def verdicts(text, log, log_reference, bad):
     """'What "decided" means': every figure of the calibration table is the
     verdicts log's (the design's line, rounded as shown)."""
     part = section(text, '## What "decided" means', "## How the intervals are made")
     runs, head = {}, None
-    for l in open(log).read().splitlines():
+    for l in (open(log).read() + open(log_reference).read()).splitlines():
         if l.startswith("## verdicts "):
             head = l[len("## verdicts "):].strip()
         elif l.startswith("verdicts: ") and "replicates:" in l:
@@ -400,6 +400,7 @@ def verdicts(text, log, bad):
     above, below, cells = r"above 0.9 ([0-9.]+)", r"below 0.05 ([0-9.]+)", r"the cells' ([0-9.]+)"
     walk, geo, law = "--design walk --check coverage,misfit", "--design geometric --check coverage,misfit", \
         "--design law --check coverage,cells,misfit --min 0.90"
+    ref = "--design law --check coverage,misfit --reference 32"
     stated = [(walk, cover, "0.947"), (walk, ks, "0.92"), (walk, above, "0.097"), (walk, below, "0.048"),
               (walk + " --mutate independent", cover, "0.830"), (walk + " --mutate independent", above, "0.896"),
               ("--design walk --check coverage --mutate narrow", cover, "0.828"),
@@ -419,7 +420,10 @@ def verdicts(text, log, bad):
               ("--design law --check coverage,cells,misfit --sets 2 --ratio 0.95 --replicates 1000", cover, "0.930"),
               ("--design law --check coverage,cells,misfit --sets 2 --ratio 0.95 --replicates 1000", cells, "0.959"),
               ("--design law --check coverage,cells,misfit --sets 2 --ratio 0.95 --replicates 1000", ks, "0.0017"),
-              ("--design law --check coverage,cells,misfit --sets 2 --ratio 0.95 --replicates 1000", below, "0.078")]
+              ("--design law --check coverage,cells,misfit --sets 2 --ratio 0.95 --replicates 1000", below, "0.078"),
+              (ref, cover, "0.958"), (ref, ks, "0.33"), (ref, above, "0.094"), (ref, below, "0.055"),
+              (ref, cells, "0.917"), (ref + " --replicates 1000 --mutate plain", cover, "0.733"),
+              (ref + " --replicates 1000 --mutate plain", ks, "0.40")]
     for run, pattern, shown_as in stated:
         value = figure(run, pattern)
         if shown_as not in part or not shown(value, shown_as):
@@ -713,7 +717,8 @@ def main():
     efficiency(text, src + "/docs/bench/log.2026-12-07.amd-epyc-f26m2.err_law_one_thread", bad)
     diffusive_energy(text, src + "/docs/bench/log.2026-12-07.amd-epyc-f26m2.diffusive_law_energy", bad)
     diffusive_fits(text, src + "/docs/bench/log.2026-12-07.amd-epyc-f26m2.diffusive_law_fits", bad)
-    verdicts(text, src + "/docs/bench/log.2026-12-07.amd-epyc-f26m2.verdicts", bad)
+    verdicts(text, src + "/docs/bench/log.2026-12-07.amd-epyc-f26m2.verdicts",
+             src + "/docs/bench/log.2026-12-08.amd-epyc-f26m2.verdicts_reference", bad)
     diffusive_law(text, src + "/docs/bench/log.2026-12-07.amd-epyc-f26m2.diffusive_law_k2",
                   src + "/docs/bench/log.2026-12-07.amd-epyc-f26m2.diffusive_law",
                   src + "/docs/bench/log.2026-12-07.amd-epyc-f26m2.diffusive_law_families",

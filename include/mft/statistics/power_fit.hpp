@@ -38,6 +38,7 @@ struct PowerFit {
   double p_lo = 0, p_hi = 0, q_lo = 0, q_hi = 0; // 95% intervals
   bool fits_p = false, fits_q = false;        // L (H) varies among the cells fitted
   bool reference = false;                     // the finite reference's term is in the model
+  double L_ref = INFINITY, H_ref = INFINITY;  // its sizes
   // The misfit: chi^2 of the whitened residuals in logarithms on dof =
   // cells - parameters, and its p-value (NaN without a degree of freedom);
   // a fit with p_value < 0.05 is rejected, its rates describe no convergence.

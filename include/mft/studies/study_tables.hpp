@@ -232,9 +232,11 @@ void AddRateRisks(RateStudy *r, size_t v, const VariantCases &vc);
 // A learning-rate study's tables: lr.csv, best_lr.csv and the drift fits.
 PetscErrorCode WriteLearningRates(Outputs &out, const RateStudy &r, const std::string &dir);
 
-// law_fits.csv's misfit columns of a power fit (kPowerFitMisfit: empty
-// without a fit). Not collective.
-constexpr const char *kPowerFitMisfit = "chi2,dof,p_value,rejected,decided_p,decided_q";
+// law_fits.csv's misfit columns of a power fit, and the finite
+// reference's sizes where its term is in the model (C |L^-p H^-q -
+// L_ref^-p H_ref^-q|; in a fit over k, k's in reference_H): kPowerFitMisfit,
+// empty without a fit. Not collective.
+constexpr const char *kPowerFitMisfit = "chi2,dof,p_value,rejected,decided_p,decided_q,reference_L,reference_H";
 std::vector<std::string> PowerFitMisfit(const PowerFit &f);
 
 // law.csv's energy columns of a comparison in law (kEnergyColumns): the
