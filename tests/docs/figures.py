@@ -559,16 +559,28 @@ def misfits(part, rows, bad):
 def log_distance(part, log, bad):
     """The mean log-distance's slopes against NumPy's, as its log has them."""
     rows = re.findall(r"log-distance, d = (\d): mft lambda (\S+) \[(\S+), (\S+)\], NumPy (\S+) \+- \S+ \((\S+) se\); "
-                      r"energy's (\S+)", log)
+                      r"Ito's exponent \(L -> infinity\) (\S+) \((\S+) se\); energy's (\S+)", log)
     text = " ".join(part.split())
     triples = re.findall(r"(-?[0-9.]+) \[(-?[0-9.]+), (-?[0-9.]+)\] against NumPy's (-?[0-9.]+) \(([0-9.]+)|"
                          r"(-?[0-9.]+) \[(-?[0-9.]+), (-?[0-9.]+)\] against (-?[0-9.]+) \(([0-9.]+)\)", text)
     stated = [tuple(x for x in t if x) for t in triples]
-    for d, got, lo, hi, want, z, energy in rows:
+    for d, got, lo, hi, want, z, ito, z_ito, energy in rows:
         if not any(all(shown(a, b) for a, b in zip((got, lo, hi, want, z), t)) for t in stated):
             bad.append("log-distance: d = %s's %s [%s, %s], NumPy's %s (%s se) against results.md" % (d, got, lo, hi, want, z))
-    if len(rows) != 2 or len(stated) != 2 or "(its rate -4.614)" not in text:
-        bad.append("log-distance: the log's two rows, results.md's two and the energy's rate")
+        said = {"1": ("it is 2.531", "12.4 standard errors"), "4": ("it is -1.266", "(0.63 standard errors)")}[d]
+        if not (shown(ito, said[0].split()[-1]) and shown(str(abs(float(z_ito))), said[1].strip("(").split()[0])) \
+                or not all(x in text for x in said):
+            bad.append("log-distance: d = %s's Ito exponent %s (%s se) against results.md" % (d, ito, z_ito))
+    for said in ("`chi^2` 8.57 on 6, p-value 0.199", "`chi^2` 6.42 on 6, p-value 0.378",
+                 "line rejected, `chi^2` 1.67e+03 on 6: no rate", "from 1.46 to 869 ± 816"):
+        if " ".join(said.split()) not in text:
+            bad.append("log-distance: results.md lacks '%s'" % said)
+    for line in ("lambda = 3.14 [3.044, 3.237], chi^2 8.57 on 6 (p-value 0.199)", "chi^2 1.67e+03 on 6 (p-value 0)",
+                 "lambda = -1.275 [-1.302, -1.247], chi^2 6.42 on 6 (p-value 0.378)", "(1) 8.688899e+02 +- 8.16e+02"):
+        if line not in log:
+            bad.append("log-distance: the log lacks '%s'" % line)
+    if len(rows) != 2 or len(stated) != 2:
+        bad.append("log-distance: the log's two rows and results.md's two")
 
 
 def fused(part, log, bad):
@@ -690,7 +702,7 @@ def block(text, logs, bad):
             if m is None or f[1:] != want:
                 bad.append("bench: %s's row %s against the log's %s" % (f[0], f[1:], want))
     products(part, open(logs.replace("amd-epyc-f26m2", "intel-xeon-f6m207") + "mlp_products").read(), bad)
-    log_distance(part, open(logs.replace("amd-epyc-f26m2", "intel-xeon-f6m207") + "log_distance").read(), bad)
+    log_distance(part, open(logs.replace("2026-12-07", "2026-12-08") + "log_distance").read(), bad)
     fused(part, open(logs.replace("amd-epyc-f26m2", "intel-xeon-f6m207") + "mlp_fused").read(), bad)
     c = re.search(r"\| S2 \| ([0-9.]+) \| [0-9.]+ \| [0-9]+ \| ([0-9.]+) \| ([0-9.]+) \| true", read["compare_mlp"])
     m = re.search(r"MFT ([0-9.]+) s a step,\s+PyTorch ([0-9.]+) s .*?\*\*([0-9.]+)x\*\*", part, re.S)
