@@ -273,8 +273,8 @@ def fit_verdict(f, rate):
 
 def draw_fit(ax, xs, f, rate, ref, slopes):
     """The fitted law C |n^-e - n_ref^-e| (n_ref^-e = 0 against a limit) over xs, with its band (the law at every
-    exponent of the interval, through the fit at the middle of the fitted sizes), and the reference slopes it is
-    judged against, through the same point."""
+    exponent of the interval, through the fit at the middle of the fitted sizes), and the same law at the reference
+    exponents it is judged against, through the same point."""
     C, e, lo, hi = (number(f[c]) for c in ("C", rate, rate + "_lo", rate + "_hi"))
     n = np.geomspace(xs.min(), xs.max(), 64)
     law = lambda q: np.abs(n ** -q - (ref ** -q if np.isfinite(ref) else 0))
@@ -286,7 +286,7 @@ def draw_fit(ax, xs, f, rate, ref, slopes):
             f"fit C n^-{rate}")
     ax.fill_between(n, band.min(0), band.max(0), color="k", alpha=0.12, label="its 95% band")
     for q, style in slopes:
-        ax.plot(n, middle[pivot] * (n / n[pivot]) ** -q, style, color="tab:red", lw=1, label=f"slope -{q:g}")
+        ax.plot(n, law(q) * middle[pivot] / law(q)[pivot], style, color="tab:red", lw=1, label=f"{rate} = {q:g}")
 
 
 def law_axes(table):
