@@ -116,7 +116,11 @@ PowerFit PowerFitOf(const std::vector<double> &L, const std::vector<double> &H, 
     Sizes plain = z;
     plain.reference = false;
     g = GaussNewton(plain, y, C, C, &theta);
-    if (z.reference && g.ok) g = GaussNewton(z, y, C, C, &theta);
+    std::vector<double> with = theta;
+    const GlsFit h = z.reference && g.ok ? GaussNewton(z, y, C, C, &with) : GlsFit{};
+    if (h.ok) g = h, theta = with;
+    f.reference_failed = z.reference && g.ok && !h.ok; // a gap that does not close at the reference
+    z.reference = h.ok;
   }
   if (!g.ok) return f;
   const double zq = 1.959963984540054 * widen;
@@ -131,6 +135,7 @@ std::string PowerFitVerdict(const PowerFit &f, const char *p_name, const char *q
   char text[160];
   snprintf(text, sizeof text, "chi^2 %.3g on %" PetscInt_FMT " (p %.3g)", f.chi2, f.dof, f.p_value);
   std::string v = text;
+  if (f.reference_failed) v += ", the plain law (the gap does not close at the reference: its term does not fit)";
   if (f.rejected()) return v + ": the power law is rejected";
   std::string rates;
   if (f.fits_p) rates += std::string(p_name) + (f.decided_p() ? " decided" : " not decided");

@@ -710,6 +710,44 @@ def block(text, logs, bad):
         bad.append("compare: MFT, PyTorch and their ratio %s against the log's %s" % (m and m.groups(), c and c.groups()))
 
 
+def trained_laws(text, log, bad):
+    """'Trained laws': every cell of the three tables (err_law with its
+    interval, the energy distance with its error, after training) and every
+    fit stated (rate, interval, chi^2, dof, p-value) are the log's."""
+    raw = section(text, "## Trained laws", "## Normalized tokens")
+    for case, x, label in (("width", "H", "`err_law` to 64 heads"), ("depth", "L", "`err_law` to 64 layers"),
+                           ("k", "k", "`err_law`")):
+        cells = sorted((r for r in table(log, case + "/law.csv") if r["time"] == "100"), key=lambda r: int(r[x]))
+        head = re.search(r"^\| `%s` \|.*\n\|[-|]+\n\| %s \|(.*)\|\n\| energy distance \|(.*)\|" %
+                         (x, re.escape(label)), raw, re.M)
+        if not head:
+            bad.append("trained laws: no %s table" % case)
+            continue
+        gaps = [re.match(r"(\S+) \[(\S+), (\S+)\]", c.strip()) for c in head.group(1).split("|")]
+        energies = [re.match(r"(\S+) ± (\S+)", c.strip()) for c in head.group(2).split("|")]
+        if len(gaps) != len(cells) or len(energies) != len(cells) or not all(gaps) or not all(energies):
+            bad.append("trained laws: the %s table has %d cells, the log %d" % (case, len(gaps), len(cells)))
+            continue
+        for r, g, e in zip(cells, gaps, energies):
+            want = (r["err_law"], r["err_law_lo"], r["err_law_hi"], r["energy"], r["energy_se"])
+            if not all(shown(a, b) for a, b in zip(want, g.groups() + e.groups())):
+                bad.append("trained laws: %s %s = %s shows %s, the log %s" % (case, x, r[x], g.groups() + e.groups(), want))
+    marked = re.sub(r"<!-- (\w+)(?: t=(\d+))? -->", lambda m: "{%s:%s}" % (m.group(1), m.group(2) or "100"), raw)
+    stated = re.findall(r"\{(\w+:\d+)\} `(\w)` = (\S+) \[(\S+), (\S+)\],? `chi\^2` (\S+) on (\d+),? \(?p-value (\S+?)\)?[,;:.]",
+                        " ".join(marked.split()))
+    if len(stated) < 6:
+        bad.append("trained laws: %d fits marked in the text, 6 or more expected" % len(stated))
+    for at, rate, e, lo, hi, chi2, dof, pv in stated:
+        case, time = at.split(":")
+        rows = [f for f in table(log, case + "/law_fits.csv") if f["time"] == time]
+        column = "q" if rate in ("q", "r") else "p"
+        if not rows or not all(shown(rows[0][c], v) for c, v in ((column, e), (column + "_lo", lo), (column + "_hi", hi),
+                                                                   ("chi2", chi2), ("p_value", pv))) \
+                or rows[0]["dof"] != dof:
+            bad.append("trained laws: %s's %s = %s [%s, %s], chi^2 %s on %s (p %s) against the log's %s" %
+                       (case, rate, e, lo, hi, chi2, dof, pv, rows[0] if rows else None))
+
+
 def main():
     src = sys.argv[1]
     text = open(src + "/docs/results.md").read()
@@ -738,6 +776,7 @@ def main():
     replicates(text, src + "/docs/bench/log.2026-12-07.amd-epyc-f26m2.replicates", bad)
     regime_map(text, src + "/docs/bench/log.2026-12-07.amd-epyc-f26m2.regimes", bad)
     block(text, src + "/docs/bench/log.2026-12-07.amd-epyc-f26m2.", bad)
+    trained_laws(text, src + "/docs/bench/log.2026-12-08.amd-epyc-f26m2.trained_laws", bad)
     print("\n".join("FAIL: " + b for b in bad) or "ok: the figures results.md states from the logs are the logs'")
     sys.exit(1 if bad else 0)
 

@@ -149,6 +149,17 @@ TEST(TwoSample, PowerFitWithAFiniteReference) {
   const PowerFit other = PowerFitOf(l1, h1, e1, s1, use, {}, 1, 64, 16); // the reference at H = 16
   EXPECT_FALSE(other.reference);
   EXPECT_EQ(other.p, plain.p);
+  // A gap that does not close at the reference (flat in L, 2% noise): its
+  // term does not fit, the plain law is fitted, flat, and the verdict says so.
+  std::vector<double> flat;
+  Stream st(3, 0);
+  for (size_t i = 0; i < l1.size(); ++i) flat.push_back(0.18 * (1 + 0.02 * st.normal()));
+  std::vector<double> s2(l1.size(), 0.02 * 0.18);
+  const PowerFit none = PowerFitOf(l1, h1, flat, s2, use, {}, 1, 64, 8);
+  EXPECT_TRUE(none.reference_failed && !none.reference);
+  EXPECT_EQ(none.cells, 5);
+  EXPECT_LT(std::fabs(none.p), 0.05);
+  EXPECT_NE(PowerFitVerdict(none).find("does not close at the reference"), std::string::npos);
 }
 
 // Near resolution under common noise (x_i = b_i + sigma w + tau eta_i, w

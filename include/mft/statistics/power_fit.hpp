@@ -39,6 +39,10 @@ struct PowerFit {
   bool fits_p = false, fits_q = false;        // L (H) varies among the cells fitted
   bool reference = false;                     // the finite reference's term is in the model
   double L_ref = INFINITY, H_ref = INFINITY;  // its sizes
+  // The reference's term was asked for and does not fit (Gauss-Newton does
+  // not converge: a gap that does not close at the reference, e.g. flat in
+  // the size); the plain law is fitted instead, and the verdict says so.
+  bool reference_failed = false;
   // The misfit: chi^2 of the whitened residuals in logarithms on dof =
   // cells - parameters, and its p-value (NaN without a degree of freedom);
   // a fit with p_value < 0.05 is rejected, its rates describe no convergence.
@@ -61,8 +65,9 @@ struct PowerFit {
 // it is finite in a size that varies among the cells and equal to the
 // cells' in a size that does not (a reference at another fixed size is no
 // point of this law: the plain one is fitted); a cell of the reference's
-// own sizes is left out. Fewer than 3 cells (4 when both L and H vary), or
-// no convergence: cells = 0. Not collective.
+// own sizes is left out; where the reference's term does not fit, the plain
+// law (reference_failed). Fewer than 3 cells (4 when both L and H vary), or
+// no convergence of the plain law: cells = 0. Not collective.
 PowerFit PowerFitOf(const std::vector<double> &L, const std::vector<double> &H, const std::vector<double> &err,
                     const std::vector<double> &se, const std::vector<char> &use, const std::vector<double> &rho = {},
                     double widen = 1, double L_ref = INFINITY, double H_ref = INFINITY);
