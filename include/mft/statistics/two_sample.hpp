@@ -9,7 +9,7 @@
 //   D^2 = 2 E|X - Y| - E|X - X'| - E|Y - Y'|, zero exactly when the laws
 //   are equal, from every sample of each side (energy.hpp).
 // GramGapOf and LawGapOf are collective: each rank holds a block of every
-// set's samples (a Law, samples.hpp), and the sums are reduced over the
+// set's samples (a Law, sample_set.hpp), and the sums are reduced over the
 // ranks (two passes, the mean then the spread about it).
 #pragma once
 
