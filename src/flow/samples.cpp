@@ -205,8 +205,14 @@ PetscErrorCode SamplesForwardPair(MPI_Comm comm, const Settings &fine_settings, 
   PetscFunctionReturn(0);
 }
 
-SampleSet SamplesSet(const Samples &r, double weight) {
-  return SampleSet({{r.tokens.data(), weight}}, r.S, r.block.size());
+SampleSet SamplesSet(const Samples &r, double weight) { return BlockSet(SamplesBlock(r), weight); }
+
+SampleBlock SamplesBlock(const Samples &r) { return {r.tokens.data(), r.S, r.block.size(), r.M, r.N, r.d}; }
+
+std::vector<SampleBlock> SamplesBlocks(const std::vector<Samples> &rs) {
+  std::vector<SampleBlock> blocks;
+  for (const Samples &r : rs) blocks.push_back(SamplesBlock(r));
+  return blocks;
 }
 
 PetscErrorCode SamplesGram(MPI_Comm comm, Samples *r) {

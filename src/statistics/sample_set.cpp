@@ -7,6 +7,8 @@
 
 namespace mft {
 
+SampleSet BlockSet(const SampleBlock &b, double weight) { return SampleSet({{b.tokens, weight}}, b.S, b.rows); }
+
 namespace {
 
 // G_ij = x_i . x_j of one sequence of N tokens in R^d, into g (N, N).

@@ -70,9 +70,12 @@ PetscErrorCode SamplesForwardPair(MPI_Comm comm, const Settings &fine_settings, 
 // The Gram means and standard errors of r's samples (every rank's blocks).
 // Collective on comm.
 PetscErrorCode SamplesGram(MPI_Comm comm, Samples *r);
-// r's samples as one set of a law, with a weight.
-// Not collective.
+// r's samples as one set of a law, with a weight; the block of them this
+// rank holds, as the statistics read it (sample_set.hpp); each of rs's
+// blocks, in order. Not collective.
 SampleSet SamplesSet(const Samples &r, double weight = 1);
+SampleBlock SamplesBlock(const Samples &r);
+std::vector<SampleBlock> SamplesBlocks(const std::vector<Samples> &rs);
 
 // How far the samples move their tokens: for each of this rank's samples
 // the mean over the probe tokens of |x_i(1) - x_i(0)|^2 (not finite where

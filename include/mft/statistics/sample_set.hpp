@@ -36,6 +36,20 @@ struct SampleSet {
 };
 using Law = std::vector<SampleSet>;
 
+// One side's samples as this rank holds them, and their sizes: tokens
+// (rows, M, N, d) row-major, this rank's rows of every rank's S samples (a
+// view: the tokens are the caller's).
+struct SampleBlock {
+  const double *tokens = nullptr;
+  PetscInt S = 0;    // the samples over every rank
+  PetscInt rows = 0; // this rank's
+  PetscInt M = 0, N = 0, d = 0;
+};
+
+// A block's samples as one set of a law, with a weight.
+// Not collective.
+SampleSet BlockSet(const SampleBlock &b, double weight = 1);
+
 // Sequence m's Gram matrices of sample s (this rank's row) of set k, summed
 // with the members' weights, into z (N, N); g: room for N x N.
 // Not collective.
