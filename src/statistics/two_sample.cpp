@@ -1,9 +1,6 @@
 // Two laws compared from their samples (two_sample.hpp).
 #include "mft/statistics/two_sample.hpp"
 
-#include "mft/layout/grid.hpp"
-#include "mft/layout/random.hpp"
-
 #include <boost/math/distributions/normal.hpp>
 
 #include <algorithm>
@@ -255,7 +252,7 @@ namespace {
 // The largest energy distance over probe set k's sequences into g, each
 // sequence's interval +- z se, the largest's [max lo, max hi]; NaN where a
 // side has fewer than 2 samples.
-PetscErrorCode EnergyOfSet(MPI_Comm comm, size_t k, const Samples &a, const Samples &b, double z, LawGap *g) {
+PetscErrorCode EnergyOfSet(MPI_Comm comm, size_t k, const SampleBlock &a, const SampleBlock &b, double z, LawGap *g) {
   const PetscInt n = a.N * a.d, stride = a.M * n;
   PetscFunctionBeginUser;
   if (a.S < 2 || b.S < 2) { // (a trained study's survivors): no distance
@@ -264,8 +261,8 @@ PetscErrorCode EnergyOfSet(MPI_Comm comm, size_t k, const Samples &a, const Samp
   }
   for (PetscInt m = 0; m < a.M; ++m) {
     Energy e;
-    PetscCall(EnergyOf(comm, a.tokens.data() + m * n, a.block.size(), b.tokens.data() + m * n, b.block.size(), n,
-                       stride, kEnergyDirections, EnergySeed(k, m), &e));
+    PetscCall(EnergyOf(comm, a.tokens + m * n, a.rows, b.tokens + m * n, b.rows, n, stride, kEnergyDirections,
+                       EnergySeed(k, m), &e));
     g->energy_lo = std::max(g->energy_lo, e.value - z * e.se), g->energy_hi = std::max(g->energy_hi, e.value + z * e.se);
     if (e.value > g->energy.value) g->energy = e;
   }
@@ -275,23 +272,23 @@ PetscErrorCode EnergyOfSet(MPI_Comm comm, size_t k, const Samples &a, const Samp
 
 } // namespace
 
-PetscErrorCode LawGapOf(MPI_Comm comm, const std::vector<std::string> &names, const std::vector<Samples> &x,
-                        const std::vector<Law> &y_law, const std::vector<const Samples *> &y, LawGap *g) {
+PetscErrorCode LawGapOf(MPI_Comm comm, const std::vector<std::string> &names, const std::vector<SampleBlock> &x,
+                        const std::vector<Law> &y_law, const std::vector<SampleBlock> &y, LawGap *g) {
   PetscFunctionBeginUser;
   *g = LawGap();
   g->gap.err = -1, g->energy.value = -HUGE_VAL, g->energy_lo = 0, g->energy_hi = 0;
   PetscInt sequences = 0; // every probe set's: the intervals hold them all at once
-  for (const Samples &a : x) sequences += a.M;
+  for (const SampleBlock &a : x) sequences += a.M;
   for (size_t k = 0; k < names.size(); ++k) {
-    const Samples &a = x[k];
+    const SampleBlock &a = x[k];
     GramGap gap, &w = g->gap;
-    PetscCall(GramGapOf(comm, {SamplesSet(a)}, y_law[k], a.M, a.N, a.d, &gap, sequences));
+    PetscCall(GramGapOf(comm, {BlockSet(a)}, y_law[k], a.M, a.N, a.d, &gap, sequences));
     const double lo = std::max(w.lo, gap.lo), hi = std::max(w.hi, gap.hi), floor = std::max(w.floor, gap.floor);
     gap.set = (PetscInt)k;
     g->sets.push_back(gap);
     if (gap.err > w.err) w = gap, g->probe = names[k];
     w.lo = lo, w.hi = hi, w.floor = floor, w.resolved = lo > 0;
-    PetscCall(EnergyOfSet(comm, k, a, *y[k], SidakZ(sequences), g));
+    PetscCall(EnergyOfSet(comm, k, a, y[k], SidakZ(sequences), g));
   }
   PetscFunctionReturn(0);
 }

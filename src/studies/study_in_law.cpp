@@ -198,10 +198,9 @@ struct CellLaw {
 PetscErrorCode CompareCell(MPI_Comm comm, const std::vector<std::string> &names, const LawSamples &model,
                            const LawSamples &limit, CellLaw *c) {
   std::vector<Law> limits;
-  std::vector<const Samples *> ys;
   PetscFunctionBeginUser;
-  for (size_t k = 0; k < names.size(); ++k) limits.push_back(LawOf(limit, k)), ys.push_back(&limit.fine[k]);
-  PetscCall(LawGapOf(comm, names, model.fine, limits, ys, &c->law));
+  for (size_t k = 0; k < names.size(); ++k) limits.push_back(LawOf(limit, k));
+  PetscCall(LawGapOf(comm, names, SamplesBlocks(model.fine), limits, SamplesBlocks(limit.fine), &c->law));
   PetscFunctionReturn(0);
 }
 

@@ -7,6 +7,7 @@
 #include "mft/files/runfile.hpp"
 #include "mft/files/training.hpp"
 #include "mft/flow/ensemble.hpp"
+#include "mft/flow/samples.hpp"
 #include "mft/statistics/power_fit.hpp"
 #include "mft/statistics/two_sample.hpp"
 #include "mft/studies/study_in_law.hpp"
@@ -299,11 +300,10 @@ PetscErrorCode CompareAt(MPI_Comm comm, const Settings &s, const ModelSet &cell,
   const std::vector<std::string> names = probe_names(s);
   SetLaw x;
   std::vector<Law> laws;
-  std::vector<const Samples *> ys;
   PetscFunctionBeginUser;
   PetscCall(ReadSet(comm, s, cell, t, &x));
-  for (const Samples &y : refs.x) laws.push_back({SamplesSet(y)}), ys.push_back(&y);
-  PetscCall(LawGapOf(comm, names, x.x, laws, ys, &c->law));
+  for (const Samples &y : refs.x) laws.push_back({SamplesSet(y)});
+  PetscCall(LawGapOf(comm, names, SamplesBlocks(x.x), laws, SamplesBlocks(refs.x), &c->law));
   c->cell = cell, c->time = t, c->models = x.models, c->survivors = x.survivors;
   c->references = refs.models, c->reference_survivors = refs.survivors;
   for (const Samples &y : refs.x) {

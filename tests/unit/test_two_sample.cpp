@@ -260,22 +260,22 @@ TEST(TwoSample, LawGapIsSimultaneousOverEveryProbeSet) {
   const PetscInt S = 1000, M = 2, N = 4, d = 2, n = M * N * d;
   Stream st(91, 0);
   const auto draw = [&]() {
-    Samples r;
-    r.S = S, r.M = M, r.N = N, r.d = d, r.block = Range{0, S};
-    r.inputs.assign((size_t)n, 0.0);
-    for (PetscInt s = 0; s < S * n; ++s) r.tokens.push_back(1 + 0.5 * st.normal());
-    return r;
+    std::vector<double> tokens;
+    for (PetscInt s = 0; s < S * n; ++s) tokens.push_back(1 + 0.5 * st.normal());
+    return tokens;
   };
   int resolved = 0;
   const int replicates = 20;
   for (int rep = 0; rep < replicates; ++rep) {
-    const std::vector<Samples> x = {draw(), draw()}, y = {draw(), draw()};
+    const std::vector<std::vector<double>> tx = {draw(), draw()}, ty = {draw(), draw()};
+    std::vector<SampleBlock> x, y;
+    for (int k = 0; k < 2; ++k) x.push_back({tx[k].data(), S, S, M, N, d}), y.push_back({ty[k].data(), S, S, M, N, d});
     LawGap g;
-    ASSERT_EQ(LawGapOf(PETSC_COMM_SELF, {"a", "b"}, x, {{SamplesSet(y[0])}, {SamplesSet(y[1])}}, {&y[0], &y[1]}, &g), 0);
+    ASSERT_EQ(LawGapOf(PETSC_COMM_SELF, {"a", "b"}, x, {{BlockSet(y[0])}, {BlockSet(y[1])}}, y, &g), 0);
     GramGap at4[2], at2[2];
     for (int k = 0; k < 2; ++k) {
-      ASSERT_EQ(GramGapOf(PETSC_COMM_SELF, {SamplesSet(x[k])}, {SamplesSet(y[k])}, M, N, d, &at4[k], 4), 0);
-      ASSERT_EQ(GramGapOf(PETSC_COMM_SELF, {SamplesSet(x[k])}, {SamplesSet(y[k])}, M, N, d, &at2[k]), 0);
+      ASSERT_EQ(GramGapOf(PETSC_COMM_SELF, {BlockSet(x[k])}, {BlockSet(y[k])}, M, N, d, &at4[k], 4), 0);
+      ASSERT_EQ(GramGapOf(PETSC_COMM_SELF, {BlockSet(x[k])}, {BlockSet(y[k])}, M, N, d, &at2[k]), 0);
       EXPECT_GE(at4[k].hi - at4[k].lo, at2[k].hi - at2[k].lo);
     }
     EXPECT_EQ(g.gap.lo, std::max(at4[0].lo, at4[1].lo));

@@ -19,44 +19,11 @@
 #pragma once
 
 #include "mft/settings/settings.hpp"
+#include "mft/statistics/sample_set.hpp"
 
-#include <utility>
 #include <vector>
 
 namespace mft {
-
-// Samples of one law, in sets: the law's mean of f is the sum over sets of
-// the mean over the set's samples of sum_k weight_k f(member k). Sets are
-// independent of each other; the members of one set are coupled (sample s
-// of each was drawn with the others', e.g. from shared heads), so a set's
-// variance is that of its weighted sum. A model: one set of one member of
-// weight 1. The limit extrapolated from n and 2n steps: its fine paths with
-// weight 2 and its coarse ones with -1, one set of two members when the pair
-// is coupled, two sets when drawn independently. tokens: (rows, M, N, d)
-// row-major, this rank's rows of the set's S samples.
-struct SampleSet {
-  struct Member {
-    const double *tokens = nullptr;
-    double weight = 1;
-  };
-  std::vector<Member> members;
-  PetscInt S = 0;    // the set's samples over every rank
-  PetscInt rows = 0; // this rank's
-  SampleSet() = default;
-  SampleSet(const double *tokens, PetscInt S_, double weight) : members{{tokens, weight}}, S(S_), rows(S_) {}
-  SampleSet(std::vector<Member> m, PetscInt S_, PetscInt rows_) : members(std::move(m)), S(S_), rows(rows_) {}
-};
-using Law = std::vector<SampleSet>;
-
-// Sequence m's Gram matrices of sample s (this rank's row) of set k, summed
-// with the members' weights, into z (N, N); g: room for N x N.
-// Not collective.
-void SetGram(const SampleSet &k, PetscInt M, PetscInt N, PetscInt d, PetscInt s, PetscInt m, double *g, double *z);
-
-// The Gram means of a law, (M, N, N), and their standard errors (the sets'
-// variances add). Collective on comm.
-PetscErrorCode GramOf(MPI_Comm comm, const Law &law, PetscInt M, PetscInt N, PetscInt d, std::vector<double> *mean,
-                      std::vector<double> *se);
 
 struct Samples {
   PetscInt S = 0, M = 0, N = 0, d = 0;
@@ -103,9 +70,12 @@ PetscErrorCode SamplesForwardPair(MPI_Comm comm, const Settings &fine_settings, 
 // The Gram means and standard errors of r's samples (every rank's blocks).
 // Collective on comm.
 PetscErrorCode SamplesGram(MPI_Comm comm, Samples *r);
-// r's samples as one set of a law, with a weight.
-// Not collective.
+// r's samples as one set of a law, with a weight; the block of them this
+// rank holds, as the statistics read it (sample_set.hpp); each of rs's
+// blocks, in order. Not collective.
 SampleSet SamplesSet(const Samples &r, double weight = 1);
+SampleBlock SamplesBlock(const Samples &r);
+std::vector<SampleBlock> SamplesBlocks(const std::vector<Samples> &rs);
 
 // How far the samples move their tokens: for each of this rank's samples
 // the mean over the probe tokens of |x_i(1) - x_i(0)|^2 (not finite where

@@ -9,12 +9,12 @@
 //   D^2 = 2 E|X - Y| - E|X - X'| - E|Y - Y'|, zero exactly when the laws
 //   are equal, from every sample of each side (energy.hpp).
 // GramGapOf and LawGapOf are collective: each rank holds a block of every
-// set's samples (a Law, samples.hpp), and the sums are reduced over the
+// set's samples (a Law, sample_set.hpp), and the sums are reduced over the
 // ranks (two passes, the mean then the spread about it).
 #pragma once
 
-#include "mft/flow/samples.hpp"
 #include "mft/statistics/energy.hpp"
+#include "mft/statistics/sample_set.hpp"
 
 #include <petscsys.h>
 
@@ -126,8 +126,8 @@ struct LawGap {
 std::uint64_t EnergySeed(size_t k, PetscInt m);
 // x: the model's samples of each set (each rank its rows); y_law and y: the
 // other side's law and samples of each set. Collective on comm.
-PetscErrorCode LawGapOf(MPI_Comm comm, const std::vector<std::string> &names, const std::vector<Samples> &x,
-                        const std::vector<Law> &y_law, const std::vector<const Samples *> &y, LawGap *g);
+PetscErrorCode LawGapOf(MPI_Comm comm, const std::vector<std::string> &names, const std::vector<SampleBlock> &x,
+                        const std::vector<Law> &y_law, const std::vector<SampleBlock> &y, LawGap *g);
 
 // What a fit of a study's cells takes (PowerFitOf, ExpansionFit): one
 // sequence of one probe set for every cell, the one of the largest gap over
