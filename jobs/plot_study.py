@@ -249,7 +249,7 @@ def plot_law_k(table, fit, out):
         ax.plot(ks[ok], e[ok], "o", color=line[0].get_color(), label="resolved (fitted)")
         mine = [f for f in fit if f.get("L", str(L)) in (str(L), "") and f.get("H", str(H)) in (str(H), "")]
         if mine and mine[0]["q"] not in ("", "nan"):
-            draw_fit(ax, ks, mine[0], "q", number(mine[0].get("reference_H") or "inf"), [(0.5, "--"), (1.0, ":")])
+            draw_fit(ax, ks, mine[0], "q", number(mine[0].get("reference_H") or "inf"), [(0.5, "--"), (1.0, ":")], "r")
             ax.set_title(fit_verdict(mine[0], "q").replace("q =", "r =", 1), fontsize=9)
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
@@ -271,22 +271,23 @@ def fit_verdict(f, rate):
     return f"{rate} = {e:.2f} [{lo:.2f}, {hi:.2f}], chi^2 {number(f['chi2']):.2g} on {f['dof']}: {word}"
 
 
-def draw_fit(ax, xs, f, rate, ref, slopes):
+def draw_fit(ax, xs, f, rate, ref, slopes, name=None):
     """The fitted law C |n^-e - n_ref^-e| (n_ref^-e = 0 against a limit) over xs, with its band (the law at every
     exponent of the interval, through the fit at the middle of the fitted sizes), and the same law at the reference
     exponents it is judged against, through the same point."""
     C, e, lo, hi = (number(f[c]) for c in ("C", rate, rate + "_lo", rate + "_hi"))
+    name = name or rate
     n = np.geomspace(xs.min(), xs.max(), 64)
     law = lambda q: np.abs(n ** -q - (ref ** -q if np.isfinite(ref) else 0))
     pivot = np.argmin(np.abs(n - np.sqrt(xs.min() * xs.max())))
     middle = C * law(e)
     band = np.array([law(q) * middle[pivot] / law(q)[pivot] for q in np.linspace(lo, hi, 9)])
     against = f" against {ref:g}" if np.isfinite(ref) else ""
-    ax.plot(n, middle, "k-", lw=1, label=f"fit C |n^-{rate} - n_ref^-{rate}|{against}" if against else
-            f"fit C n^-{rate}")
+    ax.plot(n, middle, "k-", lw=1, label=f"fit C |n^-{name} - n_ref^-{name}|{against}" if against else
+            f"fit C n^-{name}")
     ax.fill_between(n, band.min(0), band.max(0), color="k", alpha=0.12, label="its 95% band")
     for q, style in slopes:
-        ax.plot(n, law(q) * middle[pivot] / law(q)[pivot], style, color="tab:red", lw=1, label=f"{rate} = {q:g}")
+        ax.plot(n, law(q) * middle[pivot] / law(q)[pivot], style, color="tab:red", lw=1, label=f"{name} = {q:g}")
 
 
 def law_axes(table):

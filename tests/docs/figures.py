@@ -732,8 +732,27 @@ def trained_laws(text, log, bad):
             want = (r["err_law"], r["err_law_lo"], r["err_law_hi"], r["energy"], r["energy_se"])
             if not all(shown(a, b) for a, b in zip(want, g.groups() + e.groups())):
                 bad.append("trained laws: %s %s = %s shows %s, the log %s" % (case, x, r[x], g.groups() + e.groups(), want))
+    text = " ".join(raw.split())
+    logged = open(log).read()
+    for said, line in (("(`chi^2` 7.78 on 2, p-value 0.020)", "q = 0.436745 [0.339064, 0.534426] over 4 resolved cells; "
+                        "chi^2 7.78 on 2 (p 0.0205): the power law is rejected"),
+                       ("One model of 8192 at `H = 1` diverged in training (by step 7)",
+                        "1 of 8192 models diverged by step 7"),
+                       ("16 of the 2048 references of 256 heads diverge in training (by step 9)",
+                        "16 of 2048 models diverged by step 9"),
+                       ("`err_law` 0.014 [0, 0.042], energy distance 5.5e-04 ± 8.1e-04",
+                        "L=4 H=64 t=100: err_law 1.439e-02 [0.000e+00, 4.234e-02], energy 5.482e-04 +- 8.1e-04"),
+                       ("`err_law` 0.008 [0, 0.023], energy distance 6.1e-04 ± 8.3e-04",
+                        "L=64 H=4 t=100: err_law 7.835e-03 [0.000e+00, 2.287e-02], energy 6.120e-04 +- 8.3e-04"),
+                       ("the gaps are 0.126, 0.105, 0.075, 0.056, 0.030", "L=4 H=16 t=100: err_law 3.029e-02"),
+                       ("the gap falls from 0.152 to 0.035", "L=4 H=1 t=100: err_law 1.521e-01"),
+                       ("the gaps are 0.093, 0.060, 0.053, 0.038 and 0.034", "L=16 H=4 t=100: err_law 3.374e-02"),
+                       ("a gap that does not close at the reference (its term does not fit)",
+                        "the gap does not close at the reference: its term does not fit")):
+        if said not in text or line not in logged:
+            bad.append("trained laws: '%s' against the log's '%s'" % (said, line))
     marked = re.sub(r"<!-- (\w+)(?: t=(\d+))? -->", lambda m: "{%s:%s}" % (m.group(1), m.group(2) or "100"), raw)
-    stated = re.findall(r"\{(\w+:\d+)\} `(\w)` = (\S+) \[(\S+), (\S+)\],? `chi\^2` (\S+) on (\d+),? \(?p-value (\S+?)\)?[,;:.]",
+    stated = re.findall(r"\{(\w+:\d+)\} `(\w)` = (\S+) \[(\S+), (\S+)\],? `chi\^2` (\S+) on (\d+),? \(?p-value ([0-9]+(?:\.[0-9]+)?(?:e[+-]?[0-9]+)?)",
                         " ".join(marked.split()))
     if len(stated) < 6:
         bad.append("trained laws: %d fits marked in the text, 6 or more expected" % len(stated))
