@@ -246,7 +246,7 @@ def plot_law_k(table, fit, out):
         ok = np.array([r["resolved"] == "true" for r in cells])
         line = ax.errorbar(ks, e, yerr=[e - lo, hi - e], marker="o", capsize=3, linestyle="none", mfc="none",
                            label=f"L = {L}, H = {H}: err_law, 95%")
-        ax.plot(ks[ok], e[ok], "o", color=line[0].get_color(), label="resolved (fitted)")
+        ax.plot(ks[ok], e[ok], "o", color=line[0].get_color(), label="resolved (the largest gap; the fit takes one sequence)")
         mine = [f for f in fit if f.get("L", str(L)) in (str(L), "") and f.get("H", str(H)) in (str(H), "")]
         if mine and mine[0]["q"] not in ("", "nan"):
             draw_fit(ax, ks, mine[0], "q", number(mine[0].get("reference_H") or "inf"), [(0.5, "--"), (1.0, ":")], "r")
@@ -297,7 +297,7 @@ def law_axes(table):
 
 def plot_law(d, v, out):
     """err_law of a study in law against each size it varies (or k), its intervals, the fit with its band and the
-    reference slopes; filled marks: resolved cells (the ones fitted)."""
+    reference exponents; filled marks: resolved cells (each cell's largest gap; the fit takes one sequence)."""
     table = rows(f"{d}/law.csv", variant=str(v))
     fit = [f for f in rows(f"{d}/law_fits.csv", variant=str(v)) if f.get("metric", "err_law") == "err_law"]
     if table and "time" in table[0]:  # a trained study in law: its last time
@@ -319,7 +319,7 @@ def plot_law(d, v, out):
             ok = np.array([r["resolved"] == "true" for r in cells])
             line = ax.errorbar(xs, e, yerr=[e - lo, hi - e], marker="o", capsize=3, linestyle="none", mfc="none",
                                label=f"{other} = {value}: err_law, 95%")
-            ax.plot(xs[ok], e[ok], "o", color=line[0].get_color(), label="resolved (fitted)")
+            ax.plot(xs[ok], e[ok], "o", color=line[0].get_color(), label="resolved (the largest gap; the fit takes one sequence)")
         rate = "p" if x == "L" else "q"
         if len(axes_of) == 1 and fit and fit[0].get(rate) not in ("", "nan", None):
             ref = number(fit[0].get("reference_" + x) or "inf")

@@ -182,7 +182,7 @@ def spread(text, log, bad):
     rows = table(log, "spread.csv")
     cell = {(r["overrides"].split("=")[1], r["L"]): [r["spread"], r["spread_lo"], r["spread_hi"]]
             for r in rows if r["time"] == "100"}
-    part = section(text, "**The trained spread at larger depth.**", "Whether trained diffusive models stay random")
+    part = section(text, "**The trained spread at larger depth.**", "Trained diffusive models are compared in law, not seed by seed:")
     transferred = {"32": "0.005524", "64": "0.003906", "128": "0.002762", "256": "0.001953"}
     lines = {"spread at `lr = 0.0156 (L/4)^-1/2`": lambda L: transferred[L], "spread at `lr = 0.00195`": lambda L: "0.001953"}
     seen = 0
@@ -747,7 +747,7 @@ def trained_laws(text, log, bad):
                        ("the gaps are 0.126, 0.105, 0.075, 0.056, 0.030", "L=4 H=16 t=100: err_law 3.029e-02"),
                        ("the gap falls from 0.152 to 0.035", "L=4 H=1 t=100: err_law 1.521e-01"),
                        ("the gaps are 0.093, 0.060, 0.053, 0.038 and 0.034", "L=16 H=4 t=100: err_law 3.374e-02"),
-                       ("a gap that does not close at the reference (its term does not fit)",
+                       ("a gap that does not close at the reference (its term does not fit:",
                         "the gap does not close at the reference: its term does not fit")):
         if said not in text or line not in logged:
             bad.append("trained laws: '%s' against the log's '%s'" % (said, line))
@@ -765,6 +765,27 @@ def trained_laws(text, log, bad):
                 or rows[0]["dof"] != dof:
             bad.append("trained laws: %s's %s = %s [%s, %s], chi^2 %s on %s (p %s) against the log's %s" %
                        (case, rate, e, lo, hi, chi2, dof, pv, rows[0] if rows else None))
+
+
+def limit_heads(text, log, bad):
+    """The limit's step heads at a million paths: the gaps and bounds stated
+    are the log's, and the efficiency's loss follows from the largest bound."""
+    rows = re.findall(r"^(\d) raw (\S+) noise (\S+) corrected (\S+) upper95 (\S+) bound (\S+)$", open(log).read(), re.M)
+    text = " ".join(text.split())
+    pct = lambda x: "%.2f%%" % (100 * float(x))
+    if len(rows) != 2:
+        bad.append("limit heads: the log has %d rows, not 2" % len(rows))
+        return
+    for i, name in ((1, "raw gaps"), (2, "sampling"), (3, "corrected"), (4, "upper bounds"), (5, "assumes nothing")):
+        a, b = pct(rows[0][i]), pct(rows[1][i])
+        if i == 5:
+            a, b = "%.2f%%" % (100 * float(rows[0][i])), "%.2f%%" % (100 * float(rows[1][i]))
+        if "%s and %s" % (a, b) not in text:
+            bad.append("limit heads: %s %s and %s not in results.md" % (name, a, b))
+    for bound, loss in ((rows[1][4], "14%"), (rows[1][5], "48%")):
+        got = 1 - 1 / (1 + (float(bound) / 0.0123) ** 2)
+        if "at most %s" % loss not in text or not shown(100 * got, loss.rstrip("%")):
+            bad.append("limit heads: the loss %s against %.1f%% from the bound %s" % (loss, 100 * got, bound))
 
 
 def main():
@@ -796,6 +817,7 @@ def main():
     regime_map(text, src + "/docs/bench/log.2026-12-07.amd-epyc-f26m2.regimes", bad)
     block(text, src + "/docs/bench/log.2026-12-07.amd-epyc-f26m2.", bad)
     trained_laws(text, src + "/docs/bench/log.2026-12-08.amd-epyc-f26m2.trained_laws", bad)
+    limit_heads(text, src + "/docs/bench/log.2026-12-08.amd-epyc-f26m2.limit_heads_bias", bad)
     print("\n".join("FAIL: " + b for b in bad) or "ok: the figures results.md states from the logs are the logs'")
     sys.exit(1 if bad else 0)
 
