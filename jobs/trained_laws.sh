@@ -4,7 +4,7 @@
 # all cores, each into OUT/<case>, with its wall time and the largest rank's
 # peak memory, its law.csv, law_fits.csv and fit lines, all in one log.
 #
-#   jobs/trained_laws.sh OUT [CASE ...]     (default: every case; about 70
+#   jobs/trained_laws.sh OUT [CASE ...]     (default: every case; about 80
 #                                            minutes on 2 cores)
 #
 # A rerun into the same OUT keeps every trained set that verifies and
@@ -26,8 +26,10 @@ declare -A cases=(
   [width256]="$in/study_trained_law_width.cfg --study.H '1 2 4 8 16 64' --study.reference_H 256"
   [fixed64]="$in/study_trained_law_width.cfg --train.lr 0.1 --train.lr_head_exponent 0 --train.lr_depth_exponent 0"
   [fixed256]="$in/study_trained_law_width.cfg --train.lr 0.1 --train.lr_head_exponent 0 --train.lr_depth_exponent 0 --study.reference_H 256"
+  [k_L16]="$in/study_trained_law_k.cfg --study.L 16 --study.reference_L 16 --study.k '1 2 4 8'"
+  [k_H16]="$in/study_trained_law_k.cfg --study.H 16 --study.reference_H 16 --study.k '1 2 4 8'"
 )
-order=(width depth k depth256 width256 fixed64 fixed256)
+order=(width depth k depth256 width256 fixed64 fixed256 k_L16 k_H16)
 [ $# -gt 0 ] && order=("$@")
 mkdir -p "$out"
 log="$out/trained_laws.log"

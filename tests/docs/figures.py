@@ -732,6 +732,19 @@ def trained_laws(text, log, bad):
             want = (r["err_law"], r["err_law_lo"], r["err_law_hi"], r["energy"], r["energy_se"])
             if not all(shown(a, b) for a, b in zip(want, g.groups() + e.groups())):
                 bad.append("trained laws: %s %s = %s shows %s, the log %s" % (case, x, r[x], g.groups() + e.groups(), want))
+    for label, case in (("`4 x 4`", "k"), ("`16 x 4`", "k_L16"), ("`4 x 16`", "k_H16")):  # the order of the limits
+        cells = sorted((r for r in table(log, case + "/law.csv") if r["time"] == "100"), key=lambda r: int(r["k"]))[:4]
+        gap = re.search(r"^\| `err_law`, %s \|(.*)\|$" % re.escape(label), raw, re.M)
+        energy = re.search(r"^\| energy distance, %s \|(.*)\|$" % re.escape(label), raw, re.M)
+        shown_ = [re.match(r"(\S+) \[(\S+), (\S+)\]", c.strip()) for c in gap.group(1).split("|")] if gap else []
+        shown_e = [re.match(r"(\S+) ± (\S+)", c.strip()) for c in energy.group(1).split("|")] if energy else []
+        if len(shown_) != 4 or len(shown_e) != 4 or len(cells) != 4:
+            bad.append("trained laws: the order table's %s rows" % label)
+            continue
+        for r, g, e in zip(cells, shown_, shown_e):
+            want = (r["err_law"], r["err_law_lo"], r["err_law_hi"], r["energy"], r["energy_se"])
+            if not all(shown(a, b) for a, b in zip(want, g.groups() + e.groups())):
+                bad.append("trained laws: order %s k = %s shows %s, the log %s" % (label, r["k"], g.groups() + e.groups(), want))
     text = " ".join(raw.split())
     logged = open(log).read()
     for said, line in (("(`chi^2` 7.78 on 2, p-value 0.020)", "q = 0.436745 [0.339064, 0.534426] over 4 resolved cells; "
