@@ -35,9 +35,10 @@ double ModelAt(const Sizes &z, const std::vector<double> &theta, size_t i, doubl
 // fit of the residuals on the model's gradient, halved until the whitened
 // sum of squares falls; the last fit (its step below 1e-10) gives the
 // covariance and the misfit. Not ok when it does not converge.
-GlsFit GaussNewton(const Sizes &z, const std::vector<double> &y, std::vector<double> R,
-                   const std::vector<double> &cov, std::vector<double> *theta) {
+GlsFit GaussNewton(const Sizes &z, const std::vector<double> &y, const std::vector<double> &cov,
+                   std::vector<double> *theta) {
   const size_t n = y.size(), k = theta->size();
+  std::vector<double> R = cov;
   GlsFit g;
   if (!Cholesky(R, n)) return g;
   std::vector<double> X(n * k), r(n);
@@ -92,32 +93,30 @@ PowerFit PowerFitOf(const std::vector<double> &L, const std::vector<double> &H, 
   f.fits_q = *std::max_element(h.begin(), h.end()) > *std::min_element(h.begin(), h.end());
   const size_t k = 1 + (f.fits_p ? 1 : 0) + (f.fits_q ? 1 : 0);
   if (n < k + 1 || k == 1) return f;
-  // The reference enters when it is finite in a size the fit frees and
-  // equal to the cells' in a size it holds fixed (else its gap is no term
-  // of this model, and the plain power law is fitted).
+  // The reference enters when it is finite in every size the fit frees
+  // and equal to the cells' in a size it holds fixed (else its term is 0 or
+  // no term of this model, and the plain power law is fitted).
   Sizes z;
   const double logs[2][2] = {{std::log(l[0]), std::log(L_ref)}, {std::log(h[0]), std::log(H_ref)}};
   const bool frees[2] = {f.fits_p, f.fits_q};
   z.reference = true;
-  bool finite_ref = false;
   for (int a = 0; a < 2; ++a) {
     if (frees[a]) {
       z.log_n.emplace_back(n), z.log_ref.push_back(logs[a][1]);
       for (size_t i = 0; i < n; ++i) z.log_n.back()[i] = std::log(a == 0 ? l[i] : h[i]);
-      finite_ref |= std::isfinite(logs[a][1]);
+      z.reference &= std::isfinite(logs[a][1]);
     } else
       z.reference &= logs[a][0] == logs[a][1];
   }
-  z.reference &= finite_ref;
   const std::vector<double> C = CovarianceOf(rel, r);
   std::vector<double> theta(k, 0.0);
   GlsFit g;
   { // the plain power law: linear in logarithms, the start of the reference's model
     Sizes plain = z;
     plain.reference = false;
-    g = GaussNewton(plain, y, C, C, &theta);
+    g = GaussNewton(plain, y, C, &theta);
     std::vector<double> with = theta;
-    const GlsFit h = z.reference && g.ok ? GaussNewton(z, y, C, C, &with) : GlsFit{};
+    const GlsFit h = z.reference && g.ok ? GaussNewton(z, y, C, &with) : GlsFit{};
     if (h.ok) g = h, theta = with;
     f.reference_failed = z.reference && g.ok && !h.ok; // a gap that does not close at the reference
     z.reference = h.ok;

@@ -62,7 +62,7 @@ struct PowerFit {
 // independent); widen: the intervals' half widths times this (a
 // calibration's correction: LawFitPoints::widen); L_ref, H_ref: the
 // reference's sizes (infinite: a limit). The reference's term enters when
-// it is finite in a size that varies among the cells and equal to the
+// it is finite in every size that varies among the cells and equal to the
 // cells' in a size that does not (a reference at another fixed size is no
 // point of this law: the plain one is fitted); a cell of the reference's
 // own sizes is left out; where the reference's term does not fit, the plain
