@@ -567,7 +567,7 @@ def log_distance(part, log, bad):
     for d, got, lo, hi, want, z, ito, z_ito, energy in rows:
         if not any(all(shown(a, b) for a, b in zip((got, lo, hi, want, z), t)) for t in stated):
             bad.append("log-distance: d = %s's %s [%s, %s], NumPy's %s (%s se) against results.md" % (d, got, lo, hi, want, z))
-        said = {"1": ("it is 2.531", "12.4 standard errors"), "4": ("it is -1.266", "(0.63 standard errors)")}[d]
+        said = {"1": ("it is 2.531", "12.4 standard errors"), "4": ("it is -1.266", "(0.63 standard errors;")}[d]
         if not (shown(ito, said[0].split()[-1]) and shown(str(abs(float(z_ito))), said[1].strip("(").split()[0])) \
                 or not all(x in text for x in said):
             bad.append("log-distance: d = %s's Ito exponent %s (%s se) against results.md" % (d, ito, z_ito))
@@ -789,7 +789,9 @@ def limit_heads(text, log, bad):
     if len(rows) != 2:
         bad.append("limit heads: the log has %d rows, not 2" % len(rows))
         return
-    for i, name in ((1, "raw gaps"), (2, "sampling"), (3, "corrected"), (4, "upper bounds"), (5, "assumes nothing")):
+    if float(rows[0][3]) >= 0 or "a negative squared-gap estimate (consistent with zero) and %s" % pct(rows[1][3]) not in text:
+        bad.append("limit heads: the corrected gaps %s and %s against results.md" % (rows[0][3], rows[1][3]))
+    for i, name in ((1, "raw gaps"), (2, "sampling"), (4, "upper bounds"), (5, "conservative bound")):
         a, b = pct(rows[0][i]), pct(rows[1][i])
         if i == 5:
             a, b = "%.2f%%" % (100 * float(rows[0][i])), "%.2f%%" % (100 * float(rows[1][i]))
